@@ -1,0 +1,35 @@
+//! Wiring shared by the CLI and the daemon: from a validated config to an open, migrated
+//! database and a memory store on it.
+
+use crate::config::Config;
+use crate::db::{migrate, Db, DbError, DbOptions, DbTarget};
+use crate::embed::{self, EmbedError};
+use crate::memory::{Memory, MemoryError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+}
+
+/// Opens the configured database without touching its schema.
+pub async fn open_db(config: &Config) -> Result<Db, DbError> {
+    let target = DbTarget::parse(&config.database.path)?;
+    let options = DbOptions {
+        busy_timeout: std::time::Duration::from_millis(config.database.busy_timeout_ms),
+        pool_size: config.database.pool_size,
+    };
+    Db::open(&target, options).await
+}
+
+/// Opens the configured database, applies pending migrations, and builds the memory store.
+pub async fn open_memory(config: &Config) -> Result<Memory, OpenError> {
+    let db = open_db(config).await?;
+    migrate::migrate(&db).await?;
+    let embedder = embed::from_config(&config.embedding)?;
+    Ok(Memory::new(db, embedder, config.memory.clone(), config.search.clone()).await?)
+}

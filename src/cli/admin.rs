@@ -1,0 +1,136 @@
+//! `nightshift db …`, `nightshift index …`, `nightshift config …`
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use nightshift::app::{open_db, open_memory};
+use nightshift::config::Config;
+use nightshift::db::{clock::to_rfc3339, migrate, query_scalar};
+use serde_json::json;
+
+use super::args::{DbCommand, IndexCommand};
+use super::print;
+
+pub fn config_check(path: Option<&Path>, json: bool) -> Result<()> {
+    let path =
+        path.context("no configuration file given: pass PATH, --config or NIGHTSHIFT_CONFIG")?;
+    Config::load(path)?;
+    print(json, &json!({ "path": path, "valid": true }), || {
+        format!("{}: valid", path.display())
+    })
+}
+
+pub async fn index(config: &Config, command: IndexCommand, json: bool) -> Result<()> {
+    match command {
+        IndexCommand::Rebuild => {
+            let memory = open_memory(config).await?;
+            // indicatif draws only when stderr is a terminal.
+            let bar = ProgressBar::new(0).with_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {elapsed}")
+                    .expect("valid template"),
+            );
+            let report = memory
+                .rebuild_index(&|done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                })
+                .await?;
+            bar.finish_and_clear();
+            print(json, &report, || {
+                format!(
+                    "rebuilt {} sessions: {} events and {} notes into {} chunks",
+                    report.sessions, report.events, report.notes, report.chunks
+                )
+            })
+        }
+    }
+}
+
+pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
+    match command {
+        DbCommand::Migrate => {
+            let db = open_db(config).await?;
+            let applied = migrate::migrate(&db).await?;
+            print(
+                json,
+                &json!({ "applied": applied, "schema_version": migrate::latest_version() }),
+                || {
+                    format!(
+                        "applied {applied} migration(s); schema version {}",
+                        migrate::latest_version()
+                    )
+                },
+            )
+        }
+        DbCommand::Status => {
+            let db = open_db(config).await?;
+            let migrations = migrate::status(&db).await?;
+            let current = migrations.iter().all(|m| m.applied_at.is_some());
+            let schema_version = migrations
+                .iter()
+                .filter(|m| m.applied_at.is_some())
+                .map(|m| m.version)
+                .max()
+                .unwrap_or(0);
+            let mut counts = serde_json::Map::new();
+            let mut embedding_model = None;
+            if current {
+                let conn = db.conn().await?;
+                for (name, sql) in [
+                    (
+                        "sessions",
+                        "SELECT count(*) FROM sessions WHERE kind != 'memory'",
+                    ),
+                    ("events", "SELECT count(*) FROM events"),
+                    ("notes", "SELECT count(*) FROM notes"),
+                    ("chunks", "SELECT count(*) FROM chunks"),
+                    ("vectors", "SELECT count(*) FROM chunk_vectors"),
+                ] {
+                    let n: i64 = query_scalar(&conn, sql, ()).await?.unwrap_or(0);
+                    counts.insert(name.to_string(), n.into());
+                }
+                embedding_model = query_scalar::<String>(
+                    &conn,
+                    "SELECT value FROM meta WHERE key = 'embedding_model'",
+                    (),
+                )
+                .await?;
+            }
+            let status = json!({
+                "database": db.target().to_string(),
+                "schema_version": schema_version,
+                "binary_schema_version": migrate::latest_version(),
+                "up_to_date": current,
+                "migrations": migrations,
+                "counts": counts,
+                "embedding_model": embedding_model,
+            });
+            print(json, &status, || {
+                let mut out = vec![
+                    format!("database:       {}", db.target()),
+                    format!(
+                        "schema version: {schema_version} (this binary: {}){}",
+                        migrate::latest_version(),
+                        if current {
+                            ""
+                        } else {
+                            " — run `nightshift db migrate`"
+                        }
+                    ),
+                ];
+                for m in &migrations {
+                    let when = m.applied_at.map_or("pending".to_string(), to_rfc3339);
+                    out.push(format!("  {:04} {:<20} {when}", m.version, m.name));
+                }
+                for (name, n) in &counts {
+                    out.push(format!("{name:<15} {n}"));
+                }
+                if let Some(model) = &embedding_model {
+                    out.push(format!("embedding model: {model}"));
+                }
+                out.join("\n")
+            })
+        }
+    }
+}

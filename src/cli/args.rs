@@ -1,0 +1,175 @@
+//! The command line, as clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "nightshift",
+    version,
+    about = "Durable memory and a sense of time for AI agents"
+)]
+pub struct Cli {
+    /// Configuration file (TOML). Without one, built-in defaults are used.
+    #[arg(long, global = true, env = "NIGHTSHIFT_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Database location; overrides `[database] path`.
+    #[arg(long, global = true, env = "NIGHTSHIFT_DB", value_name = "PATH")]
+    pub db: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log format on stderr.
+    #[arg(
+        long,
+        global = true,
+        env = "NIGHTSHIFT_LOG_FORMAT",
+        default_value = "human"
+    )]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the worker until SIGTERM or SIGINT.
+    Run,
+    /// Notes, conversations and search.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+    /// The derived search index.
+    #[command(subcommand)]
+    Index(IndexCommand),
+    /// The database schema.
+    #[command(subcommand)]
+    Db(DbCommand),
+    /// The configuration file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Save a note for a user; prints its id.
+    Save {
+        #[arg(long)]
+        user: String,
+        /// A tag to file the note under (repeatable).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Save under a key: a note with the same key is replaced, keeping its id.
+        #[arg(long)]
+        key: Option<String>,
+        #[arg(long)]
+        category: Option<String>,
+        /// The note's text; `-` reads it from standard input.
+        text: String,
+    },
+    /// Hybrid keyword + vector search over a user's notes (and one conversation).
+    Search {
+        #[arg(long)]
+        user: String,
+        /// Hits to return (default from `[search] default_top_k`).
+        #[arg(long)]
+        top_k: Option<usize>,
+        /// Also search this conversation session of the user.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only notes with this tag (repeatable: all must match).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        query: String,
+    },
+    /// Replace a note's text, keeping its id.
+    Update {
+        #[arg(long)]
+        user: String,
+        /// Replace the note's tags with these (repeatable); kept when absent.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        note_id: String,
+        /// The new text; `-` reads it from standard input.
+        text: String,
+    },
+    /// Delete a note.
+    Delete {
+        #[arg(long)]
+        user: String,
+        note_id: String,
+    },
+    /// List a user's notes, most recently changed first.
+    Notes {
+        #[arg(long)]
+        user: String,
+    },
+    /// Append events to a conversation session (created on first use).
+    Append(AppendArgs),
+    /// The last events of a session, oldest first.
+    Recall {
+        #[arg(long)]
+        session: String,
+        /// Only if the session belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// A user's sessions, most recently active first.
+    Sessions {
+        #[arg(long)]
+        user: String,
+    },
+    /// Delete a session and everything derived from it.
+    Forget {
+        #[arg(long)]
+        session: String,
+        /// Only if the session belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    #[arg(long)]
+    pub user: String,
+    #[arg(long)]
+    pub session: String,
+    /// Role of the single event given as TEXT.
+    #[arg(long, required_unless_present = "file", conflicts_with = "file")]
+    pub role: Option<String>,
+    /// A JSONL file of events, one {"role": …, "content": …} per line; `-` for stdin.
+    #[arg(long, conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// The event's text; `-` reads it from standard input.
+    #[arg(required_unless_present = "file")]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Rebuild chunks, full-text index and vectors from sessions and notes.
+    Rebuild,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Apply pending migrations.
+    Migrate,
+    /// Schema version, migrations and what the database holds.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a configuration file (default: --config / NIGHTSHIFT_CONFIG).
+    Check { path: Option<PathBuf> },
+}

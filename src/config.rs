@@ -1,0 +1,276 @@
+//! Typed configuration. Every key has a default, unknown keys are rejected, and every value
+//! is checked so a bad file fails at start with the key's name rather than at 3 a.m.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Where the database lives when neither `--db`, `NIGHTSHIFT_DB` nor `[database] path` say.
+pub const DEFAULT_DB_PATH: &str = "data/nightshift.db";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config value `{key}`: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub database: DatabaseConfig,
+    pub memory: MemoryConfig,
+    pub search: SearchConfig,
+    pub embedding: EmbeddingConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// Path of the embedded database file; its folder is created on first use.
+    pub path: String,
+    /// How long a writer waits for another writer's lock before failing.
+    pub busy_timeout_ms: u64,
+    /// Idle connections kept open for reuse.
+    pub pool_size: usize,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            path: DEFAULT_DB_PATH.to_string(),
+            busy_timeout_ms: 5_000,
+            pool_size: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Largest event or note accepted, in bytes of UTF-8.
+    pub max_text_bytes: usize,
+    /// Largest chunk of the search index, in characters.
+    pub chunk_chars: usize,
+    /// Characters shared by consecutive chunks of one text.
+    pub chunk_overlap_chars: usize,
+    /// Events returned by `memory recall` when no `--limit` is given.
+    pub recall_limit: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 65_536,
+            chunk_chars: 640,
+            chunk_overlap_chars: 96,
+            recall_limit: 50,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    pub default_top_k: usize,
+    pub max_top_k: usize,
+    /// Weight of the min-max normalised vector leg in the fused score.
+    pub vector_weight: f64,
+    /// Weight of the min-max normalised keyword (FTS5 bm25) leg in the fused score.
+    pub keyword_weight: f64,
+    /// Candidates each leg contributes before fusion.
+    pub candidates: usize,
+    /// Memory for the per-session vector matrices kept between searches.
+    pub vector_cache_mib: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            default_top_k: 5,
+            max_top_k: 20,
+            vector_weight: 0.7,
+            keyword_weight: 0.3,
+            candidates: 50,
+            vector_cache_mib: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingConfig {
+    /// `hash`: blake3 feature hashing of words and character trigrams, no model needed.
+    pub backend: EmbeddingBackend,
+    /// Dimensions of the `hash` backend's vectors.
+    pub dimensions: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            backend: EmbeddingBackend::Hash,
+            dimensions: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingBackend {
+    Hash,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|err| match err {
+            ConfigError::Parse { message, .. } => ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    /// Reads the file when one is named, else the defaults.
+    pub fn load_or_default(path: Option<&Path>) -> Result<Self, ConfigError> {
+        match path {
+            Some(path) => Self::load(path),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// Parses and validates TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: PathBuf::from("<text>"),
+            message: err.to_string(),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn invalid(key: &'static str, reason: impl Into<String>) -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid {
+                key,
+                reason: reason.into(),
+            })
+        }
+        let db = &self.database;
+        if db.path.trim().is_empty() {
+            return invalid("database.path", "must not be empty");
+        }
+        if db.pool_size == 0 || db.pool_size > 256 {
+            return invalid(
+                "database.pool_size",
+                format!("must be 1..=256, got {}", db.pool_size),
+            );
+        }
+        let mem = &self.memory;
+        if mem.max_text_bytes == 0 || mem.max_text_bytes > 16 * 1024 * 1024 {
+            return invalid(
+                "memory.max_text_bytes",
+                format!("must be 1..=16777216, got {}", mem.max_text_bytes),
+            );
+        }
+        if mem.chunk_chars < 32 {
+            return invalid(
+                "memory.chunk_chars",
+                format!("must be at least 32, got {}", mem.chunk_chars),
+            );
+        }
+        if mem.chunk_overlap_chars >= mem.chunk_chars / 2 {
+            return invalid(
+                "memory.chunk_overlap_chars",
+                format!(
+                    "must be less than half of memory.chunk_chars ({}), got {}",
+                    mem.chunk_chars, mem.chunk_overlap_chars
+                ),
+            );
+        }
+        if mem.recall_limit == 0 {
+            return invalid("memory.recall_limit", "must be at least 1");
+        }
+        let search = &self.search;
+        if search.max_top_k == 0 || search.max_top_k > 1000 {
+            return invalid(
+                "search.max_top_k",
+                format!("must be 1..=1000, got {}", search.max_top_k),
+            );
+        }
+        if search.default_top_k == 0 || search.default_top_k > search.max_top_k {
+            return invalid(
+                "search.default_top_k",
+                format!(
+                    "must be 1..=search.max_top_k ({}), got {}",
+                    search.max_top_k, search.default_top_k
+                ),
+            );
+        }
+        for (key, weight) in [
+            ("search.vector_weight", search.vector_weight),
+            ("search.keyword_weight", search.keyword_weight),
+        ] {
+            if !(0.0..=1.0).contains(&weight) {
+                return invalid(key, format!("must be between 0 and 1, got {weight}"));
+            }
+        }
+        if search.vector_weight + search.keyword_weight <= 0.0 {
+            return invalid(
+                "search.keyword_weight",
+                "search.vector_weight and search.keyword_weight must not both be 0",
+            );
+        }
+        if search.candidates < search.max_top_k {
+            return invalid(
+                "search.candidates",
+                format!(
+                    "must be at least search.max_top_k ({}), got {}",
+                    search.max_top_k, search.candidates
+                ),
+            );
+        }
+        let emb = &self.embedding;
+        if !(16..=4096).contains(&emb.dimensions) {
+            return invalid(
+                "embedding.dimensions",
+                format!("must be 16..=4096, got {}", emb.dimensions),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        assert_eq!(Config::from_toml("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_by_name() {
+        let err = Config::from_toml("[search]\nvector_weigth = 0.5\n").unwrap_err();
+        assert!(err.to_string().contains("vector_weigth"), "{err}");
+    }
+
+    #[test]
+    fn bad_value_names_the_key() {
+        let err = Config::from_toml("[search]\nvector_weight = 1.5\n").unwrap_err();
+        assert!(err.to_string().contains("search.vector_weight"), "{err}");
+    }
+}

@@ -1,0 +1,180 @@
+//! Versioned schema migrations, embedded at build time. Each runs in its own transaction
+//! and is recorded with a checksum; a database that was migrated by a different or newer
+//! binary is refused instead of being guessed at.
+
+use serde::Serialize;
+
+use super::{clock, Db, DbError};
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration this binary knows, in order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "memory",
+    sql: include_str!("../../migrations/0001_memory.sql"),
+}];
+
+/// The schema version this binary writes.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+fn checksum(sql: &str) -> String {
+    blake3::hash(sql.as_bytes()).to_hex().to_string()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationStatus {
+    pub version: i64,
+    pub name: String,
+    /// When it was applied (UTC ms), or `None` while pending.
+    pub applied_at: Option<i64>,
+}
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+)";
+
+struct Applied {
+    version: i64,
+    name: String,
+    checksum: String,
+    applied_at: i64,
+}
+
+async fn applied(conn: &libsql::Connection) -> Result<Vec<Applied>, DbError> {
+    conn.execute(CREATE_TABLE, ()).await?;
+    let mut rows = conn
+        .query(
+            "SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version",
+            (),
+        )
+        .await?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await? {
+        out.push(Applied {
+            version: row.get(0)?,
+            name: row.get(1)?,
+            checksum: row.get(2)?,
+            applied_at: row.get(3)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Checks what is applied against what this binary knows; returns the pending ones.
+fn verify(applied: &[Applied]) -> Result<Vec<&'static Migration>, DbError> {
+    let binary = latest_version();
+    if let Some(newest) = applied.iter().map(|a| a.version).max() {
+        if newest > binary {
+            return Err(DbError::SchemaTooNew {
+                database: newest,
+                binary,
+            });
+        }
+    }
+    for done in applied {
+        if let Some(known) = MIGRATIONS.iter().find(|m| m.version == done.version) {
+            let expected = checksum(known.sql);
+            if done.checksum != expected {
+                return Err(DbError::ChecksumMismatch {
+                    version: done.version,
+                    name: done.name.clone(),
+                    applied: done.checksum.clone(),
+                    expected,
+                });
+            }
+        }
+    }
+    Ok(MIGRATIONS
+        .iter()
+        .filter(|m| !applied.iter().any(|a| a.version == m.version))
+        .collect())
+}
+
+/// Applies every pending migration, each in its own transaction. Returns how many ran.
+pub async fn migrate(db: &Db) -> Result<usize, DbError> {
+    let conn = db.conn().await?;
+    let pending = verify(&applied(&conn).await?)?;
+    let mut ran = 0;
+    for migration in pending {
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        // Another process may have applied it between our read and our lock.
+        let already: Option<i64> = super::query_scalar(
+            &tx,
+            "SELECT version FROM schema_migrations WHERE version = ?1",
+            [migration.version],
+        )
+        .await?;
+        if already.is_some() {
+            tx.rollback().await?;
+            continue;
+        }
+        tx.execute_batch(migration.sql).await?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, ?4)",
+            libsql::params![migration.version, migration.name, checksum(migration.sql), clock::now_ms()],
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            version = migration.version,
+            name = migration.name,
+            "applied migration"
+        );
+        ran += 1;
+    }
+    Ok(ran)
+}
+
+/// Every known migration with when it was applied; fails like [`migrate`] on a database
+/// this binary must not touch.
+pub async fn status(db: &Db) -> Result<Vec<MigrationStatus>, DbError> {
+    let conn = db.conn().await?;
+    let applied = applied(&conn).await?;
+    verify(&applied)?;
+    Ok(MIGRATIONS
+        .iter()
+        .map(|m| MigrationStatus {
+            version: m.version,
+            name: m.name.to_string(),
+            applied_at: applied
+                .iter()
+                .find(|a| a.version == m.version)
+                .map(|a| a.applied_at),
+        })
+        .collect())
+}
+
+/// Fails unless the schema is exactly what this binary expects.
+pub async fn ensure_current(db: &Db) -> Result<(), DbError> {
+    let conn = db.conn().await?;
+    let pending = verify(&applied(&conn).await?)?;
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(DbError::NotMigrated(pending.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1, "{}", m.name);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Embedders turn text into vectors for the vector leg of search. Embedding is CPU work:
+//! callers run it outside write transactions (and, for slow models, on a blocking thread).
+
+mod hash;
+
+pub use hash::HashEmbedder;
+
+use std::sync::Arc;
+
+use crate::config::{EmbeddingBackend, EmbeddingConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("embedding failed: {0}")]
+    Failed(String),
+}
+
+pub trait Embedder: Send + Sync {
+    /// Identifies the model and its settings; vectors of different ids are never compared.
+    fn model_id(&self) -> &str;
+    fn dimensions(&self) -> usize;
+    /// One L2-normalised vector per text (all zeros for a text with no features).
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// The embedder the configuration asks for.
+pub fn from_config(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
+    match config.backend {
+        EmbeddingBackend::Hash => Ok(Arc::new(HashEmbedder::new(config.dimensions))),
+    }
+}
+
+/// Little-endian f32s, the on-disk vector format.
+pub fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Reads a little-endian f32 blob; `None` if its length is not a whole number of floats.
+pub fn blob_to_vector(blob: &[u8]) -> Option<Vec<f32>> {
+    if !blob.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(
+        blob.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
+}
+
+/// Scales a vector to unit length in place (a zero vector stays zero).
+pub fn l2_normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_round_trips() {
+        let v = vec![0.25f32, -1.5, 3.0];
+        assert_eq!(blob_to_vector(&vector_to_blob(&v)).unwrap(), v);
+        assert!(blob_to_vector(&[1, 2, 3]).is_none());
+    }
+}

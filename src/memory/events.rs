@@ -1,0 +1,302 @@
+//! Conversation sessions and their append-only events.
+
+use super::index::ChunkOwner;
+use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
+use crate::db::clock;
+
+/// A JSONL import problem, with the 1-based line it was found on.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct JsonlError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Makes sure `session_id` exists and belongs to `user_id`, creating it if needed, inside
+/// the caller's transaction. Returns its last sequence.
+pub(super) async fn ensure_session(
+    conn: &libsql::Connection,
+    session_id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<i64> {
+    let mut rows = conn
+        .query(
+            "SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1",
+            [session_id],
+        )
+        .await?;
+    if let Some(row) = rows.next().await? {
+        let owner: String = row.get(0)?;
+        if owner != user_id {
+            return Err(MemoryError::SessionOfOtherUser {
+                session_id: session_id.to_string(),
+            });
+        }
+        return Ok(row.get(1)?);
+    }
+    drop(rows);
+    conn.execute(
+        "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+        libsql::params![
+            session_id,
+            user_id,
+            SessionKind::of(session_id).as_str(),
+            now
+        ],
+    )
+    .await?;
+    conn.execute(
+        "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)",
+        libsql::params![session_id, now],
+    )
+    .await?;
+    Ok(0)
+}
+
+fn row_to_session(row: &libsql::Row) -> Result<Session> {
+    let session_id: String = row.get(0)?;
+    Ok(Session {
+        kind: SessionKind::of(&session_id),
+        session_id,
+        user_id: row.get(1)?,
+        title: row.get(2)?,
+        created_at: row.get(3)?,
+        updated_at: row.get(4)?,
+        last_sequence: row.get(5)?,
+    })
+}
+
+const SESSION_COLUMNS: &str = "session_id, user_id, title, created_at, updated_at, last_sequence";
+
+impl Memory {
+    fn check_event(&self, event: &NewEvent) -> Result<()> {
+        self.check_text("event content", &event.content)?;
+        if let Some(importance) = event.importance {
+            if !(0.0..=1.0).contains(&importance) {
+                return Err(MemoryError::Invalid {
+                    what: "importance",
+                    reason: format!("must be between 0 and 1, got {importance}"),
+                });
+            }
+        }
+        if let Some(at) = event.created_at {
+            if at < 0 {
+                return Err(MemoryError::Invalid {
+                    what: "created_at",
+                    reason: format!("must be unix milliseconds, got {at}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn check_appendable(&self, user_id: &str, session_id: &str) -> Result<()> {
+        check_id("user id", user_id)?;
+        check_id("session id", session_id)?;
+        if SessionKind::of(session_id) == SessionKind::Memory {
+            return Err(MemoryError::ReservedSession(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Appends events to a session (created on first use, owned by `user_id`) in one
+    /// transaction: all are stored, with consecutive sequences, or none. Returns the
+    /// sequences given to them.
+    pub async fn append(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>> {
+        self.check_appendable(user_id, session_id)?;
+        for event in events {
+            self.check_event(event)?;
+        }
+        self.append_checked(user_id, session_id, events).await
+    }
+
+    /// Appends the events of a JSONL text (one `{"role": …, "content": …}` per line; blank
+    /// lines skipped). A bad line is reported with its number and nothing is stored.
+    pub async fn append_jsonl(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        jsonl: &[u8],
+    ) -> Result<Vec<i64>> {
+        self.check_appendable(user_id, session_id)?;
+        let mut events = Vec::new();
+        for (index, line) in jsonl.split(|b| *b == b'\n').enumerate() {
+            let at = |reason: String| JsonlError {
+                line: index + 1,
+                reason,
+            };
+            let line = std::str::from_utf8(line).map_err(|e| at(format!("invalid UTF-8 ({e})")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let event: NewEvent =
+                serde_json::from_str(line).map_err(|e| at(format!("invalid event: {e}")))?;
+            self.check_event(&event).map_err(|e| at(e.to_string()))?;
+            events.push(event);
+        }
+        if events.is_empty() {
+            return Err(MemoryError::EmptyText {
+                what: "the JSONL input (no events)",
+            });
+        }
+        self.append_checked(user_id, session_id, &events).await
+    }
+
+    async fn append_checked(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>> {
+        let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
+        let prepared = self.prepare_chunks(&texts)?;
+        let now = clock::now_ms();
+
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let mut sequence = ensure_session(&tx, session_id, user_id, now).await?;
+        let mut sequences = Vec::with_capacity(events.len());
+        for (event, chunks) in events.iter().zip(&prepared) {
+            sequence += 1;
+            let created_at = event.created_at.unwrap_or(now);
+            let payload = event
+                .payload
+                .as_ref()
+                .map_or_else(|| "{}".to_string(), |p| p.to_string());
+            tx.execute(
+                "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                libsql::params![
+                    session_id,
+                    sequence,
+                    event.role.as_str(),
+                    event.content.as_str(),
+                    payload,
+                    event.importance.unwrap_or(event.role.default_importance()),
+                    created_at
+                ],
+            )
+            .await?;
+            let owner = ChunkOwner {
+                session_id,
+                user_id,
+                note_id: None,
+                sequence,
+                created_at,
+            };
+            self.write_chunks(&tx, &owner, chunks).await?;
+            sequences.push(sequence);
+        }
+        tx.execute(
+            "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+            libsql::params![session_id, sequence, now],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(sequences)
+    }
+
+    /// A session, if it exists and (when `owner` is given) belongs to that user. Another
+    /// user's session is reported exactly like a missing one.
+    pub async fn session(&self, session_id: &str, owner: Option<&str>) -> Result<Session> {
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?1"),
+                [session_id],
+            )
+            .await?;
+        let session = match rows.next().await? {
+            Some(row) => row_to_session(&row)?,
+            None => return Err(MemoryError::SessionNotFound(session_id.to_string())),
+        };
+        if owner.is_some_and(|owner| owner != session.user_id) {
+            return Err(MemoryError::SessionNotFound(session_id.to_string()));
+        }
+        Ok(session)
+    }
+
+    /// The last `limit` events of a session, oldest first.
+    pub async fn recall(
+        &self,
+        session_id: &str,
+        owner: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        self.session(session_id, owner).await?;
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT sequence, role, content, payload_json, importance, created_at
+                 FROM events WHERE session_id = ?1 ORDER BY sequence DESC LIMIT ?2",
+                libsql::params![session_id, limit as i64],
+            )
+            .await?;
+        let mut events = Vec::new();
+        while let Some(row) = rows.next().await? {
+            let role: String = row.get(1)?;
+            let payload: String = row.get(3)?;
+            events.push(Event {
+                session_id: session_id.to_string(),
+                sequence: row.get(0)?,
+                role: role.parse::<Role>()?,
+                content: row.get(2)?,
+                payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+                importance: row.get(4)?,
+                created_at: row.get(5)?,
+            });
+        }
+        events.reverse();
+        Ok(events)
+    }
+
+    /// A user's conversation and scheduled-run sessions, most recently active first.
+    pub async fn sessions(&self, user_id: &str) -> Result<Vec<Session>> {
+        check_id("user id", user_id)?;
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions
+                     WHERE user_id = ?1 AND kind != 'memory'
+                     ORDER BY updated_at DESC, session_id"
+                ),
+                [user_id],
+            )
+            .await?;
+        let mut sessions = Vec::new();
+        while let Some(row) = rows.next().await? {
+            sessions.push(row_to_session(&row)?);
+        }
+        Ok(sessions)
+    }
+
+    /// Deletes a session and everything derived from it: events, state, summary, chunks,
+    /// their FTS rows and vectors.
+    pub async fn forget(&self, session_id: &str, owner: Option<&str>) -> Result<()> {
+        check_id("session id", session_id)?;
+        if SessionKind::of(session_id) == SessionKind::Memory {
+            return Err(MemoryError::ReservedSession(session_id.to_string()));
+        }
+        let conn = self.db.conn().await?;
+        let deleted = conn
+            .execute(
+                "DELETE FROM sessions WHERE session_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+                libsql::params![session_id, owner],
+            )
+            .await?;
+        if deleted == 0 {
+            return Err(MemoryError::SessionNotFound(session_id.to_string()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! Long-term memory: conversation sessions and their events, user-scoped notes, the derived
+//! search index (chunks, FTS5, vectors), hybrid search and summary state.
+//!
+//! Sessions, events and notes are the source of truth. Everything in `chunks`,
+//! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
+
+mod chunking;
+mod events;
+mod fts_query;
+mod index;
+mod notes;
+mod rebuild;
+mod search;
+mod summary;
+mod types;
+mod vectors;
+
+use std::sync::Arc;
+
+pub use chunking::chunk_text;
+pub use events::JsonlError;
+pub use fts_query::keyword_expression;
+pub use rebuild::RebuildReport;
+pub use search::{HitSource, SearchHit, SearchRequest};
+pub use summary::{SummaryState, SummaryWrite};
+pub use types::{Event, NewEvent, NewNote, Note, Role, SaveOutcome, Session, SessionKind};
+
+use crate::config::{MemoryConfig, SearchConfig};
+use crate::db::{Db, DbError};
+use crate::embed::{EmbedError, Embedder};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{what} is empty")]
+    EmptyText { what: &'static str },
+    #[error("{what} is {len} bytes, over the limit of {max} bytes (memory.max_text_bytes)")]
+    TooLarge {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    #[error("invalid {what}: {reason}")]
+    Invalid { what: &'static str, reason: String },
+    #[error("no note `{0}` for this user")]
+    NoteNotFound(String),
+    #[error("no session `{0}`")]
+    SessionNotFound(String),
+    #[error("session `{session_id}` belongs to another user")]
+    SessionOfOtherUser { session_id: String },
+    #[error("session `{0}` is reserved for nightshift's own use")]
+    ReservedSession(String),
+    #[error(transparent)]
+    Jsonl(#[from] JsonlError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<libsql::Error> for MemoryError {
+    fn from(err: libsql::Error) -> Self {
+        MemoryError::Db(DbError::Sql(err))
+    }
+}
+
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+/// The memory store. Cheap to clone; clones share the vector cache.
+#[derive(Clone)]
+pub struct Memory {
+    db: Db,
+    embedder: Arc<dyn Embedder>,
+    limits: MemoryConfig,
+    search: SearchConfig,
+    vectors: Arc<vectors::VectorCache>,
+}
+
+impl Memory {
+    /// Builds the store on a migrated database and records which embedding model made its
+    /// vectors. Vectors of another model are never compared with this one's: until
+    /// `nightshift index rebuild` re-embeds them, search relies on its keyword leg.
+    pub async fn new(
+        db: Db,
+        embedder: Arc<dyn Embedder>,
+        limits: MemoryConfig,
+        search: SearchConfig,
+    ) -> Result<Self> {
+        let vectors = Arc::new(vectors::VectorCache::new(
+            search.vector_cache_mib * 1024 * 1024,
+        ));
+        let memory = Self {
+            db,
+            embedder,
+            limits,
+            search,
+            vectors,
+        };
+        let recorded = memory.recorded_model().await?;
+        match recorded {
+            None => memory.record_model().await?,
+            Some(model) if model != memory.embedder.model_id() => {
+                tracing::warn!(
+                    recorded = %model,
+                    configured = memory.embedder.model_id(),
+                    "stored vectors were made by another embedding model; search uses keywords \
+                     only for them until `nightshift index rebuild` re-embeds"
+                );
+            }
+            Some(_) => {}
+        }
+        Ok(memory)
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The embedding model recorded in the database, if any.
+    pub async fn recorded_model(&self) -> Result<Option<String>> {
+        let conn = self.db.conn().await?;
+        Ok(crate::db::query_scalar(
+            &conn,
+            "SELECT value FROM meta WHERE key = 'embedding_model'",
+            (),
+        )
+        .await?)
+    }
+
+    async fn record_model(&self) -> Result<()> {
+        let conn = self.db.conn().await?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            libsql::params![
+                self.embedder.model_id(),
+                self.embedder.dimensions().to_string()
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Rejects empty, oversized or control-character-only text before anything is written.
+    fn check_text(&self, what: &'static str, text: &str) -> Result<()> {
+        if text.trim().is_empty() {
+            return Err(MemoryError::EmptyText { what });
+        }
+        if text.len() > self.limits.max_text_bytes {
+            return Err(MemoryError::TooLarge {
+                what,
+                len: text.len(),
+                max: self.limits.max_text_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Rejects identifiers that are empty, too long, or contain control characters.
+fn check_id(what: &'static str, id: &str) -> Result<()> {
+    if id.trim().is_empty() {
+        return Err(MemoryError::Invalid {
+            what,
+            reason: "must not be empty".into(),
+        });
+    }
+    if id.len() > 256 {
+        return Err(MemoryError::Invalid {
+            what,
+            reason: format!("is {} bytes, over the limit of 256", id.len()),
+        });
+    }
+    if id.chars().any(char::is_control) {
+        return Err(MemoryError::Invalid {
+            what,
+            reason: "must not contain control characters".into(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! User-scoped notes (seed 002's memory_save / update / delete). A note is visible only to
+//! its user: every statement here filters on `user_id`, so another user's note id behaves
+//! exactly like one that does not exist.
+
+use super::events::ensure_session;
+use super::index::{ChunkOwner, PreparedChunk};
+use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
+use crate::db::clock;
+use crate::ids;
+
+const MAX_TAGS: usize = 32;
+const MAX_TAG_CHARS: usize = 64;
+
+/// Trims and de-duplicates tags, rejecting empty or oversized ones.
+fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in tags {
+        let tag = tag.trim();
+        if tag.is_empty()
+            || tag.chars().count() > MAX_TAG_CHARS
+            || tag.chars().any(char::is_control)
+        {
+            return Err(MemoryError::Invalid {
+                what: "tag",
+                reason: format!(
+                    "`{tag}` must be 1..={MAX_TAG_CHARS} characters without control characters"
+                ),
+            });
+        }
+        if !out.iter().any(|t| t == tag) {
+            out.push(tag.to_string());
+        }
+    }
+    if out.len() > MAX_TAGS {
+        return Err(MemoryError::Invalid {
+            what: "tags",
+            reason: format!("{} tags, at most {MAX_TAGS}", out.len()),
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn row_to_note(row: &libsql::Row) -> Result<Note> {
+    let tags: String = row.get(3)?;
+    Ok(Note {
+        note_id: row.get(0)?,
+        user_id: row.get(1)?,
+        content: row.get(2)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        key: row.get(4)?,
+        category: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+    })
+}
+
+pub(super) const NOTE_COLUMNS: &str =
+    "note_id, user_id, content, tags_json, key, category, created_at, updated_at";
+
+/// Moves the user's memory session on by one sequence (creating it on first use) and
+/// returns that sequence: it orders note writes and tells a rebuild something changed.
+async fn next_memory_sequence(conn: &libsql::Connection, user_id: &str, now: i64) -> Result<i64> {
+    let session_id = SessionKind::memory_session(user_id);
+    let sequence = ensure_session(conn, &session_id, user_id, now).await? + 1;
+    conn.execute(
+        "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+        libsql::params![session_id, sequence, now],
+    )
+    .await?;
+    Ok(sequence)
+}
+
+impl Memory {
+    /// Saves a note and returns its id. With a key, a note the user already saved under
+    /// that key is replaced in place: same id, same `created_at`.
+    pub async fn save_note(&self, user_id: &str, note: &NewNote) -> Result<SaveOutcome> {
+        check_id("user id", user_id)?;
+        self.check_text("note content", &note.content)?;
+        let tags = clean_tags(&note.tags)?;
+        if let Some(key) = &note.key {
+            check_id("note key", key)?;
+        }
+        if let Some(category) = &note.category {
+            check_id("note category", category)?;
+        }
+        let chunks = self
+            .prepare_chunks(&[note.content.as_str()])?
+            .pop()
+            .unwrap_or_default();
+        let now = clock::now_ms();
+
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let existing: Option<String> = match &note.key {
+            Some(key) => {
+                crate::db::query_scalar(
+                    &tx,
+                    "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2",
+                    libsql::params![user_id, key.as_str()],
+                )
+                .await?
+            }
+            None => None,
+        };
+        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        let outcome = match existing {
+            Some(note_id) => {
+                self.replace_content(
+                    &tx,
+                    user_id,
+                    &note_id,
+                    &note.content,
+                    Some(&tags),
+                    &chunks,
+                    sequence,
+                    now,
+                )
+                .await?;
+                if note.category.is_some() {
+                    tx.execute(
+                        "UPDATE notes SET category = ?2 WHERE note_id = ?1",
+                        libsql::params![note_id.as_str(), note.category.as_deref()],
+                    )
+                    .await?;
+                }
+                SaveOutcome {
+                    note_id,
+                    created: false,
+                }
+            }
+            None => {
+                let note_id = ids::new_id("note");
+                tx.execute(
+                    "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                    libsql::params![
+                        note_id.as_str(),
+                        user_id,
+                        note.content.as_str(),
+                        serde_json::to_string(&tags).expect("tags serialise"),
+                        note.key.as_deref(),
+                        note.category.as_deref(),
+                        now
+                    ],
+                )
+                .await?;
+                self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
+                    .await?;
+                SaveOutcome {
+                    note_id,
+                    created: true,
+                }
+            }
+        };
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// Replaces a note's text (and tags, when given), keeping its id and `created_at`.
+    pub async fn update_note(
+        &self,
+        user_id: &str,
+        note_id: &str,
+        content: &str,
+        tags: Option<&[String]>,
+    ) -> Result<Note> {
+        check_id("user id", user_id)?;
+        check_id("note id", note_id)?;
+        self.check_text("note content", content)?;
+        let tags = tags.map(clean_tags).transpose()?;
+        let chunks = self.prepare_chunks(&[content])?.pop().unwrap_or_default();
+        let now = clock::now_ms();
+
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let owned: Option<i64> = crate::db::query_scalar(
+            &tx,
+            "SELECT 1 FROM notes WHERE note_id = ?1 AND user_id = ?2",
+            libsql::params![note_id, user_id],
+        )
+        .await?;
+        if owned.is_none() {
+            tx.rollback().await?;
+            return Err(MemoryError::NoteNotFound(note_id.to_string()));
+        }
+        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        self.replace_content(
+            &tx,
+            user_id,
+            note_id,
+            content,
+            tags.as_deref(),
+            &chunks,
+            sequence,
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        self.note(user_id, note_id).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn replace_content(
+        &self,
+        conn: &libsql::Connection,
+        user_id: &str,
+        note_id: &str,
+        content: &str,
+        tags: Option<&[String]>,
+        chunks: &[PreparedChunk],
+        sequence: i64,
+        now: i64,
+    ) -> Result<()> {
+        conn.execute("DELETE FROM chunks WHERE note_id = ?1", [note_id])
+            .await?;
+        let tags_json = tags.map(|t| serde_json::to_string(t).expect("tags serialise"));
+        conn.execute(
+            "UPDATE notes SET content = ?3, tags_json = coalesce(?4, tags_json), updated_at = ?5
+             WHERE note_id = ?1 AND user_id = ?2",
+            libsql::params![note_id, user_id, content, tags_json, now],
+        )
+        .await?;
+        self.write_note_chunks(conn, user_id, note_id, chunks, sequence, now)
+            .await
+    }
+
+    async fn write_note_chunks(
+        &self,
+        conn: &libsql::Connection,
+        user_id: &str,
+        note_id: &str,
+        chunks: &[PreparedChunk],
+        sequence: i64,
+        now: i64,
+    ) -> Result<()> {
+        let session_id = SessionKind::memory_session(user_id);
+        let owner = ChunkOwner {
+            session_id: &session_id,
+            user_id,
+            note_id: Some(note_id),
+            sequence,
+            created_at: now,
+        };
+        self.write_chunks(conn, &owner, chunks).await
+    }
+
+    /// Deletes a note with its chunks, FTS rows and vectors.
+    pub async fn delete_note(&self, user_id: &str, note_id: &str) -> Result<()> {
+        check_id("user id", user_id)?;
+        check_id("note id", note_id)?;
+        let now = clock::now_ms();
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let deleted = tx
+            .execute(
+                "DELETE FROM notes WHERE note_id = ?1 AND user_id = ?2",
+                libsql::params![note_id, user_id],
+            )
+            .await?;
+        if deleted == 0 {
+            tx.rollback().await?;
+            return Err(MemoryError::NoteNotFound(note_id.to_string()));
+        }
+        next_memory_sequence(&tx, user_id, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// One of the user's notes.
+    pub async fn note(&self, user_id: &str, note_id: &str) -> Result<Note> {
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                &format!("SELECT {NOTE_COLUMNS} FROM notes WHERE note_id = ?1 AND user_id = ?2"),
+                libsql::params![note_id, user_id],
+            )
+            .await?;
+        match rows.next().await? {
+            Some(row) => row_to_note(&row),
+            None => Err(MemoryError::NoteNotFound(note_id.to_string())),
+        }
+    }
+
+    /// The user's notes, most recently changed first.
+    pub async fn notes(&self, user_id: &str) -> Result<Vec<Note>> {
+        check_id("user id", user_id)?;
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT {NOTE_COLUMNS} FROM notes WHERE user_id = ?1
+                     ORDER BY updated_at DESC, note_id DESC"
+                ),
+                [user_id],
+            )
+            .await?;
+        let mut notes = Vec::new();
+        while let Some(row) = rows.next().await? {
+            notes.push(row_to_note(&row)?);
+        }
+        Ok(notes)
+    }
+}

@@ -1,0 +1,172 @@
+//! Rebuilding the derived index from the source of truth. Each session is rebuilt in its
+//! own transaction, so a search running meanwhile sees either the old or the new chunks of
+//! a session, never none, and writers are held up for one session at a time.
+
+use serde::Serialize;
+
+use super::index::ChunkOwner;
+use super::{Memory, Result, SessionKind};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RebuildReport {
+    pub sessions: usize,
+    pub events: usize,
+    pub notes: usize,
+    pub chunks: usize,
+}
+
+/// A text to index and where its chunks belong.
+struct Source {
+    note_id: Option<String>,
+    sequence: i64,
+    created_at: i64,
+    text: String,
+}
+
+/// Attempts at a session whose writers keep changing it before the last, locked attempt.
+const OPTIMISTIC_ATTEMPTS: usize = 3;
+
+impl Memory {
+    /// Re-chunks and re-embeds every session and note with the current settings and
+    /// embedder. `progress(done, total)` is called after each session.
+    pub async fn rebuild_index(&self, progress: &dyn Fn(usize, usize)) -> Result<RebuildReport> {
+        let conn = self.db.conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT session_id, user_id FROM sessions ORDER BY session_id",
+                (),
+            )
+            .await?;
+        let mut sessions: Vec<(String, String)> = Vec::new();
+        while let Some(row) = rows.next().await? {
+            sessions.push((row.get(0)?, row.get(1)?));
+        }
+        drop(rows);
+        drop(conn);
+
+        let mut report = RebuildReport::default();
+        let total = sessions.len();
+        progress(0, total);
+        for (done, (session_id, user_id)) in sessions.iter().enumerate() {
+            if let Some((sources, chunks)) = self.rebuild_session(session_id, user_id).await? {
+                report.sessions += 1;
+                let notes = sources.iter().filter(|s| s.note_id.is_some()).count();
+                report.notes += notes;
+                report.events += sources.len() - notes;
+                report.chunks += chunks;
+            }
+            progress(done + 1, total);
+        }
+        // Repair the full-text index itself from the chunks table, in one transaction, so
+        // even a damaged FTS index comes back whole.
+        let conn = self.db.conn().await?;
+        conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')", ())
+            .await?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            libsql::params![self.embedder.model_id(), self.embedder.dimensions().to_string()],
+        )
+        .await?;
+        Ok(report)
+    }
+
+    /// Rebuilds one session; `None` if it was deleted meanwhile.
+    async fn rebuild_session(
+        &self,
+        session_id: &str,
+        user_id: &str,
+    ) -> Result<Option<(Vec<Source>, usize)>> {
+        for attempt in 0..=OPTIMISTIC_ATTEMPTS {
+            let conn = self.db.conn().await?;
+            let locked = attempt == OPTIMISTIC_ATTEMPTS;
+            // The last attempt reads under the write lock, so it cannot be overtaken.
+            let tx = if locked {
+                Some(
+                    conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+                        .await?,
+                )
+            } else {
+                None
+            };
+            let Some(seen) = last_sequence(&conn, session_id).await? else {
+                return Ok(None);
+            };
+            let sources = read_sources(&conn, session_id, user_id).await?;
+            let texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
+            let prepared = self.prepare_chunks(&texts)?;
+
+            let tx = match tx {
+                Some(tx) => tx,
+                None => {
+                    conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+                        .await?
+                }
+            };
+            if last_sequence(&tx, session_id).await? != Some(seen) {
+                // A writer changed the session after we read it: read it again.
+                tx.rollback().await?;
+                continue;
+            }
+            tx.execute("DELETE FROM chunks WHERE session_id = ?1", [session_id])
+                .await?;
+            let mut chunks = 0;
+            for (source, prepared) in sources.iter().zip(&prepared) {
+                let owner = ChunkOwner {
+                    session_id,
+                    user_id,
+                    note_id: source.note_id.as_deref(),
+                    sequence: source.sequence,
+                    created_at: source.created_at,
+                };
+                self.write_chunks(&tx, &owner, prepared).await?;
+                chunks += prepared.len();
+            }
+            tx.commit().await?;
+            return Ok(Some((sources, chunks)));
+        }
+        unreachable!("the locked attempt always returns")
+    }
+}
+
+async fn last_sequence(conn: &libsql::Connection, session_id: &str) -> Result<Option<i64>> {
+    Ok(crate::db::query_scalar(
+        conn,
+        "SELECT last_sequence FROM sessions WHERE session_id = ?1",
+        [session_id],
+    )
+    .await?)
+}
+
+async fn read_sources(
+    conn: &libsql::Connection,
+    session_id: &str,
+    user_id: &str,
+) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    let mut rows = if SessionKind::of(session_id) == SessionKind::Memory {
+        // Notes are ordered by when they were written, which is also their index order.
+        conn.query(
+            "SELECT note_id, 0, updated_at, content FROM notes WHERE user_id = ?1
+             ORDER BY updated_at, note_id",
+            [user_id],
+        )
+        .await?
+    } else {
+        conn.query(
+            "SELECT NULL, sequence, created_at, content FROM events WHERE session_id = ?1
+             ORDER BY sequence",
+            [session_id],
+        )
+        .await?
+    };
+    while let Some(row) = rows.next().await? {
+        sources.push(Source {
+            note_id: row.get(0)?,
+            sequence: row.get(1)?,
+            created_at: row.get(2)?,
+            text: row.get(3)?,
+        });
+    }
+    Ok(sources)
+}

@@ -1,0 +1,306 @@
+//! Hybrid search over a user's notes and, optionally, one of their conversations: a
+//! keyword leg (FTS5 bm25 on a sanitised query) and an exact vector leg, each min-max
+//! normalised and fused by weight, ties broken by recency. Hits are whole notes and whole
+//! events, never fragments.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::fts_query::{keyword_expression, scoped};
+use super::index::scope_token;
+use super::notes::{row_to_note, NOTE_COLUMNS};
+use super::{check_id, Memory, MemoryError, Result, SessionKind};
+use crate::db::clock;
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    pub user_id: String,
+    pub query: String,
+    /// Hits to return; the configured default when `None`.
+    pub top_k: Option<usize>,
+    /// Also search this conversation session (it must belong to the user).
+    pub session_id: Option<String>,
+    /// Only notes carrying every one of these tags (conversation hits are left out).
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HitSource {
+    Note,
+    Conversation,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    pub text: String,
+    pub score: f64,
+    pub source: HitSource,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<super::Role>,
+    /// When the note was last written or the event happened (UTC ms).
+    pub at: i64,
+}
+
+/// Scores per chunk from each leg, before fusion.
+#[derive(Default, Clone, Copy)]
+struct LegScores {
+    vector: Option<f64>,
+    keyword: Option<f64>,
+}
+
+/// Min-max normalises one leg in place: best → 1, worst → 0, a single value → 1.
+fn normalize(scores: &mut HashMap<i64, LegScores>, leg: fn(&mut LegScores) -> &mut Option<f64>) {
+    let values: Vec<f64> = scores.values_mut().filter_map(|s| *leg(s)).collect();
+    let (Some(min), Some(max)) = (
+        values.iter().copied().reduce(f64::min),
+        values.iter().copied().reduce(f64::max),
+    ) else {
+        return;
+    };
+    for s in scores.values_mut() {
+        if let Some(v) = leg(s) {
+            *v = if max > min {
+                (*v - min) / (max - min)
+            } else {
+                1.0
+            };
+        }
+    }
+}
+
+/// What a chunk points at: a note or an event.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Target {
+    Note(String),
+    Event(String, i64),
+}
+
+impl Memory {
+    pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        let user_id = request.user_id.as_str();
+        check_id("user id", user_id)?;
+        self.check_text("query", &request.query)?;
+        let top_k = request.top_k.unwrap_or(self.search.default_top_k);
+        if top_k == 0 || top_k > self.search.max_top_k {
+            return Err(MemoryError::Invalid {
+                what: "top_k",
+                reason: format!("must be 1..={}, got {top_k}", self.search.max_top_k),
+            });
+        }
+        let mut sessions = vec![SessionKind::memory_session(user_id)];
+        if let Some(session_id) = &request.session_id {
+            check_id("session id", session_id)?;
+            // Another user's session is reported exactly like a missing one.
+            self.session(session_id, Some(user_id)).await?;
+            if !sessions.contains(session_id) {
+                sessions.push(session_id.clone());
+            }
+        }
+
+        let conn = self.db.conn().await?;
+        let candidates = self.search.candidates;
+        let mut scores: HashMap<i64, LegScores> = HashMap::new();
+
+        if let Some(expression) = keyword_expression(&request.query) {
+            let scopes: Vec<String> = sessions.iter().map(|s| scope_token(s)).collect();
+            let placeholders = (0..sessions.len())
+                .map(|i| format!("?{}", i + 4))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT c.chunk_id, bm25(chunks_fts, 1.0, 0.0) AS rank
+                 FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
+                 WHERE chunks_fts MATCH ?1 AND c.user_id = ?2 AND c.session_id IN ({placeholders})
+                 ORDER BY rank LIMIT ?3"
+            );
+            let mut params: Vec<libsql::Value> = vec![
+                scoped(&expression, &scopes).into(),
+                user_id.into(),
+                (candidates as i64).into(),
+            ];
+            params.extend(sessions.iter().map(|s| libsql::Value::from(s.as_str())));
+            let mut rows = conn.query(&sql, params).await?;
+            while let Some(row) = rows.next().await? {
+                let rank: f64 = row.get(1)?;
+                // bm25() is lower-is-better; flip it so every leg is higher-is-better.
+                scores.entry(row.get(0)?).or_default().keyword = Some(-rank);
+            }
+        }
+
+        let query_vector = self
+            .embedder
+            .embed(&[request.query.as_str()])?
+            .pop()
+            .unwrap_or_default();
+        if query_vector.iter().any(|x| *x != 0.0) {
+            let mut vector_hits = Vec::new();
+            for session_id in &sessions {
+                vector_hits.extend(
+                    self.vectors
+                        .top_k(
+                            &conn,
+                            session_id,
+                            self.embedder.model_id(),
+                            &query_vector,
+                            candidates,
+                        )
+                        .await?,
+                );
+            }
+            vector_hits.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (chunk_id, score) in vector_hits.into_iter().take(candidates) {
+                scores.entry(chunk_id).or_default().vector = Some(score as f64);
+            }
+        }
+        if scores.is_empty() {
+            return Ok(Vec::new());
+        }
+        normalize(&mut scores, |s| &mut s.vector);
+        normalize(&mut scores, |s| &mut s.keyword);
+        let fused: HashMap<i64, f64> = scores
+            .iter()
+            .map(|(id, s)| {
+                let score = self.search.vector_weight * s.vector.unwrap_or(0.0)
+                    + self.search.keyword_weight * s.keyword.unwrap_or(0.0);
+                (*id, score)
+            })
+            .collect();
+
+        // Chunks → the notes and events they came from, keeping each target's best chunk.
+        let ids: Vec<i64> = fused.keys().copied().collect();
+        let placeholders = (0..ids.len())
+            .map(|i| format!("?{}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut params: Vec<libsql::Value> = vec![user_id.into()];
+        params.extend(ids.iter().map(|id| libsql::Value::from(*id)));
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
+                     WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
+                ),
+                params,
+            )
+            .await?;
+        let mut targets: HashMap<Target, f64> = HashMap::new();
+        while let Some(row) = rows.next().await? {
+            let chunk_id: i64 = row.get(0)?;
+            let session_id: String = row.get(1)?;
+            if !sessions.contains(&session_id) {
+                continue;
+            }
+            let target = match row.get::<Option<String>>(2)? {
+                Some(note_id) => Target::Note(note_id),
+                None => Target::Event(session_id, row.get(3)?),
+            };
+            let score = fused[&chunk_id];
+            let best = targets.entry(target).or_insert(score);
+            *best = best.max(score);
+        }
+        drop(rows);
+
+        let mut hits = self
+            .hydrate(&conn, user_id, &targets, &request.tags)
+            .await?;
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+        hits.truncate(top_k);
+        Ok(hits)
+    }
+
+    /// Reads the whole notes and events behind the best chunks.
+    async fn hydrate(
+        &self,
+        conn: &libsql::Connection,
+        user_id: &str,
+        targets: &HashMap<Target, f64>,
+        tags: &[String],
+    ) -> Result<Vec<SearchHit>> {
+        let now = clock::now_ms();
+        let mut hits = Vec::with_capacity(targets.len());
+        let note_ids: Vec<&String> = targets
+            .keys()
+            .filter_map(|t| match t {
+                Target::Note(id) => Some(id),
+                Target::Event(..) => None,
+            })
+            .collect();
+        if !note_ids.is_empty() {
+            let placeholders = (0..note_ids.len())
+                .map(|i| format!("?{}", i + 3))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
+            params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
+            let mut rows = conn
+                .query(
+                    &format!(
+                        "SELECT {NOTE_COLUMNS} FROM notes
+                         WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                           AND note_id IN ({placeholders})"
+                    ),
+                    params,
+                )
+                .await?;
+            while let Some(row) = rows.next().await? {
+                let note = row_to_note(&row)?;
+                if !tags.iter().all(|t| note.tags.contains(t)) {
+                    continue;
+                }
+                let score = targets[&Target::Note(note.note_id.clone())];
+                hits.push(SearchHit {
+                    text: note.content,
+                    score,
+                    source: HitSource::Note,
+                    note_id: Some(note.note_id),
+                    tags: Some(note.tags),
+                    session_id: None,
+                    sequence: None,
+                    role: None,
+                    at: note.updated_at,
+                });
+            }
+        }
+        if !tags.is_empty() {
+            return Ok(hits);
+        }
+        for (target, score) in targets {
+            let Target::Event(session_id, sequence) = target else {
+                continue;
+            };
+            let mut rows = conn
+                .query(
+                    "SELECT e.content, e.role, e.created_at FROM events e
+                     JOIN sessions s ON s.session_id = e.session_id
+                     WHERE e.session_id = ?1 AND e.sequence = ?2 AND s.user_id = ?3",
+                    libsql::params![session_id.as_str(), *sequence, user_id],
+                )
+                .await?;
+            if let Some(row) = rows.next().await? {
+                let role: String = row.get(1)?;
+                hits.push(SearchHit {
+                    text: row.get(0)?,
+                    score: *score,
+                    source: HitSource::Conversation,
+                    note_id: None,
+                    tags: None,
+                    session_id: Some(session_id.clone()),
+                    sequence: Some(*sequence),
+                    role: Some(role.parse()?),
+                    at: row.get(2)?,
+                });
+            }
+        }
+        Ok(hits)
+    }
+}

@@ -1,0 +1,228 @@
+//! The exact vector leg. Each session's vectors are kept in memory as one contiguous
+//! matrix, loaded lazily, topped up with only the rows added since (vector ids only grow),
+//! reloaded whole after any removal, and bounded by an LRU memory budget. A scan is exact
+//! for the sessions in scope, so no other user's rows can crowd out the right ones (the
+//! failure of a global ANN index filtered afterwards).
+
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
+
+use crate::embed::blob_to_vector;
+
+#[derive(Clone)]
+struct SessionVectors {
+    model: String,
+    /// `sessions.vector_removals` when this copy was made.
+    removals: i64,
+    last_vector_id: i64,
+    dimensions: usize,
+    chunk_ids: Vec<i64>,
+    data: Vec<f32>,
+}
+
+impl SessionVectors {
+    fn bytes(&self) -> usize {
+        self.chunk_ids.len() * 8 + self.data.len() * 4
+    }
+}
+
+pub(super) struct VectorCache {
+    state: Mutex<CacheState>,
+    budget_bytes: usize,
+}
+
+struct CacheState {
+    entries: LruCache<String, Arc<SessionVectors>>,
+    bytes: usize,
+}
+
+impl VectorCache {
+    pub(super) fn new(budget_bytes: usize) -> Self {
+        Self {
+            state: Mutex::new(CacheState {
+                entries: LruCache::unbounded(),
+                bytes: 0,
+            }),
+            budget_bytes,
+        }
+    }
+
+    fn take(&self, session_id: &str) -> Option<Arc<SessionVectors>> {
+        let mut state = self.state.lock().expect("vector cache lock");
+        let entry = state.entries.pop(session_id)?;
+        state.bytes -= entry.bytes();
+        Some(entry)
+    }
+
+    fn peek(&self, session_id: &str) -> Option<Arc<SessionVectors>> {
+        let mut state = self.state.lock().expect("vector cache lock");
+        state.entries.get(session_id).cloned()
+    }
+
+    fn put(&self, session_id: &str, vectors: Arc<SessionVectors>) {
+        let mut state = self.state.lock().expect("vector cache lock");
+        state.bytes += vectors.bytes();
+        if let Some(old) = state.entries.put(session_id.to_string(), vectors) {
+            state.bytes -= old.bytes();
+        }
+        while state.bytes > self.budget_bytes && state.entries.len() > 1 {
+            match state.entries.pop_lru() {
+                Some((_, evicted)) => state.bytes -= evicted.bytes(),
+                None => break,
+            }
+        }
+    }
+
+    /// The `k` chunks of `session_id` whose `model` vectors are most similar (cosine, as
+    /// all vectors are unit length) to `query`, best first. Chunks with no positive
+    /// similarity are left out.
+    pub(super) async fn top_k(
+        &self,
+        conn: &libsql::Connection,
+        session_id: &str,
+        model: &str,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<(i64, f32)>, libsql::Error> {
+        let vectors = self.current(conn, session_id, model, query.len()).await?;
+        let Some(vectors) = vectors else {
+            return Ok(Vec::new());
+        };
+        Ok(scan(&vectors, query, k))
+    }
+
+    /// This session's vectors, brought up to date with the database.
+    async fn current(
+        &self,
+        conn: &libsql::Connection,
+        session_id: &str,
+        model: &str,
+        dimensions: usize,
+    ) -> Result<Option<Arc<SessionVectors>>, libsql::Error> {
+        let removals: Option<i64> = crate::db::query_scalar(
+            conn,
+            "SELECT vector_removals FROM sessions WHERE session_id = ?1",
+            [session_id],
+        )
+        .await?;
+        let Some(removals) = removals else {
+            return Ok(None);
+        };
+        let cached = self
+            .peek(session_id)
+            .filter(|c| c.removals == removals && c.model == model && c.dimensions == dimensions);
+        let from = cached.as_ref().map_or(0, |c| c.last_vector_id);
+        let mut rows = conn
+            .query(
+                "SELECT vector_id, chunk_id, embedding FROM chunk_vectors
+                 WHERE session_id = ?1 AND model = ?2 AND vector_id > ?3 ORDER BY vector_id",
+                libsql::params![session_id, model, from],
+            )
+            .await?;
+        let mut added: Vec<(i64, i64, Vec<f32>)> = Vec::new();
+        while let Some(row) = rows.next().await? {
+            let blob: Vec<u8> = row.get(2)?;
+            match blob_to_vector(&blob) {
+                Some(v) if v.len() == dimensions => added.push((row.get(0)?, row.get(1)?, v)),
+                _ => continue,
+            }
+        }
+        if added.is_empty() {
+            if let Some(cached) = cached {
+                return Ok(Some(cached));
+            }
+        }
+        // Extend in place when no other search holds this copy, else copy it once.
+        let mut vectors = match cached {
+            Some(_) => {
+                let arc = self.take(session_id).filter(|c| c.last_vector_id == from);
+                match arc {
+                    Some(arc) => Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone()),
+                    None => {
+                        return Box::pin(self.current(conn, session_id, model, dimensions)).await
+                    }
+                }
+            }
+            None => SessionVectors {
+                model: model.to_string(),
+                removals,
+                last_vector_id: 0,
+                dimensions,
+                chunk_ids: Vec::new(),
+                data: Vec::new(),
+            },
+        };
+        vectors.chunk_ids.reserve(added.len());
+        vectors.data.reserve(added.len() * dimensions);
+        for (vector_id, chunk_id, v) in added {
+            vectors.last_vector_id = vector_id;
+            vectors.chunk_ids.push(chunk_id);
+            vectors.data.extend_from_slice(&v);
+        }
+        let vectors = Arc::new(vectors);
+        self.put(session_id, vectors.clone());
+        Ok(Some(vectors))
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight independent sums let the compiler keep them in SIMD lanes.
+    let mut sums = [0.0f32; 8];
+    let (a8, a_rest) = a.split_at(a.len() - a.len() % 8);
+    let (b8, b_rest) = b.split_at(a8.len());
+    for (x, y) in a8.chunks_exact(8).zip(b8.chunks_exact(8)) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+    sums.iter().sum::<f32>() + tail
+}
+
+fn scan(vectors: &SessionVectors, query: &[f32], k: usize) -> Vec<(i64, f32)> {
+    let d = vectors.dimensions;
+    let mut scored: Vec<(i64, f32)> = vectors
+        .data
+        .chunks_exact(d)
+        .zip(&vectors.chunk_ids)
+        .map(|(row, id)| (*id, dot(row, query)))
+        .filter(|(_, score)| *score > 0.0)
+        .collect();
+    let by_score = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k, by_score);
+        scored.truncate(k);
+    }
+    scored.sort_by(by_score);
+    scored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_naive_for_any_length() {
+        for n in [0, 1, 7, 8, 9, 257] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+            let b: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.25).collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() <= 1e-3 * naive.abs().max(1.0));
+        }
+    }
+
+    #[test]
+    fn scan_returns_best_first() {
+        let v = SessionVectors {
+            model: "m".into(),
+            removals: 0,
+            last_vector_id: 3,
+            dimensions: 2,
+            chunk_ids: vec![10, 11, 12],
+            data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
+        };
+        let hits = scan(&v, &[0.0, 1.0], 2);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [12, 11]);
+    }
+}
