@@ -1,8 +1,55 @@
-//! The one place that reads the wall clock. Time is stored as UTC unix milliseconds.
+//! Time. Stored time is UTC unix milliseconds; everything that stamps or compares times
+//! asks a [`Clock`], so tests can hold time still or move it by hand.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-/// Now, as UTC unix milliseconds.
+pub trait Clock: Send + Sync {
+    /// Now, as UTC unix milliseconds.
+    fn now_ms(&self) -> i64;
+}
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+}
+
+/// A clock that only moves when told to.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now: AtomicI64,
+}
+
+impl ManualClock {
+    pub fn starting_at(ms: i64) -> Arc<Self> {
+        Arc::new(Self {
+            now: AtomicI64::new(ms),
+        })
+    }
+
+    pub fn advance_ms(&self, ms: i64) {
+        self.now.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    pub fn set_ms(&self, ms: i64) {
+        self.now.store(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.now.load(Ordering::SeqCst)
+    }
+}
+
+/// The wall clock, read directly (for stamps no test needs to control).
 pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
@@ -22,5 +69,13 @@ mod tests {
     fn renders_utc_millis() {
         assert_eq!(to_rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(to_rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let clock = ManualClock::starting_at(1_000);
+        assert_eq!(clock.now_ms(), 1_000);
+        clock.advance_ms(500);
+        assert_eq!(clock.now_ms(), 1_500);
     }
 }

@@ -2,7 +2,6 @@
 
 use super::index::ChunkOwner;
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
-use crate::db::clock;
 
 /// A JSONL import problem, with the 1-based line it was found on.
 #[derive(Debug, thiserror::Error)]
@@ -157,7 +156,7 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
         let prepared = self.prepare_chunks(&texts)?;
-        let now = clock::now_ms();
+        let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
         let tx = conn

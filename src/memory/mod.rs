@@ -26,6 +26,7 @@ pub use summary::{SummaryState, SummaryWrite};
 pub use types::{Event, NewEvent, NewNote, Note, Role, SaveOutcome, Session, SessionKind};
 
 use crate::config::{MemoryConfig, SearchConfig};
+use crate::db::clock::{Clock, SystemClock};
 use crate::db::{Db, DbError};
 use crate::embed::{EmbedError, Embedder};
 
@@ -73,6 +74,7 @@ pub struct Memory {
     limits: MemoryConfig,
     search: SearchConfig,
     vectors: Arc<vectors::VectorCache>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Memory {
@@ -94,6 +96,7 @@ impl Memory {
             limits,
             search,
             vectors,
+            clock: Arc::new(SystemClock),
         };
         let recorded = memory.recorded_model().await?;
         match recorded {
@@ -109,6 +112,16 @@ impl Memory {
             Some(_) => {}
         }
         Ok(memory)
+    }
+
+    /// The same store, stamping and comparing times with `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     pub fn db(&self) -> &Db {

@@ -5,7 +5,6 @@
 use super::events::ensure_session;
 use super::index::{ChunkOwner, PreparedChunk};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
-use crate::db::clock;
 use crate::ids;
 
 const MAX_TAGS: usize = 32;
@@ -87,7 +86,7 @@ impl Memory {
             .prepare_chunks(&[note.content.as_str()])?
             .pop()
             .unwrap_or_default();
-        let now = clock::now_ms();
+        let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
         let tx = conn
@@ -171,7 +170,7 @@ impl Memory {
         self.check_text("note content", content)?;
         let tags = tags.map(clean_tags).transpose()?;
         let chunks = self.prepare_chunks(&[content])?.pop().unwrap_or_default();
-        let now = clock::now_ms();
+        let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
         let tx = conn
@@ -252,7 +251,7 @@ impl Memory {
     pub async fn delete_note(&self, user_id: &str, note_id: &str) -> Result<()> {
         check_id("user id", user_id)?;
         check_id("note id", note_id)?;
-        let now = clock::now_ms();
+        let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn
             .transaction_with_behavior(libsql::TransactionBehavior::Immediate)

@@ -11,7 +11,6 @@ use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
 use super::notes::{row_to_note, NOTE_COLUMNS};
 use super::{check_id, Memory, MemoryError, Result, SessionKind};
-use crate::db::clock;
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -226,7 +225,7 @@ impl Memory {
         targets: &HashMap<Target, f64>,
         tags: &[String],
     ) -> Result<Vec<SearchHit>> {
-        let now = clock::now_ms();
+        let now = self.clock.now_ms();
         let mut hits = Vec::with_capacity(targets.len());
         let note_ids: Vec<&String> = targets
             .keys()

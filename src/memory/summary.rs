@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use super::{check_id, Memory, MemoryError, Result};
-use crate::db::clock;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryState {
@@ -104,7 +103,7 @@ impl Memory {
                 summary,
                 expected_epoch + 1,
                 upper_sequence,
-                clock::now_ms()
+                self.clock.now_ms()
             ],
         )
         .await?;

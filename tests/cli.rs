@@ -1,0 +1,379 @@
+//! The binary's contract: JSON shapes, exit codes, clear errors, and `run`'s lifecycle.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+fn nightshift(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nightshift"));
+    cmd.current_dir(dir)
+        .env_remove("NIGHTSHIFT_CONFIG")
+        .env("NIGHTSHIFT_DB", dir.join("cli.db"))
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    nightshift(dir).args(args).output().expect("run nightshift")
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = run(dir, &all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn note_lifecycle_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let saved = json(
+        d,
+        &[
+            "memory",
+            "save",
+            "--user",
+            "alice",
+            "--tag",
+            "drinks",
+            "Alice drinks oolong tea",
+        ],
+    );
+    let id = saved["note_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("note-"));
+
+    let hits = json(d, &["memory", "search", "--user", "alice", "oolong"]);
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0]["note_id"], id.as_str());
+    assert_eq!(hits[0]["source"], "note");
+    assert_eq!(hits[0]["text"], "Alice drinks oolong tea");
+    assert!(hits[0]["score"].is_number());
+
+    json(
+        d,
+        &[
+            "memory",
+            "update",
+            "--user",
+            "alice",
+            &id,
+            "Alice drinks rooibos",
+        ],
+    );
+    assert_eq!(
+        json(d, &["memory", "search", "--user", "alice", "oolong"]),
+        Value::Array(vec![])
+    );
+    json(d, &["memory", "delete", "--user", "alice", &id]);
+    assert_eq!(
+        json(d, &["memory", "search", "--user", "alice", "rooibos"]),
+        Value::Array(vec![])
+    );
+
+    let out = run(d, &["memory", "delete", "--user", "alice", &id]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains(&id), "{}", stderr(&out));
+}
+
+#[test]
+fn another_users_note_is_not_found_and_unchanged() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let id = json(d, &["memory", "save", "--user", "bob", "bob secret"])["note_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for args in [
+        vec!["memory", "update", "--user", "eve", id.as_str(), "pwned"],
+        vec!["memory", "delete", "--user", "eve", id.as_str()],
+    ] {
+        let out = run(d, &args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        assert!(stderr(&out).contains("no note"), "{}", stderr(&out));
+    }
+    let hits = json(d, &["memory", "search", "--user", "bob", "secret"]);
+    assert_eq!(hits[0]["text"], "bob secret");
+}
+
+#[test]
+fn conversations_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let appended = json(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--role",
+            "user",
+            "book the dentist",
+        ],
+    );
+    assert_eq!(appended["sequences"], serde_json::json!([1]));
+    let file = d.join("events.jsonl");
+    std::fs::write(&file, "{\"role\":\"assistant\",\"content\":\"which day?\"}\n{\"role\":\"user\",\"content\":\"tuesday\"}\n").unwrap();
+    let appended = json(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(appended["sequences"], serde_json::json!([2, 3]));
+
+    let events = json(
+        d,
+        &["memory", "recall", "--session", "chat", "--limit", "2"],
+    );
+    let events = events.as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["content"], "which day?");
+    assert_eq!(events[1]["sequence"], 3);
+
+    let hits = json(
+        d,
+        &[
+            "memory",
+            "search",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "dentist",
+        ],
+    );
+    assert_eq!(hits[0]["source"], "conversation");
+    assert_eq!(hits[0]["session_id"], "chat");
+    assert_eq!(hits[0]["sequence"], 1);
+
+    let sessions = json(d, &["memory", "sessions", "--user", "u"]);
+    assert_eq!(sessions[0]["session_id"], "chat");
+
+    // A malformed line: reported by number, nothing from the file stored.
+    std::fs::write(
+        &file,
+        "{\"role\":\"user\",\"content\":\"fine\"}\n{\"role\":\"user\",\"content\":oops}\n",
+    )
+    .unwrap();
+    let out = run(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+    assert_eq!(
+        json(d, &["memory", "recall", "--session", "chat"])
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    json(d, &["memory", "forget", "--session", "chat"]);
+    let out = run(d, &["memory", "recall", "--session", "chat"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let out = run(d, &["memory", "save", "--user", "u", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+
+    let out = run(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "s",
+            "--role",
+            "robot",
+            "hi",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("robot"), "{}", stderr(&out));
+
+    let out = run(
+        d,
+        &["memory", "search", "--user", "u", "--top-k", "50", "x"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("top_k"), "{}", stderr(&out));
+
+    let out = nightshift(d)
+        .args(["memory", "save", "--user", "u"])
+        .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("UTF-8"), "{}", stderr(&out));
+
+    let big = "x".repeat(70_000);
+    let out = run(d, &["memory", "save", "--user", "u", &big]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("max_text_bytes"), "{}", stderr(&out));
+
+    assert_eq!(
+        json(d, &["memory", "notes", "--user", "u"]),
+        Value::Array(vec![])
+    );
+}
+
+#[test]
+fn config_is_checked_with_the_key_named() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let good = d.join("good.toml");
+    std::fs::write(
+        &good,
+        "[search]\nvector_weight = 0.6\nkeyword_weight = 0.4\n",
+    )
+    .unwrap();
+    let out = run(d, &["config", "check", good.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    for (text, key) in [
+        ("[search]\nvector_wieght = 0.6\n", "vector_wieght"),
+        ("[memory]\nchunk_chars = 10\n", "memory.chunk_chars"),
+        ("[database]\npath = 5\n", "path"),
+        ("[nonsense]\n", "nonsense"),
+    ] {
+        let bad = d.join("bad.toml");
+        std::fs::write(&bad, text).unwrap();
+        let out = run(d, &["config", "check", bad.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(4), "{text}");
+        assert!(stderr(&out).contains(key), "{text}: {}", stderr(&out));
+        // The same file refuses to start anything else, and creates no database.
+        let out = run(d, &["--config", bad.to_str().unwrap(), "db", "migrate"]);
+        assert_eq!(out.status.code(), Some(4));
+    }
+    assert!(!d.join("cli.db").exists());
+
+    // The shipped example configuration is valid.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/nightshift.toml");
+    let out = run(d, &["config", "check", example.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn db_migrate_and_status() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let status = json(d, &["db", "status"]);
+    assert_eq!(status["up_to_date"], false);
+    let migrated = json(d, &["db", "migrate"]);
+    assert!(migrated["applied"].as_u64().unwrap() >= 1);
+    assert_eq!(json(d, &["db", "migrate"])["applied"], 0);
+    let status = json(d, &["db", "status"]);
+    assert_eq!(status["up_to_date"], true);
+    assert_eq!(status["counts"]["notes"], 0);
+
+    let out = run(d, &["--db", "libsql://example.invalid", "db", "status"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("libsql://"), "{}", stderr(&out));
+}
+
+#[test]
+fn index_rebuild_reports_what_it_rebuilt() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    json(d, &["memory", "save", "--user", "u", "one note"]);
+    json(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "s",
+            "--role",
+            "user",
+            "one event",
+        ],
+    );
+    let report = json(d, &["index", "rebuild"]);
+    assert_eq!(report["notes"], 1);
+    assert_eq!(report["events"], 1);
+    assert_eq!(
+        json(d, &["memory", "search", "--user", "u", "note"])[0]["text"],
+        "one note"
+    );
+}
+
+#[test]
+fn run_migrates_the_default_database_and_exits_zero_on_sigterm() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .current_dir(d)
+        .env_remove("NIGHTSHIFT_DB")
+        .env_remove("NIGHTSHIFT_CONFIG")
+        .arg("run")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the log line that says it is up (bounded: the child reports or dies).
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(n > 0, "nightshift run exited before it was running");
+        if line.contains("nightshift is running") {
+            break;
+        }
+    }
+    assert!(
+        d.join("data/nightshift.db").exists(),
+        "default database created"
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

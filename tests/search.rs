@@ -1,0 +1,272 @@
+//! Hybrid search: hostile query text, both legs, freshness of the in-memory vectors, and
+//! an index rebuild that changes nothing a user can see.
+
+mod common;
+
+use common::{count, fresh, fts_integrity};
+use nightshift::memory::{HitSource, NewEvent, NewNote, Role, SearchRequest};
+
+fn request(user: &str, query: &str, session: Option<&str>) -> SearchRequest {
+    SearchRequest {
+        user_id: user.into(),
+        query: query.into(),
+        top_k: Some(10),
+        session_id: session.map(Into::into),
+        tags: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn any_text_a_user_types_is_a_safe_query() {
+    let (_dir, memory) = fresh().await;
+    memory
+        .save_note(
+            "u",
+            &NewNote::new("Deploy \"prod\" at 5pm (not staging) - NEAR the end"),
+        )
+        .await
+        .unwrap();
+    let hostile = [
+        "\"",
+        "\"\"",
+        "prod\"",
+        "*",
+        "deploy*",
+        "-staging",
+        "NEAR(deploy prod)",
+        "deploy AND",
+        "OR",
+        "NOT prod",
+        "(",
+        ")",
+        "{text}: deploy",
+        "text:deploy",
+        "scope:x",
+        "^deploy",
+        "deploy + prod",
+        "'; DROP TABLE notes; --",
+        "\u{0}",
+        "💥 deploy",
+        "rank:1",
+        "a:b:c",
+    ];
+    for query in hostile {
+        let result = memory.search(&request("u", query, None)).await;
+        assert!(result.is_ok(), "{query:?}: {result:?}");
+    }
+    let hits = memory
+        .search(&request("u", "NEAR(deploy \"prod\")", None))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(count(&memory, "SELECT count(*) FROM notes").await, 1);
+}
+
+#[tokio::test]
+async fn keyword_and_vector_legs_both_find_and_rank() {
+    let (_dir, memory) = fresh().await;
+    memory
+        .save_note(
+            "u",
+            &NewNote::new("The staging database password rotates monthly"),
+        )
+        .await
+        .unwrap();
+    memory
+        .save_note("u", &NewNote::new("Lunch with Priya on Thursdays"))
+        .await
+        .unwrap();
+    memory
+        .append(
+            "u",
+            "chat",
+            &[NewEvent::new(
+                Role::User,
+                "we deployed the payments service today",
+            )],
+        )
+        .await
+        .unwrap();
+    // A shared word piece: "deployment" ~ "deployed" through stems and trigrams.
+    let hits = memory
+        .search(&request("u", "payments deployment", Some("chat")))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].source, HitSource::Conversation);
+    assert_eq!(hits[0].session_id.as_deref(), Some("chat"));
+    assert_eq!(hits[0].sequence, Some(1));
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    // Without the session only notes are searched.
+    let hits = memory
+        .search(&request("u", "payments deployment", None))
+        .await
+        .unwrap();
+    assert!(hits.iter().all(|h| h.source == HitSource::Note));
+}
+
+#[tokio::test]
+async fn vector_leg_never_returns_another_users_rows() {
+    let (_dir, memory) = fresh().await;
+    for i in 0..50 {
+        memory
+            .save_note(
+                "crowd",
+                &NewNote::new(format!("espresso machine maintenance log {i}")),
+            )
+            .await
+            .unwrap();
+    }
+    memory
+        .save_note("me", &NewNote::new("my espresso grinder setting is 12"))
+        .await
+        .unwrap();
+    let hits = memory
+        .search(&request("me", "espresso machine maintenance", None))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].text, "my espresso grinder setting is 12");
+}
+
+#[tokio::test]
+async fn search_sees_writes_and_deletes_made_after_it_cached_vectors() {
+    let (_dir, memory) = fresh().await;
+    let first = memory
+        .save_note("u", &NewNote::new("ferry timetable to the island"))
+        .await
+        .unwrap();
+    assert_eq!(
+        memory
+            .search(&request("u", "ferry", None))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let second = memory
+        .save_note("u", &NewNote::new("ferry tickets are in the drawer"))
+        .await
+        .unwrap();
+    let hits = memory.search(&request("u", "ferry", None)).await.unwrap();
+    assert_eq!(hits.len(), 2);
+    memory.delete_note("u", &first.note_id).await.unwrap();
+    let hits = memory.search(&request("u", "ferry", None)).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].note_id.as_deref(), Some(second.note_id.as_str()));
+    // A second process (another handle on the same file) sees the same.
+    let other = common::memory_in(&_dir).await;
+    assert_eq!(
+        other
+            .search(&request("u", "ferry", None))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn expired_notes_are_not_returned() {
+    let (_dir, memory) = fresh().await;
+    let note = memory
+        .save_note("u", &NewNote::new("temporary gate code 9911"))
+        .await
+        .unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    conn.execute(
+        "UPDATE notes SET expires_at = 1 WHERE note_id = ?1",
+        [note.note_id.as_str()],
+    )
+    .await
+    .unwrap();
+    assert!(memory
+        .search(&request("u", "gate code", None))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn rebuild_gives_the_same_results_and_search_never_goes_empty() {
+    let (_dir, memory) = fresh().await;
+    for i in 0..20 {
+        memory
+            .save_note(
+                "u",
+                &NewNote::new(format!(
+                    "note {i} about the orchard and apple trees row {}",
+                    i % 4
+                )),
+            )
+            .await
+            .unwrap();
+        memory
+            .append(
+                "u",
+                "chat",
+                &[NewEvent::new(
+                    Role::User,
+                    format!("message {i}: pruning apple trees in row {}", i % 3),
+                )],
+            )
+            .await
+            .unwrap();
+    }
+    let queries = ["apple trees", "orchard row 2", "pruning", "message 7"];
+    let mut before = Vec::new();
+    for q in queries {
+        before.push(memory.search(&request("u", q, Some("chat"))).await.unwrap());
+    }
+    let chunks_before = count(&memory, "SELECT count(*) FROM chunks").await;
+
+    // Search keeps answering while the rebuild runs.
+    let searcher = {
+        let memory = memory.clone();
+        tokio::spawn(async move {
+            let mut min_hits = usize::MAX;
+            for _ in 0..30 {
+                let hits = memory
+                    .search(&request("u", "apple trees", Some("chat")))
+                    .await
+                    .unwrap();
+                min_hits = min_hits.min(hits.len());
+                tokio::task::yield_now().await;
+            }
+            min_hits
+        })
+    };
+    let seen = std::sync::Mutex::new(Vec::new());
+    let report = memory
+        .rebuild_index(&|done, total| seen.lock().unwrap().push((done, total)))
+        .await
+        .unwrap();
+    assert!(
+        searcher.await.unwrap() > 0,
+        "search went empty during the rebuild"
+    );
+    assert_eq!(report.events, 20);
+    assert_eq!(report.notes, 20);
+    assert_eq!(report.sessions, 2);
+    assert_eq!(seen.lock().unwrap().last(), Some(&(2, 2)));
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM chunks").await,
+        chunks_before
+    );
+    fts_integrity(&memory).await;
+
+    for (q, expected) in queries.iter().zip(before) {
+        let after = memory.search(&request("u", q, Some("chat"))).await.unwrap();
+        let ids = |hits: &[nightshift::memory::SearchHit]| {
+            hits.iter()
+                .map(|h| {
+                    (
+                        h.note_id.clone(),
+                        h.sequence,
+                        (h.score * 1e6).round() as i64,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&after), ids(&expected), "{q}");
+    }
+}
