@@ -1,1 +1,408 @@
-fn main() {}
+//! `cargo bench --bench memory`: ingest and hybrid-search speed of the memory core with the
+//! hash embedder, on a database already holding 100,000 chunks of about 200 characters
+//! spread over 100 users. Prints a table, then `name=value` pairs as its last line.
+//!
+//! Every rate is measured in this run, side by side: absolute numbers drift with the
+//! machine, ratios much less.
+
+use std::time::{Duration, Instant};
+
+use nightshift::app::open_memory;
+use nightshift::config::Config;
+use nightshift::embed::blob_to_vector;
+use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
+
+const TOTAL_CHUNKS: usize = 100_000;
+const BIG_USER_CHUNKS: usize = 50_000;
+const SMALL_USER_CHUNKS: usize = 1_000;
+const USERS: usize = 100;
+const INGEST_EVENTS: usize = 2_000;
+const QUERIES: usize = 200;
+const APPENDERS: usize = 16;
+
+/// A small deterministic generator (xorshift), so every run builds the same data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Text that is shaped like language: words drawn from a Zipf (s = 1) distribution over
+/// about 14,000 words whose most frequent ranks are English function words, as in real
+/// text. Queries are content words drawn from the same distribution.
+struct Language {
+    words: Vec<String>,
+    cumulative: Vec<f64>,
+    function_words: usize,
+}
+
+impl Language {
+    fn new() -> Self {
+        let function = [
+            "the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for",
+            "on", "are", "with", "as", "i", "his", "they", "be", "at", "one", "have", "this",
+            "from", "or", "had", "by", "but", "what", "some", "we", "can", "out", "other", "were",
+            "all", "there", "when", "up", "your", "how", "said", "an", "each", "she", "which",
+            "do", "their", "if", "will", "way", "about", "many", "then", "them", "would", "so",
+            "these", "her", "him", "has", "more", "could", "my", "than", "been", "who", "its",
+            "now", "did", "get", "may", "just", "very", "our", "me", "should",
+        ];
+        let syllables = [
+            "ka", "lo", "mi", "ren", "to", "sha", "vin", "el", "dor", "pa", "qui", "sto", "ber",
+            "an", "ux",
+        ];
+        let mut words: Vec<String> = function.iter().map(|w| w.to_string()).collect();
+        for a in syllables {
+            for b in syllables {
+                words.push(format!("{a}{b}"));
+            }
+        }
+        for a in syllables {
+            for b in syllables {
+                for c in syllables {
+                    for suffix in ["", "s", "er", "ing"] {
+                        words.push(format!("{a}{b}{c}{suffix}"));
+                    }
+                }
+            }
+        }
+        let mut cumulative = Vec::with_capacity(words.len());
+        let mut total = 0.0;
+        for rank in 1..=words.len() {
+            total += 1.0 / rank as f64;
+            cumulative.push(total);
+        }
+        Self {
+            words,
+            cumulative,
+            function_words: function.len(),
+        }
+    }
+
+    fn word(&self, rng: &mut Rng, from_rank: usize) -> &str {
+        let low = self.cumulative[from_rank.saturating_sub(1)] * (from_rank > 0) as u8 as f64;
+        let high = *self.cumulative.last().unwrap();
+        let target = low + rng.unit() * (high - low);
+        let i = self.cumulative.partition_point(|c| *c < target);
+        &self.words[i.min(self.words.len() - 1)]
+    }
+
+    fn sentence(&self, rng: &mut Rng, chars: usize) -> String {
+        let mut out = String::new();
+        while out.len() < chars {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(self.word(rng, 0));
+        }
+        out
+    }
+
+    /// A query of three content words.
+    fn query(&self, rng: &mut Rng) -> String {
+        (0..3)
+            .map(|_| self.word(rng, self.function_words))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn fill(memory: &Memory, rng: &mut Rng, lang: &Language) {
+    let mut plan: Vec<(String, usize)> = vec![
+        ("user-big".into(), BIG_USER_CHUNKS),
+        ("user-small".into(), SMALL_USER_CHUNKS),
+    ];
+    let rest = (TOTAL_CHUNKS - BIG_USER_CHUNKS - SMALL_USER_CHUNKS) / (USERS - 2);
+    for u in 0..USERS - 2 {
+        plan.push((format!("user-{u}"), rest));
+    }
+    for (user, chunks) in plan {
+        let session = format!("{user}-chat");
+        let mut left = chunks;
+        while left > 0 {
+            let batch = left.min(1_000);
+            let events: Vec<NewEvent> = (0..batch)
+                .map(|_| NewEvent::new(Role::User, lang.sentence(rng, 200)))
+                .collect();
+            memory.append(&user, &session, &events).await.expect("fill");
+            left -= batch;
+        }
+    }
+}
+
+async fn search_latencies(
+    memory: &Memory,
+    user: &str,
+    rng: &mut Rng,
+    lang: &Language,
+) -> (Duration, Vec<Duration>) {
+    let run = |rng: &mut Rng| SearchRequest {
+        user_id: user.into(),
+        query: lang.query(rng),
+        top_k: Some(10),
+        session_id: Some(format!("{user}-chat")),
+        tags: Vec::new(),
+    };
+    let cold_request = run(rng);
+    let start = Instant::now();
+    memory.search(&cold_request).await.expect("search");
+    let cold = start.elapsed();
+    let mut times = Vec::with_capacity(QUERIES);
+    for _ in 0..QUERIES {
+        let request = run(rng);
+        let start = Instant::now();
+        let hits = memory.search(&request).await.expect("search");
+        times.push(start.elapsed());
+        assert!(!hits.is_empty());
+    }
+    times.sort();
+    (cold, times)
+}
+
+/// Top-10 of an exact scan of every stored vector of the session, done here from scratch.
+async fn exact_top10(memory: &Memory, session: &str, query: &str) -> Vec<i64> {
+    let q = memory.embedder().embed(&[query]).unwrap().pop().unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = ?1",
+            [session],
+        )
+        .await
+        .unwrap();
+    let mut scored = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        let v = blob_to_vector(&row.get::<Vec<u8>>(1).unwrap()).unwrap();
+        let s: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
+        scored.push((row.get::<i64>(0).unwrap(), s));
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored
+        .into_iter()
+        .filter(|(_, s)| *s > 0.0)
+        .take(10)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = Config::default();
+    config.database.path = dir.path().join("bench.db").display().to_string();
+    let memory = open_memory(&config).await.expect("open");
+    let lang = Language::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+
+    eprintln!("filling {TOTAL_CHUNKS} chunks over {USERS} users…");
+    let start = Instant::now();
+    fill(&memory, &mut rng, &lang).await;
+    let fill_secs = start.elapsed().as_secs_f64();
+    let chunks: i64 = nightshift::db::query_scalar(
+        &memory.db().conn().await.unwrap(),
+        "SELECT count(*) FROM chunks",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+
+    // Ingest: one event per append (one transaction each), then the same rows as plain
+    // inserts into a table with no index, trigger or vector.
+    let texts: Vec<String> = (0..INGEST_EVENTS)
+        .map(|_| lang.sentence(&mut rng, 200))
+        .collect();
+    let start = Instant::now();
+    for text in &texts {
+        memory
+            .append(
+                "user-7",
+                "user-7-ingest",
+                &[NewEvent::new(Role::User, text.clone())],
+            )
+            .await
+            .unwrap();
+    }
+    let sequential_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+
+    // The same, from 16 concurrent callers (many conversations at once), one event per
+    // call: appends waiting together share a commit.
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for (caller, share) in texts.chunks(INGEST_EVENTS / APPENDERS).enumerate() {
+        let memory = memory.clone();
+        let share = share.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let (user, session) = (format!("user-{caller}"), format!("user-{caller}-live"));
+            for text in share {
+                memory
+                    .append(&user, &session, &[NewEvent::new(Role::User, text)])
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let ingest_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+
+    let batched: Vec<NewEvent> = texts
+        .iter()
+        .map(|t| NewEvent::new(Role::User, t.clone()))
+        .collect();
+    let start = Instant::now();
+    for batch in batched.chunks(100) {
+        memory
+            .append("user-8", "user-8-ingest", batch)
+            .await
+            .unwrap();
+    }
+    let batched_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+
+    let conn = memory.db().conn().await.unwrap();
+    conn.execute(
+        "CREATE TABLE plain_events (session_id TEXT, sequence INTEGER, role TEXT, content TEXT, created_at INTEGER)",
+        (),
+    )
+    .await
+    .unwrap();
+    let start = Instant::now();
+    for (i, text) in texts.iter().enumerate() {
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await
+            .unwrap();
+        tx.execute(
+            "INSERT INTO plain_events VALUES ('plain', ?1, 'user', ?2, ?3)",
+            libsql::params![i as i64, text.as_str(), 0i64],
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let plain_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+    drop(conn);
+
+    let (cold_1k, small) = search_latencies(&memory, "user-small", &mut rng, &lang).await;
+    let (cold_50k, big) = search_latencies(&memory, "user-big", &mut rng, &lang).await;
+
+    let mut recall_sum = 0.0;
+    let recall_queries = 50;
+    for _ in 0..recall_queries {
+        let query = lang.query(&mut rng);
+        let exact = exact_top10(&memory, "user-big-chat", &query).await;
+        let leg: Vec<i64> = memory
+            .vector_leg("user-big-chat", &query, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let found = exact.iter().filter(|id| leg.contains(id)).count();
+        recall_sum += if exact.is_empty() {
+            1.0
+        } else {
+            found as f64 / exact.len() as f64
+        };
+    }
+    let recall = recall_sum / recall_queries as f64;
+
+    let rows = [
+        (
+            "database chunks before ingest",
+            format!("{chunks}"),
+            "".to_string(),
+        ),
+        (
+            "fill (batches of 1,000)",
+            format!("{:.0} events/s", TOTAL_CHUNKS as f64 / fill_secs),
+            "".into(),
+        ),
+        (
+            "append, 1 caller, 1 event per call",
+            format!("{sequential_per_s:.0} events/s"),
+            "a commit per event".into(),
+        ),
+        (
+            "append, 16 callers, 1 event per call",
+            format!("{ingest_per_s:.0} events/s"),
+            "goal ≥ 5,000".into(),
+        ),
+        (
+            "append, 1 caller, 100 events per call",
+            format!("{batched_per_s:.0} events/s"),
+            "".into(),
+        ),
+        (
+            "plain insert, 1 row per transaction",
+            format!("{plain_per_s:.0} rows/s"),
+            "no index, FTS or vector".into(),
+        ),
+        (
+            "search, user with 1k chunks, cold",
+            format!("{:.2} ms", cold_1k.as_secs_f64() * 1e3),
+            "first search loads vectors".into(),
+        ),
+        (
+            "search, user with 1k chunks, p50 / p95",
+            format!(
+                "{:.2} / {:.2} ms",
+                percentile(&small, 0.5),
+                percentile(&small, 0.95)
+            ),
+            "".into(),
+        ),
+        (
+            "search, user with 50k chunks, cold",
+            format!("{:.2} ms", cold_50k.as_secs_f64() * 1e3),
+            "".into(),
+        ),
+        (
+            "search, user with 50k chunks, p50 / p95",
+            format!(
+                "{:.2} / {:.2} ms",
+                percentile(&big, 0.5),
+                percentile(&big, 0.95)
+            ),
+            "goal p95 ≤ 10 ms".into(),
+        ),
+        (
+            "vector leg recall@10 vs exact scan",
+            format!("{recall:.3}"),
+            "1.0 when exact".into(),
+        ),
+    ];
+    println!("{:<42} {:>22}  {}", "measure", "value", "note");
+    println!("{}", "-".repeat(90));
+    for (name, value, note) in rows {
+        println!("{name:<42} {value:>22}  {note}");
+    }
+    println!(
+        "ingest_events_per_s={ingest_per_s:.0} ingest_sequential_events_per_s={sequential_per_s:.0} ingest_batched_events_per_s={batched_per_s:.0} \
+         plain_insert_per_s={plain_per_s:.0} plain_insert_ratio={:.3} search_p50_ms_1k={:.2} \
+         search_p95_ms_1k={:.2} search_p50_ms_50k={:.2} search_p95_ms_50k={:.2} \
+         search_cold_ms_50k={:.2} vector_recall_vs_exact={recall:.3}",
+        ingest_per_s / plain_per_s,
+        percentile(&small, 0.5),
+        percentile(&small, 0.95),
+        percentile(&big, 0.5),
+        percentile(&big, 0.95),
+        cold_50k.as_secs_f64() * 1e3,
+    );
+}

@@ -19,7 +19,8 @@ CREATE TABLE sessions (
     -- copy of the session's vectors knows it must reload rather than append.
     vector_removals INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX sessions_by_user_recent ON sessions (user_id, updated_at DESC);
+-- Not (user_id, updated_at): every append moves updated_at, and a user has few sessions.
+CREATE INDEX sessions_by_user ON sessions (user_id);
 
 CREATE TABLE events (
     session_id   TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
@@ -95,10 +96,11 @@ CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text, scope ON chunks BEGIN
     INSERT INTO chunks_fts (rowid, text, scope) VALUES (new.chunk_id, new.text, new.scope);
 END;
 
--- vector_id only grows (AUTOINCREMENT), so an in-memory copy can load just the rows
--- added since it last looked, whatever order chunks are embedded in.
+-- vector_id grows with every insert, so an in-memory copy can load just the rows added
+-- since it last looked, whatever order chunks are embedded in. (A rowid can be reused only
+-- after the largest one is deleted, and every delete makes copies reload in full.)
 CREATE TABLE chunk_vectors (
-    vector_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    vector_id  INTEGER PRIMARY KEY,
     chunk_id   INTEGER NOT NULL UNIQUE REFERENCES chunks (chunk_id) ON DELETE CASCADE,
     session_id TEXT NOT NULL,
     model      TEXT NOT NULL,

@@ -314,3 +314,55 @@ async fn long_events_are_chunked_but_found_whole() {
         "one hit per event, however many chunks matched"
     );
 }
+
+#[tokio::test]
+async fn one_callers_failure_never_undoes_anothers_append() {
+    let (_dir, memory) = fresh().await;
+    memory
+        .append("bob", "bobs", &[NewEvent::new(Role::User, "mine")])
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let memory = memory.clone();
+        tasks.push(tokio::spawn(async move {
+            // Every fourth caller tries Bob's session; they are queued with the others.
+            let (user, session) = if i % 4 == 0 {
+                ("eve", "bobs")
+            } else {
+                ("alice", "chat")
+            };
+            memory
+                .append(
+                    user,
+                    session,
+                    &[NewEvent::new(Role::User, format!("event {i}"))],
+                )
+                .await
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(err) => assert!(
+                matches!(err, MemoryError::SessionOfOtherUser { .. }),
+                "{err}"
+            ),
+        }
+    }
+    assert_eq!(ok, 30);
+    assert_eq!(
+        memory
+            .recall("chat", Some("alice"), 100)
+            .await
+            .unwrap()
+            .len(),
+        30
+    );
+    assert_eq!(
+        memory.recall("bobs", Some("bob"), 100).await.unwrap().len(),
+        1
+    );
+    assert_eq!(count(&memory, "SELECT count(*) FROM chunks").await, 31);
+}

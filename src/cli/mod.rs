@@ -48,7 +48,9 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(err) = cause.downcast_ref::<MemoryError>() {
             return match err {
                 MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => exit::NOT_FOUND,
-                MemoryError::Db(_) | MemoryError::Embed(_) => exit::FAILURE,
+                MemoryError::Db(_) | MemoryError::Embed(_) | MemoryError::WriteFailed(_) => {
+                    exit::FAILURE
+                }
                 _ => exit::BAD_INPUT,
             };
         }

@@ -1,6 +1,6 @@
 //! Conversation sessions and their append-only events.
 
-use super::index::ChunkOwner;
+use super::writer::AppendJob;
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
 
 /// A JSONL import problem, with the 1-based line it was found on.
@@ -158,50 +158,18 @@ impl Memory {
         let prepared = self.prepare_chunks(&texts)?;
         let now = self.clock.now_ms();
 
-        let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
-        let mut sequence = ensure_session(&tx, session_id, user_id, now).await?;
-        let mut sequences = Vec::with_capacity(events.len());
-        for (event, chunks) in events.iter().zip(&prepared) {
-            sequence += 1;
-            let created_at = event.created_at.unwrap_or(now);
-            let payload = event
-                .payload
-                .as_ref()
-                .map_or_else(|| "{}".to_string(), |p| p.to_string());
-            tx.execute(
-                "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                libsql::params![
-                    session_id,
-                    sequence,
-                    event.role.as_str(),
-                    event.content.as_str(),
-                    payload,
-                    event.importance.unwrap_or(event.role.default_importance()),
-                    created_at
-                ],
-            )
-            .await?;
-            let owner = ChunkOwner {
-                session_id,
-                user_id,
-                note_id: None,
-                sequence,
-                created_at,
-            };
-            self.write_chunks(&tx, &owner, chunks).await?;
-            sequences.push(sequence);
-        }
-        tx.execute(
-            "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
-            libsql::params![session_id, sequence, now],
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(sequences)
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = AppendJob {
+            user_id: user_id.to_string(),
+            session_id: session_id.to_string(),
+            events: events.to_vec(),
+            prepared,
+            now,
+            reply,
+        };
+        let closed = || MemoryError::WriteFailed("the append writer has stopped".into());
+        self.appends.send(job).await.map_err(|_| closed())?;
+        answer.await.map_err(|_| closed())?
     }
 
     /// A session, if it exists and (when `owner` is given) belongs to that user. Another

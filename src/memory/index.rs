@@ -48,57 +48,56 @@ impl Memory {
             })
             .collect())
     }
+}
 
-    /// Writes chunks inside the caller's transaction. A chunk whose text the session (or
-    /// note) already holds is not stored twice: the existing one's `sequence_end` moves on.
-    pub(super) async fn write_chunks(
-        &self,
-        conn: &libsql::Connection,
-        owner: &ChunkOwner<'_>,
-        chunks: &[PreparedChunk],
-    ) -> Result<()> {
-        let scope = scope_token(owner.session_id);
-        let model = self.embedder.model_id();
-        for chunk in chunks {
-            let existing: Option<i64> = crate::db::query_scalar(
-                conn,
-                "SELECT chunk_id FROM chunks
-                 WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3",
-                libsql::params![owner.session_id, chunk.hash.as_str(), owner.note_id],
-            )
-            .await?;
-            if let Some(chunk_id) = existing {
-                conn.execute(
-                    "UPDATE chunks SET sequence_end = max(sequence_end, ?2) WHERE chunk_id = ?1",
-                    libsql::params![chunk_id, owner.sequence],
-                )
-                .await?;
-                continue;
-            }
+/// Writes chunks inside the caller's transaction. A chunk whose text the session (or
+/// note) already holds is not stored twice: the existing one's `sequence_end` moves on.
+pub(super) async fn write_chunks(
+    conn: &libsql::Connection,
+    model: &str,
+    owner: &ChunkOwner<'_>,
+    chunks: &[PreparedChunk],
+) -> Result<()> {
+    let scope = scope_token(owner.session_id);
+    for chunk in chunks {
+        let existing: Option<i64> = crate::db::query_scalar(
+            conn,
+            "SELECT chunk_id FROM chunks
+             WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3",
+            libsql::params![owner.session_id, chunk.hash.as_str(), owner.note_id],
+        )
+        .await?;
+        if let Some(chunk_id) = existing {
             conn.execute(
-                "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
-                                     sequence_start, sequence_end, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-                libsql::params![
-                    owner.session_id,
-                    owner.user_id,
-                    owner.note_id,
-                    scope.as_str(),
-                    chunk.text.as_str(),
-                    chunk.hash.as_str(),
-                    owner.sequence,
-                    owner.created_at
-                ],
+                "UPDATE chunks SET sequence_end = max(sequence_end, ?2) WHERE chunk_id = ?1",
+                libsql::params![chunk_id, owner.sequence],
             )
             .await?;
-            let chunk_id = conn.last_insert_rowid();
-            conn.execute(
-                "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
-                 VALUES (?1, ?2, ?3, ?4)",
-                libsql::params![chunk_id, owner.session_id, model, chunk.vector.clone()],
-            )
-            .await?;
+            continue;
         }
-        Ok(())
+        conn.execute(
+            "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
+                                 sequence_start, sequence_end, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+            libsql::params![
+                owner.session_id,
+                owner.user_id,
+                owner.note_id,
+                scope.as_str(),
+                chunk.text.as_str(),
+                chunk.hash.as_str(),
+                owner.sequence,
+                owner.created_at
+            ],
+        )
+        .await?;
+        let chunk_id = conn.last_insert_rowid();
+        conn.execute(
+            "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+             VALUES (?1, ?2, ?3, ?4)",
+            libsql::params![chunk_id, owner.session_id, model, chunk.vector.clone()],
+        )
+        .await?;
     }
+    Ok(())
 }

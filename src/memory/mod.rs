@@ -14,6 +14,7 @@ mod search;
 mod summary;
 mod types;
 mod vectors;
+mod writer;
 
 use std::sync::Arc;
 
@@ -50,6 +51,8 @@ pub enum MemoryError {
     SessionOfOtherUser { session_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
     ReservedSession(String),
+    #[error("write failed: {0}")]
+    WriteFailed(String),
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
     #[error(transparent)]
@@ -75,6 +78,7 @@ pub struct Memory {
     search: SearchConfig,
     vectors: Arc<vectors::VectorCache>,
     clock: Arc<dyn Clock>,
+    appends: tokio::sync::mpsc::Sender<writer::AppendJob>,
 }
 
 impl Memory {
@@ -90,7 +94,9 @@ impl Memory {
         let vectors = Arc::new(vectors::VectorCache::new(
             search.vector_cache_mib * 1024 * 1024,
         ));
+        let appends = writer::spawn(db.clone(), embedder.model_id().to_string());
         let memory = Self {
+            appends,
             db,
             embedder,
             limits,

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::index::ChunkOwner;
+use super::index::{write_chunks, ChunkOwner};
 use super::{Memory, Result, SessionKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -119,7 +119,7 @@ impl Memory {
                     sequence: source.sequence,
                     created_at: source.created_at,
                 };
-                self.write_chunks(&tx, &owner, prepared).await?;
+                write_chunks(&tx, self.embedder.model_id(), &owner, prepared).await?;
                 chunks += prepared.len();
             }
             tx.commit().await?;

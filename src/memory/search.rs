@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
 use super::notes::{row_to_note, NOTE_COLUMNS};
-use super::{check_id, Memory, MemoryError, Result, SessionKind};
+use super::{check_id, vectors, Memory, MemoryError, Result, SessionKind};
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -110,25 +110,41 @@ impl Memory {
         let candidates = self.search.candidates;
         let mut scores: HashMap<i64, LegScores> = HashMap::new();
 
+        // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
+        // while this task runs the keyword query, so the two legs overlap.
+        let query_vector = self
+            .embedder
+            .embed(&[request.query.as_str()])?
+            .pop()
+            .unwrap_or_default();
+        let mut matrices = Vec::new();
+        if query_vector.iter().any(|x| *x != 0.0) {
+            for session_id in &sessions {
+                let model = self.embedder.model_id();
+                if let Some(m) = self
+                    .vectors
+                    .current(&conn, session_id, model, query_vector.len())
+                    .await?
+                {
+                    matrices.push(m);
+                }
+            }
+        }
+        let vector_scan = tokio::task::spawn_blocking(move || {
+            vectors::scan_all(&matrices, &query_vector, candidates)
+        });
+
         if let Some(expression) = keyword_expression(&request.query) {
+            // The scope terms narrow the match to the sessions in scope inside FTS5 itself;
+            // ownership is checked again on every chunk before anything is returned.
             let scopes: Vec<String> = sessions.iter().map(|s| scope_token(s)).collect();
-            let placeholders = (0..sessions.len())
-                .map(|i| format!("?{}", i + 4))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "SELECT c.chunk_id, bm25(chunks_fts, 1.0, 0.0) AS rank
-                 FROM chunks_fts JOIN chunks c ON c.chunk_id = chunks_fts.rowid
-                 WHERE chunks_fts MATCH ?1 AND c.user_id = ?2 AND c.session_id IN ({placeholders})
-                 ORDER BY rank LIMIT ?3"
-            );
-            let mut params: Vec<libsql::Value> = vec![
-                scoped(&expression, &scopes).into(),
-                user_id.into(),
-                (candidates as i64).into(),
-            ];
-            params.extend(sessions.iter().map(|s| libsql::Value::from(s.as_str())));
-            let mut rows = conn.query(&sql, params).await?;
+            let mut rows = conn
+                .query(
+                    "SELECT rowid, bm25(chunks_fts, 1.0, 0.0) AS rank FROM chunks_fts
+                     WHERE chunks_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+                    libsql::params![scoped(&expression, &scopes), candidates as i64],
+                )
+                .await?;
             while let Some(row) = rows.next().await? {
                 let rank: f64 = row.get(1)?;
                 // bm25() is lower-is-better; flip it so every leg is higher-is-better.
@@ -136,30 +152,12 @@ impl Memory {
             }
         }
 
-        let query_vector = self
-            .embedder
-            .embed(&[request.query.as_str()])?
-            .pop()
-            .unwrap_or_default();
-        if query_vector.iter().any(|x| *x != 0.0) {
-            let mut vector_hits = Vec::new();
-            for session_id in &sessions {
-                vector_hits.extend(
-                    self.vectors
-                        .top_k(
-                            &conn,
-                            session_id,
-                            self.embedder.model_id(),
-                            &query_vector,
-                            candidates,
-                        )
-                        .await?,
-                );
-            }
-            vector_hits.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (chunk_id, score) in vector_hits.into_iter().take(candidates) {
-                scores.entry(chunk_id).or_default().vector = Some(score as f64);
-            }
+        // A panic in the scan is a bug: surface it here rather than hide it.
+        let vector_hits = vector_scan
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        for (chunk_id, score) in vector_hits {
+            scores.entry(chunk_id).or_default().vector = Some(score as f64);
         }
         if scores.is_empty() {
             return Ok(Vec::new());
@@ -215,6 +213,28 @@ impl Memory {
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
         hits.truncate(top_k);
         Ok(hits)
+    }
+
+    /// The vector leg alone for one session: the `k` most similar chunk ids with their
+    /// cosine similarity, best first. For benchmarks and retrieval evaluation.
+    pub async fn vector_leg(
+        &self,
+        session_id: &str,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<(i64, f32)>> {
+        let query_vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
+        let conn = self.db.conn().await?;
+        Ok(self
+            .vectors
+            .top_k(
+                &conn,
+                session_id,
+                self.embedder.model_id(),
+                &query_vector,
+                k,
+            )
+            .await?)
     }
 
     /// Reads the whole notes and events behind the best chunks.
@@ -273,30 +293,42 @@ impl Memory {
         if !tags.is_empty() {
             return Ok(hits);
         }
-        for (target, score) in targets {
-            let Target::Event(session_id, sequence) = target else {
-                continue;
-            };
+        let mut by_session: HashMap<&str, Vec<i64>> = HashMap::new();
+        for target in targets.keys() {
+            if let Target::Event(session_id, sequence) = target {
+                by_session.entry(session_id).or_default().push(*sequence);
+            }
+        }
+        for (session_id, sequences) in by_session {
+            let placeholders = (0..sequences.len())
+                .map(|i| format!("?{}", i + 3))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut params: Vec<libsql::Value> = vec![session_id.into(), user_id.into()];
+            params.extend(sequences.iter().map(|s| libsql::Value::from(*s)));
             let mut rows = conn
                 .query(
-                    "SELECT e.content, e.role, e.created_at FROM events e
-                     JOIN sessions s ON s.session_id = e.session_id
-                     WHERE e.session_id = ?1 AND e.sequence = ?2 AND s.user_id = ?3",
-                    libsql::params![session_id.as_str(), *sequence, user_id],
+                    &format!(
+                        "SELECT e.sequence, e.content, e.role, e.created_at FROM events e
+                         JOIN sessions s ON s.session_id = e.session_id
+                         WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({placeholders})"
+                    ),
+                    params,
                 )
                 .await?;
-            if let Some(row) = rows.next().await? {
-                let role: String = row.get(1)?;
+            while let Some(row) = rows.next().await? {
+                let sequence: i64 = row.get(0)?;
+                let role: String = row.get(2)?;
                 hits.push(SearchHit {
-                    text: row.get(0)?,
-                    score: *score,
+                    text: row.get(1)?,
+                    score: targets[&Target::Event(session_id.to_string(), sequence)],
                     source: HitSource::Conversation,
                     note_id: None,
                     tags: None,
-                    session_id: Some(session_id.clone()),
-                    sequence: Some(*sequence),
+                    session_id: Some(session_id.to_string()),
+                    sequence: Some(sequence),
                     role: Some(role.parse()?),
-                    at: row.get(2)?,
+                    at: row.get(3)?,
                 });
             }
         }

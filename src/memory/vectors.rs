@@ -10,8 +10,9 @@ use lru::LruCache;
 
 use crate::embed::blob_to_vector;
 
+/// One session's vectors as a contiguous matrix.
 #[derive(Clone)]
-struct SessionVectors {
+pub(super) struct SessionVectors {
     model: String,
     /// `sessions.vector_removals` when this copy was made.
     removals: i64,
@@ -92,8 +93,9 @@ impl VectorCache {
         Ok(scan(&vectors, query, k))
     }
 
-    /// This session's vectors, brought up to date with the database.
-    async fn current(
+    /// This session's vectors, brought up to date with the database; `None` for a
+    /// session that does not exist.
+    pub(super) async fn current(
         &self,
         conn: &libsql::Connection,
         session_id: &str,
@@ -178,6 +180,14 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
     sums.iter().sum::<f32>() + tail
+}
+
+/// The `k` best chunks over several sessions' matrices, best first.
+pub(super) fn scan_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> Vec<(i64, f32)> {
+    let mut hits: Vec<(i64, f32)> = all.iter().flat_map(|v| scan(v, query, k)).collect();
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    hits.truncate(k);
+    hits
 }
 
 fn scan(vectors: &SessionVectors, query: &[f32], k: usize) -> Vec<(i64, f32)> {

@@ -1,0 +1,145 @@
+//! Group commit for appends. A commit costs about as much as the pages it writes, and an
+//! appended event touches a dozen (event, chunk, FTS segment, vector, indexes). Appends
+//! from concurrent callers are therefore queued to one writer task, which commits all that
+//! are waiting in one transaction, each inside its own savepoint so one caller's failure
+//! never undoes another's work. A lone caller still gets its own prompt commit.
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::events::ensure_session;
+use super::index::{write_chunks, ChunkOwner, PreparedChunk};
+use super::{MemoryError, NewEvent, Result};
+use crate::db::Db;
+
+/// Jobs committed together at most; bounds how long the write lock is held.
+const MAX_JOBS_PER_COMMIT: usize = 128;
+/// Events committed together at most.
+const MAX_EVENTS_PER_COMMIT: usize = 2_000;
+/// Appends queued before callers wait for room (back-pressure).
+const QUEUE_DEPTH: usize = 1_024;
+
+/// Validated, chunked and embedded events for one session, ready to write.
+pub(super) struct AppendJob {
+    pub user_id: String,
+    pub session_id: String,
+    pub events: Vec<NewEvent>,
+    pub prepared: Vec<Vec<PreparedChunk>>,
+    pub now: i64,
+    pub reply: oneshot::Sender<Result<Vec<i64>>>,
+}
+
+/// Starts the writer task; it ends when every sender is dropped.
+pub(super) fn spawn(db: Db, model: String) -> mpsc::Sender<AppendJob> {
+    let (sender, receiver) = mpsc::channel(QUEUE_DEPTH);
+    tokio::spawn(run(db, model, receiver));
+    sender
+}
+
+async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
+    while let Some(first) = receiver.recv().await {
+        // Callers woken by the last commit are queued behind this task on its worker
+        // thread; let them run and queue their next appends so they join this commit.
+        tokio::task::yield_now().await;
+        let mut events = first.events.len();
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_JOBS_PER_COMMIT && events < MAX_EVENTS_PER_COMMIT {
+            match receiver.try_recv() {
+                Ok(job) => {
+                    events += job.events.len();
+                    jobs.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        commit_group(&db, &model, jobs).await;
+    }
+}
+
+async fn commit_group(db: &Db, model: &str, jobs: Vec<AppendJob>) {
+    let outcome = write_group(db, model, &jobs).await;
+    match outcome {
+        Ok(results) => {
+            for (job, result) in jobs.into_iter().zip(results) {
+                // A caller that stopped waiting still had its events stored.
+                let _ = job.reply.send(result);
+            }
+        }
+        Err(err) => {
+            // The transaction as a whole failed: nothing of any job was stored.
+            let message = err.to_string();
+            let mut jobs = jobs.into_iter();
+            if let Some(job) = jobs.next() {
+                let _ = job.reply.send(Err(err));
+            }
+            for job in jobs {
+                let _ = job
+                    .reply
+                    .send(Err(MemoryError::WriteFailed(message.clone())));
+            }
+        }
+    }
+}
+
+/// One transaction for the group; per-job results, or the error that sank them all.
+async fn write_group(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
+    let conn = db.conn().await?;
+    let tx = conn
+        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+        .await?;
+    let mut results = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        tx.execute("SAVEPOINT append_job", ()).await?;
+        let result = append_in_tx(&tx, model, job).await;
+        if result.is_err() {
+            tx.execute("ROLLBACK TO append_job", ()).await?;
+        }
+        tx.execute("RELEASE append_job", ()).await?;
+        results.push(result);
+    }
+    tx.commit().await?;
+    Ok(results)
+}
+
+async fn append_in_tx(conn: &libsql::Connection, model: &str, job: &AppendJob) -> Result<Vec<i64>> {
+    let session_id = job.session_id.as_str();
+    let user_id = job.user_id.as_str();
+    let mut sequence = ensure_session(conn, session_id, user_id, job.now).await?;
+    let mut sequences = Vec::with_capacity(job.events.len());
+    for (event, chunks) in job.events.iter().zip(&job.prepared) {
+        sequence += 1;
+        let created_at = event.created_at.unwrap_or(job.now);
+        let payload = event
+            .payload
+            .as_ref()
+            .map_or_else(|| "{}".to_string(), |p| p.to_string());
+        conn.execute(
+            "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            libsql::params![
+                session_id,
+                sequence,
+                event.role.as_str(),
+                event.content.as_str(),
+                payload,
+                event.importance.unwrap_or(event.role.default_importance()),
+                created_at
+            ],
+        )
+        .await?;
+        let owner = ChunkOwner {
+            session_id,
+            user_id,
+            note_id: None,
+            sequence,
+            created_at,
+        };
+        write_chunks(conn, model, &owner, chunks).await?;
+        sequences.push(sequence);
+    }
+    conn.execute(
+        "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+        libsql::params![session_id, sequence, job.now],
+    )
+    .await?;
+    Ok(sequences)
+}
