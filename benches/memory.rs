@@ -388,7 +388,7 @@ async fn main() {
             "1.0 when exact".into(),
         ),
     ];
-    println!("{:<42} {:>22}  {}", "measure", "value", "note");
+    println!("{:<42} {:>22}  note", "measure", "value");
     println!("{}", "-".repeat(90));
     for (name, value, note) in rows {
         println!("{name:<42} {value:>22}  {note}");
