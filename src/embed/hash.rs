@@ -2,6 +2,10 @@
 //! trigrams into a fixed number of dimensions with blake3. Unlike hashing a whole text into
 //! one vector, two texts that share words (or word pieces) land close together.
 
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
 use rust_stemmers::{Algorithm, Stemmer};
 
 use super::{l2_normalize, EmbedError, Embedder};
@@ -9,11 +13,18 @@ use crate::text;
 
 const WORD_WEIGHT: f32 = 1.0;
 const TRIGRAM_WEIGHT: f32 = 0.35;
+/// Distinct words whose features are remembered; word frequencies are skewed, so a small
+/// cache saves most of the hashing.
+const CACHE_WORDS: usize = 65_536;
+
+/// A word's contribution: (dimension, signed weight) pairs.
+type WordFeatures = Arc<[(u32, f32)]>;
 
 pub struct HashEmbedder {
     dimensions: usize,
     model_id: String,
     stemmer: Stemmer,
+    cache: Mutex<LruCache<String, WordFeatures>>,
 }
 
 impl HashEmbedder {
@@ -22,20 +33,50 @@ impl HashEmbedder {
             dimensions,
             model_id: format!("hash-v1-{dimensions}"),
             stemmer: Stemmer::create(Algorithm::English),
+            cache: Mutex::new(LruCache::new(
+                NonZeroUsize::new(CACHE_WORDS).expect("non-zero"),
+            )),
         }
     }
 
-    fn add_feature(&self, vector: &mut [f32], kind: u8, feature: &str, weight: f32) {
+    fn feature(&self, kind: u8, feature: &str, weight: f32) -> (u32, f32) {
         let mut hasher = blake3::Hasher::new();
         hasher.update(&[kind]);
         hasher.update(feature.as_bytes());
         let hash = hasher.finalize();
         let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().expect("8 bytes");
         let h = u64::from_le_bytes(bytes);
-        let index = (h % self.dimensions as u64) as usize;
+        let index = (h % self.dimensions as u64) as u32;
         // The sign bit keeps collisions from only ever adding up (the "hashing trick").
         let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
-        vector[index] += sign * weight;
+        (index, sign * weight)
+    }
+
+    /// The stemmed word, plus trigrams of the padded word, which catch shared word pieces
+    /// the stemmer misses ("deploy" / "deployment", typos, compounds).
+    fn word_features(&self, token: &str) -> WordFeatures {
+        if let Some(hit) = self.cache.lock().expect("cache lock").get(token) {
+            return hit.clone();
+        }
+        let mut features = vec![self.feature(b'w', &self.stemmer.stem(token), WORD_WEIGHT)];
+        let padded: Vec<char> = std::iter::once('^')
+            .chain(token.chars())
+            .chain(std::iter::once('$'))
+            .collect();
+        if padded.len() >= 5 {
+            let mut gram = String::with_capacity(12);
+            for window in padded.windows(3) {
+                gram.clear();
+                gram.extend(window);
+                features.push(self.feature(b'g', &gram, TRIGRAM_WEIGHT));
+            }
+        }
+        let features: WordFeatures = features.into();
+        self.cache
+            .lock()
+            .expect("cache lock")
+            .put(token.to_string(), features.clone());
+        features
     }
 
     fn embed_one(&self, text: &str) -> Vec<f32> {
@@ -44,21 +85,8 @@ impl HashEmbedder {
             if text::is_stop_word(&token) {
                 continue;
             }
-            let stem = self.stemmer.stem(&token);
-            self.add_feature(&mut vector, b'w', &stem, WORD_WEIGHT);
-            // Trigrams of the padded word catch shared word pieces the stemmer misses
-            // ("deploy" / "deployment", typos, compounds).
-            let padded: Vec<char> = std::iter::once('^')
-                .chain(token.chars())
-                .chain(std::iter::once('$'))
-                .collect();
-            if padded.len() >= 5 {
-                let mut gram = String::with_capacity(12);
-                for window in padded.windows(3) {
-                    gram.clear();
-                    gram.extend(window);
-                    self.add_feature(&mut vector, b'g', &gram, TRIGRAM_WEIGHT);
-                }
+            for (index, weight) in self.word_features(&token).iter() {
+                vector[*index as usize] += weight;
             }
         }
         l2_normalize(&mut vector);

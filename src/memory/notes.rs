@@ -3,7 +3,7 @@
 //! exactly like one that does not exist.
 
 use super::events::ensure_session;
-use super::index::{write_chunks, ChunkOwner, PreparedChunk};
+use super::index::{ChunkOwner, ChunkWriter, PreparedChunk};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
 use crate::ids;
 
@@ -244,7 +244,10 @@ impl Memory {
             sequence,
             created_at: now,
         };
-        write_chunks(conn, self.embedder.model_id(), &owner, chunks).await
+        ChunkWriter::prepare(conn, self.embedder.model_id())
+            .await?
+            .write(&owner, chunks)
+            .await
     }
 
     /// Deletes a note with its chunks, FTS rows and vectors.

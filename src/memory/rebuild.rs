@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::index::{write_chunks, ChunkOwner};
+use super::index::{ChunkOwner, ChunkWriter};
 use super::{Memory, Result, SessionKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -110,6 +110,7 @@ impl Memory {
             }
             tx.execute("DELETE FROM chunks WHERE session_id = ?1", [session_id])
                 .await?;
+            let writer = ChunkWriter::prepare(&tx, self.embedder.model_id()).await?;
             let mut chunks = 0;
             for (source, prepared) in sources.iter().zip(&prepared) {
                 let owner = ChunkOwner {
@@ -119,7 +120,7 @@ impl Memory {
                     sequence: source.sequence,
                     created_at: source.created_at,
                 };
-                write_chunks(&tx, self.embedder.model_id(), &owner, prepared).await?;
+                writer.write(&owner, prepared).await?;
                 chunks += prepared.len();
             }
             tx.commit().await?;

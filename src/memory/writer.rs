@@ -7,9 +7,9 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::ensure_session;
-use super::index::{write_chunks, ChunkOwner, PreparedChunk};
+use super::index::{execute, ChunkOwner, ChunkWriter, PreparedChunk};
 use super::{MemoryError, NewEvent, Result};
-use crate::db::Db;
+use crate::db::{Conn, Db};
 
 /// Jobs committed together at most; bounds how long the write lock is held.
 const MAX_JOBS_PER_COMMIT: usize = 128;
@@ -35,7 +35,39 @@ pub(super) fn spawn(db: Db, model: String) -> mpsc::Sender<AppendJob> {
     sender
 }
 
+/// The writer's own connection and its prepared statements, kept between commits.
+struct Statements {
+    conn: Conn,
+    find_session: libsql::Statement,
+    insert_event: libsql::Statement,
+    update_session: libsql::Statement,
+    chunks: ChunkWriter,
+}
+
+impl Statements {
+    async fn prepare(db: &Db, model: &str) -> Result<Self> {
+        let conn = db.conn().await?;
+        Ok(Self {
+            find_session: conn
+                .prepare("SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1")
+                .await?,
+            insert_event: conn
+                .prepare(
+                    "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .await?,
+            update_session: conn
+                .prepare("UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1")
+                .await?,
+            chunks: ChunkWriter::prepare(&conn, model).await?,
+            conn,
+        })
+    }
+}
+
 async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
+    let mut statements: Option<Statements> = None;
     while let Some(first) = receiver.recv().await {
         // Callers woken by the last commit are queued behind this task on its worker
         // thread; let them run and queue their next appends so they join this commit.
@@ -51,12 +83,26 @@ async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
                 Err(_) => break,
             }
         }
-        commit_group(&db, &model, jobs).await;
+        let outcome = match statements.take() {
+            Some(prepared) => Ok(prepared),
+            None => Statements::prepare(&db, &model).await,
+        };
+        let outcome = match outcome {
+            Ok(prepared) => {
+                let result = write_group(&prepared, &jobs).await;
+                // After a failed commit, start over on a fresh connection.
+                if result.is_ok() {
+                    statements = Some(prepared);
+                }
+                result
+            }
+            Err(err) => Err(err),
+        };
+        reply(jobs, outcome);
     }
 }
 
-async fn commit_group(db: &Db, model: &str, jobs: Vec<AppendJob>) {
-    let outcome = write_group(db, model, &jobs).await;
+fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
     match outcome {
         Ok(results) => {
             for (job, result) in jobs.into_iter().zip(results) {
@@ -81,15 +127,15 @@ async fn commit_group(db: &Db, model: &str, jobs: Vec<AppendJob>) {
 }
 
 /// One transaction for the group; per-job results, or the error that sank them all.
-async fn write_group(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
-    let conn = db.conn().await?;
-    let tx = conn
+async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
+    let tx = statements
+        .conn
         .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
         .await?;
     let mut results = Vec::with_capacity(jobs.len());
     for job in jobs {
         tx.execute("SAVEPOINT append_job", ()).await?;
-        let result = append_in_tx(&tx, model, job).await;
+        let result = append_in_tx(statements, job).await;
         if result.is_err() {
             tx.execute("ROLLBACK TO append_job", ()).await?;
         }
@@ -100,10 +146,10 @@ async fn write_group(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Res
     Ok(results)
 }
 
-async fn append_in_tx(conn: &libsql::Connection, model: &str, job: &AppendJob) -> Result<Vec<i64>> {
+async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i64>> {
     let session_id = job.session_id.as_str();
     let user_id = job.user_id.as_str();
-    let mut sequence = ensure_session(conn, session_id, user_id, job.now).await?;
+    let mut sequence = session_sequence(statements, job).await?;
     let mut sequences = Vec::with_capacity(job.events.len());
     for (event, chunks) in job.events.iter().zip(&job.prepared) {
         sequence += 1;
@@ -112,9 +158,8 @@ async fn append_in_tx(conn: &libsql::Connection, model: &str, job: &AppendJob) -
             .payload
             .as_ref()
             .map_or_else(|| "{}".to_string(), |p| p.to_string());
-        conn.execute(
-            "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        execute(
+            &statements.insert_event,
             libsql::params![
                 session_id,
                 sequence,
@@ -133,13 +178,37 @@ async fn append_in_tx(conn: &libsql::Connection, model: &str, job: &AppendJob) -
             sequence,
             created_at,
         };
-        write_chunks(conn, model, &owner, chunks).await?;
+        statements.chunks.write(&owner, chunks).await?;
         sequences.push(sequence);
     }
-    conn.execute(
-        "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+    execute(
+        &statements.update_session,
         libsql::params![session_id, sequence, job.now],
     )
     .await?;
     Ok(sequences)
+}
+
+/// The session's last sequence, creating the session on first use. Refuses a session of
+/// another user.
+async fn session_sequence(statements: &Statements, job: &AppendJob) -> Result<i64> {
+    let found = async {
+        let mut rows = statements
+            .find_session
+            .query([job.session_id.as_str()])
+            .await?;
+        match rows.next().await? {
+            Some(row) => Ok::<_, libsql::Error>(Some((row.get::<String>(0)?, row.get::<i64>(1)?))),
+            None => Ok(None),
+        }
+    }
+    .await;
+    statements.find_session.reset();
+    match found? {
+        Some((owner, sequence)) if owner == job.user_id => Ok(sequence),
+        Some(_) => Err(MemoryError::SessionOfOtherUser {
+            session_id: job.session_id.clone(),
+        }),
+        None => ensure_session(&statements.conn, &job.session_id, &job.user_id, job.now).await,
+    }
 }
