@@ -14,5 +14,6 @@ pub mod db;
 pub mod embed;
 pub mod ids;
 pub mod memory;
+pub mod schedule;
 pub mod text;
 pub mod worker;

@@ -13,11 +13,18 @@ pub struct Migration {
 }
 
 /// Every migration this binary knows, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "memory",
-    sql: include_str!("../../migrations/0001_memory.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "memory",
+        sql: include_str!("../../migrations/0001_memory.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "schedules",
+        sql: include_str!("../../migrations/0002_schedules.sql"),
+    },
+];
 
 /// The schema version this binary writes.
 pub fn latest_version() -> i64 {
