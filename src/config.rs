@@ -28,6 +28,10 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub search: SearchConfig,
     pub embedding: EmbeddingConfig,
+    pub scheduler: SchedulerConfig,
+    pub runtime: RuntimeConfig,
+    /// Schedules declared here are synced into the database at start (source `config`).
+    pub schedules: Vec<ScheduleConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -125,6 +129,131 @@ impl Default for EmbeddingConfig {
 #[serde(rename_all = "lowercase")]
 pub enum EmbeddingBackend {
     Hash,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerConfig {
+    /// No cadence may run more often than this.
+    pub min_interval_secs: i64,
+    /// Schedules one user may have.
+    pub max_per_user: i64,
+    /// Runs at once in this worker.
+    pub max_concurrent: usize,
+    /// How long a claimed run stays this worker's without a heartbeat.
+    pub lease_secs: i64,
+    /// Runs kept per schedule; older ones are pruned.
+    pub history_keep: i64,
+    /// Deadline of one attempt when a schedule sets none.
+    pub default_timeout_secs: i64,
+    /// First retry delay; doubled for each further attempt.
+    pub retry_base_secs: i64,
+    /// Consecutive failed occurrences after which a schedule is paused.
+    pub pause_after_failures: i64,
+    /// On SIGTERM, how long running work may take to finish before it is interrupted.
+    pub shutdown_grace_secs: i64,
+    /// How often the worker checks the database for changes made by other processes.
+    pub change_check_ms: u64,
+    /// Zone for schedules created without `--tz` (an IANA name).
+    pub default_timezone: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            min_interval_secs: 60,
+            max_per_user: 50,
+            max_concurrent: 4,
+            lease_secs: 60,
+            history_keep: 50,
+            default_timeout_secs: 600,
+            retry_base_secs: 30,
+            pause_after_failures: 5,
+            shutdown_grace_secs: 30,
+            change_check_ms: 500,
+            default_timezone: "UTC".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// No runtime: due runs fail with a clear error.
+    None,
+    /// Any OpenAI-compatible `/chat/completions` endpoint; nightshift runs the tool loop.
+    Openai,
+    /// An agent runtime's own goal endpoint: POST a JSON goal, read a JSON answer.
+    Http,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    pub kind: RuntimeKind,
+    /// `openai`: the API base, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// `openai`: the model name sent with each request.
+    pub model: String,
+    /// `openai`: the environment variable holding the API key (none sent when unset).
+    pub api_key_env: Option<String>,
+    /// `http`: the goal endpoint.
+    pub url: String,
+    /// Whole-request timeout, seconds.
+    pub timeout_secs: u64,
+    pub connect_timeout_secs: u64,
+    /// Retries of one request on connection errors, 429 and 5xx (Retry-After honoured).
+    pub max_retries: u32,
+    /// Prices per million tokens, for the recorded cost.
+    pub prompt_price_per_mtok: f64,
+    pub completion_price_per_mtok: f64,
+    /// Tokens of notes and summary put in the prompt.
+    pub context_budget_tokens: usize,
+    /// Tool-loop turns when a schedule sets no `max_turns`.
+    pub default_max_turns: i64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            kind: RuntimeKind::None,
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: None,
+            url: String::new(),
+            timeout_secs: 120,
+            connect_timeout_secs: 10,
+            max_retries: 3,
+            prompt_price_per_mtok: 0.0,
+            completion_price_per_mtok: 0.0,
+            context_budget_tokens: 2000,
+            default_max_turns: 8,
+        }
+    }
+}
+
+/// A `[[schedules]]` entry. Exactly one of `cron`, `every`, `at`, `when` gives the cadence.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// Identifies the schedule across restarts: change the name and it is a new schedule.
+    pub name: String,
+    pub user: String,
+    pub goal: String,
+    pub cron: Option<String>,
+    pub tz: Option<String>,
+    pub every: Option<String>,
+    pub at: Option<String>,
+    pub when: Option<String>,
+    /// `ID` or `ID:CONTEXT`.
+    pub channel: Option<String>,
+    pub notify: Option<String>,
+    pub overlap: Option<String>,
+    pub catch_up: Option<String>,
+    pub max_attempts: Option<i64>,
+    pub timeout_secs: Option<i64>,
+    pub max_turns: Option<i64>,
+    pub max_cost: Option<f64>,
 }
 
 impl Config {
@@ -241,6 +370,103 @@ impl Config {
                     search.max_top_k, search.candidates
                 ),
             );
+        }
+        let sched = &self.scheduler;
+        for (key, value, min) in [
+            ("scheduler.min_interval_secs", sched.min_interval_secs, 1),
+            ("scheduler.max_per_user", sched.max_per_user, 1),
+            ("scheduler.lease_secs", sched.lease_secs, 5),
+            ("scheduler.history_keep", sched.history_keep, 1),
+            (
+                "scheduler.default_timeout_secs",
+                sched.default_timeout_secs,
+                1,
+            ),
+            ("scheduler.retry_base_secs", sched.retry_base_secs, 1),
+            (
+                "scheduler.pause_after_failures",
+                sched.pause_after_failures,
+                1,
+            ),
+            (
+                "scheduler.shutdown_grace_secs",
+                sched.shutdown_grace_secs,
+                0,
+            ),
+        ] {
+            if value < min {
+                return invalid(key, format!("must be at least {min}, got {value}"));
+            }
+        }
+        if sched.max_concurrent == 0 || sched.max_concurrent > 1024 {
+            return invalid(
+                "scheduler.max_concurrent",
+                format!("must be 1..=1024, got {}", sched.max_concurrent),
+            );
+        }
+        if !(10..=60_000).contains(&sched.change_check_ms) {
+            return invalid(
+                "scheduler.change_check_ms",
+                format!("must be 10..=60000, got {}", sched.change_check_ms),
+            );
+        }
+        if sched.default_timezone.parse::<chrono_tz::Tz>().is_err() {
+            return invalid(
+                "scheduler.default_timezone",
+                format!("unknown time zone `{}`", sched.default_timezone),
+            );
+        }
+        let rt = &self.runtime;
+        match rt.kind {
+            RuntimeKind::Openai if rt.base_url.is_empty() || rt.model.is_empty() => {
+                return invalid(
+                    "runtime.base_url",
+                    "kind = \"openai\" needs base_url and model",
+                );
+            }
+            RuntimeKind::Http if rt.url.is_empty() => {
+                return invalid("runtime.url", "kind = \"http\" needs url");
+            }
+            _ => {}
+        }
+        if rt.timeout_secs == 0 {
+            return invalid("runtime.timeout_secs", "must be at least 1");
+        }
+        if rt.default_max_turns < 1 {
+            return invalid("runtime.default_max_turns", "must be at least 1");
+        }
+        if rt.prompt_price_per_mtok < 0.0 || rt.completion_price_per_mtok < 0.0 {
+            return invalid(
+                "runtime.prompt_price_per_mtok",
+                "prices must not be negative",
+            );
+        }
+        let mut names = std::collections::HashSet::new();
+        for schedule in &self.schedules {
+            if !names.insert(schedule.name.as_str()) {
+                return invalid(
+                    "schedules.name",
+                    format!("`{}` is declared twice", schedule.name),
+                );
+            }
+            let cadences = [
+                &schedule.cron,
+                &schedule.every,
+                &schedule.at,
+                &schedule.when,
+            ]
+            .iter()
+            .filter(|c| c.is_some())
+            .count();
+            if cadences != 1 {
+                return invalid(
+                    "schedules",
+                    format!(
+                        "`{}` needs exactly one of cron, every, at, when",
+                        schedule.name
+                    ),
+                );
+            }
         }
         let emb = &self.embedding;
         if !(16..=4096).contains(&emb.dimensions) {

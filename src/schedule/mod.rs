@@ -4,5 +4,7 @@
 pub mod cadence;
 pub mod cron;
 pub mod natural;
+pub mod store;
+pub mod types;
 
 pub use cadence::{Cadence, CadenceError};

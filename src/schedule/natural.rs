@@ -41,9 +41,6 @@ pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
                 at: now_ms + secs * 1000,
             })
         }
-        ["in", "an" | "a", unit] => Ok(Cadence::Once {
-            at: now_ms + unit_secs(unit).ok_or_else(not_understood)? * 1000,
-        }),
         ["every", n, unit]
             if amount(n).is_some() && unit_secs(unit).is_some() && time.is_none() =>
         {

@@ -1,0 +1,201 @@
+//! The records the scheduler stores, and the small closed vocabularies they use.
+
+use serde::Serialize;
+
+use super::Cadence;
+
+/// A closed set of names stored as text: parsing names the allowed values on error.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!(
+                        "`{other}` is not one of {}",
+                        Self::ALL.join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum!(
+    /// What happens when an occurrence is due while the previous run still runs.
+    Overlap { Skip => "skip", Allow => "allow", BufferOne => "buffer_one" }
+);
+text_enum!(
+    /// What happens to occurrences missed while no worker ran.
+    CatchUp { Once => "once", Skip => "skip", All => "all" }
+);
+text_enum!(
+    ScheduleStatus { Active => "active", Paused => "paused", Completed => "completed", Failed => "failed" }
+);
+text_enum!(
+    RunStatus {
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        TimedOut => "timed_out",
+        Cancelled => "cancelled",
+        Interrupted => "interrupted",
+        Skipped => "skipped",
+    }
+);
+text_enum!(
+    /// When the user is told about a run.
+    NotifyPolicy {
+        Always => "always",
+        OnFailure => "on_failure",
+        OnChange => "on_change",
+        Never => "never",
+        Conditional => "conditional",
+    }
+);
+text_enum!(
+    /// Who owns a schedule: the CLI/API (`tool`) or the config file (`config`).
+    Source { Tool => "tool", Config => "config" }
+);
+
+impl RunStatus {
+    pub fn is_success(self) -> bool {
+        self == RunStatus::Succeeded
+    }
+}
+
+/// A schedule to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSchedule {
+    pub user_id: String,
+    pub name: Option<String>,
+    pub goal: String,
+    pub cadence: Cadence,
+    /// The user's own words, when the cadence came from natural language.
+    pub cadence_text: Option<String>,
+    pub source: Source,
+    pub notify: NotifyPolicy,
+    pub overlap: Overlap,
+    pub catch_up: CatchUp,
+    pub max_attempts: i64,
+    pub timeout_secs: Option<i64>,
+    pub max_turns: Option<i64>,
+    pub max_cost: Option<f64>,
+    pub channel_id: Option<String>,
+    pub channel_context_id: Option<String>,
+}
+
+impl NewSchedule {
+    pub fn new(user_id: impl Into<String>, goal: impl Into<String>, cadence: Cadence) -> Self {
+        Self {
+            user_id: user_id.into(),
+            name: None,
+            goal: goal.into(),
+            cadence,
+            cadence_text: None,
+            source: Source::Tool,
+            notify: NotifyPolicy::Always,
+            overlap: Overlap::Skip,
+            catch_up: CatchUp::Once,
+            max_attempts: 3,
+            timeout_secs: None,
+            max_turns: None,
+            max_cost: None,
+            channel_id: None,
+            channel_context_id: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Schedule {
+    pub schedule_id: String,
+    pub user_id: String,
+    pub name: Option<String>,
+    pub goal: String,
+    pub cadence: Cadence,
+    pub cadence_text: Option<String>,
+    pub source: Source,
+    pub notify: NotifyPolicy,
+    pub overlap: Overlap,
+    pub catch_up: CatchUp,
+    pub max_attempts: i64,
+    pub timeout_secs: Option<i64>,
+    pub max_turns: Option<i64>,
+    pub max_cost: Option<f64>,
+    pub status: ScheduleStatus,
+    pub status_reason: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub next_run_at: Option<i64>,
+    pub last_run_at: Option<i64>,
+    pub last_run_status: Option<RunStatus>,
+    pub consecutive_failures: i64,
+    pub channel_id: Option<String>,
+    pub channel_context_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    pub run_id: String,
+    pub schedule_id: String,
+    pub scheduled_for: i64,
+    pub attempt: i64,
+    pub status: RunStatus,
+    pub worker_id: Option<String>,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub output_summary: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub turn_count: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+    pub notified: bool,
+}
+
+/// What a finished attempt produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunOutcome {
+    pub status: Option<RunStatus>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub turn_count: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+}
+
+/// An occurrence this worker has claimed and must run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub run_id: String,
+    pub schedule: Schedule,
+    pub scheduled_for: i64,
+    pub attempt: i64,
+}
