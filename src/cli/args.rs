@@ -48,6 +48,9 @@ pub enum Command {
     /// The derived search index.
     #[command(subcommand)]
     Index(IndexCommand),
+    /// Schedules: goals the worker runs through the agent runtime when due.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
     /// The database schema.
     #[command(subcommand)]
     Db(DbCommand),
@@ -172,4 +175,88 @@ pub enum DbCommand {
 pub enum ConfigCommand {
     /// Validate a configuration file (default: --config / NIGHTSHIFT_CONFIG).
     Check { path: Option<PathBuf> },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Create a schedule; give exactly one of --cron, --every, --at, --when.
+    Add(AddArgs),
+    /// List schedules, newest first.
+    List {
+        #[arg(long)]
+        user: Option<String>,
+        /// active, paused, completed or failed.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        limit: Option<i64>,
+        #[arg(long, default_value_t = 0)]
+        offset: i64,
+    },
+    /// One schedule, with its next runs in its own time zone.
+    Show { id: String },
+    /// Stop running a schedule until resumed.
+    Pause {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Resume a paused schedule from now.
+    Resume { id: String },
+    /// Delete a schedule and its run history.
+    Delete { id: String },
+    /// A schedule's runs, newest first.
+    Runs {
+        id: String,
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
+    /// Make a schedule due now; a running worker picks it up within a second.
+    RunNow { id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    #[arg(long)]
+    pub user: String,
+    /// What the agent should do.
+    #[arg(long)]
+    pub goal: String,
+    /// A 5-field cron expression (minute hour day-of-month month day-of-week).
+    #[arg(long, group = "cadence")]
+    pub cron: Option<String>,
+    /// An IANA time zone for --cron, --at and --when (default scheduler.default_timezone).
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// A fixed interval such as 30s, 15m, 2h.
+    #[arg(long, group = "cadence")]
+    pub every: Option<String>,
+    /// One run at an instant (RFC 3339, or YYYY-MM-DD HH:MM in --tz).
+    #[arg(long, group = "cadence")]
+    pub at: Option<String>,
+    /// Natural language, e.g. "every weekday at 9am", "in 2 hours".
+    #[arg(long, group = "cadence")]
+    pub when: Option<String>,
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where to tell the user: ID or ID:CONTEXT.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// always, on_failure, on_change, never or conditional.
+    #[arg(long)]
+    pub notify: Option<String>,
+    /// skip, allow or buffer_one.
+    #[arg(long)]
+    pub overlap: Option<String>,
+    /// once, skip or all.
+    #[arg(long)]
+    pub catch_up: Option<String>,
+    #[arg(long)]
+    pub max_attempts: Option<i64>,
+    #[arg(long)]
+    pub timeout_secs: Option<i64>,
+    #[arg(long)]
+    pub max_turns: Option<i64>,
+    #[arg(long)]
+    pub max_cost: Option<f64>,
 }

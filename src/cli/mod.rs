@@ -3,6 +3,7 @@
 mod admin;
 mod args;
 mod memory;
+mod schedule;
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use clap::Parser;
 use nightshift::config::{Config, ConfigError};
 use nightshift::db::DbError;
 use nightshift::memory::MemoryError;
+use nightshift::schedule::store::ScheduleError;
 use serde::Serialize;
 
 use args::{Cli, Command, LogFormat};
@@ -51,6 +53,13 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 MemoryError::Db(_) | MemoryError::Embed(_) | MemoryError::WriteFailed(_) => {
                     exit::FAILURE
                 }
+                _ => exit::BAD_INPUT,
+            };
+        }
+        if let Some(err) = cause.downcast_ref::<ScheduleError>() {
+            return match err {
+                ScheduleError::NotFound(_) | ScheduleError::RunNotFound(_) => exit::NOT_FOUND,
+                ScheduleError::Db(_) => exit::FAILURE,
                 _ => exit::BAD_INPUT,
             };
         }
@@ -99,6 +108,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Memory(command) => memory::run(&config, command, cli.json).await,
+        Command::Schedule(command) => schedule::run(&config, command, cli.json).await,
         Command::Index(command) => admin::index(&config, command, cli.json).await,
         Command::Db(command) => admin::db(&config, command, cli.json).await,
         Command::Config(_) => unreachable!("handled before loading the config"),

@@ -49,6 +49,30 @@ impl Clock for ManualClock {
     }
 }
 
+/// Wall-clock time that moves with tokio's clock: it starts at the wall clock and then
+/// advances exactly as `tokio::time::Instant` does. Under `tokio::time::pause()` tests move
+/// it by advancing tokio time, and the scheduler's sleeps and its notion of "now" agree.
+#[derive(Debug, Clone)]
+pub struct TokioClock {
+    start_ms: i64,
+    start: tokio::time::Instant,
+}
+
+impl TokioClock {
+    pub fn starting_at(ms: i64) -> Arc<Self> {
+        Arc::new(Self {
+            start_ms: ms,
+            start: tokio::time::Instant::now(),
+        })
+    }
+}
+
+impl Clock for TokioClock {
+    fn now_ms(&self) -> i64 {
+        self.start_ms + self.start.elapsed().as_millis() as i64
+    }
+}
+
 /// The wall clock, read directly (for stamps no test needs to control).
 pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis()

@@ -256,3 +256,51 @@ mod tests {
         assert!(parse_instant("tomorrow-ish", ny).is_err());
     }
 }
+
+/// The ways a user can say when something runs; exactly one of them is given.
+#[derive(Debug, Clone, Default)]
+pub struct CadenceInput<'a> {
+    pub cron: Option<&'a str>,
+    pub tz: Option<&'a str>,
+    pub every: Option<&'a str>,
+    pub at: Option<&'a str>,
+    pub when: Option<&'a str>,
+}
+
+impl CadenceInput<'_> {
+    /// Resolves to a cadence and, for natural language, the user's words.
+    pub fn resolve(
+        &self,
+        now_ms: i64,
+        default_tz: &str,
+    ) -> Result<(Cadence, Option<String>), CadenceError> {
+        let tz_name = self.tz.unwrap_or(default_tz);
+        let tz = parse_zone(tz_name)?;
+        match (self.cron, self.every, self.at, self.when) {
+            (Some(expr), None, None, None) => Ok((Cadence::cron(expr, tz_name)?, None)),
+            (None, Some(every), None, None) => {
+                let every_secs = parse_duration(every)?;
+                Ok((
+                    Cadence::Interval {
+                        every_secs,
+                        anchor: now_ms + every_secs * 1000,
+                    },
+                    None,
+                ))
+            }
+            (None, None, Some(at), None) => Ok((
+                Cadence::Once {
+                    at: parse_instant(at, tz)?,
+                },
+                None,
+            )),
+            (None, None, None, Some(text)) => Ok((
+                super::natural::parse(text, now_ms, tz)?,
+                Some(text.trim().to_string()),
+            )),
+            _ => Err(CadenceError::NotUnderstood(
+                "give exactly one of cron, every, at, when".to_string(),
+            )),
+        }
+    }
+}

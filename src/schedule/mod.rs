@@ -5,6 +5,7 @@ pub mod cadence;
 pub mod cron;
 pub mod natural;
 pub mod store;
+pub mod sync;
 pub mod types;
 
 pub use cadence::{Cadence, CadenceError};

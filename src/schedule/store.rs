@@ -667,6 +667,19 @@ impl ScheduleStore {
         Ok(claims)
     }
 
+    /// Starts another attempt of a run this worker holds; false when it no longer does.
+    pub async fn next_attempt(&self, run_id: &str, worker_id: &str, lease_ms: i64) -> Result<bool> {
+        let conn = self.db.conn().await?;
+        let changed = conn
+            .execute(
+                "UPDATE schedule_runs SET attempt = attempt + 1, lease_expires_at = ?3
+                 WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
+                libsql::params![run_id, worker_id, self.clock.now_ms() + lease_ms],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
     /// Pushes a running run's lease forward; false when this worker no longer holds it.
     pub async fn renew_lease(&self, run_id: &str, worker_id: &str, lease_ms: i64) -> Result<bool> {
         let conn = self.db.conn().await?;

@@ -1,19 +1,140 @@
-//! The long-running daemon behind `nightshift run`.
-//!
-//! Today it opens and migrates the database and then waits to be stopped; the scheduler
-//! loop, embedding queue, outbox sender and maintenance jobs will run under it.
+//! The long-running daemon behind `nightshift run`: it opens and migrates the database,
+//! syncs the config file's schedules, and runs the scheduler loop until told to stop.
+//! Then it stops claiming, lets running work finish within a grace period, marks what is
+//! still running `interrupted`, and returns.
+
+pub mod executor;
+pub mod listener;
+pub mod scheduler;
+mod systemd;
 
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::app::{open_memory, OpenError};
 use crate::config::Config;
+use crate::db::clock::Clock;
+use crate::ids;
+use crate::runtime::{self, AgentRuntime, RuntimeError};
+use crate::schedule::store::{ScheduleError, ScheduleStore, StoreLimits};
+use crate::schedule::sync;
 
-/// Runs until `shutdown` completes, then returns. The shutdown future is injected so tests
-/// (and the binary's signal handling) decide when to stop.
-pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), OpenError> {
-    let memory = open_memory(config).await?;
-    tracing::info!(database = %memory.db().target(), "nightshift is running");
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// Pieces a caller (or a test) may supply instead of the defaults.
+#[derive(Default)]
+pub struct WorkerParts {
+    pub clock: Option<Arc<dyn Clock>>,
+    pub runtime: Option<Arc<dyn AgentRuntime>>,
+    pub worker_id: Option<String>,
+}
+
+/// Builds the schedule store the configuration describes.
+pub fn schedule_store(memory: &crate::memory::Memory, config: &Config) -> ScheduleStore {
+    ScheduleStore::new(
+        memory.db().clone(),
+        memory.clock().clone(),
+        StoreLimits {
+            min_interval_secs: config.scheduler.min_interval_secs,
+            max_per_user: config.scheduler.max_per_user,
+        },
+    )
+}
+
+/// Runs until `shutdown` completes.
+pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), WorkerError> {
+    run_with(config, WorkerParts::default(), shutdown).await
+}
+
+pub async fn run_with(
+    config: &Config,
+    parts: WorkerParts,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WorkerError> {
+    let mut memory = open_memory(config).await?;
+    if let Some(clock) = parts.clock {
+        memory = memory.with_clock(clock);
+    }
+    let store = schedule_store(&memory, config);
+    let report = sync::sync(
+        &store,
+        &config.schedules,
+        &config.scheduler.default_timezone,
+    )
+    .await?;
+    tracing::info!(
+        added = report.added,
+        changed = report.changed,
+        removed = report.removed,
+        unchanged = report.unchanged,
+        "synced schedules from the config file"
+    );
+    let runtime = match parts.runtime {
+        Some(runtime) => runtime,
+        None => runtime::from_config(&config.runtime)?,
+    };
+    let worker_id = parts
+        .worker_id
+        .unwrap_or_else(|| ids::new_id(&format!("wrk-{}", std::process::id())));
+    let executor = Arc::new(executor::Executor {
+        store: store.clone(),
+        memory: memory.clone(),
+        runtime,
+        scheduler: config.scheduler.clone(),
+        runtime_config: config.runtime.clone(),
+        worker_id: worker_id.clone(),
+        listener: Arc::new(listener::LogListener),
+    });
+    let scheduler = scheduler::Scheduler {
+        store: store.clone(),
+        executor,
+        wake: Arc::new(Notify::new()),
+        max_concurrent: config.scheduler.max_concurrent,
+        change_check: Duration::from_millis(config.scheduler.change_check_ms),
+    };
+
+    let stop = CancellationToken::new();
+    let hard_stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let loop_task = {
+        let (stop, hard_stop, tracker) = (stop.clone(), hard_stop.clone(), tracker.clone());
+        tokio::spawn(async move { scheduler.run(stop, hard_stop, tracker).await })
+    };
+    tracing::info!(database = %memory.db().target(), %worker_id, "nightshift is running");
+    systemd::ready();
+
     shutdown.await;
-    tracing::info!("shutting down");
+    systemd::stopping();
+    tracing::info!("shutting down: no new runs are claimed");
+    stop.cancel();
+    let _ = loop_task.await;
+    tracker.close();
+    let grace = Duration::from_secs(config.scheduler.shutdown_grace_secs as u64);
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!(
+            grace_secs = grace.as_secs(),
+            "runs still going after the grace period; interrupting them"
+        );
+        hard_stop.cancel();
+        tracker.wait().await;
+    }
+    let interrupted = store.interrupt_held(&worker_id).await?;
+    if interrupted > 0 {
+        tracing::warn!(interrupted, "marked unfinished runs interrupted");
+    }
+    tracing::info!("stopped");
     Ok(())
 }

@@ -1,0 +1,91 @@
+//! The plain goal protocol: POST `{run_id, schedule_id, user_id, goal, session_id,
+//! context}` and read `{output, status?, turn_count?, cost?}`.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::request::JsonClient;
+use super::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::config::RuntimeConfig;
+use crate::memory::{Memory, NewEvent, Role};
+
+pub struct HttpRuntime {
+    url: String,
+    client: JsonClient,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    output: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    turn_count: Option<i64>,
+    #[serde(default)]
+    cost: Option<f64>,
+}
+
+impl HttpRuntime {
+    pub fn new(config: &RuntimeConfig) -> Result<Self, RuntimeError> {
+        Ok(Self {
+            url: config.url.clone(),
+            client: JsonClient::new(config, None)?,
+        })
+    }
+}
+
+#[async_trait]
+impl AgentRuntime for HttpRuntime {
+    async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+        let mut outcome = GoalOutcome {
+            transcript: vec![NewEvent::new(Role::User, request.goal.clone())],
+            ..Default::default()
+        };
+        let body = match serde_json::to_value(request) {
+            Ok(body) => body,
+            Err(e) => {
+                outcome.error = Some(RuntimeError::Config(e.to_string()));
+                return outcome;
+            }
+        };
+        let answer = match self.client.post(&self.url, &body).await {
+            Ok(value) => value,
+            Err(err) => {
+                outcome.error = Some(err);
+                return outcome;
+            }
+        };
+        let answer: Answer = match serde_json::from_value(answer) {
+            Ok(a) => a,
+            Err(e) => {
+                outcome.error = Some(RuntimeError::BadAnswer {
+                    url: self.url.clone(),
+                    reason: format!("expected {{\"output\": …}}: {e}"),
+                });
+                return outcome;
+            }
+        };
+        outcome.turn_count = answer.turn_count.unwrap_or(1);
+        outcome.cost = answer.cost.unwrap_or(0.0);
+        if !answer.output.trim().is_empty() {
+            outcome
+                .transcript
+                .push(NewEvent::new(Role::Assistant, answer.output.clone()));
+        }
+        if let Some(status) = answer.status.as_deref() {
+            if matches!(status, "failed" | "error" | "failure") {
+                outcome.error = Some(RuntimeError::Reported(answer.output.clone()));
+            }
+        }
+        if let Some(max) = request.max_cost {
+            if outcome.cost > max {
+                outcome.error = Some(RuntimeError::TooExpensive {
+                    cost: outcome.cost,
+                    max_cost: max,
+                });
+            }
+        }
+        outcome.output = answer.output;
+        outcome
+    }
+}

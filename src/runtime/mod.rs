@@ -1,0 +1,102 @@
+//! Agent runtimes: what runs a schedule's goal. `openai` drives any OpenAI-compatible
+//! `/chat/completions` endpoint with nightshift's own tool loop and memory tools; `http`
+//! posts the goal to an agent runtime's endpoint and reads its answer.
+
+mod http;
+mod openai;
+mod request;
+mod tools;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+pub use http::HttpRuntime;
+pub use openai::OpenAiRuntime;
+
+use crate::config::{RuntimeConfig, RuntimeKind};
+use crate::memory::{Memory, NewEvent};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no agent runtime is configured ([runtime] kind)")]
+    NotConfigured,
+    #[error("cannot reach the runtime at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("the runtime at {url} answered HTTP {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("the runtime at {url} sent an answer nightshift cannot read: {reason}")]
+    BadAnswer { url: String, reason: String },
+    #[error("stopped after {turns} turns (max_turns) without a final answer")]
+    TooManyTurns { turns: i64 },
+    #[error("cost {cost:.6} went over max_cost {max_cost:.6}")]
+    TooExpensive { cost: f64, max_cost: f64 },
+    #[error("the runtime reported failure: {0}")]
+    Reported(String),
+    #[error("invalid runtime configuration: {0}")]
+    Config(String),
+}
+
+/// What a runtime is asked to do.
+#[derive(Debug, Clone, Serialize)]
+pub struct GoalRequest {
+    pub run_id: String,
+    pub schedule_id: String,
+    pub user_id: String,
+    pub goal: String,
+    /// `scheduled:{schedule_id}`: where the run's transcript is kept.
+    pub session_id: String,
+    /// The user's relevant notes and the schedule session's summary.
+    pub context: String,
+    #[serde(skip)]
+    pub max_turns: i64,
+    #[serde(skip)]
+    pub max_cost: Option<f64>,
+}
+
+/// What a run produced, successful or not: usage is recorded either way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GoalOutcome {
+    pub output: String,
+    pub turn_count: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+    /// The conversation, to be stored in the schedule's session.
+    pub transcript: Vec<NewEvent>,
+    /// Why the run failed, if it did.
+    pub error: Option<RuntimeError>,
+}
+
+#[async_trait]
+pub trait AgentRuntime: Send + Sync {
+    /// Runs one goal. Failures come back inside the outcome so usage is never lost.
+    async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome;
+}
+
+/// A runtime that fails every run, for a worker with no `[runtime]`.
+pub struct NoRuntime;
+
+#[async_trait]
+impl AgentRuntime for NoRuntime {
+    async fn run_goal(&self, _request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+        GoalOutcome {
+            error: Some(RuntimeError::NotConfigured),
+            ..Default::default()
+        }
+    }
+}
+
+/// The runtime the configuration asks for.
+pub fn from_config(config: &RuntimeConfig) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
+    Ok(match config.kind {
+        RuntimeKind::None => Arc::new(NoRuntime),
+        RuntimeKind::Openai => Arc::new(OpenAiRuntime::new(config)?),
+        RuntimeKind::Http => Arc::new(HttpRuntime::new(config)?),
+    })
+}

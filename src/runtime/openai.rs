@@ -1,0 +1,143 @@
+//! Any OpenAI-compatible `/chat/completions` endpoint, with nightshift running the tool
+//! loop: the model may call the memory tools until it answers, within `max_turns` and
+//! `max_cost`.
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::request::JsonClient;
+use super::{tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::config::RuntimeConfig;
+use crate::memory::{Memory, NewEvent, Role};
+
+pub struct OpenAiRuntime {
+    url: String,
+    model: String,
+    client: JsonClient,
+    prompt_price: f64,
+    completion_price: f64,
+}
+
+impl OpenAiRuntime {
+    pub fn new(config: &RuntimeConfig) -> Result<Self, RuntimeError> {
+        let key = match &config.api_key_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                RuntimeError::Config(format!(
+                    "runtime.api_key_env names `{var}`, which is not set"
+                ))
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            model: config.model.clone(),
+            client: JsonClient::new(config, key)?,
+            prompt_price: config.prompt_price_per_mtok / 1e6,
+            completion_price: config.completion_price_per_mtok / 1e6,
+        })
+    }
+
+    fn bad(&self, reason: impl Into<String>) -> RuntimeError {
+        RuntimeError::BadAnswer {
+            url: self.url.clone(),
+            reason: reason.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentRuntime for OpenAiRuntime {
+    async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome {
+        let mut outcome = GoalOutcome {
+            transcript: vec![NewEvent::new(Role::User, request.goal.clone())],
+            ..Default::default()
+        };
+        let system = format!(
+            "You are carrying out a scheduled task for user `{}`. Use the memory tools to look \
+             up or record what matters. Answer with the result of the task.\n\n{}",
+            request.user_id, request.context
+        );
+        let mut messages = vec![
+            json!({"role": "system", "content": system}),
+            json!({"role": "user", "content": request.goal}),
+        ];
+        let tools = tools::definitions();
+        loop {
+            if outcome.turn_count >= request.max_turns {
+                outcome.error = Some(RuntimeError::TooManyTurns {
+                    turns: outcome.turn_count,
+                });
+                return outcome;
+            }
+            outcome.turn_count += 1;
+            let body = json!({"model": self.model, "messages": messages, "tools": tools});
+            let answer = match self.client.post(&self.url, &body).await {
+                Ok(answer) => answer,
+                Err(err) => {
+                    outcome.error = Some(err);
+                    return outcome;
+                }
+            };
+            let usage = &answer["usage"];
+            outcome.prompt_tokens += usage["prompt_tokens"].as_i64().unwrap_or(0);
+            outcome.completion_tokens += usage["completion_tokens"].as_i64().unwrap_or(0);
+            outcome.cost = outcome.prompt_tokens as f64 * self.prompt_price
+                + outcome.completion_tokens as f64 * self.completion_price;
+            if let Some(max_cost) = request.max_cost {
+                if outcome.cost > max_cost {
+                    outcome.error = Some(RuntimeError::TooExpensive {
+                        cost: outcome.cost,
+                        max_cost,
+                    });
+                    return outcome;
+                }
+            }
+            let Some(message) = answer["choices"].get(0).map(|c| c["message"].clone()) else {
+                outcome.error = Some(self.bad("no choices[0].message"));
+                return outcome;
+            };
+            let content = message["content"].as_str().unwrap_or_default().to_string();
+            let calls = message["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if calls.is_empty() {
+                if !content.is_empty() {
+                    outcome
+                        .transcript
+                        .push(NewEvent::new(Role::Assistant, content.clone()));
+                }
+                outcome.output = content;
+                return outcome;
+            }
+            let mut assistant = NewEvent::new(
+                Role::Assistant,
+                if content.is_empty() {
+                    "(tool calls)".to_string()
+                } else {
+                    content
+                },
+            );
+            assistant.payload = Some(json!({"tool_calls": calls}));
+            outcome.transcript.push(assistant);
+            messages.push(message);
+            for call in &calls {
+                let id = call["id"].as_str().unwrap_or_default();
+                let name = call["function"]["name"].as_str().unwrap_or_default();
+                let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+                let result = tools::call(
+                    memory,
+                    &request.user_id,
+                    &request.session_id,
+                    name,
+                    arguments,
+                )
+                .await;
+                let mut event = NewEvent::new(Role::Tool, result.clone());
+                event.payload = Some(json!({"tool_call_id": id, "name": name}));
+                outcome.transcript.push(event);
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+            }
+        }
+    }
+}

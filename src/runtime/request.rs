@@ -1,0 +1,107 @@
+//! POSTing JSON with timeouts and retries: connection failures, 429 and 5xx are retried
+//! with exponential backoff, honouring Retry-After; other answers are final.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::RuntimeError;
+use crate::config::RuntimeConfig;
+
+/// Longest Retry-After honoured; a server asking for more gets this.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+
+#[derive(Clone)]
+pub(super) struct JsonClient {
+    client: reqwest::Client,
+    max_retries: u32,
+    bearer: Option<String>,
+}
+
+impl JsonClient {
+    pub(super) fn new(
+        config: &RuntimeConfig,
+        bearer: Option<String>,
+    ) -> Result<Self, RuntimeError> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
+            .build()
+            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        Ok(Self {
+            client,
+            max_retries: config.max_retries,
+            bearer,
+        })
+    }
+
+    pub(super) async fn post(&self, url: &str, body: &Value) -> Result<Value, RuntimeError> {
+        let mut attempt = 0;
+        loop {
+            let mut request = self.client.post(url).json(body);
+            if let Some(token) = &self.bearer {
+                request = request.bearer_auth(token);
+            }
+            let wait = match request.send().await {
+                Err(err) => {
+                    let failure = RuntimeError::Unreachable {
+                        url: url.to_string(),
+                        // Without the URL reqwest repeats; the cause chain says what failed.
+                        reason: error_chain(&err),
+                    };
+                    if attempt >= self.max_retries {
+                        return Err(failure);
+                    }
+                    tracing::warn!(%url, error = %failure, "runtime request failed; retrying");
+                    None
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    if status.is_success() {
+                        let text = response.text().await.map_err(|e| RuntimeError::BadAnswer {
+                            url: url.to_string(),
+                            reason: error_chain(&e),
+                        })?;
+                        return serde_json::from_str(&text).map_err(|e| RuntimeError::BadAnswer {
+                            url: url.to_string(),
+                            reason: format!("not JSON ({e})"),
+                        });
+                    }
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+                    let body = response.text().await.unwrap_or_default();
+                    let failure = RuntimeError::Status {
+                        url: url.to_string(),
+                        status: status.as_u16(),
+                        body: crate::text::truncate_chars(body.trim(), 300).to_string(),
+                    };
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    if !retryable || attempt >= self.max_retries {
+                        return Err(failure);
+                    }
+                    tracing::warn!(%url, status = status.as_u16(), "runtime busy or failing; retrying");
+                    retry_after
+                }
+            };
+            let backoff = wait.unwrap_or(BASE_BACKOFF * 2u32.saturating_pow(attempt));
+            tokio::time::sleep(backoff).await;
+            attempt += 1;
+        }
+    }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}

@@ -1,0 +1,114 @@
+//! The memory tools offered to the model (seed 002's names and schemas), always scoped to
+//! the schedule's user.
+
+use serde_json::{json, Value};
+
+use crate::memory::{Memory, NewNote, SearchRequest};
+
+pub(super) fn definitions() -> Value {
+    json!([
+        {"type": "function", "function": {
+            "name": "memory_search",
+            "description": "Search the user's saved notes (and optionally this task's earlier runs) by meaning and keywords.",
+            "parameters": {"type": "object", "properties": {
+                "query": {"type": "string", "description": "Natural language search query"},
+                "top_k": {"type": "integer", "description": "Max results (default 5, max 20)"},
+                "include_conversation": {"type": "boolean", "description": "Also search this task's earlier runs"}
+            }, "required": ["query"]}}},
+        {"type": "function", "function": {
+            "name": "memory_save",
+            "description": "Save a note (fact, preference, decision) to the user's memory. Returns its note_id.",
+            "parameters": {"type": "object", "properties": {
+                "content": {"type": "string", "description": "Natural language text to save"}
+            }, "required": ["content"]}}},
+        {"type": "function", "function": {
+            "name": "memory_update",
+            "description": "Replace the text of a saved note, keeping its id.",
+            "parameters": {"type": "object", "properties": {
+                "note_id": {"type": "string"},
+                "content": {"type": "string"}
+            }, "required": ["note_id", "content"]}}},
+        {"type": "function", "function": {
+            "name": "memory_delete",
+            "description": "Delete a saved note.",
+            "parameters": {"type": "object", "properties": {
+                "note_id": {"type": "string"}
+            }, "required": ["note_id"]}}}
+    ])
+}
+
+fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, String> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("missing string argument `{name}`"))
+}
+
+/// Runs one tool call for `user_id`; the result (or the error) is JSON for the model.
+pub(super) async fn call(
+    memory: &Memory,
+    user_id: &str,
+    session_id: &str,
+    name: &str,
+    arguments: &str,
+) -> String {
+    let result = async {
+        let args: Value =
+            serde_json::from_str(arguments).map_err(|e| format!("arguments are not JSON: {e}"))?;
+        match name {
+            "memory_search" => {
+                let include = args
+                    .get("include_conversation")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let request = SearchRequest {
+                    user_id: user_id.to_string(),
+                    query: arg(&args, "query")?.to_string(),
+                    top_k: args
+                        .get("top_k")
+                        .and_then(Value::as_u64)
+                        .map(|k| k.clamp(1, 20) as usize),
+                    // The transcript session exists only after a first run.
+                    session_id: (include
+                        && memory.session(session_id, Some(user_id)).await.is_ok())
+                    .then(|| session_id.to_string()),
+                    tags: Vec::new(),
+                };
+                let hits = memory.search(&request).await.map_err(|e| e.to_string())?;
+                Ok(json!(hits))
+            }
+            "memory_save" => {
+                let saved = memory
+                    .save_note(user_id, &NewNote::new(arg(&args, "content")?))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({"note_id": saved.note_id, "message": "saved"}))
+            }
+            "memory_update" => {
+                let note = memory
+                    .update_note(
+                        user_id,
+                        arg(&args, "note_id")?,
+                        arg(&args, "content")?,
+                        None,
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({"note_id": note.note_id, "message": "updated"}))
+            }
+            "memory_delete" => {
+                let note_id = arg(&args, "note_id")?;
+                memory
+                    .delete_note(user_id, note_id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({"note_id": note_id, "message": "deleted"}))
+            }
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    }
+    .await;
+    match result {
+        Ok(value) => value.to_string(),
+        Err(error) => json!({ "error": error }).to_string(),
+    }
+}

@@ -1,0 +1,218 @@
+//! Running one claimed occurrence: the attempt loop with its deadline and backoff, the
+//! lease heartbeat, and recording the result, transcript and history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::listener::RunListener;
+use crate::config::{RuntimeConfig, SchedulerConfig};
+use crate::memory::{Memory, SearchRequest, SessionKind};
+use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::schedule::store::ScheduleStore;
+use crate::schedule::types::{Claim, RunOutcome, RunStatus};
+
+/// Longest wait between attempts.
+const MAX_BACKOFF_SECS: i64 = 3600;
+
+pub struct Executor {
+    pub store: ScheduleStore,
+    pub memory: Memory,
+    pub runtime: Arc<dyn AgentRuntime>,
+    pub scheduler: SchedulerConfig,
+    pub runtime_config: RuntimeConfig,
+    pub worker_id: String,
+    pub listener: Arc<dyn RunListener>,
+}
+
+impl Executor {
+    fn lease_ms(&self) -> i64 {
+        self.scheduler.lease_secs * 1000
+    }
+
+    /// Runs a claimed occurrence to its end. When `hard_stop` fires first the run is
+    /// abandoned as it stands (shutdown marks it interrupted).
+    pub async fn execute(&self, mut claim: Claim, hard_stop: CancellationToken) {
+        let run_id = claim.run_id.clone();
+        let heartbeat = async {
+            let period = Duration::from_millis((self.lease_ms() / 3).max(1) as u64);
+            loop {
+                tokio::time::sleep(period).await;
+                match self
+                    .store
+                    .renew_lease(&run_id, &self.worker_id, self.lease_ms())
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(%run_id, "lost the lease on a running run");
+                        return;
+                    }
+                    Err(err) => tracing::warn!(%run_id, %err, "cannot renew lease"),
+                }
+            }
+        };
+        let attempts = self.attempts(&mut claim);
+        let (status, outcome) = tokio::select! {
+            result = attempts => result,
+            _ = heartbeat => return,
+            _ = hard_stop.cancelled() => return,
+        };
+        self.record(&claim, status, outcome).await;
+    }
+
+    async fn attempts(&self, claim: &mut Claim) -> (RunStatus, GoalOutcome) {
+        let schedule = &claim.schedule;
+        let request = GoalRequest {
+            run_id: claim.run_id.clone(),
+            schedule_id: schedule.schedule_id.clone(),
+            user_id: schedule.user_id.clone(),
+            goal: schedule.goal.clone(),
+            session_id: format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id),
+            context: self
+                .context(&schedule.user_id, &schedule.goal, &schedule.schedule_id)
+                .await,
+            max_turns: schedule
+                .max_turns
+                .unwrap_or(self.runtime_config.default_max_turns),
+            max_cost: schedule.max_cost,
+        };
+        let deadline = Duration::from_secs(
+            schedule
+                .timeout_secs
+                .unwrap_or(self.scheduler.default_timeout_secs) as u64,
+        );
+        loop {
+            let (status, outcome) =
+                match tokio::time::timeout(deadline, self.runtime.run_goal(&request, &self.memory))
+                    .await
+                {
+                    Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
+                    Ok(outcome) => (RunStatus::Failed, outcome),
+                    Err(_) => (
+                        RunStatus::TimedOut,
+                        GoalOutcome {
+                            error: Some(RuntimeError::Reported(format!(
+                                "no answer within the {}s deadline",
+                                deadline.as_secs()
+                            ))),
+                            ..Default::default()
+                        },
+                    ),
+                };
+            if status.is_success() || claim.attempt >= schedule.max_attempts {
+                return (status, outcome);
+            }
+            let backoff = (self.scheduler.retry_base_secs << (claim.attempt - 1).min(20))
+                .min(MAX_BACKOFF_SECS);
+            tracing::warn!(
+                run_id = %claim.run_id,
+                attempt = claim.attempt,
+                error = %outcome.error.as_ref().map(ToString::to_string).unwrap_or_default(),
+                retry_in_secs = backoff,
+                "attempt failed; retrying"
+            );
+            tokio::time::sleep(Duration::from_secs(backoff as u64)).await;
+            match self
+                .store
+                .next_attempt(&claim.run_id, &self.worker_id, self.lease_ms())
+                .await
+            {
+                Ok(true) => claim.attempt += 1,
+                // Someone else holds the run now (our lease ran out): stop here.
+                _ => return (status, outcome),
+            }
+        }
+    }
+
+    /// The user's notes relevant to the goal and the schedule's rolling summary, within
+    /// the configured budget (about four characters a token).
+    async fn context(&self, user_id: &str, goal: &str, schedule_id: &str) -> String {
+        let budget = self.runtime_config.context_budget_tokens * 4;
+        let mut context = String::new();
+        let session = format!("{}{schedule_id}", SessionKind::SCHEDULED_PREFIX);
+        if let Ok(state) = self.memory.read_summary(&session).await {
+            if let Some(summary) = state.summary {
+                context.push_str("Summary of earlier runs:\n");
+                context.push_str(&summary);
+                context.push_str("\n\n");
+            }
+        }
+        let request = SearchRequest {
+            user_id: user_id.to_string(),
+            query: goal.to_string(),
+            ..Default::default()
+        };
+        if let Ok(hits) = self.memory.search(&request).await {
+            if !hits.is_empty() {
+                context.push_str("Relevant notes:\n");
+                for hit in hits {
+                    context.push_str(&format!(
+                        "- [{}] {}\n",
+                        hit.note_id.unwrap_or_default(),
+                        hit.text
+                    ));
+                }
+            }
+        }
+        crate::text::truncate_chars(&context, budget).to_string()
+    }
+
+    async fn record(&self, claim: &Claim, status: RunStatus, outcome: GoalOutcome) {
+        let schedule = &claim.schedule;
+        let run_outcome = RunOutcome {
+            status: Some(status),
+            output: (!outcome.output.is_empty()).then(|| outcome.output.clone()),
+            error: outcome.error.as_ref().map(ToString::to_string),
+            turn_count: outcome.turn_count,
+            prompt_tokens: outcome.prompt_tokens,
+            completion_tokens: outcome.completion_tokens,
+            cost: outcome.cost,
+        };
+        match self
+            .store
+            .finish(
+                claim,
+                Some(&self.worker_id),
+                &run_outcome,
+                self.scheduler.pause_after_failures,
+            )
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; result discarded");
+                return;
+            }
+            Err(err) => {
+                // The lease runs out and recovery takes the occurrence over.
+                tracing::error!(run_id = %claim.run_id, %err, "cannot record the run");
+                return;
+            }
+        }
+        if !outcome.transcript.is_empty() {
+            let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+            if let Err(err) = self
+                .memory
+                .append(&schedule.user_id, &session, &outcome.transcript)
+                .await
+            {
+                tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript");
+            }
+        }
+        if let Err(err) = self
+            .store
+            .prune_history(&schedule.schedule_id, self.scheduler.history_keep)
+            .await
+        {
+            tracing::warn!(%err, "cannot prune run history");
+        }
+        if let (Ok(schedule), Ok(run)) = (
+            self.store.get(&schedule.schedule_id).await,
+            self.store.run(&claim.run_id).await,
+        ) {
+            self.listener.run_finished(&schedule, &run).await;
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The scheduler loop: sleep until the earliest due time, a local wake-up, or a change
+//! made by another process; then recover runs whose worker vanished and claim what is due,
+//! never more at once than `scheduler.max_concurrent`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::executor::Executor;
+use super::systemd;
+use crate::schedule::store::ScheduleStore;
+use crate::schedule::types::Claim;
+
+/// Longest sleep without looking at the database again.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// Due schedules read per pass.
+const DUE_BATCH: i64 = 256;
+
+pub struct Scheduler {
+    pub store: ScheduleStore,
+    pub executor: Arc<Executor>,
+    /// Notified when this process changes something the loop should look at now.
+    pub wake: Arc<Notify>,
+    pub max_concurrent: usize,
+    pub change_check: Duration,
+}
+
+impl Scheduler {
+    /// Runs until `stop` fires. Runs it starts are tracked by `tracker`; `hard_stop` makes
+    /// them give up.
+    pub async fn run(
+        &self,
+        stop: CancellationToken,
+        hard_stop: CancellationToken,
+        tracker: TaskTracker,
+    ) {
+        let permits = Arc::new(Semaphore::new(self.max_concurrent));
+        let mut ticker = tokio::time::interval(self.change_check);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut seen_version = self.store.version().await.unwrap_or(0);
+        loop {
+            let blocked = match self.pass(&permits, &hard_stop, &tracker).await {
+                Ok(blocked) => blocked,
+                Err(err) => {
+                    tracing::error!(%err, "scheduler pass failed; retrying");
+                    true
+                }
+            };
+            let deadline = self.next_deadline(blocked).await;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep_until(deadline) => break,
+                    _ = self.wake.notified() => break,
+                    _ = ticker.tick() => {
+                        systemd::watchdog();
+                        match self.store.version().await {
+                            Ok(version) if version != seen_version => {
+                                seen_version = version;
+                                break;
+                            }
+                            Ok(_) => {}
+                            Err(err) => tracing::warn!(%err, "cannot check for schedule changes"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// When to look again: the earliest due time or lease expiry. While due work waits for
+    /// a free slot, finishing runs wake the loop, so only a slow fallback is set.
+    async fn next_deadline(&self, blocked: bool) -> Instant {
+        let now_ms = self.store.clock().now_ms();
+        let fallback = if blocked {
+            Duration::from_secs(1)
+        } else {
+            MAX_SLEEP
+        };
+        let mut wake_ms = now_ms + fallback.as_millis() as i64;
+        if !blocked {
+            if let Ok(Some(due)) = self.store.next_due_at().await {
+                wake_ms = wake_ms.min(due);
+            }
+        }
+        if let Ok(Some(expiry)) = self.store.next_lease_expiry().await {
+            // A lease is taken over once it has expired, just after its expiry time.
+            wake_ms = wake_ms.min(expiry + 1);
+        }
+        Instant::now() + Duration::from_millis((wake_ms - now_ms).max(0) as u64)
+    }
+
+    /// One pass; returns true when due work was left waiting (no free slot, or buffered
+    /// behind a running run).
+    async fn pass(
+        &self,
+        permits: &Arc<Semaphore>,
+        hard_stop: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Result<bool, crate::schedule::store::ScheduleError> {
+        let worker = &self.executor.worker_id;
+        let lease_ms = self.executor.scheduler.lease_secs * 1000;
+        for claim in self.store.recover_expired(worker, lease_ms).await? {
+            // Recovered runs were already running: they go ahead even when slots are full.
+            self.spawn(claim, None, hard_stop, tracker);
+        }
+        loop {
+            let now = self.store.clock().now_ms();
+            let due = self.store.due(now, DUE_BATCH).await?;
+            if due.is_empty() {
+                return Ok(false);
+            }
+            let mut claimed_any = false;
+            for schedule in &due {
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    return Ok(true);
+                };
+                match self.store.claim(schedule, worker, lease_ms).await? {
+                    Some(claim) => {
+                        claimed_any = true;
+                        self.spawn(claim, Some(permit), hard_stop, tracker);
+                    }
+                    // Lost the race, skipped by policy, or buffered: the slot stays free.
+                    None => drop(permit),
+                }
+            }
+            if !claimed_any {
+                // Whatever is still due is waiting behind a running run.
+                let still_due = self.store.due(self.store.clock().now_ms(), 1).await?;
+                return Ok(!still_due.is_empty());
+            }
+        }
+    }
+
+    fn spawn(
+        &self,
+        claim: Claim,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+        hard_stop: &CancellationToken,
+        tracker: &TaskTracker,
+    ) {
+        let executor = self.executor.clone();
+        let wake = self.wake.clone();
+        let hard_stop = hard_stop.clone();
+        tracker.spawn(async move {
+            executor.execute(claim, hard_stop).await;
+            drop(permit);
+            // A slot is free and a buffered occurrence may be waiting.
+            wake.notify_one();
+        });
+    }
+}
