@@ -180,7 +180,7 @@ pub enum ConfigCommand {
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
     /// Create a schedule; give exactly one of --cron, --every, --at, --when.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// List schedules, newest first.
     List {
         #[arg(long)]

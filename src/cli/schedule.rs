@@ -79,7 +79,7 @@ pub async fn run(config: &Config, command: ScheduleCommand, json: bool) -> Resul
     let store: ScheduleStore = schedule_store(&memory, config);
     match command {
         ScheduleCommand::Add(args) => {
-            let schedule = store.create(&new_schedule(&store, config, args)?).await?;
+            let schedule = store.create(&new_schedule(&store, config, *args)?).await?;
             let tz = schedule.cadence.zone();
             let out = json!({
                 "schedule_id": schedule.schedule_id,
