@@ -513,9 +513,13 @@ impl ScheduleStore {
         )
         .await?
         .unwrap_or(0);
-        if running > 0 && schedule.overlap == Overlap::BufferOne {
-            // Leave the occurrence pending: it runs when the current run finishes, and
-            // any further occurrences missed meanwhile fold into it.
+        // With catch_up = "all" every occurrence runs, one after another, so an occurrence
+        // due while the previous one runs waits for it instead of being skipped.
+        if running > 0
+            && (schedule.overlap == Overlap::BufferOne || schedule.catch_up == CatchUp::All)
+        {
+            // Leave the occurrence pending: it runs when the current run finishes. With
+            // buffer_one, further occurrences missed meanwhile fold into it.
             tx.rollback().await?;
             return Ok(None);
         }

@@ -1,0 +1,377 @@
+//! The scheduler on tokio's paused clock: exactly-once claims across two workers, catch-up,
+//! overlap, retries, timeouts, one-shots and pausing after repeated failures.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nightshift::app::open_memory;
+use nightshift::config::Config;
+use nightshift::db::clock::{Clock, TokioClock};
+use nightshift::db::query_scalar;
+use nightshift::memory::{Memory, NewEvent, Role};
+use nightshift::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use nightshift::schedule::store::ScheduleStore;
+use nightshift::schedule::types::{CatchUp, NewSchedule, Overlap, RunStatus, ScheduleStatus};
+use nightshift::schedule::Cadence;
+use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+/// A runtime that takes `delay` of (virtual) time and succeeds, or fails when the goal
+/// says so, and counts its calls per run.
+#[derive(Default)]
+struct FakeRuntime {
+    delay: Duration,
+    calls: Mutex<HashMap<String, u32>>,
+}
+
+impl FakeRuntime {
+    fn new(delay: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            delay,
+            calls: Mutex::default(),
+        })
+    }
+
+    fn total(&self) -> u32 {
+        self.calls.lock().unwrap().values().sum()
+    }
+}
+
+#[async_trait]
+impl AgentRuntime for FakeRuntime {
+    async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+        *self
+            .calls
+            .lock()
+            .unwrap()
+            .entry(request.run_id.clone())
+            .or_default() += 1;
+        tokio::time::sleep(self.delay).await;
+        if request.goal.contains("fail") {
+            return GoalOutcome {
+                error: Some(RuntimeError::Reported("told to fail".into())),
+                ..Default::default()
+            };
+        }
+        let output = format!("done: {}", request.goal);
+        GoalOutcome {
+            transcript: vec![
+                NewEvent::new(Role::User, request.goal.clone()),
+                NewEvent::new(Role::Assistant, output.clone()),
+            ],
+            output,
+            turn_count: 1,
+            ..Default::default()
+        }
+    }
+}
+
+struct Harness {
+    _dir: TempDir,
+    config: Config,
+    clock: Arc<dyn Clock>,
+    store: ScheduleStore,
+    memory: Memory,
+}
+
+async fn harness(tweak: impl FnOnce(&mut Config)) -> Harness {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.scheduler.retry_base_secs = 10;
+    tweak(&mut config);
+    let clock: Arc<dyn Clock> = TokioClock::starting_at(1_800_000_000_000);
+    let memory = open_memory(&config)
+        .await
+        .unwrap()
+        .with_clock(clock.clone());
+    let store = schedule_store(&memory, &config);
+    Harness {
+        _dir: dir,
+        config,
+        clock,
+        store,
+        memory,
+    }
+}
+
+impl Harness {
+    fn every(&self, secs: i64, goal: &str) -> NewSchedule {
+        let now = self.clock.now_ms();
+        NewSchedule::new(
+            "u",
+            goal,
+            Cadence::Interval {
+                every_secs: secs,
+                anchor: now + secs * 1000,
+            },
+        )
+    }
+
+    /// Starts a worker; dropping (or sending on) the returned sender stops it.
+    fn worker(
+        &self,
+        id: &str,
+        runtime: Arc<dyn AgentRuntime>,
+    ) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = self.config.clone();
+        let parts = WorkerParts {
+            clock: Some(self.clock.clone()),
+            runtime: Some(runtime),
+            worker_id: Some(id.to_string()),
+        };
+        let handle = tokio::spawn(async move {
+            run_with(&config, parts, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        (stop, handle)
+    }
+
+    async fn scalar(&self, sql: &str) -> i64 {
+        let conn = self.memory.db().conn().await.unwrap();
+        query_scalar::<i64>(&conn, sql, ())
+            .await
+            .unwrap()
+            .unwrap_or(0)
+    }
+
+    async fn statuses(&self, schedule_id: &str) -> Vec<RunStatus> {
+        let mut runs = self.store.runs(schedule_id, 1000).await.unwrap();
+        runs.reverse();
+        runs.into_iter().map(|r| r.status).collect()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_workers_run_each_occurrence_exactly_once() {
+    let h = harness(|_| {}).await;
+    for i in 0..25 {
+        h.store
+            .create(&h.every(60, &format!("job {i}")))
+            .await
+            .unwrap();
+    }
+    let runtime = FakeRuntime::new(Duration::from_millis(1500));
+    let (stop_a, a) = h.worker("worker-a", runtime.clone());
+    let (stop_b, b) = h.worker("worker-b", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(41 * 60 + 30)).await;
+    stop_a.send(()).unwrap();
+    stop_b.send(()).unwrap();
+    a.await.unwrap();
+    b.await.unwrap();
+
+    let runs = h.scalar("SELECT count(*) FROM schedule_runs").await;
+    assert!(runs >= 1000, "only {runs} occurrences ran");
+    assert_eq!(
+        runs,
+        h.scalar("SELECT count(DISTINCT schedule_id || ':' || scheduled_for) FROM schedule_runs")
+            .await
+    );
+    assert_eq!(
+        h.scalar("SELECT count(*) FROM schedule_runs WHERE status != 'succeeded'")
+            .await,
+        0
+    );
+    let calls = runtime.calls.lock().unwrap().clone();
+    assert_eq!(calls.len() as i64, runs);
+    assert!(calls.values().all(|n| *n == 1), "an occurrence ran twice");
+    for worker in ["worker-a", "worker-b"] {
+        let mine = h
+            .scalar(&format!(
+                "SELECT count(*) FROM schedule_runs WHERE worker_id = '{worker}'"
+            ))
+            .await;
+        assert!(mine > 0, "{worker} ran nothing");
+    }
+    // Each run's transcript is stored in its schedule's session.
+    let events = h
+        .scalar("SELECT count(*) FROM events WHERE session_id LIKE 'scheduled:%'")
+        .await;
+    assert_eq!(events, 2 * runs, "a goal and an answer per run");
+}
+
+#[tokio::test(start_paused = true)]
+async fn catch_up_policies_after_downtime() {
+    let h = harness(|_| {}).await;
+    let mut once = h.every(60, "once");
+    once.catch_up = CatchUp::Once;
+    let mut skip = h.every(60, "skip");
+    skip.catch_up = CatchUp::Skip;
+    let mut all = h.every(60, "all");
+    all.catch_up = CatchUp::All;
+    let (once, skip, all) = (
+        h.store.create(&once).await.unwrap(),
+        h.store.create(&skip).await.unwrap(),
+        h.store.create(&all).await.unwrap(),
+    );
+    // Nobody runs for ten minutes and a half: ten occurrences are missed.
+    tokio::time::advance(Duration::from_secs(630)).await;
+    let runtime = FakeRuntime::new(Duration::from_millis(10));
+    let (stop, worker) = h.worker("w", runtime);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    assert_eq!(h.statuses(&once.schedule_id).await, [RunStatus::Succeeded]);
+    assert_eq!(h.statuses(&skip.schedule_id).await, [RunStatus::Skipped]);
+    assert_eq!(
+        h.statuses(&all.schedule_id).await,
+        vec![RunStatus::Succeeded; 10]
+    );
+    // Afterwards each is back on its own cadence, in the future.
+    let now = h.clock.now_ms();
+    for id in [&once.schedule_id, &skip.schedule_id, &all.schedule_id] {
+        let next = h.store.get(id).await.unwrap().next_run_at.unwrap();
+        assert!(next > now && next <= now + 60_000, "{id}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn overlapping_occurrence_is_skipped_by_default() {
+    let h = harness(|c| c.scheduler.default_timeout_secs = 1000).await;
+    let schedule = h.store.create(&h.every(60, "slow")).await.unwrap();
+    let mut allow = h.every(60, "slow too");
+    allow.overlap = Overlap::Allow;
+    let allow = h.store.create(&allow).await.unwrap();
+    let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(150)));
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    // Due at 60s (runs until 210s), 120s and 180s overlap it.
+    let statuses = h.statuses(&schedule.schedule_id).await;
+    assert_eq!(statuses[1..], [RunStatus::Skipped, RunStatus::Skipped]);
+    let allowed = h.statuses(&allow.schedule_id).await;
+    assert!(
+        allowed.iter().all(|s| *s != RunStatus::Skipped),
+        "{allowed:?}"
+    );
+    assert_eq!(allowed.len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_retry_with_backoff_then_pause_the_schedule() {
+    let h = harness(|c| {
+        c.scheduler.pause_after_failures = 3;
+    })
+    .await;
+    let mut failing = h.every(600, "please fail");
+    failing.max_attempts = 2;
+    let failing = h.store.create(&failing).await.unwrap();
+    let runtime = FakeRuntime::new(Duration::from_millis(10));
+    let (stop, worker) = h.worker("w", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(3 * 600 + 120)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    let runs = h.store.runs(&failing.schedule_id, 10).await.unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(run.attempt, 2, "retried once");
+        assert!(run.error.as_deref().unwrap().contains("told to fail"));
+    }
+    assert_eq!(runtime.total(), 6);
+    let schedule = h.store.get(&failing.schedule_id).await.unwrap();
+    assert_eq!(schedule.status, ScheduleStatus::Paused);
+    assert_eq!(schedule.consecutive_failures, 3);
+    assert!(schedule.status_reason.unwrap().contains("3 consecutive"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_shots_complete_or_fail_never_both() {
+    let h = harness(|_| {}).await;
+    let at = h.clock.now_ms() + 90_000;
+    let good = h
+        .store
+        .create(&NewSchedule::new("u", "remind me", Cadence::Once { at }))
+        .await
+        .unwrap();
+    let mut bad = NewSchedule::new("u", "fail please", Cadence::Once { at });
+    bad.max_attempts = 3;
+    let bad = h.store.create(&bad).await.unwrap();
+    let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_millis(10)));
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    let good = h.store.get(&good.schedule_id).await.unwrap();
+    assert_eq!(good.status, ScheduleStatus::Completed);
+    assert_eq!(good.next_run_at, None);
+    let bad_runs = h.store.runs(&bad.schedule_id, 10).await.unwrap();
+    assert_eq!(bad_runs.len(), 1);
+    assert_eq!(
+        (bad_runs[0].status, bad_runs[0].attempt),
+        (RunStatus::Failed, 3)
+    );
+    let bad = h.store.get(&bad.schedule_id).await.unwrap();
+    assert_eq!(bad.status, ScheduleStatus::Failed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_past_its_deadline_is_timed_out() {
+    let h = harness(|_| {}).await;
+    let mut slow = h.every(3600, "slow");
+    slow.timeout_secs = Some(30);
+    slow.max_attempts = 1;
+    let slow = h.store.create(&slow).await.unwrap();
+    let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(120)));
+    tokio::time::sleep(Duration::from_secs(3700)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let runs = h.store.runs(&slow.schedule_id, 10).await.unwrap();
+    assert_eq!(runs[0].status, RunStatus::TimedOut);
+    assert!(runs[0].error.as_deref().unwrap().contains("30s"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_change_made_elsewhere_is_picked_up_within_a_second() {
+    let h = harness(|_| {}).await;
+    let schedule = h.store.create(&h.every(3600, "hourly")).await.unwrap();
+    let runtime = FakeRuntime::new(Duration::from_millis(10));
+    let (stop, worker) = h.worker("w", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(runtime.total(), 0);
+    // Another process (a second store on the same file) makes it due now.
+    let other = schedule_store(
+        &open_memory(&h.config)
+            .await
+            .unwrap()
+            .with_clock(h.clock.clone()),
+        &h.config,
+    );
+    other.run_now(&schedule.schedule_id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(runtime.total(), 1);
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_interrupts_runs_that_outlive_the_grace_period() {
+    let h = harness(|c| {
+        c.scheduler.shutdown_grace_secs = 5;
+        c.scheduler.default_timeout_secs = 10_000;
+    })
+    .await;
+    let schedule = h.store.create(&h.every(60, "long")).await.unwrap();
+    let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(3000)));
+    tokio::time::sleep(Duration::from_secs(70)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let runs = h.store.runs(&schedule.schedule_id, 10).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Interrupted);
+    assert_eq!(
+        h.scalar("SELECT count(*) FROM schedule_runs WHERE status = 'running'")
+            .await,
+        0
+    );
+}
