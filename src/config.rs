@@ -375,7 +375,7 @@ impl Config {
         for (key, value, min) in [
             ("scheduler.min_interval_secs", sched.min_interval_secs, 1),
             ("scheduler.max_per_user", sched.max_per_user, 1),
-            ("scheduler.lease_secs", sched.lease_secs, 5),
+            ("scheduler.lease_secs", sched.lease_secs, 2),
             ("scheduler.history_keep", sched.history_keep, 1),
             (
                 "scheduler.default_timeout_secs",

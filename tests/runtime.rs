@@ -1,0 +1,369 @@
+//! Runtime clients against real HTTP peers on 127.0.0.1:0, shaped like the APIs they
+//! stand in for: the plain goal protocol and an OpenAI-compatible `/chat/completions`.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use nightshift::config::{RuntimeConfig, RuntimeKind};
+use nightshift::memory::{NewNote, SearchRequest};
+use nightshift::runtime::{AgentRuntime, GoalRequest, HttpRuntime, OpenAiRuntime, RuntimeError};
+use serde_json::{json, Value};
+
+type Handler = Arc<dyn Fn(usize, Value) -> Response + Send + Sync>;
+
+#[derive(Clone)]
+struct Peer {
+    seen: Arc<Mutex<Vec<Value>>>,
+    handler: Handler,
+}
+
+async fn answer(State(peer): State<Peer>, Json(body): Json<Value>) -> Response {
+    let n = {
+        let mut seen = peer.seen.lock().unwrap();
+        seen.push(body.clone());
+        seen.len()
+    };
+    (peer.handler)(n, body)
+}
+
+/// Serves `handler` at `path`; returns the base URL and the bodies it received.
+async fn serve(
+    path: &str,
+    handler: impl Fn(usize, Value) -> Response + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let peer = Peer {
+        seen: seen.clone(),
+        handler: Arc::new(handler),
+    };
+    let app = Router::new().route(path, post(answer)).with_state(peer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+fn http_config(url: String) -> RuntimeConfig {
+    RuntimeConfig {
+        kind: RuntimeKind::Http,
+        url,
+        timeout_secs: 2,
+        max_retries: 2,
+        ..Default::default()
+    }
+}
+
+fn request(user: &str) -> GoalRequest {
+    GoalRequest {
+        run_id: "run-1".into(),
+        schedule_id: "sch-1".into(),
+        user_id: user.into(),
+        goal: "check the weather".into(),
+        session_id: "scheduled:sch-1".into(),
+        context: "Relevant notes: none".into(),
+        max_turns: 4,
+        max_cost: None,
+    }
+}
+
+#[tokio::test]
+async fn http_goal_protocol_round_trip() {
+    let (_dir, memory) = common::fresh().await;
+    let (url, seen) = serve("/goal", |_, _| {
+        Json(json!({"output": "sunny", "turn_count": 3, "cost": 0.02})).into_response()
+    })
+    .await;
+    let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(
+        (outcome.output.as_str(), outcome.turn_count, outcome.cost),
+        ("sunny", 3, 0.02)
+    );
+    let body = seen.lock().unwrap()[0].clone();
+    for key in [
+        "run_id",
+        "schedule_id",
+        "user_id",
+        "goal",
+        "session_id",
+        "context",
+    ] {
+        assert!(body[key].is_string(), "{key} missing from {body}");
+    }
+    assert_eq!(body["goal"], "check the weather");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed_once() {
+    let (_dir, memory) = common::fresh().await;
+    let (url, seen) = serve("/goal", |n, _| {
+        if n == 1 {
+            (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response()
+        } else {
+            Json(json!({"output": "ok"})).into_response()
+        }
+    })
+    .await;
+    let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn too_many_requests_honours_retry_after() {
+    let (_dir, memory) = common::fresh().await;
+    let (url, seen) = serve("/goal", |n, _| {
+        if n == 1 {
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after", "1".parse().unwrap());
+            (StatusCode::TOO_MANY_REQUESTS, headers, "slow down").into_response()
+        } else {
+            Json(json!({"output": "ok"})).into_response()
+        }
+    })
+    .await;
+    let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
+    let started = tokio::time::Instant::now();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    // It waited as told rather than its own (shorter) first backoff.
+    assert!(started.elapsed() >= Duration::from_millis(900));
+}
+
+#[tokio::test]
+async fn faults_become_errors_that_say_what_failed() {
+    let (_dir, memory) = common::fresh().await;
+    let mut config = http_config(String::new());
+    config.max_retries = 0;
+
+    let (url, _) = serve("/goal", |_, _| {
+        (StatusCode::OK, "{not json").into_response()
+    })
+    .await;
+    config.url = format!("{url}/goal");
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(err, RuntimeError::BadAnswer { .. }), "{err}");
+
+    let (url, _) = serve("/goal", |_, _| {
+        Json(json!({"result": "wrong shape"})).into_response()
+    })
+    .await;
+    config.url = format!("{url}/goal");
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(err.to_string().contains("output"), "{err}");
+
+    let (url, _) = serve("/goal", |_, _| {
+        (StatusCode::INTERNAL_SERVER_ERROR, "kaput").into_response()
+    })
+    .await;
+    config.url = format!("{url}/goal");
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(
+        matches!(err, RuntimeError::Status { status: 500, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("kaput"));
+
+    let (url, _) = serve("/goal", |_, _| {
+        Json(json!({"output": "could not do it", "status": "failed"})).into_response()
+    })
+    .await;
+    config.url = format!("{url}/goal");
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(err, RuntimeError::Reported(_)), "{err}");
+
+    // Nothing listens on a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    config.url = format!("http://127.0.0.1:{port}/goal");
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(err, RuntimeError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains(&port.to_string()), "{err}");
+
+    // A server that never answers in time.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    config.url = format!("http://{addr}/goal");
+    config.timeout_secs = 1;
+    let err = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await
+        .error
+        .unwrap();
+    assert!(matches!(err, RuntimeError::Unreachable { .. }), "{err}");
+}
+
+fn openai_config(base_url: String) -> RuntimeConfig {
+    RuntimeConfig {
+        kind: RuntimeKind::Openai,
+        base_url,
+        model: "test-model".into(),
+        timeout_secs: 5,
+        max_retries: 0,
+        prompt_price_per_mtok: 1.0,
+        completion_price_per_mtok: 2.0,
+        ..Default::default()
+    }
+}
+
+fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
+}
+
+#[tokio::test]
+async fn openai_tool_loop_uses_memory_tools_scoped_to_the_user() {
+    let (_dir, memory) = common::fresh().await;
+    memory
+        .save_note("alice", &NewNote::new("Alice's favourite city is Porto"))
+        .await
+        .unwrap();
+    memory
+        .save_note("bob", &NewNote::new("Bob's favourite city is Oslo"))
+        .await
+        .unwrap();
+    let (url, seen) = serve("/v1/chat/completions", |n, _| {
+        let message = match n {
+            1 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c1", "memory_search", json!({"query": "favourite city"}))]}),
+            2 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c2", "memory_save", json!({"content": "Weather checked for Porto"}))]}),
+            _ => json!({"role": "assistant", "content": "Porto will be sunny."}),
+        };
+        Json(json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 100, "completion_tokens": 10}})).into_response()
+    })
+    .await;
+    let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+    let outcome = runtime.run_goal(&request("alice"), &memory).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(outcome.output, "Porto will be sunny.");
+    assert_eq!(
+        (
+            outcome.turn_count,
+            outcome.prompt_tokens,
+            outcome.completion_tokens
+        ),
+        (3, 300, 30)
+    );
+    assert!((outcome.cost - (300.0 * 1e-6 + 30.0 * 2e-6)).abs() < 1e-12);
+
+    let bodies = seen.lock().unwrap().clone();
+    assert_eq!(bodies[0]["model"], "test-model");
+    let tools: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "memory_search",
+            "memory_save",
+            "memory_update",
+            "memory_delete"
+        ]
+    );
+    // The search result the model saw holds Alice's note and not Bob's.
+    let tool_result = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        tool_result.contains("Porto") && !tool_result.contains("Oslo"),
+        "{tool_result}"
+    );
+    // The save landed in Alice's memory only.
+    let saved = memory
+        .search(&SearchRequest {
+            user_id: "alice".into(),
+            query: "weather checked".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(saved[0].text, "Weather checked for Porto");
+    let bobs = memory
+        .search(&SearchRequest {
+            user_id: "bob".into(),
+            query: "weather checked".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(bobs.iter().all(|h| !h.text.contains("Weather")));
+    // Goal, two tool calls with their results, and the answer.
+    assert_eq!(outcome.transcript.len(), 6);
+}
+
+#[tokio::test]
+async fn openai_limits_turns_and_cost() {
+    let (_dir, memory) = common::fresh().await;
+    let (url, _) = serve("/v1/chat/completions", |_, _| {
+        Json(
+            json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            tool_call("c", "memory_search", json!({"query": "anything"}))]}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}),
+        )
+        .into_response()
+    })
+    .await;
+    let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert_eq!(outcome.error, Some(RuntimeError::TooManyTurns { turns: 4 }));
+    assert_eq!(outcome.turn_count, 4);
+
+    let mut costly = request("u");
+    costly.max_cost = Some(0.0015);
+    let outcome = runtime.run_goal(&costly, &memory).await;
+    assert!(
+        matches!(outcome.error, Some(RuntimeError::TooExpensive { .. })),
+        "{:?}",
+        outcome.error
+    );
+    assert_eq!(outcome.turn_count, 2);
+}
