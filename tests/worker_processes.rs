@@ -115,7 +115,8 @@ fn start_worker(config: &Path) -> Child {
             return child;
         }
     }
-    panic!("worker exited before it was running");
+    let status = child.wait().unwrap();
+    panic!("worker exited ({status}) before it was running");
 }
 
 fn stop(mut child: Child) {
