@@ -1,0 +1,187 @@
+//! `cargo bench --bench scheduler`: 10,000 active schedules against a fake agent runtime
+//! on 127.0.0.1. Measures lateness (scheduled_for → started) and sustained runs/s, idle
+//! CPU with nothing due, and, side by side, the lateness the same occurrences would see
+//! with a fixed 15-second poll (seed 000's design). Prints a table, then `name=value`
+//! pairs as its last line.
+
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use axum::{Json, Router};
+use nightshift::app::open_memory;
+use nightshift::config::{Config, RuntimeKind};
+use nightshift::db::clock::Clock;
+use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::Cadence;
+use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use serde_json::{json, Value};
+
+const SCHEDULES: usize = 10_000;
+const PERIOD_SECS: i64 = 60;
+const MEASURE_SECS: u64 = 70;
+
+async fn fake_runtime() -> String {
+    async fn goal(Json(_): Json<Value>) -> Json<Value> {
+        Json(json!({"output": "ok"}))
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, Router::new().route("/goal", post(goal)))
+            .await
+            .unwrap()
+    });
+    format!("http://{addr}/goal")
+}
+
+/// CPU time this process has used (user + system), from /proc.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn setup(dir: &tempfile::TempDir, url: &str, far_future: bool) -> Config {
+    let mut config = Config::default();
+    config.database.path = dir.path().join("bench.db").display().to_string();
+    config.scheduler.max_per_user = SCHEDULES as i64;
+    config.scheduler.max_concurrent = 16;
+    config.runtime.kind = RuntimeKind::Http;
+    config.runtime.url = url.to_string();
+    let memory = open_memory(&config).await.unwrap();
+    let store = schedule_store(&memory, &config);
+    let now = memory.clock().now_ms();
+    for i in 0..SCHEDULES {
+        let cadence = if far_future {
+            Cadence::cron("0 0 1 1 *", "UTC").unwrap()
+        } else {
+            // First runs spread evenly over one period, starting 10 s from now.
+            let anchor = now + 10_000 + (i as i64 * PERIOD_SECS * 1000) / SCHEDULES as i64;
+            Cadence::Interval {
+                every_secs: PERIOD_SECS,
+                anchor,
+            }
+        };
+        store
+            .create(&NewSchedule::new(
+                format!("user-{}", i % 100),
+                format!("goal {i}"),
+                cadence,
+            ))
+            .await
+            .unwrap();
+    }
+    config
+}
+
+async fn run_for(config: &Config, secs: u64) {
+    let wait = tokio::time::sleep(Duration::from_secs(secs));
+    run_with(config, WorkerParts::default(), wait)
+        .await
+        .unwrap();
+}
+
+#[tokio::main]
+async fn main() {
+    let url = fake_runtime().await;
+
+    eprintln!("creating {SCHEDULES} schedules…");
+    let busy_dir = tempfile::TempDir::new().unwrap();
+    let config = setup(&busy_dir, &url, false).await;
+    eprintln!("running the worker for {MEASURE_SECS} s…");
+    run_for(&config, MEASURE_SECS).await;
+
+    let memory = open_memory(&config).await.unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT scheduled_for, started_at, finished_at FROM schedule_runs WHERE status = 'succeeded'",
+            (),
+        )
+        .await
+        .unwrap();
+    let mut lateness = Vec::new();
+    let mut poll15 = Vec::new();
+    let (mut first_start, mut last_finish) = (i64::MAX, 0);
+    while let Some(row) = rows.next().await.unwrap() {
+        let (due, started, finished): (i64, i64, i64) = (
+            row.get(0).unwrap(),
+            row.get(1).unwrap(),
+            row.get(2).unwrap(),
+        );
+        lateness.push(started - due);
+        // A loop that wakes every 15 s (phase-aligned to the epoch) starts it at the next tick.
+        poll15.push((due + 14_999) / 15_000 * 15_000 - due);
+        first_start = first_start.min(started);
+        last_finish = last_finish.max(finished);
+    }
+    drop(rows);
+    lateness.sort_unstable();
+    let runs = lateness.len();
+    let runs_per_s = runs as f64 / ((last_finish - first_start) as f64 / 1000.0).max(0.001);
+    let poll15_mean = poll15.iter().sum::<i64>() as f64 / poll15.len().max(1) as f64;
+    let mean = lateness.iter().sum::<i64>() as f64 / runs.max(1) as f64;
+
+    eprintln!("measuring idle CPU with {SCHEDULES} schedules, none due…");
+    let idle_dir = tempfile::TempDir::new().unwrap();
+    let idle_config = setup(&idle_dir, &url, true).await;
+    let cpu_before = cpu_time();
+    let started = Instant::now();
+    run_for(&idle_config, 10).await;
+    let idle_cpu_pct =
+        (cpu_time() - cpu_before).as_secs_f64() / started.elapsed().as_secs_f64() * 100.0;
+
+    println!("{:<46} {:>14}  note", "measure", "value");
+    println!("{}", "-".repeat(84));
+    for (name, value, note) in [
+        (
+            "occurrences run",
+            format!("{runs}"),
+            format!("{SCHEDULES} schedules every {PERIOD_SECS} s"),
+        ),
+        (
+            "lateness p50 (scheduled_for → started)",
+            format!("{} ms", percentile(&lateness, 0.5)),
+            String::new(),
+        ),
+        (
+            "lateness p99",
+            format!("{} ms", percentile(&lateness, 0.99)),
+            "goal ≤ 50 ms".into(),
+        ),
+        ("lateness mean", format!("{mean:.1} ms"), String::new()),
+        (
+            "same occurrences, fixed 15 s poll, mean",
+            format!("{poll15_mean:.0} ms"),
+            "seed 000's loop".into(),
+        ),
+        (
+            "runs per second, sustained",
+            format!("{runs_per_s:.0}"),
+            "max_concurrent = 16".into(),
+        ),
+        (
+            "idle CPU, nothing due",
+            format!("{idle_cpu_pct:.2} %"),
+            "goal about 0".into(),
+        ),
+    ] {
+        println!("{name:<46} {value:>14}  {note}");
+    }
+    println!(
+        "lateness_p50_ms={} lateness_p99_ms={} lateness_mean_ms={mean:.1} poll15_mean_lateness_ms={poll15_mean:.0} runs_per_s={runs_per_s:.0} idle_cpu_pct={idle_cpu_pct:.2} occurrences={runs}",
+        percentile(&lateness, 0.5),
+        percentile(&lateness, 0.99),
+    );
+}
