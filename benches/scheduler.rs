@@ -10,7 +10,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use nightshift::app::open_memory;
 use nightshift::config::{Config, RuntimeKind};
-use nightshift::db::clock::Clock;
 use nightshift::schedule::types::NewSchedule;
 use nightshift::schedule::Cadence;
 use nightshift::worker::{run_with, schedule_store, WorkerParts};
