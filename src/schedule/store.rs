@@ -838,16 +838,47 @@ impl ScheduleStore {
     }
 
     /// Marks runs this worker still holds as interrupted and releases them (shutdown).
-    pub async fn interrupt_held(&self, worker_id: &str) -> Result<u64> {
+    /// Their schedules are updated as for any failed run: a one-shot ends `failed`.
+    pub async fn interrupt_held(&self, worker_id: &str, pause_after_failures: i64) -> Result<u64> {
         let conn = self.db.conn().await?;
-        Ok(conn
-            .execute(
-                "UPDATE schedule_runs SET status = 'interrupted', finished_at = ?2,
-                 lease_expires_at = NULL, error = 'the worker shut down before the run finished'
+        let mut rows = conn
+            .query(
+                "SELECT run_id, schedule_id, scheduled_for, attempt FROM schedule_runs
                  WHERE worker_id = ?1 AND status = 'running'",
-                libsql::params![worker_id, self.clock.now_ms()],
+                [worker_id],
             )
-            .await?)
+            .await?;
+        let mut held = Vec::new();
+        while let Some(row) = rows.next().await? {
+            held.push((
+                row.get::<String>(0)?,
+                row.get::<String>(1)?,
+                row.get::<i64>(2)?,
+                row.get::<i64>(3)?,
+            ));
+        }
+        drop(rows);
+        let outcome = RunOutcome {
+            status: Some(RunStatus::Interrupted),
+            error: Some("the worker shut down before the run finished".into()),
+            ..Default::default()
+        };
+        let mut interrupted = 0;
+        for (run_id, schedule_id, scheduled_for, attempt) in held {
+            let claim = Claim {
+                run_id,
+                schedule: self.get(&schedule_id).await?,
+                scheduled_for,
+                attempt,
+            };
+            if self
+                .finish(&claim, Some(worker_id), &outcome, pause_after_failures)
+                .await?
+            {
+                interrupted += 1;
+            }
+        }
+        Ok(interrupted)
     }
 }
 

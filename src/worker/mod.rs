@@ -131,7 +131,9 @@ pub async fn run_with(
         hard_stop.cancel();
         tracker.wait().await;
     }
-    let interrupted = store.interrupt_held(&worker_id).await?;
+    let interrupted = store
+        .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
+        .await?;
     if interrupted > 0 {
         tracing::warn!(interrupted, "marked unfinished runs interrupted");
     }
