@@ -32,6 +32,83 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// Schedules declared here are synced into the database at start (source `config`).
     pub schedules: Vec<ScheduleConfig>,
+    pub notify: NotifyConfig,
+    /// Notification channels by id: a schedule's `channel_id` selects one.
+    pub channels: std::collections::BTreeMap<String, ChannelConfig>,
+    /// Per-user settings by user id.
+    pub users: std::collections::BTreeMap<String, UserConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifyConfig {
+    /// With `notify = "conditional"`, a run notifies only when its output starts with this
+    /// marker, which is stripped before sending.
+    pub marker: String,
+    /// A notice is sent when a schedule has failed this many times in a row.
+    pub failure_notice_after: i64,
+    /// Delivery attempts before a message becomes a dead letter.
+    pub max_attempts: i64,
+    /// First retry delay, doubled per attempt (with jitter) up to `backoff_max_ms`.
+    pub backoff_base_ms: i64,
+    pub backoff_max_ms: i64,
+    /// How long an undelivered message stays worth sending, by priority.
+    pub ttl_high_secs: i64,
+    pub ttl_normal_secs: i64,
+    pub ttl_low_secs: i64,
+    /// Messages sent at once by one worker.
+    pub max_in_flight: usize,
+    /// How long one delivery may take, seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        Self {
+            marker: "[NOTIFY]".to_string(),
+            failure_notice_after: 3,
+            max_attempts: 12,
+            backoff_base_ms: 2_000,
+            backoff_max_ms: 3_600_000,
+            ttl_high_secs: 7 * 86_400,
+            ttl_normal_secs: 86_400,
+            ttl_low_secs: 6 * 3600,
+            max_in_flight: 8,
+            timeout_secs: 15,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    Webhook,
+    Slack,
+    Telegram,
+    Ntfy,
+    Log,
+}
+
+/// A `[channels.<id>]` entry. Secrets are never written here: only the names of the
+/// environment variables or files that hold them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    pub kind: ChannelKind,
+    /// webhook: the endpoint; slack: the incoming-webhook URL; ntfy: the server
+    /// (default https://ntfy.sh); telegram: the Bot API base (default https://api.telegram.org).
+    pub url: Option<String>,
+    /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token.
+    pub secret_env: Option<String>,
+    pub secret_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserConfig {
+    /// Where this user's notifications go when a schedule names no channel:
+    /// `ID` or `ID:CONTEXT`.
+    pub default_channel: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -466,6 +543,74 @@ impl Config {
                         schedule.name
                     ),
                 );
+            }
+        }
+        let notify = &self.notify;
+        for (key, value, min) in [
+            (
+                "notify.failure_notice_after",
+                notify.failure_notice_after,
+                1,
+            ),
+            ("notify.max_attempts", notify.max_attempts, 1),
+            ("notify.backoff_base_ms", notify.backoff_base_ms, 1),
+            (
+                "notify.backoff_max_ms",
+                notify.backoff_max_ms,
+                notify.backoff_base_ms,
+            ),
+            ("notify.ttl_high_secs", notify.ttl_high_secs, 1),
+            ("notify.ttl_normal_secs", notify.ttl_normal_secs, 1),
+            ("notify.ttl_low_secs", notify.ttl_low_secs, 1),
+        ] {
+            if value < min {
+                return invalid(key, format!("must be at least {min}, got {value}"));
+            }
+        }
+        if notify.max_in_flight == 0 || notify.timeout_secs == 0 {
+            return invalid(
+                "notify.max_in_flight",
+                "max_in_flight and timeout_secs must be at least 1",
+            );
+        }
+        for (id, channel) in &self.channels {
+            if id.is_empty() || id.contains(':') {
+                return invalid(
+                    "channels",
+                    format!("channel id `{id}` must be non-empty and without `:`"),
+                );
+            }
+            let needs_url = matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
+            if needs_url && channel.url.as_deref().is_none_or(str::is_empty) {
+                return invalid("channels.url", format!("channel `{id}` needs a url"));
+            }
+            if channel.kind == ChannelKind::Telegram
+                && channel.secret_env.is_none()
+                && channel.secret_file.is_none()
+            {
+                return invalid(
+                    "channels.secret_env",
+                    format!(
+                        "telegram channel `{id}` needs secret_env or secret_file (the bot token)"
+                    ),
+                );
+            }
+            if channel.secret_env.is_some() && channel.secret_file.is_some() {
+                return invalid(
+                    "channels.secret_env",
+                    format!("channel `{id}`: give secret_env or secret_file, not both"),
+                );
+            }
+        }
+        for (user, settings) in &self.users {
+            if let Some(channel) = &settings.default_channel {
+                let id = channel.split(':').next().unwrap_or_default();
+                if !self.channels.contains_key(id) {
+                    return invalid(
+                        "users.default_channel",
+                        format!("user `{user}`: no channel `{id}` is configured"),
+                    );
+                }
             }
         }
         let emb = &self.embedding;

@@ -14,6 +14,7 @@ pub mod db;
 pub mod embed;
 pub mod ids;
 pub mod memory;
+pub mod notify;
 pub mod runtime;
 pub mod schedule;
 pub mod text;

@@ -24,6 +24,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../../migrations/0002_schedules.sql"),
     },
+    Migration {
+        version: 3,
+        name: "outbox",
+        sql: include_str!("../../migrations/0003_outbox.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -7,9 +7,12 @@ use super::types::{
     CatchUp, Claim, NewSchedule, Overlap, Run, RunOutcome, RunStatus, Schedule, ScheduleStatus,
 };
 use super::{Cadence, CadenceError};
-use crate::db::clock::Clock;
+use crate::db::clock::{to_rfc3339, Clock};
 use crate::db::{query_scalar, Db, DbError};
 use crate::ids;
+use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
+use crate::notify::policy::run_message;
+use crate::notify::router::Router;
 use crate::text::truncate_chars;
 
 /// Characters of output kept in `output_summary`.
@@ -72,6 +75,8 @@ pub struct ScheduleStore {
     db: Db,
     clock: Arc<dyn Clock>,
     limits: StoreLimits,
+    /// Where finished runs are announced (the outbox), and who to wake when one is.
+    notifications: Option<(Arc<Router>, Arc<tokio::sync::Notify>)>,
 }
 
 const COLUMNS: &str =
@@ -182,7 +187,23 @@ fn check_schedule(new: &NewSchedule) -> Result<()> {
 
 impl ScheduleStore {
     pub fn new(db: Db, clock: Arc<dyn Clock>, limits: StoreLimits) -> Self {
-        Self { db, clock, limits }
+        Self {
+            db,
+            clock,
+            limits,
+            notifications: None,
+        }
+    }
+
+    /// Records a notification in the outbox with every finished run, in the same
+    /// transaction, and wakes `sender` after the commit.
+    pub fn with_notifications(
+        mut self,
+        router: Arc<Router>,
+        sender: Arc<tokio::sync::Notify>,
+    ) -> Self {
+        self.notifications = Some((router, sender));
+        self
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
@@ -770,6 +791,23 @@ impl ScheduleStore {
                     (failures, None, None)
                 }
             };
+        let mut announced = false;
+        if let Some((router, _)) = &self.notifications {
+            let plan = router.plan(&claim.schedule);
+            announced = self
+                .announce(
+                    &tx,
+                    claim,
+                    &plan,
+                    status,
+                    outcome,
+                    failures,
+                    new_status.is_some_and(|s| s == "paused"),
+                    reason.as_deref(),
+                    now,
+                )
+                .await?;
+        }
         tx.execute(
             "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
              status = CASE WHEN ?5 IS NOT NULL AND status = 'active' THEN ?5 ELSE status END,
@@ -787,7 +825,130 @@ impl ScheduleStore {
         )
         .await?;
         tx.commit().await?;
+        if announced {
+            if let Some((_, sender)) = &self.notifications {
+                sender.notify_one();
+            }
+        }
         Ok(true)
+    }
+
+    /// Writes the messages a finished run calls for into the outbox, inside the
+    /// transaction recording it. Returns whether any was written.
+    #[allow(clippy::too_many_arguments)]
+    async fn announce(
+        &self,
+        tx: &libsql::Connection,
+        claim: &Claim,
+        plan: &NotifyPlan,
+        status: RunStatus,
+        outcome: &RunOutcome,
+        failures: i64,
+        paused: bool,
+        pause_reason: Option<&str>,
+        now: i64,
+    ) -> Result<bool> {
+        let schedule = &claim.schedule;
+        let name = schedule
+            .name
+            .clone()
+            .unwrap_or_else(|| schedule.schedule_id.clone());
+        let payload = |event: &str, summary: String, output: String| {
+            serde_json::json!({
+                "event": event,
+                "schedule_id": schedule.schedule_id,
+                "schedule_name": schedule.name,
+                "run_id": claim.run_id,
+                "user_id": schedule.user_id,
+                "status": status.as_str(),
+                "scheduled_for": to_rfc3339(claim.scheduled_for),
+                "summary": summary,
+                "output": output,
+            })
+        };
+        let message =
+            |kind: &'static str, priority: Priority, payload: serde_json::Value| NewMessage {
+                kind,
+                run_id: &claim.run_id,
+                schedule_id: &schedule.schedule_id,
+                user_id: &schedule.user_id,
+                priority,
+                payload,
+            };
+        let mut written = false;
+        let previous: Option<String> = query_scalar(
+            tx,
+            "SELECT output FROM schedule_runs WHERE schedule_id = ?1 AND status = 'succeeded'
+             AND run_id != ?2 ORDER BY scheduled_for DESC LIMIT 1",
+            libsql::params![schedule.schedule_id.as_str(), claim.run_id.as_str()],
+        )
+        .await?;
+        if let Some(text) = run_message(
+            schedule.notify,
+            status,
+            outcome.output.as_deref(),
+            previous.as_deref(),
+            &plan.marker,
+        ) {
+            let error = outcome.error.clone().unwrap_or_default();
+            let summary = if status.is_success() {
+                format!(
+                    "{name}: {}",
+                    truncate_chars(text.lines().next().unwrap_or("done"), 200)
+                )
+            } else {
+                format!("{name}: run {status}: {}", truncate_chars(&error, 200))
+            };
+            let priority = if status.is_success() {
+                Priority::Normal
+            } else {
+                Priority::High
+            };
+            enqueue_in(
+                tx,
+                plan,
+                message("run", priority, payload("run.finished", summary, text)),
+                now,
+            )
+            .await?;
+            written = true;
+        }
+        if !status.is_success() && failures == plan.failure_notice_after {
+            let summary = format!("{name} has failed {failures} times in a row");
+            let last = outcome.error.clone().unwrap_or_default();
+            enqueue_in(
+                tx,
+                plan,
+                message(
+                    "failing",
+                    Priority::High,
+                    payload("schedule.failing", summary, last),
+                ),
+                now,
+            )
+            .await?;
+            written = true;
+        }
+        if paused {
+            let summary = format!(
+                "{name} was paused: {}",
+                pause_reason.unwrap_or("too many failures")
+            );
+            let last = outcome.error.clone().unwrap_or_default();
+            enqueue_in(
+                tx,
+                plan,
+                message(
+                    "paused",
+                    Priority::High,
+                    payload("schedule.paused", summary, last),
+                ),
+                now,
+            )
+            .await?;
+            written = true;
+        }
+        Ok(written)
     }
 
     /// Keeps the newest `keep` finished runs of a schedule.

@@ -20,6 +20,10 @@ use crate::app::{open_memory, OpenError};
 use crate::config::Config;
 use crate::db::clock::Clock;
 use crate::ids;
+use crate::notify::channels::{ChannelError, Channels};
+use crate::notify::outbox::Outbox;
+use crate::notify::router::Router;
+use crate::notify::sender::Sender;
 use crate::runtime::{self, AgentRuntime, RuntimeError};
 use crate::schedule::store::{ScheduleError, ScheduleStore, StoreLimits};
 use crate::schedule::sync;
@@ -32,6 +36,8 @@ pub enum WorkerError {
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
 }
 
 /// Pieces a caller (or a test) may supply instead of the defaults.
@@ -68,7 +74,13 @@ pub async fn run_with(
     if let Some(clock) = parts.clock {
         memory = memory.with_clock(clock);
     }
-    let store = schedule_store(&memory, config);
+    let outbox_wake = Arc::new(Notify::new());
+    let router = Arc::new(Router::from_config(config));
+    let store = schedule_store(&memory, config).with_notifications(router, outbox_wake.clone());
+    let channels = Channels::from_config(
+        &config.channels,
+        Duration::from_secs(config.notify.timeout_secs),
+    )?;
     let report = sync::sync(
         &store,
         &config.schedules,
@@ -109,6 +121,21 @@ pub async fn run_with(
     let stop = CancellationToken::new();
     let hard_stop = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let sender = Sender {
+        outbox: Outbox::new(memory.db().clone()),
+        channels,
+        config: config.notify.clone(),
+        owner: worker_id.clone(),
+        clock: memory.clock().clone(),
+        wake: outbox_wake,
+    };
+    // The sender outlives the scheduler loop so the last runs' messages still go out.
+    let sender_stop = CancellationToken::new();
+    let sender_task = {
+        let stop = sender_stop.clone();
+        let check = Duration::from_millis(config.scheduler.change_check_ms);
+        tokio::spawn(async move { sender.run(stop, check).await })
+    };
     let loop_task = {
         let (stop, hard_stop, tracker) = (stop.clone(), hard_stop.clone(), tracker.clone());
         tokio::spawn(async move { scheduler.run(stop, hard_stop, tracker).await })
@@ -131,6 +158,8 @@ pub async fn run_with(
         hard_stop.cancel();
         tracker.wait().await;
     }
+    sender_stop.cancel();
+    let _ = sender_task.await;
     let interrupted = store
         .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
         .await?;

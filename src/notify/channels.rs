@@ -1,0 +1,385 @@
+//! Channel adapters, each speaking its service's public API: a signed JSON webhook, a
+//! Slack incoming webhook, the Telegram Bot API, ntfy, and the log.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use super::outbox::Message;
+use crate::config::{ChannelConfig, ChannelKind};
+use crate::text::truncate_chars;
+
+/// Telegram refuses messages over 4,096 characters.
+const TELEGRAM_LIMIT: usize = 4096;
+
+/// A secret read from the environment or a file. Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("channel `{channel}`: environment variable `{var}` is not set")]
+    MissingEnv { channel: String, var: String },
+    #[error("channel `{channel}`: cannot read secret file {path}: {reason}")]
+    SecretFile {
+        channel: String,
+        path: String,
+        reason: String,
+    },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Why a delivery did not go through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryError {
+    pub reason: String,
+    /// The channel asked to wait this long.
+    pub retry_after: Option<Duration>,
+    /// Retrying cannot help (a 4xx other than 408/429, a missing channel).
+    pub permanent: bool,
+    /// Parts of a split message accepted so far.
+    pub progress: i64,
+}
+
+impl DeliveryError {
+    fn permanent(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            retry_after: None,
+            permanent: true,
+            progress: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Channel {
+    kind: ChannelKind,
+    url: Option<String>,
+    secret: Option<Secret>,
+}
+
+/// The configured channels, secrets loaded.
+#[derive(Clone)]
+pub struct Channels {
+    channels: BTreeMap<String, Channel>,
+    client: reqwest::Client,
+}
+
+fn load_secret(id: &str, config: &ChannelConfig) -> Result<Option<Secret>, ChannelError> {
+    if let Some(var) = &config.secret_env {
+        let value = std::env::var(var).map_err(|_| ChannelError::MissingEnv {
+            channel: id.to_string(),
+            var: var.clone(),
+        })?;
+        return Ok(Some(Secret(value.trim().to_string())));
+    }
+    if let Some(path) = &config.secret_file {
+        // systemd's LoadCredential= puts files under $CREDENTIALS_DIRECTORY.
+        let resolved = match (
+            std::env::var("CREDENTIALS_DIRECTORY"),
+            std::path::Path::new(path).is_relative(),
+        ) {
+            (Ok(dir), true) => std::path::Path::new(&dir).join(path),
+            _ => std::path::PathBuf::from(path),
+        };
+        let value = std::fs::read_to_string(&resolved).map_err(|e| ChannelError::SecretFile {
+            channel: id.to_string(),
+            path: resolved.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        return Ok(Some(Secret(value.trim().to_string())));
+    }
+    Ok(None)
+}
+
+/// The text a person reads: the summary line, then the output.
+pub fn render_text(payload: &Value) -> String {
+    let summary = payload["summary"].as_str().unwrap_or_default();
+    let output = payload["output"].as_str().unwrap_or_default().trim();
+    if output.is_empty() || output == summary {
+        summary.to_string()
+    } else {
+        format!("{summary}\n\n{output}")
+    }
+}
+
+/// Splits on character boundaries, preferring line breaks, into parts of at most `limit`.
+fn split_text(text: &str, limit: usize) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while rest.chars().count() > limit {
+        let head = truncate_chars(rest, limit);
+        let cut = head
+            .rfind('\n')
+            .filter(|i| *i > head.len() / 2)
+            .map_or(head.len(), |i| i + 1);
+        parts.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(rest.to_string());
+    }
+    parts
+}
+
+impl Channels {
+    pub fn from_config(
+        channels: &BTreeMap<String, ChannelConfig>,
+        timeout: Duration,
+    ) -> Result<Self, ChannelError> {
+        let mut loaded = BTreeMap::new();
+        for (id, config) in channels {
+            loaded.insert(
+                id.clone(),
+                Channel {
+                    kind: config.kind,
+                    url: config.url.clone(),
+                    secret: load_secret(id, config)?,
+                },
+            );
+        }
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| ChannelError::Client(e.to_string()))?;
+        Ok(Self {
+            channels: loaded,
+            client,
+        })
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.channels.contains_key(id)
+    }
+
+    /// Delivers one message. `Ok` means the channel accepted it.
+    pub async fn deliver(&self, message: &Message) -> Result<(), DeliveryError> {
+        if message.channel_id == "log" && !self.channels.contains_key("log") {
+            tracing::info!(target: "nightshift::notify", user_id = %message.user_id, text = %render_text(&message.payload), "notification");
+            return Ok(());
+        }
+        let Some(channel) = self.channels.get(&message.channel_id) else {
+            return Err(DeliveryError::permanent(format!(
+                "no channel `{}` is configured",
+                message.channel_id
+            )));
+        };
+        let context = message.channel_context_id.as_deref();
+        match channel.kind {
+            ChannelKind::Log => {
+                tracing::info!(target: "nightshift::notify", channel = %message.channel_id, text = %render_text(&message.payload), "notification");
+                Ok(())
+            }
+            ChannelKind::Webhook => self.webhook(channel, message).await,
+            ChannelKind::Slack => {
+                let body = json!({"text": render_text(&message.payload)});
+                self.post(channel.url.as_deref().unwrap_or_default(), &body, &[])
+                    .await
+            }
+            ChannelKind::Telegram => self.telegram(channel, message, context).await,
+            ChannelKind::Ntfy => self.ntfy(channel, message, context).await,
+        }
+    }
+
+    async fn webhook(&self, channel: &Channel, message: &Message) -> Result<(), DeliveryError> {
+        let mut payload = message.payload.clone();
+        payload["context"] = json!(message.channel_context_id);
+        let body = payload.to_string();
+        let mut headers = vec![("Idempotency-Key", message.idempotency_key.clone())];
+        if let Some(Secret(secret)) = &channel.secret {
+            let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+                .expect("HMAC takes any key length");
+            mac.update(body.as_bytes());
+            headers.push((
+                "X-Nightshift-Signature",
+                format!("sha256={}", hex::encode(mac.finalize().into_bytes())),
+            ));
+        }
+        self.send(
+            self.client
+                .post(channel.url.as_deref().unwrap_or_default())
+                .header("content-type", "application/json")
+                .body(body),
+            &headers,
+        )
+        .await
+    }
+
+    async fn telegram(
+        &self,
+        channel: &Channel,
+        message: &Message,
+        context: Option<&str>,
+    ) -> Result<(), DeliveryError> {
+        let Some(context) = context else {
+            return Err(DeliveryError::permanent(
+                "telegram needs a chat id as the channel context (chat or chat:thread)",
+            ));
+        };
+        let (chat, thread) = match context.split_once(':') {
+            Some((chat, thread)) => (chat, thread.parse::<i64>().ok()),
+            None => (context, None),
+        };
+        let base = channel
+            .url
+            .as_deref()
+            .unwrap_or("https://api.telegram.org")
+            .trim_end_matches('/');
+        let token = channel
+            .secret
+            .as_ref()
+            .map(|s| s.0.as_str())
+            .unwrap_or_default();
+        let url = format!("{base}/bot{token}/sendMessage");
+        let parts = split_text(&render_text(&message.payload), TELEGRAM_LIMIT);
+        for (i, part) in parts
+            .iter()
+            .enumerate()
+            .skip(message.progress.max(0) as usize)
+        {
+            let mut body = json!({"chat_id": chat, "text": part});
+            if let Some(thread) = thread {
+                body["message_thread_id"] = json!(thread);
+            }
+            let result = self
+                .send(self.client.post(&url).json(&body), &[])
+                .await
+                // The token is part of the URL: never let it into an error message.
+                .map_err(|mut e| {
+                    e.reason = e.reason.replace(token, "<token>");
+                    e.progress = i as i64;
+                    e
+                });
+            result?;
+        }
+        Ok(())
+    }
+
+    async fn ntfy(
+        &self,
+        channel: &Channel,
+        message: &Message,
+        context: Option<&str>,
+    ) -> Result<(), DeliveryError> {
+        let Some(topic) = context.filter(|t| !t.is_empty()) else {
+            return Err(DeliveryError::permanent(
+                "ntfy needs a topic as the channel context",
+            ));
+        };
+        let server = channel
+            .url
+            .as_deref()
+            .unwrap_or("https://ntfy.sh")
+            .trim_end_matches('/');
+        let failed = message.priority == "high";
+        let title = message.payload["summary"]
+            .as_str()
+            .unwrap_or("nightshift")
+            .to_string();
+        let mut request = self
+            .client
+            .post(format!("{server}/{topic}"))
+            .header(
+                "Title",
+                truncate_chars(&title, 200).replace(['\r', '\n'], " "),
+            )
+            .header("Priority", if failed { "5" } else { "3" })
+            .header(
+                "Tags",
+                if failed {
+                    "warning"
+                } else {
+                    "white_check_mark"
+                },
+            )
+            .body(render_text(&message.payload));
+        if let Some(Secret(token)) = &channel.secret {
+            request = request.bearer_auth(token);
+        }
+        self.send(request, &[]).await
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        body: &Value,
+        headers: &[(&str, String)],
+    ) -> Result<(), DeliveryError> {
+        self.send(self.client.post(url).json(body), headers).await
+    }
+
+    async fn send(
+        &self,
+        mut request: reqwest::RequestBuilder,
+        headers: &[(&str, String)],
+    ) -> Result<(), DeliveryError> {
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.map_err(|e| DeliveryError {
+            // Without the URL: it may carry a token (Telegram).
+            reason: format!("cannot reach the channel: {}", e.without_url()),
+            retry_after: None,
+            permanent: false,
+            progress: 0,
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response.text().await.unwrap_or_default();
+        // Telegram says how long to wait in its JSON body.
+        let retry_after = retry_after.or_else(|| {
+            serde_json::from_str::<Value>(&body).ok()?["parameters"]["retry_after"]
+                .as_u64()
+                .map(Duration::from_secs)
+        });
+        let code = status.as_u16();
+        Err(DeliveryError {
+            reason: format!("HTTP {code}: {}", truncate_chars(body.trim(), 200)),
+            retry_after,
+            permanent: status.is_client_error() && code != 408 && code != 429,
+            progress: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_splits_on_characters_within_the_limit() {
+        let text = "é".repeat(9000);
+        let parts = split_text(&text, TELEGRAM_LIMIT);
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|p| p.chars().count() <= TELEGRAM_LIMIT));
+        assert_eq!(parts.concat(), text);
+        let lines = "line\n".repeat(2000);
+        let parts = split_text(&lines, TELEGRAM_LIMIT);
+        assert!(parts[0].ends_with('\n'));
+        assert_eq!(parts.concat(), lines);
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        assert_eq!(format!("{:?}", Secret("hunter2".into())), "Secret(…)");
+    }
+}

@@ -1,0 +1,9 @@
+//! Notifications: a finished run is told to its user on the channel the schedule came
+//! from, through a durable outbox, so nothing is lost or sent twice across restarts or
+//! channel outages.
+
+pub mod channels;
+pub mod outbox;
+pub mod policy;
+pub mod router;
+pub mod sender;
