@@ -35,10 +35,13 @@ mod tests {
     use NotifyPolicy::*;
     use RunStatus::*;
 
+    /// Policy, status, output, previous successful output, expected message.
+    type Case<'a> = (NotifyPolicy, RunStatus, &'a str, Option<&'a str>, Option<&'a str>);
+
     #[test]
     fn policy_matrix() {
         let m = "[NOTIFY]";
-        let cases: &[(NotifyPolicy, RunStatus, &str, Option<&str>, Option<&str>)] = &[
+        let cases: &[Case] = &[
             (Always, Succeeded, "ok", None, Some("ok")),
             (Always, Failed, "", None, Some("")),
             (Never, Failed, "boom", None, None),
