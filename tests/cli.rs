@@ -377,3 +377,89 @@ fn run_migrates_the_default_database_and_exits_zero_on_sigterm() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn outbox_commands() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    assert_eq!(json(d, &["outbox", "list"]), Value::Array(vec![]));
+    assert_eq!(
+        json(d, &["outbox", "list", "--status", "dead"]),
+        Value::Array(vec![])
+    );
+    let out = run(d, &["outbox", "list", "--status", "lost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("lost"), "{}", stderr(&out));
+    let out = run(d, &["outbox", "retry", "msg-nope"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn schedule_commands_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let added = json(
+        d,
+        &[
+            "schedule",
+            "add",
+            "--user",
+            "u",
+            "--goal",
+            "check mail",
+            "--cron",
+            "0 9 * * 1-5",
+            "--tz",
+            "America/New_York",
+            "--name",
+            "mail",
+        ],
+    );
+    let id = added["schedule_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("sch-"));
+    let next = added["next_run_at"].as_str().unwrap();
+    assert!(
+        next.ends_with("-05:00") || next.ends_with("-04:00"),
+        "shown in the schedule's zone: {next}"
+    );
+    let shown = json(d, &["schedule", "show", &id]);
+    assert_eq!(shown["next_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(shown["timezone"], "America/New_York");
+    assert_eq!(json(d, &["schedule", "pause", &id])["status"], "paused");
+    assert_eq!(
+        json(d, &["schedule", "list", "--status", "paused"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(json(d, &["schedule", "resume", &id])["status"], "active");
+    assert_eq!(json(d, &["schedule", "runs", &id]), Value::Array(vec![]));
+    json(d, &["schedule", "delete", &id]);
+    assert_eq!(run(d, &["schedule", "show", &id]).status.code(), Some(3));
+
+    for (args, needle) in [
+        (vec!["--cron", "0 9 * * 9"], "day-of-week"),
+        (
+            vec!["--cron", "0 9 * * *", "--tz", "Nowhere/City"],
+            "Nowhere/City",
+        ),
+        (vec!["--every", "5s"], "minimum"),
+        (vec!["--at", "2001-01-01T00:00:00Z"], "past"),
+        (vec!["--when", "once in a blue moon"], "blue moon"),
+    ] {
+        let mut all = vec!["schedule", "add", "--user", "u", "--goal", "g"];
+        all.extend(args.iter().copied());
+        let out = run(d, &all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+    let out = run(
+        d,
+        &[
+            "schedule", "add", "--user", "u", "--goal", "  ", "--every", "1h",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(d, &["schedule", "list"]), Value::Array(vec![]));
+}

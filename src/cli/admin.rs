@@ -9,7 +9,7 @@ use nightshift::config::Config;
 use nightshift::db::{clock::to_rfc3339, migrate, query_scalar};
 use serde_json::json;
 
-use super::args::{DbCommand, IndexCommand};
+use super::args::{DbCommand, IndexCommand, OutboxCommand};
 use super::print;
 
 pub fn config_check(path: Option<&Path>, json: bool) -> Result<()> {
@@ -131,6 +131,38 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                 }
                 out.join("\n")
             })
+        }
+    }
+}
+
+pub async fn outbox(config: &Config, command: OutboxCommand, json: bool) -> Result<()> {
+    let memory = open_memory(config).await?;
+    let outbox = nightshift::notify::outbox::Outbox::new(memory.db().clone());
+    let show = |m: &nightshift::notify::outbox::Message| {
+        format!(
+            "{}  {:<9}  {}  {} attempt(s)  {}{}",
+            m.message_id,
+            m.status,
+            m.channel_id,
+            m.attempts,
+            m.payload["summary"].as_str().unwrap_or_default(),
+            m.last_error
+                .as_deref()
+                .map(|e| format!("  [{e}]"))
+                .unwrap_or_default()
+        )
+    };
+    match command {
+        OutboxCommand::List { status, limit } => {
+            let messages = outbox.list(status.as_deref(), limit).await?;
+            print(json, &messages, || {
+                messages.iter().map(show).collect::<Vec<_>>().join("\n")
+            })
+        }
+        OutboxCommand::Retry { id } => {
+            let ttl = config.notify.ttl_normal_secs * 1000;
+            let message = outbox.retry(&id, memory.clock().now_ms(), ttl).await?;
+            print(json, &message, || format!("{id} is pending again"))
         }
     }
 }

@@ -51,6 +51,9 @@ pub enum Command {
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
+    /// Notifications waiting, delivered, or dead.
+    #[command(subcommand)]
+    Outbox(OutboxCommand),
     /// The database schema.
     #[command(subcommand)]
     Db(DbCommand),
@@ -259,4 +262,18 @@ pub struct AddArgs {
     pub max_turns: Option<i64>,
     #[arg(long)]
     pub max_cost: Option<f64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// Messages, newest first.
+    List {
+        /// pending, delivered or dead.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Send a dead letter again.
+    Retry { id: String },
 }

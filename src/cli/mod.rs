@@ -13,6 +13,7 @@ use clap::Parser;
 use nightshift::config::{Config, ConfigError};
 use nightshift::db::DbError;
 use nightshift::memory::MemoryError;
+use nightshift::notify::outbox::OutboxError;
 use nightshift::schedule::store::ScheduleError;
 use serde::Serialize;
 
@@ -63,6 +64,13 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 _ => exit::BAD_INPUT,
             };
         }
+        if let Some(err) = cause.downcast_ref::<OutboxError>() {
+            return match err {
+                OutboxError::NotFound(_) => exit::NOT_FOUND,
+                OutboxError::Db(_) => exit::FAILURE,
+                _ => exit::BAD_INPUT,
+            };
+        }
         if cause.downcast_ref::<ConfigError>().is_some() {
             return exit::CONFIG;
         }
@@ -109,6 +117,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Memory(command) => memory::run(&config, command, cli.json).await,
         Command::Schedule(command) => schedule::run(&config, command, cli.json).await,
+        Command::Outbox(command) => admin::outbox(&config, command, cli.json).await,
         Command::Index(command) => admin::index(&config, command, cli.json).await,
         Command::Db(command) => admin::db(&config, command, cli.json).await,
         Command::Config(_) => unreachable!("handled before loading the config"),

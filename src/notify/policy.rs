@@ -36,7 +36,13 @@ mod tests {
     use RunStatus::*;
 
     /// Policy, status, output, previous successful output, expected message.
-    type Case<'a> = (NotifyPolicy, RunStatus, &'a str, Option<&'a str>, Option<&'a str>);
+    type Case<'a> = (
+        NotifyPolicy,
+        RunStatus,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
 
     #[test]
     fn policy_matrix() {

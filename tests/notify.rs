@@ -1,0 +1,565 @@
+//! Notifications through the outbox to real HTTP servers on 127.0.0.1:0 shaped like each
+//! channel's public API.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hmac::{Hmac, KeyInit, Mac};
+use nightshift::app::open_memory;
+use nightshift::config::{ChannelConfig, ChannelKind, Config, UserConfig};
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::memory::Memory;
+use nightshift::notify::channels::Channels;
+use nightshift::notify::outbox::Outbox;
+use nightshift::notify::router::Router as NotifyRouter;
+use nightshift::notify::sender::Sender;
+use nightshift::schedule::store::ScheduleStore;
+use nightshift::schedule::types::{NewSchedule, NotifyPolicy, RunOutcome, RunStatus, Schedule};
+use nightshift::schedule::Cadence;
+use nightshift::worker::schedule_store;
+use serde_json::Value;
+use sha2::Sha256;
+use tempfile::TempDir;
+use tokio::sync::Notify;
+
+#[derive(Clone, Debug)]
+struct Received {
+    path: String,
+    headers: HeaderMap,
+    body: String,
+}
+
+type Answer = Arc<dyn Fn(usize) -> Response + Send + Sync>;
+
+#[derive(Clone)]
+struct Server {
+    received: Arc<Mutex<Vec<Received>>>,
+    answer: Arc<Mutex<Answer>>,
+}
+
+async fn record(
+    State(server): State<Server>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let n = {
+        let mut received = server.received.lock().unwrap();
+        received.push(Received {
+            path: uri.path().to_string(),
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        received.len()
+    };
+    let answer = server.answer.lock().unwrap().clone();
+    answer(n)
+}
+
+impl Server {
+    async fn start() -> (String, Server) {
+        let server = Server {
+            received: Arc::default(),
+            answer: Arc::new(Mutex::new(Arc::new(|_| StatusCode::OK.into_response()))),
+        };
+        let app = Router::new().fallback(record).with_state(server.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (format!("http://{addr}"), server)
+    }
+
+    fn answer(&self, f: impl Fn(usize) -> Response + Send + Sync + 'static) {
+        *self.answer.lock().unwrap() = Arc::new(f);
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+struct Harness {
+    dir: TempDir,
+    config: Config,
+    clock: Arc<ManualClock>,
+    memory: Memory,
+    store: ScheduleStore,
+}
+
+fn channel(kind: ChannelKind, url: &str, secret_env: Option<&str>) -> ChannelConfig {
+    ChannelConfig {
+        kind,
+        url: Some(url.to_string()),
+        secret_env: secret_env.map(Into::into),
+        secret_file: None,
+    }
+}
+
+async fn harness(tweak: impl FnOnce(&mut Config)) -> Harness {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.notify.backoff_base_ms = 1_000;
+    tweak(&mut config);
+    config.validate().unwrap();
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let memory = open_memory(&config)
+        .await
+        .unwrap()
+        .with_clock(clock.clone());
+    let store = schedule_store(&memory, &config).with_notifications(
+        Arc::new(NotifyRouter::from_config(&config)),
+        Arc::new(Notify::new()),
+    );
+    Harness {
+        dir,
+        config,
+        clock,
+        memory,
+        store,
+    }
+}
+
+impl Harness {
+    fn sender(&self) -> Sender {
+        Sender {
+            outbox: Outbox::new(self.memory.db().clone()),
+            channels: Channels::from_config(&self.config.channels, Duration::from_secs(5)).unwrap(),
+            config: self.config.notify.clone(),
+            owner: "w".into(),
+            clock: self.clock.clone(),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    fn outbox(&self) -> Outbox {
+        Outbox::new(self.memory.db().clone())
+    }
+
+    async fn schedule(&self, channel: Option<&str>, notify: NotifyPolicy) -> Schedule {
+        let mut new = NewSchedule::new(
+            "alice",
+            "daily report",
+            Cadence::cron("0 9 * * *", "UTC").unwrap(),
+        );
+        new.name = Some("report".into());
+        if let Some(channel) = channel {
+            let (id, context) = nightshift::schedule::sync::split_channel(channel);
+            new.channel_id = Some(id);
+            new.channel_context_id = context;
+        }
+        new.notify = notify;
+        self.store.create(&new).await.unwrap()
+    }
+
+    /// Claims and finishes one occurrence of `schedule`; returns the run id.
+    async fn finish(&self, schedule: &Schedule, status: RunStatus, output: &str) -> String {
+        self.clock.advance_ms(1_000);
+        self.store.run_now(&schedule.schedule_id).await.unwrap();
+        let due = self.store.get(&schedule.schedule_id).await.unwrap();
+        let claim = self.store.claim(&due, "w", 60_000).await.unwrap().unwrap();
+        let outcome = RunOutcome {
+            status: Some(status),
+            output: (!output.is_empty()).then(|| output.to_string()),
+            error: (!status.is_success()).then(|| "it broke".to_string()),
+            ..Default::default()
+        };
+        assert!(self
+            .store
+            .finish(&claim, Some("w"), &outcome, 5)
+            .await
+            .unwrap());
+        claim.run_id
+    }
+
+    async fn notified(&self, run_id: &str) -> bool {
+        self.store.run(run_id).await.unwrap().notified
+    }
+}
+
+fn json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap()
+}
+
+#[tokio::test]
+async fn webhook_delivery_is_signed_and_marks_the_run_notified() {
+    let (url, server) = Server::start().await;
+    std::env::set_var("NS_TEST_WEBHOOK_SECRET", "s3cret");
+    let h = harness(|c| {
+        c.channels.insert(
+            "hook".into(),
+            channel(
+                ChannelKind::Webhook,
+                &format!("{url}/hook"),
+                Some("NS_TEST_WEBHOOK_SECRET"),
+            ),
+        );
+    })
+    .await;
+    let schedule = h.schedule(Some("hook:room-7"), NotifyPolicy::Always).await;
+    let run_id = h
+        .finish(&schedule, RunStatus::Succeeded, "All 3 servers healthy")
+        .await;
+    assert!(!h.notified(&run_id).await, "not notified before delivery");
+
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 1);
+    assert!(h.notified(&run_id).await);
+    let received = server.received();
+    assert_eq!(received.len(), 1);
+    let body = json(&received[0].body);
+    assert_eq!(body["event"], "run.finished");
+    assert_eq!(body["schedule_id"], schedule.schedule_id.as_str());
+    assert_eq!(body["schedule_name"], "report");
+    assert_eq!(body["run_id"], run_id.as_str());
+    assert_eq!(body["user_id"], "alice");
+    assert_eq!(body["status"], "succeeded");
+    assert_eq!(body["output"], "All 3 servers healthy");
+    assert_eq!(body["context"], "room-7");
+    assert!(body["scheduled_for"].is_string() && body["summary"].is_string());
+    // The signature is HMAC-SHA256 of the exact body.
+    let mut mac = Hmac::<Sha256>::new_from_slice(b"s3cret").unwrap();
+    mac.update(received[0].body.as_bytes());
+    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(
+        received[0].headers["x-nightshift-signature"],
+        expected.as_str()
+    );
+    assert_eq!(
+        received[0].headers["idempotency-key"],
+        format!("{run_id}:run").as_str()
+    );
+    // Nothing left to send.
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_failing_channel_is_retried_and_delivers_exactly_once() {
+    let (url, server) = Server::start().await;
+    server.answer(|n| {
+        if n == 1 {
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        } else {
+            StatusCode::OK.into_response()
+        }
+    });
+    let h = harness(|c| {
+        c.channels
+            .insert("hook".into(), channel(ChannelKind::Webhook, &url, None));
+    })
+    .await;
+    let schedule = h.schedule(Some("hook"), NotifyPolicy::Always).await;
+    let run_id = h.finish(&schedule, RunStatus::Succeeded, "ok").await;
+    let sender = h.sender();
+    sender.deliver_due().await.unwrap();
+    assert!(!h.notified(&run_id).await);
+    let pending = h.outbox().list(Some("pending"), 10).await.unwrap();
+    assert_eq!(pending[0].attempts, 1);
+    assert!(pending[0].last_error.as_deref().unwrap().contains("500"));
+    // Not before its backoff…
+    assert_eq!(sender.deliver_due().await.unwrap(), 0);
+    // …and then once.
+    h.clock.advance_ms(5_000);
+    assert_eq!(sender.deliver_due().await.unwrap(), 1);
+    h.clock.advance_ms(60_000);
+    assert_eq!(sender.deliver_due().await.unwrap(), 0);
+    assert!(h.notified(&run_id).await);
+    assert_eq!(server.received().len(), 2);
+    let keys: Vec<_> = server
+        .received()
+        .iter()
+        .map(|r| r.headers["idempotency-key"].clone())
+        .collect();
+    assert_eq!(
+        keys[0], keys[1],
+        "the retry carries the same idempotency key"
+    );
+}
+
+#[tokio::test]
+async fn a_channel_down_across_a_restart_is_delivered_after_it_once() {
+    // A port with nothing behind it yet.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let h = harness(|c| {
+        c.channels.insert(
+            "hook".into(),
+            channel(ChannelKind::Webhook, &format!("http://{addr}/hook"), None),
+        );
+    })
+    .await;
+    let schedule = h.schedule(Some("hook"), NotifyPolicy::Always).await;
+    let run_id = h.finish(&schedule, RunStatus::Succeeded, "ok").await;
+    h.sender().deliver_due().await.unwrap();
+    assert!(!h.notified(&run_id).await);
+    let error = h.outbox().list(Some("pending"), 1).await.unwrap()[0]
+        .last_error
+        .clone()
+        .unwrap();
+    assert!(error.contains("cannot reach"), "{error}");
+
+    // "Restart": a new process opens the same database; the channel comes back.
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let received = Arc::new(Mutex::new(0));
+    let counter = received.clone();
+    let app = Router::new().fallback(move || {
+        let counter = counter.clone();
+        async move {
+            *counter.lock().unwrap() += 1;
+            StatusCode::OK
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let memory = open_memory(&h.config)
+        .await
+        .unwrap()
+        .with_clock(h.clock.clone());
+    let restarted = Sender {
+        outbox: Outbox::new(memory.db().clone()),
+        ..h.sender()
+    };
+    h.clock.advance_ms(10_000);
+    assert_eq!(restarted.deliver_due().await.unwrap(), 1);
+    h.clock.advance_ms(60_000);
+    restarted.deliver_due().await.unwrap();
+    assert_eq!(*received.lock().unwrap(), 1);
+    assert!(h.notified(&run_id).await);
+    drop(h.dir);
+}
+
+#[tokio::test]
+async fn expired_and_refused_messages_become_dead_letters_that_can_be_retried() {
+    let (url, server) = Server::start().await;
+    server.answer(|_| StatusCode::SERVICE_UNAVAILABLE.into_response());
+    let h = harness(|c| {
+        c.channels
+            .insert("hook".into(), channel(ChannelKind::Webhook, &url, None));
+        c.notify.ttl_normal_secs = 30;
+    })
+    .await;
+    let schedule = h.schedule(Some("hook"), NotifyPolicy::Always).await;
+    h.finish(&schedule, RunStatus::Succeeded, "ok").await;
+    h.sender().deliver_due().await.unwrap();
+    h.clock.advance_ms(31_000);
+    h.sender().deliver_due().await.unwrap();
+    let dead = h.outbox().list(Some("dead"), 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(
+        dead[0].last_error.as_deref().unwrap().contains("expired"),
+        "{:?}",
+        dead[0].last_error
+    );
+
+    // A permanent refusal (400) is dead at once.
+    server.answer(|_| (StatusCode::BAD_REQUEST, "bad payload").into_response());
+    let run_id = h.finish(&schedule, RunStatus::Succeeded, "again").await;
+    h.sender().deliver_due().await.unwrap();
+    let dead = h.outbox().list(Some("dead"), 10).await.unwrap();
+    assert_eq!(dead.len(), 2);
+    let refused = dead
+        .iter()
+        .find(|m| m.run_id.as_deref() == Some(run_id.as_str()))
+        .unwrap();
+    assert!(refused.last_error.as_deref().unwrap().contains("400"));
+
+    // Retried by hand once the channel is fixed.
+    server.answer(|_| StatusCode::OK.into_response());
+    let retried = h
+        .outbox()
+        .retry(&refused.message_id, h.clock.now_ms(), 60_000)
+        .await
+        .unwrap();
+    assert_eq!((retried.status.as_str(), retried.attempts), ("pending", 0));
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 1);
+    assert!(h.notified(&run_id).await);
+    assert!(
+        h.outbox()
+            .retry(&refused.message_id, h.clock.now_ms(), 60_000)
+            .await
+            .is_err(),
+        "only dead letters"
+    );
+}
+
+#[tokio::test]
+async fn policies_decide_what_is_sent() {
+    let h = harness(|_| {}).await;
+    let count = |h: &Harness| {
+        let outbox = h.outbox();
+        async move { outbox.list(None, 1000).await.unwrap().len() }
+    };
+    let on_failure = h.schedule(None, NotifyPolicy::OnFailure).await;
+    h.finish(&on_failure, RunStatus::Succeeded, "fine").await;
+    assert_eq!(count(&h).await, 0);
+    h.finish(&on_failure, RunStatus::Failed, "").await;
+    assert_eq!(count(&h).await, 1);
+
+    let never = h.schedule(None, NotifyPolicy::Never).await;
+    h.finish(&never, RunStatus::Failed, "").await;
+    assert_eq!(count(&h).await, 1);
+
+    let on_change = h.schedule(None, NotifyPolicy::OnChange).await;
+    h.finish(&on_change, RunStatus::Succeeded, "3 new mails")
+        .await;
+    h.finish(&on_change, RunStatus::Succeeded, "3 new mails")
+        .await;
+    h.finish(&on_change, RunStatus::Succeeded, "5 new mails")
+        .await;
+    assert_eq!(count(&h).await, 3);
+
+    let conditional = h.schedule(None, NotifyPolicy::Conditional).await;
+    h.finish(&conditional, RunStatus::Succeeded, "nothing to report")
+        .await;
+    assert_eq!(count(&h).await, 3);
+    h.finish(
+        &conditional,
+        RunStatus::Succeeded,
+        "[NOTIFY] it will rain at 3pm",
+    )
+    .await;
+    let messages = h.outbox().list(None, 1).await.unwrap();
+    assert_eq!(messages[0].payload["output"], "it will rain at 3pm");
+    // With no channel and no user default, messages go to the log, and are delivered there.
+    assert_eq!(messages[0].channel_id, "log");
+    h.sender().deliver_due().await.unwrap();
+    assert_eq!(
+        h.outbox().list(Some("pending"), 100).await.unwrap().len(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn repeated_failures_and_pausing_are_announced() {
+    let (url, server) = Server::start().await;
+    let h = harness(|c| {
+        c.channels
+            .insert("ops".into(), channel(ChannelKind::Slack, &url, None));
+        c.users.insert(
+            "alice".into(),
+            UserConfig {
+                default_channel: Some("ops".into()),
+            },
+        );
+    })
+    .await;
+    // No channel of its own: the user's default is used.
+    let schedule = h.schedule(None, NotifyPolicy::Never).await;
+    for _ in 0..5 {
+        h.finish(&schedule, RunStatus::Failed, "").await;
+    }
+    let kinds: Vec<String> = h
+        .outbox()
+        .list(None, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.kind)
+        .collect();
+    assert_eq!(kinds, ["paused", "failing"]);
+    h.sender().deliver_due().await.unwrap();
+    let texts: Vec<String> = server
+        .received()
+        .iter()
+        .map(|r| json(&r.body)["text"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("failed 3 times in a row")),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t.contains("was paused")), "{texts:?}");
+}
+
+#[tokio::test]
+async fn telegram_splits_long_messages_and_targets_threads() {
+    let (url, server) = Server::start().await;
+    std::env::set_var("NS_TEST_TG_TOKEN", "123:abc");
+    let h = harness(|c| {
+        c.channels.insert(
+            "tg".into(),
+            channel(ChannelKind::Telegram, &url, Some("NS_TEST_TG_TOKEN")),
+        );
+    })
+    .await;
+    server.answer(|_| axum::Json(serde_json::json!({"ok": true, "result": {}})).into_response());
+    let schedule = h
+        .schedule(Some("tg:-100200:42"), NotifyPolicy::Always)
+        .await;
+    let long = "weather report line\n".repeat(400);
+    let run_id = h.finish(&schedule, RunStatus::Succeeded, &long).await;
+    h.sender().deliver_due().await.unwrap();
+    let received = server.received();
+    assert_eq!(received.len(), 2, "8,000 characters are two messages");
+    for r in &received {
+        assert_eq!(r.path, "/bot123:abc/sendMessage");
+        let body = json(&r.body);
+        assert_eq!(body["chat_id"], "-100200");
+        assert_eq!(body["message_thread_id"], 42);
+        assert!(body["text"].as_str().unwrap().chars().count() <= 4096);
+    }
+    assert!(h.notified(&run_id).await);
+
+    // A failure never shows the token.
+    server.answer(|_| {
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(serde_json::json!({"ok": false, "parameters": {"retry_after": 7}})),
+        )
+            .into_response()
+    });
+    h.finish(&schedule, RunStatus::Succeeded, "short").await;
+    h.sender().deliver_due().await.unwrap();
+    let pending = h.outbox().list(Some("pending"), 1).await.unwrap();
+    assert!(!pending[0].last_error.as_deref().unwrap().contains("abc"));
+    // Telegram's retry_after is honoured.
+    assert_eq!(pending[0].next_attempt_at, h.clock.now_ms() + 7_000);
+}
+
+#[tokio::test]
+async fn ntfy_uses_topic_and_priority() {
+    let (url, server) = Server::start().await;
+    let h = harness(|c| {
+        c.channels
+            .insert("push".into(), channel(ChannelKind::Ntfy, &url, None));
+    })
+    .await;
+    let schedule = h.schedule(Some("push:alerts"), NotifyPolicy::Always).await;
+    h.finish(&schedule, RunStatus::Succeeded, "backup done")
+        .await;
+    h.finish(&schedule, RunStatus::Failed, "").await;
+    h.sender().deliver_due().await.unwrap();
+    let received = server.received();
+    assert_eq!(received.len(), 2);
+    assert!(received.iter().all(|r| r.path == "/alerts"));
+    let priorities: Vec<_> = received
+        .iter()
+        .map(|r| r.headers["priority"].to_str().unwrap().to_string())
+        .collect();
+    assert!(
+        priorities.contains(&"5".to_string()) && priorities.contains(&"3".to_string()),
+        "{priorities:?}"
+    );
+    assert!(received.iter().any(|r| r.body.contains("backup done")));
+}
+
+#[test]
+fn a_missing_secret_is_named_without_its_value() {
+    let mut channels = std::collections::BTreeMap::new();
+    channels.insert(
+        "hook".to_string(),
+        channel(
+            ChannelKind::Webhook,
+            "http://127.0.0.1:9",
+            Some("NS_TEST_SURELY_UNSET"),
+        ),
+    );
+    let err = Channels::from_config(&channels, Duration::from_secs(1))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("NS_TEST_SURELY_UNSET"));
+}
