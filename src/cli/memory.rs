@@ -27,6 +27,7 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                 tags,
                 key,
                 category,
+                ..Default::default()
             };
             let outcome = memory.save_note(&user, &note).await?;
             print(json, &outcome, || {

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox",
         sql: include_str!("../../migrations/0003_outbox.sql"),
     },
+    Migration {
+        version: 4,
+        name: "consolidation",
+        sql: include_str!("../../migrations/0004_consolidation.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -50,11 +50,21 @@ pub(super) fn row_to_note(row: &libsql::Row) -> Result<Note> {
         category: row.get(5)?,
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
+        source: row.get(8)?,
+        fact_key: row.get(9)?,
+        superseded_by: row.get(10)?,
     })
 }
 
-pub(super) const NOTE_COLUMNS: &str =
-    "note_id, user_id, content, tags_json, key, category, created_at, updated_at";
+pub(super) const NOTE_COLUMNS: &str = "note_id, user_id, content, tags_json, key, category,
+    created_at, updated_at, source, fact_key, superseded_by";
+
+/// The hash a tombstone keeps of a deleted note: its text, lower-cased and with
+/// whitespace collapsed, so the same fact in other spacing or case matches.
+pub fn tombstone_hash(content: &str) -> String {
+    let normal = crate::text::normalize_whitespace(&content.to_lowercase());
+    blake3::hash(normal.as_bytes()).to_hex().to_string()
+}
 
 /// Moves the user's memory session on by one sequence (creating it on first use) and
 /// returns that sequence: it orders note writes and tells a rebuild something changed.
@@ -132,8 +142,9 @@ impl Memory {
             None => {
                 let note_id = ids::new_id("note");
                 tx.execute(
-                    "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                    "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
+                     updated_at, source, fact_key, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10)",
                     libsql::params![
                         note_id.as_str(),
                         user_id,
@@ -141,7 +152,10 @@ impl Memory {
                         serde_json::to_string(&tags).expect("tags serialise"),
                         note.key.as_deref(),
                         note.category.as_deref(),
-                        now
+                        now,
+                        note.source.as_deref().unwrap_or("tool"),
+                        note.fact_key.as_deref(),
+                        note.expires_at
                     ],
                 )
                 .await?;
@@ -155,6 +169,67 @@ impl Memory {
         };
         tx.commit().await?;
         Ok(outcome)
+    }
+
+    /// Saves `new` as the current version of a fact and keeps `old_note_id` as history:
+    /// the old note points at the new one and leaves the search index. One transaction.
+    pub async fn supersede_note(&self, user_id: &str, old_note_id: &str, new: &NewNote) -> Result<SaveOutcome> {
+        check_id("user id", user_id)?;
+        self.check_text("note content", &new.content)?;
+        let tags = clean_tags(&new.tags)?;
+        let chunks = self.prepare_chunks(&[new.content.as_str()])?.pop().unwrap_or_default();
+        let now = self.clock.now_ms();
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let note_id = ids::new_id("note");
+        let changed = tx
+            .execute(
+                "UPDATE notes SET superseded_by = ?3, updated_at = ?4
+                 WHERE note_id = ?1 AND user_id = ?2 AND superseded_by IS NULL",
+                libsql::params![old_note_id, user_id, note_id.as_str(), now],
+            )
+            .await?;
+        if changed == 0 {
+            tx.rollback().await?;
+            return Err(MemoryError::NoteNotFound(old_note_id.to_string()));
+        }
+        tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id]).await?;
+        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        tx.execute(
+            "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
+             updated_at, source, fact_key, expires_at)
+             VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?6, ?7, ?8, ?9)",
+            libsql::params![
+                note_id.as_str(),
+                user_id,
+                new.content.as_str(),
+                serde_json::to_string(&tags).expect("tags serialise"),
+                new.category.as_deref(),
+                now,
+                new.source.as_deref().unwrap_or("tool"),
+                new.fact_key.as_deref(),
+                new.expires_at
+            ],
+        )
+        .await?;
+        self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
+            .await?;
+        tx.commit().await?;
+        Ok(SaveOutcome { note_id, created: true })
+    }
+
+    /// Whether the user deleted a note with this text (in any spacing or case).
+    pub async fn is_tombstoned(&self, user_id: &str, content: &str) -> Result<bool> {
+        let conn = self.db.conn().await?;
+        let hit: Option<i64> = crate::db::query_scalar(
+            &conn,
+            "SELECT 1 FROM note_tombstones WHERE user_id = ?1 AND content_hash = ?2",
+            libsql::params![user_id, tombstone_hash(content)],
+        )
+        .await?;
+        Ok(hit.is_some())
     }
 
     /// Replaces a note's text (and tags, when given), keeping its id and `created_at`.
@@ -259,12 +334,27 @@ impl Memory {
         let tx = conn
             .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
             .await?;
+        let content: Option<String> = crate::db::query_scalar(
+            &tx,
+            "SELECT content FROM notes WHERE note_id = ?1 AND user_id = ?2",
+            libsql::params![note_id, user_id],
+        )
+        .await?;
         let deleted = tx
             .execute(
                 "DELETE FROM notes WHERE note_id = ?1 AND user_id = ?2",
                 libsql::params![note_id, user_id],
             )
             .await?;
+        if let Some(content) = content {
+            // Remember that it was forgotten, so consolidation does not learn it again.
+            tx.execute(
+                "INSERT INTO note_tombstones (user_id, content_hash, deleted_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO UPDATE SET deleted_at = excluded.deleted_at",
+                libsql::params![user_id, tombstone_hash(&content), now],
+            )
+            .await?;
+        }
         if deleted == 0 {
             tx.rollback().await?;
             return Err(MemoryError::NoteNotFound(note_id.to_string()));
@@ -296,7 +386,7 @@ impl Memory {
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT {NOTE_COLUMNS} FROM notes WHERE user_id = ?1
+                    "SELECT {NOTE_COLUMNS} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL
                      ORDER BY updated_at DESC, note_id DESC"
                 ),
                 [user_id],

@@ -148,8 +148,8 @@ async fn read_sources(
     let mut rows = if SessionKind::of(session_id) == SessionKind::Memory {
         // Notes are ordered by when they were written, which is also their index order.
         conn.query(
-            "SELECT note_id, 0, updated_at, content FROM notes WHERE user_id = ?1
-             ORDER BY updated_at, note_id",
+            "SELECT note_id, 0, updated_at, content FROM notes
+             WHERE user_id = ?1 AND superseded_by IS NULL ORDER BY updated_at, note_id",
             [user_id],
         )
         .await?

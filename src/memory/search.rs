@@ -265,7 +265,7 @@ impl Memory {
                 .query(
                     &format!(
                         "SELECT {NOTE_COLUMNS} FROM notes
-                         WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                         WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
                            AND note_id IN ({placeholders})"
                     ),
                     params,

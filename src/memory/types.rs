@@ -152,6 +152,12 @@ pub struct NewNote {
     /// With a key, saving again under the same key replaces that note (same id).
     pub key: Option<String>,
     pub category: Option<String>,
+    /// Who wrote it: `tool` (the default: the CLI or the agent) or `consolidation`.
+    pub source: Option<String>,
+    /// For extracted facts: what the fact is about, e.g. `preference:coffee`.
+    pub fact_key: Option<String>,
+    /// When it stops being returned (UTC ms).
+    pub expires_at: Option<i64>,
 }
 
 impl NewNote {
@@ -171,6 +177,9 @@ pub struct Note {
     pub tags: Vec<String>,
     pub key: Option<String>,
     pub category: Option<String>,
+    pub source: String,
+    pub fact_key: Option<String>,
+    pub superseded_by: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
