@@ -33,6 +33,7 @@ pub struct Config {
     /// Schedules declared here are synced into the database at start (source `config`).
     pub schedules: Vec<ScheduleConfig>,
     pub notify: NotifyConfig,
+    pub consolidation: ConsolidationConfig,
     /// Notification channels by id: a schedule's `channel_id` selects one.
     pub channels: std::collections::BTreeMap<String, ChannelConfig>,
     /// Per-user settings by user id.
@@ -75,6 +76,55 @@ impl Default for NotifyConfig {
             ttl_low_secs: 6 * 3600,
             max_in_flight: 8,
             timeout_secs: 15,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsolidationConfig {
+    /// Run the overnight passes from the worker.
+    pub enabled: bool,
+    /// When, as a 5-field cron expression in `timezone`.
+    pub cron: String,
+    pub timezone: String,
+    /// A session quiet this long gets its rolling summary brought up to date.
+    pub quiet_minutes: i64,
+    /// Rolling summaries: the token budget of a session's history, the turns and share
+    /// of it that trigger a summary, the share left after, and the longest summary.
+    pub summary_budget_tokens: usize,
+    pub summary_min_turns: usize,
+    pub summary_trigger_ratio: f64,
+    pub summary_target_ratio: f64,
+    pub max_summary_chars: usize,
+    /// Extracted facts expire after this many days (0: never).
+    pub fact_retention_days: i64,
+    /// Sessions idle this many days are deleted (0: conversations are kept).
+    pub conversation_retention_days: i64,
+    /// Delivered notifications are kept this many days.
+    pub outbox_retention_days: i64,
+    /// Where `VACUUM INTO` snapshots go (none when unset), and how many are kept.
+    pub snapshot_dir: Option<String>,
+    pub snapshot_keep: usize,
+}
+
+impl Default for ConsolidationConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            cron: "0 3 * * *".to_string(),
+            timezone: "UTC".to_string(),
+            quiet_minutes: 30,
+            summary_budget_tokens: 2000,
+            summary_min_turns: 4,
+            summary_trigger_ratio: 0.8,
+            summary_target_ratio: 0.5,
+            max_summary_chars: 4000,
+            fact_retention_days: 0,
+            conversation_retention_days: 0,
+            outbox_retention_days: 7,
+            snapshot_dir: None,
+            snapshot_keep: 7,
         }
     }
 }
@@ -611,6 +661,53 @@ impl Config {
                         format!("user `{user}`: no channel `{id}` is configured"),
                     );
                 }
+            }
+        }
+        let cons = &self.consolidation;
+        if let Err(err) = crate::schedule::cron::CronSpec::parse(&cons.cron) {
+            return invalid("consolidation.cron", err.to_string());
+        }
+        if cons.timezone.parse::<chrono_tz::Tz>().is_err() {
+            return invalid(
+                "consolidation.timezone",
+                format!("unknown time zone `{}`", cons.timezone),
+            );
+        }
+        if cons.summary_budget_tokens == 0
+            || cons.summary_min_turns == 0
+            || cons.max_summary_chars < 100
+        {
+            return invalid(
+                "consolidation.summary_budget_tokens",
+                "summary_budget_tokens and summary_min_turns must be at least 1, max_summary_chars at least 100",
+            );
+        }
+        if !(0.0 < cons.summary_target_ratio
+            && cons.summary_target_ratio < cons.summary_trigger_ratio
+            && cons.summary_trigger_ratio <= 1.0)
+        {
+            return invalid(
+                "consolidation.summary_trigger_ratio",
+                "need 0 < summary_target_ratio < summary_trigger_ratio <= 1",
+            );
+        }
+        for (key, value) in [
+            ("consolidation.quiet_minutes", cons.quiet_minutes),
+            (
+                "consolidation.fact_retention_days",
+                cons.fact_retention_days,
+            ),
+            (
+                "consolidation.conversation_retention_days",
+                cons.conversation_retention_days,
+            ),
+            (
+                "consolidation.outbox_retention_days",
+                cons.outbox_retention_days,
+            ),
+        ] {
+            if value < 0 {
+                return invalid(key, format!("must not be negative, got {value}"));
             }
         }
         let emb = &self.embedding;

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod config;
+pub mod consolidate;
 pub mod db;
 pub mod embed;
 pub mod ids;

@@ -166,3 +166,61 @@ pub async fn outbox(config: &Config, command: OutboxCommand, json: bool) -> Resu
         }
     }
 }
+
+pub async fn consolidate(
+    config: &Config,
+    passes: Vec<String>,
+    user: Option<String>,
+    status: bool,
+    limit: i64,
+    json: bool,
+) -> Result<()> {
+    use nightshift::consolidate::Pass;
+    let passes: Vec<Pass> = if passes.is_empty() {
+        Pass::ALL.to_vec()
+    } else {
+        passes.iter().map(|p| p.parse()).collect::<Result<_, _>>()?
+    };
+    let memory = open_memory(config).await?;
+    let consolidator = nightshift::worker::consolidator(&memory, config, None);
+    let reports = if status {
+        consolidator.status(limit).await?
+    } else {
+        // indicatif draws only when stderr is a terminal.
+        let bar = ProgressBar::new(0).with_style(
+            ProgressStyle::with_template("{prefix:>10} {bar:30} {pos}/{len} sessions")
+                .expect("valid template"),
+        );
+        let progress_bar = bar.clone();
+        let progress: nightshift::consolidate::Progress =
+            std::sync::Arc::new(move |pass, done, total| {
+                progress_bar.set_prefix(pass.as_str());
+                progress_bar.set_length(total as u64);
+                progress_bar.set_position(done as u64);
+            });
+        let reports = consolidator
+            .run(&passes, user.as_deref(), Some(progress))
+            .await?;
+        bar.finish_and_clear();
+        reports
+    };
+    print(json, &reports, || {
+        reports
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}  {:<9}  {:<9}  {}{}",
+                    to_rfc3339(r.started_at),
+                    r.pass,
+                    r.status,
+                    r.counts,
+                    r.error
+                        .as_deref()
+                        .map(|e| format!("  error: {e}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}

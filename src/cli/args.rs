@@ -51,6 +51,21 @@ pub enum Command {
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
+    /// Run consolidation passes now, or show past ones.
+    Consolidate {
+        /// Only this pass (repeatable): summaries, facts, expiry, prune, backfill,
+        /// optimize, snapshot. All when absent.
+        #[arg(long = "pass", value_name = "NAME")]
+        passes: Vec<String>,
+        /// Only this user's sessions (summaries and facts).
+        #[arg(long)]
+        user: Option<String>,
+        /// List past passes with their counts instead.
+        #[arg(long)]
+        status: bool,
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+    },
     /// Notifications waiting, delivered, or dead.
     #[command(subcommand)]
     Outbox(OutboxCommand),
@@ -132,6 +147,27 @@ pub enum MemoryCommand {
     Sessions {
         #[arg(long)]
         user: String,
+    },
+    /// A session's rolling summary.
+    Summary {
+        #[arg(long)]
+        session: String,
+    },
+    /// What an agent should put in its prompt for a session, within a token budget.
+    Context {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        session: String,
+        /// Tokens (1..=8000, default 2000).
+        #[arg(long)]
+        budget: Option<usize>,
+        /// What relevant memories should be about (default: the last user turn).
+        #[arg(long)]
+        query: Option<String>,
+        /// all, buffer_window, token_window or summary_buffer.
+        #[arg(long, default_value = "all")]
+        strategy: String,
     },
     /// Delete a session and everything derived from it.
     Forget {

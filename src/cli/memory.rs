@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use nightshift::app::open_memory;
 use nightshift::config::Config;
 use nightshift::db::clock::to_rfc3339;
-use nightshift::memory::{HitSource, NewEvent, NewNote, SearchRequest};
+use nightshift::memory::{ContextRequest, HitSource, NewEvent, NewNote, SearchRequest};
 use serde_json::json;
 
 use super::args::{AppendArgs, MemoryCommand};
@@ -148,6 +148,33 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                     .collect::<Vec<_>>()
                     .join("\n")
             })
+        }
+        MemoryCommand::Summary { session } => {
+            let state = memory.read_summary(&session).await?;
+            print(json, &state, || match &state.summary {
+                Some(summary) => format!(
+                    "{summary}\n(epoch {}, up to #{})",
+                    state.epoch, state.upper_sequence
+                ),
+                None => format!("{session} has no summary yet"),
+            })
+        }
+        MemoryCommand::Context {
+            user,
+            session,
+            budget,
+            query,
+            strategy,
+        } => {
+            let request = ContextRequest {
+                user_id: user,
+                session_id: session,
+                budget_tokens: budget,
+                query,
+                strategy: strategy.parse()?,
+            };
+            let context = memory.context(&request).await?;
+            print(json, &context, || context.render())
         }
         MemoryCommand::Forget { session, user } => {
             memory.forget(&session, user.as_deref()).await?;

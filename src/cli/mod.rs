@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use nightshift::config::{Config, ConfigError};
+use nightshift::consolidate::ConsolidateError;
 use nightshift::db::DbError;
 use nightshift::memory::MemoryError;
 use nightshift::notify::outbox::OutboxError;
@@ -62,6 +63,12 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 ScheduleError::NotFound(_) | ScheduleError::RunNotFound(_) => exit::NOT_FOUND,
                 ScheduleError::Db(_) => exit::FAILURE,
                 _ => exit::BAD_INPUT,
+            };
+        }
+        if let Some(err) = cause.downcast_ref::<ConsolidateError>() {
+            return match err {
+                ConsolidateError::UnknownPass(_) => exit::BAD_INPUT,
+                _ => exit::FAILURE,
             };
         }
         if let Some(err) = cause.downcast_ref::<OutboxError>() {
@@ -117,6 +124,12 @@ async fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Memory(command) => memory::run(&config, command, cli.json).await,
         Command::Schedule(command) => schedule::run(&config, command, cli.json).await,
+        Command::Consolidate {
+            passes,
+            user,
+            status,
+            limit,
+        } => admin::consolidate(&config, passes, user, status, limit, cli.json).await,
         Command::Outbox(command) => admin::outbox(&config, command, cli.json).await,
         Command::Index(command) => admin::index(&config, command, cli.json).await,
         Command::Db(command) => admin::db(&config, command, cli.json).await,

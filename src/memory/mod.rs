@@ -5,12 +5,14 @@
 //! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
 
 mod chunking;
+mod context;
 mod events;
 mod fts_query;
 mod index;
 mod notes;
 mod rebuild;
 mod search;
+mod summarize;
 mod summary;
 mod types;
 mod vectors;
@@ -19,10 +21,15 @@ mod writer;
 use std::sync::Arc;
 
 pub use chunking::chunk_text;
+pub use context::{Context, ContextItem, ContextRequest, Strategy};
 pub use events::JsonlError;
 pub use fts_query::keyword_expression;
+pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
 pub use search::{HitSource, SearchHit, SearchRequest};
+pub use summarize::{
+    estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
+};
 pub use summary::{SummaryState, SummaryWrite};
 pub use types::{Event, NewEvent, NewNote, Note, Role, SaveOutcome, Session, SessionKind};
 

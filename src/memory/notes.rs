@@ -173,11 +173,19 @@ impl Memory {
 
     /// Saves `new` as the current version of a fact and keeps `old_note_id` as history:
     /// the old note points at the new one and leaves the search index. One transaction.
-    pub async fn supersede_note(&self, user_id: &str, old_note_id: &str, new: &NewNote) -> Result<SaveOutcome> {
+    pub async fn supersede_note(
+        &self,
+        user_id: &str,
+        old_note_id: &str,
+        new: &NewNote,
+    ) -> Result<SaveOutcome> {
         check_id("user id", user_id)?;
         self.check_text("note content", &new.content)?;
         let tags = clean_tags(&new.tags)?;
-        let chunks = self.prepare_chunks(&[new.content.as_str()])?.pop().unwrap_or_default();
+        let chunks = self
+            .prepare_chunks(&[new.content.as_str()])?
+            .pop()
+            .unwrap_or_default();
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn
@@ -195,7 +203,8 @@ impl Memory {
             tx.rollback().await?;
             return Err(MemoryError::NoteNotFound(old_note_id.to_string()));
         }
-        tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id]).await?;
+        tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id])
+            .await?;
         let sequence = next_memory_sequence(&tx, user_id, now).await?;
         tx.execute(
             "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
@@ -217,7 +226,10 @@ impl Memory {
         self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
             .await?;
         tx.commit().await?;
-        Ok(SaveOutcome { note_id, created: true })
+        Ok(SaveOutcome {
+            note_id,
+            created: true,
+        })
     }
 
     /// Whether the user deleted a note with this text (in any spacing or case).

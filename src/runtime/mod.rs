@@ -5,6 +5,7 @@
 mod http;
 mod openai;
 mod request;
+mod summarize;
 mod tools;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde::Serialize;
 
 pub use http::HttpRuntime;
 pub use openai::OpenAiRuntime;
+pub use summarize::{summarizer, ModelSummarizer};
 
 use crate::config::{RuntimeConfig, RuntimeKind};
 use crate::memory::{Memory, NewEvent};

@@ -37,6 +37,22 @@ impl OpenAiRuntime {
         })
     }
 
+    /// One completion without tools: the model's answer to `prompt` under `system`.
+    pub async fn complete(&self, system: &str, prompt: &str) -> Result<String, RuntimeError> {
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": prompt},
+            ],
+        });
+        let answer = self.client.post(&self.url, &body).await?;
+        answer["choices"][0]["message"]["content"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| self.bad("no choices[0].message.content"))
+    }
+
     fn bad(&self, reason: impl Into<String>) -> RuntimeError {
         RuntimeError::BadAnswer {
             url: self.url.clone(),

@@ -8,7 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::listener::RunListener;
 use crate::config::{RuntimeConfig, SchedulerConfig};
-use crate::memory::{Memory, SearchRequest, SessionKind};
+use crate::memory::{
+    ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
+    SummaryPolicy,
+};
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::schedule::store::ScheduleStore;
 use crate::schedule::types::{Claim, RunOutcome, RunStatus};
@@ -24,6 +27,8 @@ pub struct Executor {
     pub runtime_config: RuntimeConfig,
     pub worker_id: String,
     pub listener: Arc<dyn RunListener>,
+    /// Rolling summaries of the schedule's session, brought up to date after each run.
+    pub summaries: Option<(SummaryPolicy, Arc<dyn Summarizer>)>,
 }
 
 impl Executor {
@@ -126,27 +131,32 @@ impl Executor {
         }
     }
 
-    /// The user's notes relevant to the goal and the schedule's rolling summary, within
-    /// the configured budget (about four characters a token).
+    /// What the prompt carries: the schedule session's context (summary, recent and
+    /// salient turns, relevant memories) from the same assembly `memory context` uses; on
+    /// a first run, the user's notes relevant to the goal. Within the configured budget.
     async fn context(&self, user_id: &str, goal: &str, schedule_id: &str) -> String {
-        let budget = self.runtime_config.context_budget_tokens * 4;
-        let mut context = String::new();
-        let session = format!("{}{schedule_id}", SessionKind::SCHEDULED_PREFIX);
-        if let Ok(state) = self.memory.read_summary(&session).await {
-            if let Some(summary) = state.summary {
-                context.push_str("Summary of earlier runs:\n");
-                context.push_str(&summary);
-                context.push_str("\n\n");
-            }
+        let budget = self.runtime_config.context_budget_tokens;
+        let request = ContextRequest {
+            user_id: user_id.to_string(),
+            session_id: format!("{}{schedule_id}", SessionKind::SCHEDULED_PREFIX),
+            budget_tokens: Some(budget),
+            query: Some(goal.to_string()),
+            strategy: Strategy::All,
+        };
+        match self.memory.context(&request).await {
+            Ok(context) => return context.render(),
+            Err(MemoryError::SessionNotFound(_)) => {}
+            Err(err) => tracing::warn!(%err, "cannot assemble the run's context"),
         }
         let request = SearchRequest {
             user_id: user_id.to_string(),
             query: goal.to_string(),
             ..Default::default()
         };
+        let mut context = String::new();
         if let Ok(hits) = self.memory.search(&request).await {
             if !hits.is_empty() {
-                context.push_str("Relevant notes:\n");
+                context.push_str("Relevant memories:\n");
                 for hit in hits {
                     context.push_str(&format!(
                         "- [{}] {}\n",
@@ -156,7 +166,7 @@ impl Executor {
                 }
             }
         }
-        crate::text::truncate_chars(&context, budget).to_string()
+        crate::text::truncate_chars(&context, budget * 4).to_string()
     }
 
     async fn record(&self, claim: &Claim, status: RunStatus, outcome: GoalOutcome) {

@@ -5,6 +5,7 @@
 
 pub mod executor;
 pub mod listener;
+pub mod maintenance;
 pub mod scheduler;
 mod systemd;
 
@@ -18,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::{open_memory, OpenError};
 use crate::config::Config;
+use crate::consolidate::Consolidator;
 use crate::db::clock::Clock;
 use crate::ids;
 use crate::notify::channels::{ChannelError, Channels};
@@ -58,6 +60,22 @@ pub fn schedule_store(memory: &crate::memory::Memory, config: &Config) -> Schedu
             max_per_user: config.scheduler.max_per_user,
         },
     )
+}
+
+/// The consolidator the configuration describes: summaries written by the model when an
+/// `openai` runtime is configured, extractive otherwise.
+pub fn consolidator(
+    memory: &crate::memory::Memory,
+    config: &Config,
+    worker_id: Option<String>,
+) -> Consolidator {
+    Consolidator {
+        memory: memory.clone(),
+        config: config.consolidation.clone(),
+        history_keep: config.scheduler.history_keep,
+        worker_id,
+        summarizer: runtime::summarizer(&config.runtime),
+    }
 }
 
 /// Runs until `shutdown` completes.
@@ -101,6 +119,7 @@ pub async fn run_with(
     let worker_id = parts
         .worker_id
         .unwrap_or_else(|| ids::new_id(&format!("wrk-{}", std::process::id())));
+    let consolidation = Arc::new(consolidator(&memory, config, Some(worker_id.clone())));
     let executor = Arc::new(executor::Executor {
         store: store.clone(),
         memory: memory.clone(),
@@ -109,6 +128,7 @@ pub async fn run_with(
         runtime_config: config.runtime.clone(),
         worker_id: worker_id.clone(),
         listener: Arc::new(listener::LogListener),
+        summaries: Some((consolidation.policy(), consolidation.summarizer.clone())),
     });
     let scheduler = scheduler::Scheduler {
         store: store.clone(),
@@ -140,6 +160,11 @@ pub async fn run_with(
         let (stop, hard_stop, tracker) = (stop.clone(), hard_stop.clone(), tracker.clone());
         tokio::spawn(async move { scheduler.run(stop, hard_stop, tracker).await })
     };
+    let maintenance_task = config.consolidation.enabled.then(|| {
+        let (consolidation, worker_id, stop) =
+            (consolidation.clone(), worker_id.clone(), stop.clone());
+        tokio::spawn(async move { maintenance::run(consolidation, worker_id, stop).await })
+    });
     tracing::info!(database = %memory.db().target(), %worker_id, "nightshift is running");
     systemd::ready();
 
@@ -148,6 +173,9 @@ pub async fn run_with(
     tracing::info!("shutting down: no new runs are claimed");
     stop.cancel();
     let _ = loop_task.await;
+    if let Some(task) = maintenance_task {
+        let _ = task.await;
+    }
     tracker.close();
     let grace = Duration::from_secs(config.scheduler.shutdown_grace_secs as u64);
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {

@@ -1,0 +1,265 @@
+//! Pattern-based fact extraction (seed 003's preferences, decisions and habits, plus a
+//! few profile facts), and the similarity test that tells two facts apart.
+
+use crate::text;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// preference, decision, habit or profile.
+    pub category: &'static str,
+    /// What the fact is about: a changed fact with the same key supersedes the old one.
+    pub key: String,
+    /// The sentence it was said in, tidied.
+    pub content: String,
+}
+
+/// Longest fact kept, in characters.
+const MAX_FACT_CHARS: usize = 500;
+
+/// (category, phrase, key from the words after it; `None`: the topic words).
+const PATTERNS: &[(&str, &str, Option<&str>)] = &[
+    ("profile", "my name is", Some("name")),
+    ("profile", "call me", Some("name")),
+    ("profile", "i live in", Some("home")),
+    ("profile", "i moved to", Some("home")),
+    ("profile", "i work at", Some("employer")),
+    ("profile", "i work for", Some("employer")),
+    ("profile", "i work as", Some("job")),
+    ("profile", "my birthday is", Some("birthday")),
+    ("preference", "my favorite", None),
+    ("preference", "my favourite", None),
+    ("preference", "i prefer", None),
+    ("preference", "i really like", None),
+    ("preference", "i love", None),
+    ("preference", "i like", None),
+    ("preference", "i hate", None),
+    ("preference", "i dislike", None),
+    ("preference", "i don't like", None),
+    ("preference", "i do not like", None),
+    ("preference", "i'm allergic to", None),
+    ("preference", "i am allergic to", None),
+    ("decision", "i'll use", None),
+    ("decision", "i will use", None),
+    ("decision", "i chose", None),
+    ("decision", "i went with", None),
+    ("decision", "i'm going to use", None),
+    ("decision", "i'm going to adopt", None),
+    ("decision", "i decided to", None),
+    ("decision", "we decided to", None),
+    ("decision", "we'll use", None),
+    ("decision", "we will use", None),
+    ("habit", "i usually", None),
+    ("habit", "i always", None),
+    ("habit", "i tend to", None),
+    ("habit", "i never", None),
+    ("habit", "every morning i", None),
+    ("habit", "every day i", None),
+];
+
+/// The topic of a fact: its first two content words, without numbers, so "I usually wake
+/// up at 7" and "I usually wake up at 6" share a key.
+fn topic(rest: &str) -> String {
+    let words: Vec<String> = text::tokens(rest)
+        .filter(|w| !text::is_stop_word(w) && !w.chars().any(|c| c.is_ascii_digit()))
+        .take(2)
+        .collect();
+    words.join(" ")
+}
+
+/// Facts stated in `input` (a user's or tool's words — never the assistant's).
+pub fn extract(input: &str) -> Vec<Fact> {
+    let mut facts: Vec<Fact> = Vec::new();
+    for raw in input.split_inclusive(['.', '!', '?', '\n', ';']) {
+        // Questions about facts are not facts ("do I like jazz?").
+        if raw.trim_end().ends_with('?') {
+            continue;
+        }
+        let sentence = text::normalize_whitespace(raw.trim_end_matches(['.', '!', '\n', ';']));
+        if sentence.len() < 6 {
+            continue;
+        }
+        let lower = sentence.to_lowercase().replace('’', "'");
+        let first = lower.split(' ').next().unwrap_or_default();
+        if matches!(
+            first,
+            "do" | "does"
+                | "did"
+                | "what"
+                | "how"
+                | "why"
+                | "when"
+                | "where"
+                | "should"
+                | "can"
+                | "could"
+                | "would"
+                | "is"
+                | "are"
+                | "if"
+        ) {
+            continue;
+        }
+        for (category, phrase, fixed_key) in PATTERNS {
+            let Some(at) = find_phrase(&lower, phrase) else {
+                continue;
+            };
+            let rest = lower[at + phrase.len()..].trim();
+            let subject = topic(rest);
+            if subject.is_empty() {
+                continue;
+            }
+            let key = match fixed_key {
+                Some(k) => format!("{category}:{k}"),
+                None => {
+                    // "my favorite color is blue": the key is the thing, not the value.
+                    let thing = if phrase.starts_with("my favo") {
+                        rest.split(" is ")
+                            .next()
+                            .map(topic)
+                            .unwrap_or(subject.clone())
+                    } else {
+                        subject.clone()
+                    };
+                    format!("{category}:{thing}")
+                }
+            };
+            let content = crate::text::truncate_chars(&sentence, MAX_FACT_CHARS).to_string();
+            if !facts.iter().any(|f| f.key == key && f.content == content) {
+                facts.push(Fact {
+                    category,
+                    key,
+                    content,
+                });
+            }
+            break;
+        }
+    }
+    facts
+}
+
+/// The phrase as whole words at the start of a clause.
+fn find_phrase(sentence: &str, phrase: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = sentence[from..].find(phrase) {
+        let at = from + i;
+        let before_ok = at == 0 || sentence[..at].ends_with(' ');
+        let end = at + phrase.len();
+        let after_ok = sentence[end..].starts_with(' ');
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = end;
+    }
+    None
+}
+
+/// Jaccard similarity of two texts' word sets.
+pub fn token_jaccard(a: &str, b: &str) -> f64 {
+    let a: std::collections::HashSet<String> = text::tokens(a).collect();
+    let b: std::collections::HashSet<String> = text::tokens(b).collect();
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    a.intersection(&b).count() as f64 / a.union(&b).count() as f64
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64) * (*y as f64))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(text: &str) -> Vec<(String, String)> {
+        extract(text)
+            .into_iter()
+            .map(|f| (f.category.to_string(), f.key))
+            .collect()
+    }
+
+    #[test]
+    fn phrasings_become_facts() {
+        let cases = [
+            (
+                "I prefer green tea in the morning.",
+                "preference",
+                "preference:green tea",
+            ),
+            (
+                "Honestly, I really like jazz records",
+                "preference",
+                "preference:jazz records",
+            ),
+            (
+                "My favorite color is blue!",
+                "preference",
+                "preference:color",
+            ),
+            (
+                "my favourite colour is teal",
+                "preference",
+                "preference:colour",
+            ),
+            ("I hate cilantro", "preference", "preference:cilantro"),
+            (
+                "I'm allergic to peanuts",
+                "preference",
+                "preference:peanuts",
+            ),
+            (
+                "We decided to use Postgres for billing",
+                "decision",
+                "decision:use postgres",
+            ),
+            (
+                "I went with the blue theme",
+                "decision",
+                "decision:blue theme",
+            ),
+            ("I usually wake up at 6", "habit", "habit:wake"),
+            ("I always run on Sundays", "habit", "habit:run sundays"),
+            ("My name is Shantanu", "profile", "profile:name"),
+            ("Please call me SG from now on", "profile", "profile:name"),
+            ("I live in Lisbon", "profile", "profile:home"),
+            ("I work at Acme as a plumber", "profile", "profile:employer"),
+        ];
+        for (text, category, key) in cases {
+            assert_eq!(
+                keys(text),
+                [(category.to_string(), key.to_string())],
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_facts_are_ignored() {
+        for text in [
+            "What's the weather?",
+            "The likelihood is low",
+            "Unlike you, nothing",
+            "ok",
+            "I like",
+            "do I like jazz?",
+            "Do I like jazz",
+        ] {
+            assert!(extract(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn several_facts_in_one_message() {
+        let facts = extract("My name is Ana. I live in Porto and I usually cycle to work.");
+        assert_eq!(facts.len(), 3);
+    }
+
+    #[test]
+    fn similarity() {
+        assert!(token_jaccard("I prefer green tea", "i prefer GREEN tea!") > 0.99);
+        assert!(token_jaccard("I prefer green tea", "I prefer black coffee") < 0.5);
+    }
+}

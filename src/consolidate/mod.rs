@@ -1,0 +1,88 @@
+//! Overnight consolidation: rolling summaries, fact extraction with dedupe, supersession
+//! and tombstones, expiry and retention, pruning, embedding backfill, index upkeep and
+//! snapshots. Every pass is recorded with its counts in `maintenance_runs`; per-session
+//! cursors advance only when a pass succeeded for that session, so a pass cut short is
+//! finished by the next one and running a pass twice changes nothing the second time.
+
+pub mod facts;
+mod passes;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use passes::{Consolidator, PassReport};
+
+use crate::db::DbError;
+use crate::memory::MemoryError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pass {
+    Summaries,
+    Facts,
+    Expiry,
+    Prune,
+    Backfill,
+    Optimize,
+    Snapshot,
+}
+
+impl Pass {
+    pub const ALL: [Pass; 7] = [
+        Pass::Summaries,
+        Pass::Facts,
+        Pass::Expiry,
+        Pass::Prune,
+        Pass::Backfill,
+        Pass::Optimize,
+        Pass::Snapshot,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pass::Summaries => "summaries",
+            Pass::Facts => "facts",
+            Pass::Expiry => "expiry",
+            Pass::Prune => "prune",
+            Pass::Backfill => "backfill",
+            Pass::Optimize => "optimize",
+            Pass::Snapshot => "snapshot",
+        }
+    }
+}
+
+impl FromStr for Pass {
+    type Err = ConsolidateError;
+
+    fn from_str(s: &str) -> Result<Self, ConsolidateError> {
+        Pass::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| ConsolidateError::UnknownPass(s.to_string()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsolidateError {
+    #[error(
+        "unknown pass `{0}`: use summaries, facts, expiry, prune, backfill, optimize or snapshot"
+    )]
+    UnknownPass(String),
+    #[error("snapshot failed: {0}")]
+    Snapshot(String),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<libsql::Error> for ConsolidateError {
+    fn from(err: libsql::Error) -> Self {
+        ConsolidateError::Db(DbError::Sql(err))
+    }
+}
+
+/// Progress of a pass: (pass, done, total).
+pub type Progress = Arc<dyn Fn(Pass, usize, usize) + Send + Sync>;

@@ -1,0 +1,541 @@
+//! The passes themselves, and their records.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::facts::{self, cosine, token_jaccard, Fact};
+use super::{ConsolidateError, Pass, Progress};
+use crate::config::ConsolidationConfig;
+use crate::db::{query_scalar, DbTarget};
+use crate::embed::vector_to_blob;
+use crate::ids;
+use crate::memory::{
+    Memory, NewNote, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
+};
+
+/// Cosine and word-overlap thresholds above which two facts are the same fact.
+const SAME_COSINE: f64 = 0.97;
+const SAME_JACCARD: f64 = 0.85;
+/// Chunks embedded per backfill batch.
+const BACKFILL_BATCH: i64 = 256;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassReport {
+    pub run_id: String,
+    pub pass: String,
+    pub status: String,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+    pub counts: Value,
+    pub error: Option<String>,
+}
+
+pub struct Consolidator {
+    pub memory: Memory,
+    pub config: ConsolidationConfig,
+    /// Runs kept per schedule by the prune pass.
+    pub history_keep: i64,
+    pub worker_id: Option<String>,
+    pub summarizer: Arc<dyn Summarizer>,
+}
+
+type Counts = Map<String, Value>;
+
+fn bump(counts: &mut Counts, key: &str, by: i64) {
+    let value = counts.get(key).and_then(Value::as_i64).unwrap_or(0) + by;
+    counts.insert(key.to_string(), json!(value));
+}
+
+enum Learned {
+    Saved,
+    Duplicate,
+    Superseded,
+    Tombstoned,
+}
+
+impl Consolidator {
+    pub fn policy(&self) -> SummaryPolicy {
+        SummaryPolicy {
+            budget_tokens: self.config.summary_budget_tokens,
+            min_turns: self.config.summary_min_turns,
+            trigger_ratio: self.config.summary_trigger_ratio,
+            target_ratio: self.config.summary_target_ratio,
+            max_summary_chars: self.config.max_summary_chars,
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.memory.clock().now_ms()
+    }
+
+    /// Runs `passes` in order, each recorded; a failed pass is recorded and the next one
+    /// still runs. `user` limits the summaries and facts passes to one user.
+    pub async fn run(
+        &self,
+        passes: &[Pass],
+        user: Option<&str>,
+        progress: Option<Progress>,
+    ) -> Result<Vec<PassReport>, ConsolidateError> {
+        let mut reports = Vec::new();
+        for pass in passes {
+            let run_id = ids::new_id("mnt");
+            let started_at = self.now();
+            let conn = self.memory.db().conn().await?;
+            conn.execute(
+                "INSERT INTO maintenance_runs (run_id, pass, worker_id, started_at, status)
+                 VALUES (?1, ?2, ?3, ?4, 'running')",
+                libsql::params![
+                    run_id.as_str(),
+                    pass.as_str(),
+                    self.worker_id.as_deref(),
+                    started_at
+                ],
+            )
+            .await?;
+            drop(conn);
+            let result = self.run_pass(*pass, user, progress.as_ref()).await;
+            let finished_at = self.now();
+            let (status, counts, error) = match result {
+                Ok(counts) => ("succeeded", Value::Object(counts), None),
+                Err(err) => {
+                    tracing::error!(pass = pass.as_str(), %err, "consolidation pass failed");
+                    ("failed", json!({}), Some(err.to_string()))
+                }
+            };
+            let conn = self.memory.db().conn().await?;
+            conn.execute(
+                "UPDATE maintenance_runs SET status = ?2, finished_at = ?3, counts_json = ?4, error = ?5
+                 WHERE run_id = ?1",
+                libsql::params![run_id.as_str(), status, finished_at, counts.to_string(), error.as_deref()],
+            )
+            .await?;
+            tracing::info!(pass = pass.as_str(), status, counts = %counts, "consolidation pass");
+            reports.push(PassReport {
+                run_id,
+                pass: pass.as_str().to_string(),
+                status: status.to_string(),
+                started_at,
+                finished_at: Some(finished_at),
+                counts,
+                error,
+            });
+        }
+        Ok(reports)
+    }
+
+    /// Past passes, newest first.
+    pub async fn status(&self, limit: i64) -> Result<Vec<PassReport>, ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT run_id, pass, status, started_at, finished_at, counts_json, error
+                 FROM maintenance_runs ORDER BY started_at DESC, run_id DESC LIMIT ?1",
+                [limit],
+            )
+            .await?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().await? {
+            let counts: String = row.get(5)?;
+            out.push(PassReport {
+                run_id: row.get(0)?,
+                pass: row.get(1)?,
+                status: row.get(2)?,
+                started_at: row.get(3)?,
+                finished_at: row.get(4)?,
+                counts: serde_json::from_str(&counts).unwrap_or(Value::Null),
+                error: row.get(6)?,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn run_pass(
+        &self,
+        pass: Pass,
+        user: Option<&str>,
+        progress: Option<&Progress>,
+    ) -> Result<Counts, ConsolidateError> {
+        match pass {
+            Pass::Summaries => self.summaries(user, progress).await,
+            Pass::Facts => self.facts(user, progress).await,
+            Pass::Expiry => self.expiry().await,
+            Pass::Prune => self.prune().await,
+            Pass::Backfill => self.backfill().await,
+            Pass::Optimize => self.optimize().await,
+            Pass::Snapshot => self.snapshot().await,
+        }
+    }
+
+    /// Conversation and scheduled-run sessions, optionally of one user.
+    async fn sessions(
+        &self,
+        user: Option<&str>,
+    ) -> Result<Vec<(String, String)>, ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT session_id, user_id FROM sessions WHERE kind != 'memory'
+                 AND (?1 IS NULL OR user_id = ?1) ORDER BY session_id",
+                [user],
+            )
+            .await?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().await? {
+            out.push((row.get(0)?, row.get(1)?));
+        }
+        Ok(out)
+    }
+
+    async fn summaries(
+        &self,
+        user: Option<&str>,
+        progress: Option<&Progress>,
+    ) -> Result<Counts, ConsolidateError> {
+        let sessions = self.sessions(user).await?;
+        let policy = self.policy();
+        let mut counts = Counts::new();
+        for (i, (session_id, _)) in sessions.iter().enumerate() {
+            bump(&mut counts, "sessions", 1);
+            match self
+                .memory
+                .summarize_session(session_id, &policy, self.summarizer.as_ref())
+                .await?
+            {
+                SummarizeOutcome::Written {
+                    condensed_turns, ..
+                } => {
+                    bump(&mut counts, "summarized", 1);
+                    bump(&mut counts, "turns_condensed", condensed_turns as i64);
+                }
+                SummarizeOutcome::Stale { .. } => bump(&mut counts, "stale", 1),
+                SummarizeOutcome::NotNeeded { .. } => {}
+            }
+            if let Some(progress) = progress {
+                progress(Pass::Summaries, i + 1, sessions.len());
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Brings summaries of sessions that went quiet up to date.
+    pub async fn summarize_quiet(
+        &self,
+        quiet_ms: i64,
+        window_ms: i64,
+    ) -> Result<usize, ConsolidateError> {
+        let now = self.now();
+        let conn = self.memory.db().conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT s.session_id FROM sessions s JOIN session_state st ON st.session_id = s.session_id
+                 WHERE s.kind != 'memory' AND s.updated_at <= ?1 AND s.updated_at > ?2
+                   AND s.last_sequence > st.summary_upper_sequence",
+                libsql::params![now - quiet_ms, now - quiet_ms - window_ms],
+            )
+            .await?;
+        let mut quiet = Vec::new();
+        while let Some(row) = rows.next().await? {
+            quiet.push(row.get::<String>(0)?);
+        }
+        drop(rows);
+        drop(conn);
+        let policy = self.policy();
+        let mut written = 0;
+        for session_id in quiet {
+            if let SummarizeOutcome::Written { .. } = self
+                .memory
+                .summarize_session(&session_id, &policy, self.summarizer.as_ref())
+                .await?
+            {
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    async fn facts(
+        &self,
+        user: Option<&str>,
+        progress: Option<&Progress>,
+    ) -> Result<Counts, ConsolidateError> {
+        let sessions = self.sessions(user).await?;
+        let mut counts = Counts::new();
+        for (i, (session_id, user_id)) in sessions.iter().enumerate() {
+            let conn = self.memory.db().conn().await?;
+            let cursor: i64 = query_scalar(
+                &conn,
+                "SELECT facts_upper_sequence FROM session_state WHERE session_id = ?1",
+                [session_id.as_str()],
+            )
+            .await?
+            .unwrap_or(0);
+            drop(conn);
+            let events = self.memory.events_after(session_id, cursor).await?;
+            let Some(last) = events.last().map(|e| e.sequence) else {
+                continue;
+            };
+            bump(&mut counts, "sessions", 1);
+            for event in &events {
+                bump(&mut counts, "events", 1);
+                // Facts come from what the user (or a tool) said, never the assistant.
+                if !matches!(event.role, Role::User | Role::Tool) {
+                    continue;
+                }
+                for fact in facts::extract(&event.content) {
+                    let key = match self.learn(user_id, &fact).await? {
+                        Learned::Saved => "facts_saved",
+                        Learned::Duplicate => "duplicates",
+                        Learned::Superseded => "superseded",
+                        Learned::Tombstoned => "tombstoned",
+                    };
+                    bump(&mut counts, key, 1);
+                }
+            }
+            // Only now that every fact of these events is stored does the cursor move.
+            let conn = self.memory.db().conn().await?;
+            conn.execute(
+                "UPDATE session_state SET facts_upper_sequence = max(facts_upper_sequence, ?2)
+                 WHERE session_id = ?1",
+                libsql::params![session_id.as_str(), last],
+            )
+            .await?;
+            if let Some(progress) = progress {
+                progress(Pass::Facts, i + 1, sessions.len());
+            }
+        }
+        Ok(counts)
+    }
+
+    fn same_fact(&self, a: &str, b: &str) -> Result<bool, ConsolidateError> {
+        if crate::memory::tombstone_hash(a) == crate::memory::tombstone_hash(b) {
+            return Ok(true);
+        }
+        let vectors = self
+            .memory
+            .embedder()
+            .embed(&[a, b])
+            .map_err(crate::memory::MemoryError::from)?;
+        Ok(cosine(&vectors[0], &vectors[1]) >= SAME_COSINE && token_jaccard(a, b) >= SAME_JACCARD)
+    }
+
+    /// Stores a fact unless the user deleted it or already has it; a changed fact
+    /// supersedes the old one, which stays as history.
+    async fn learn(&self, user_id: &str, fact: &Fact) -> Result<Learned, ConsolidateError> {
+        if self.memory.is_tombstoned(user_id, &fact.content).await? {
+            return Ok(Learned::Tombstoned);
+        }
+        let conn = self.memory.db().conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT note_id, content FROM notes WHERE user_id = ?1 AND fact_key = ?2
+                 AND superseded_by IS NULL ORDER BY updated_at DESC",
+                libsql::params![user_id, fact.key.as_str()],
+            )
+            .await?;
+        let mut same_key = Vec::new();
+        while let Some(row) = rows.next().await? {
+            same_key.push((row.get::<String>(0)?, row.get::<String>(1)?));
+        }
+        drop(rows);
+        drop(conn);
+        for (_, content) in &same_key {
+            if self.same_fact(content, &fact.content)? {
+                return Ok(Learned::Duplicate);
+            }
+        }
+        // The same fact may already be a note the user or agent saved by hand.
+        let similar = self
+            .memory
+            .search(&SearchRequest {
+                user_id: user_id.to_string(),
+                query: fact.content.clone(),
+                top_k: Some(5),
+                ..Default::default()
+            })
+            .await?;
+        for hit in &similar {
+            if self.same_fact(&hit.text, &fact.content)? {
+                return Ok(Learned::Duplicate);
+            }
+        }
+        let note = NewNote {
+            content: fact.content.clone(),
+            category: Some(fact.category.to_string()),
+            source: Some("consolidation".to_string()),
+            fact_key: Some(fact.key.clone()),
+            expires_at: (self.config.fact_retention_days > 0)
+                .then(|| self.now() + self.config.fact_retention_days * 86_400_000),
+            ..Default::default()
+        };
+        match same_key.first() {
+            Some((old, _)) => {
+                self.memory.supersede_note(user_id, old, &note).await?;
+                Ok(Learned::Superseded)
+            }
+            None => {
+                self.memory.save_note(user_id, &note).await?;
+                Ok(Learned::Saved)
+            }
+        }
+    }
+
+    async fn expiry(&self) -> Result<Counts, ConsolidateError> {
+        let now = self.now();
+        let mut counts = Counts::new();
+        let conn = self.memory.db().conn().await?;
+        let expired = conn
+            .execute(
+                "DELETE FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                [now],
+            )
+            .await?;
+        bump(&mut counts, "notes_expired", expired as i64);
+        if self.config.conversation_retention_days > 0 {
+            let cutoff = now - self.config.conversation_retention_days * 86_400_000;
+            let removed = conn
+                .execute(
+                    "DELETE FROM sessions WHERE kind != 'memory' AND updated_at < ?1",
+                    [cutoff],
+                )
+                .await?;
+            bump(&mut counts, "sessions_removed", removed as i64);
+        }
+        Ok(counts)
+    }
+
+    async fn prune(&self) -> Result<Counts, ConsolidateError> {
+        let mut counts = Counts::new();
+        let conn = self.memory.db().conn().await?;
+        let runs = conn
+            .execute(
+                "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
+                     SELECT run_id FROM (
+                         SELECT run_id, row_number() OVER (
+                             PARTITION BY schedule_id ORDER BY scheduled_for DESC) AS n
+                         FROM schedule_runs)
+                     WHERE n > ?1)",
+                [self.history_keep],
+            )
+            .await?;
+        bump(&mut counts, "runs_pruned", runs as i64);
+        let cutoff = self.now() - self.config.outbox_retention_days * 86_400_000;
+        let delivered = conn
+            .execute(
+                "DELETE FROM outbox WHERE status = 'delivered' AND delivered_at < ?1",
+                [cutoff],
+            )
+            .await?;
+        bump(&mut counts, "outbox_pruned", delivered as i64);
+        Ok(counts)
+    }
+
+    /// Gives every chunk a vector of the current model.
+    async fn backfill(&self) -> Result<Counts, ConsolidateError> {
+        let mut counts = Counts::new();
+        let embedder = self.memory.embedder().clone();
+        let model = embedder.model_id().to_string();
+        loop {
+            let conn = self.memory.db().conn().await?;
+            let mut rows = conn
+                .query(
+                    "SELECT c.chunk_id, c.session_id, c.text FROM chunks c
+                     WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?1)
+                     LIMIT ?2",
+                    libsql::params![model.as_str(), BACKFILL_BATCH],
+                )
+                .await?;
+            let mut batch: Vec<(i64, String, String)> = Vec::new();
+            while let Some(row) = rows.next().await? {
+                batch.push((row.get(0)?, row.get(1)?, row.get(2)?));
+            }
+            drop(rows);
+            if batch.is_empty() {
+                break;
+            }
+            let texts: Vec<&str> = batch.iter().map(|(_, _, t)| t.as_str()).collect();
+            let vectors = embedder
+                .embed(&texts)
+                .map_err(crate::memory::MemoryError::from)?;
+            let tx = conn
+                .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+                .await?;
+            for ((chunk_id, session_id, _), vector) in batch.iter().zip(vectors) {
+                tx.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?1", [*chunk_id])
+                    .await?;
+                // The chunk may have gone meanwhile: insert only if it is still there.
+                tx.execute(
+                    "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?1)",
+                    libsql::params![
+                        *chunk_id,
+                        session_id.as_str(),
+                        model.as_str(),
+                        vector_to_blob(&vector)
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            bump(&mut counts, "embedded", batch.len() as i64);
+        }
+        Ok(counts)
+    }
+
+    async fn optimize(&self) -> Result<Counts, ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        conn.execute(
+            "INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')",
+            (),
+        )
+        .await?;
+        let mut counts = Counts::new();
+        if matches!(self.memory.db().target(), DbTarget::Local(_)) {
+            let mut rows = conn.query("PRAGMA wal_checkpoint(TRUNCATE)", ()).await?;
+            if let Some(row) = rows.next().await? {
+                counts.insert("wal_busy".into(), json!(row.get::<i64>(0)?));
+                counts.insert("wal_pages_checkpointed".into(), json!(row.get::<i64>(2)?));
+            }
+        }
+        counts.insert("fts_optimized".into(), json!(true));
+        Ok(counts)
+    }
+
+    /// `VACUUM INTO` a timestamped file in `snapshot_dir`, keeping the newest few.
+    async fn snapshot(&self) -> Result<Counts, ConsolidateError> {
+        let mut counts = Counts::new();
+        let Some(dir) = &self.config.snapshot_dir else {
+            counts.insert("skipped".into(), json!("no consolidation.snapshot_dir"));
+            return Ok(counts);
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| ConsolidateError::Snapshot(format!("{dir}: {e}")))?;
+        let stamp = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.now())
+            .unwrap_or_default()
+            .format("%Y%m%dT%H%M%S%3fZ");
+        let path = std::path::Path::new(dir).join(format!("nightshift-{stamp}.db"));
+        let conn = self.memory.db().conn().await?;
+        conn.execute("VACUUM INTO ?1", [path.display().to_string()])
+            .await?;
+        counts.insert("snapshot".into(), json!(path.display().to_string()));
+        let mut snapshots: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| ConsolidateError::Snapshot(e.to_string()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("nightshift-") && n.ends_with(".db"))
+            })
+            .collect();
+        snapshots.sort();
+        let excess = snapshots
+            .len()
+            .saturating_sub(self.config.snapshot_keep.max(1));
+        for old in &snapshots[..excess] {
+            std::fs::remove_file(old).map_err(|e| ConsolidateError::Snapshot(e.to_string()))?;
+        }
+        bump(&mut counts, "removed", excess as i64);
+        Ok(counts)
+    }
+}

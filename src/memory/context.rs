@@ -1,0 +1,279 @@
+//! Context assembly (seeds 001 and 004): what an agent should put in its prompt for a
+//! session — the rolling summary, recent turns, salient turns (importance ≥ 0.85) and
+//! memories relevant to the query — deduplicated and never over the token budget.
+
+use std::collections::HashSet;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::summarize::estimate_tokens;
+use super::{check_id, Memory, MemoryError, Result, SearchRequest};
+
+/// Turns of recent history offered.
+const RECENT_TURNS: usize = 10;
+/// Importance at which a turn is salient whatever its age.
+const SALIENT_IMPORTANCE: f64 = 0.85;
+/// Fused score (0..1) a search hit needs to count as relevant.
+const RELEVANCE_THRESHOLD: f64 = 0.3;
+pub const DEFAULT_BUDGET: usize = 2000;
+pub const MAX_BUDGET: usize = 8000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Summary, recent turns, salient turns and relevant memories.
+    All,
+    /// The last ten turns.
+    BufferWindow,
+    /// As many recent turns as fit.
+    TokenWindow,
+    /// The summary, then as many recent turns as fit.
+    SummaryBuffer,
+}
+
+impl FromStr for Strategy {
+    type Err = MemoryError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "all" => Strategy::All,
+            "buffer_window" => Strategy::BufferWindow,
+            "token_window" => Strategy::TokenWindow,
+            "summary_buffer" => Strategy::SummaryBuffer,
+            other => {
+                return Err(MemoryError::Invalid {
+                    what: "strategy",
+                    reason: format!(
+                        "`{other}` is not one of all, buffer_window, token_window, summary_buffer"
+                    ),
+                })
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    pub user_id: String,
+    pub session_id: String,
+    /// Tokens, clamped to 1..=8000; 2000 when `None`.
+    pub budget_tokens: Option<usize>,
+    /// What relevant memories should be about; the last user turn when `None`.
+    pub query: Option<String>,
+    pub strategy: Strategy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextItem {
+    /// `summary`, `recent`, `salient` or `relevant`.
+    pub kind: &'static str,
+    pub text: String,
+    pub tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<super::Role>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Context {
+    pub user_id: String,
+    pub session_id: String,
+    pub strategy: Strategy,
+    pub budget_tokens: usize,
+    pub used_tokens: usize,
+    pub items: Vec<ContextItem>,
+}
+
+#[derive(PartialEq)]
+enum Added {
+    Yes,
+    Duplicate,
+    NoRoom,
+}
+
+struct Filler {
+    budget: usize,
+    used: usize,
+    seen: HashSet<String>,
+    items: Vec<ContextItem>,
+}
+
+impl Filler {
+    /// Adds an item when it fits and says nothing already said.
+    fn add(&mut self, item: ContextItem) -> Added {
+        let key = crate::text::normalize_whitespace(&item.text.to_lowercase());
+        if self.seen.contains(&key) {
+            return Added::Duplicate;
+        }
+        if self.used + item.tokens > self.budget {
+            return Added::NoRoom;
+        }
+        self.used += item.tokens;
+        self.seen.insert(key);
+        self.items.push(item);
+        Added::Yes
+    }
+}
+
+impl Memory {
+    pub async fn context(&self, request: &ContextRequest) -> Result<Context> {
+        check_id("user id", &request.user_id)?;
+        check_id("session id", &request.session_id)?;
+        // Another user's session is reported exactly like a missing one.
+        self.session(&request.session_id, Some(&request.user_id))
+            .await?;
+        let budget = request
+            .budget_tokens
+            .unwrap_or(DEFAULT_BUDGET)
+            .clamp(1, MAX_BUDGET);
+        let mut filler = Filler {
+            budget,
+            used: 0,
+            seen: HashSet::new(),
+            items: Vec::new(),
+        };
+        let strategy = request.strategy;
+        let recent = self
+            .recall(&request.session_id, None, RECENT_TURNS * 4)
+            .await?;
+
+        if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
+            if let Some(summary) = self.read_summary(&request.session_id).await?.summary {
+                // A summary too long for the budget keeps its newest part.
+                let room = (budget - filler.used) * 4;
+                let text = keep_tail(&summary, room);
+                if !text.is_empty() {
+                    let _ = filler.add(ContextItem {
+                        kind: "summary",
+                        tokens: estimate_tokens(&text),
+                        text,
+                        role: None,
+                        sequence: None,
+                        note_id: None,
+                    });
+                }
+            }
+        }
+
+        // Recent turns, newest first until the budget or the window ends; shown oldest first.
+        let window = match strategy {
+            Strategy::All | Strategy::BufferWindow => RECENT_TURNS,
+            Strategy::TokenWindow | Strategy::SummaryBuffer => recent.len(),
+        };
+        let mut chosen = Vec::new();
+        for event in recent.iter().rev().take(window) {
+            let item = ContextItem {
+                kind: "recent",
+                tokens: estimate_tokens(&event.content),
+                text: event.content.clone(),
+                role: Some(event.role),
+                sequence: Some(event.sequence),
+                note_id: None,
+            };
+            match filler.add(item) {
+                Added::Yes => chosen.push(filler.items.pop().expect("just added")),
+                Added::Duplicate => {}
+                Added::NoRoom => break,
+            }
+        }
+        // Recent turns read in conversation order.
+        chosen.reverse();
+        filler.items.extend(chosen);
+
+        if strategy == Strategy::All {
+            for event in recent
+                .iter()
+                .filter(|e| e.importance >= SALIENT_IMPORTANCE)
+                .rev()
+            {
+                let _ = filler.add(ContextItem {
+                    kind: "salient",
+                    tokens: estimate_tokens(&event.content),
+                    text: event.content.clone(),
+                    role: Some(event.role),
+                    sequence: Some(event.sequence),
+                    note_id: None,
+                });
+            }
+            let query = request.query.clone().or_else(|| {
+                recent
+                    .iter()
+                    .rev()
+                    .find(|e| e.role == super::Role::User)
+                    .map(|e| e.content.clone())
+            });
+            if let Some(query) = query.filter(|q| !q.trim().is_empty()) {
+                let hits = self
+                    .search(&SearchRequest {
+                        user_id: request.user_id.clone(),
+                        query,
+                        top_k: None,
+                        session_id: Some(request.session_id.clone()),
+                        tags: Vec::new(),
+                    })
+                    .await?;
+                for hit in hits.into_iter().filter(|h| h.score >= RELEVANCE_THRESHOLD) {
+                    let _ = filler.add(ContextItem {
+                        kind: "relevant",
+                        tokens: estimate_tokens(&hit.text),
+                        text: hit.text,
+                        role: hit.role,
+                        sequence: hit.sequence,
+                        note_id: hit.note_id,
+                    });
+                }
+            }
+        }
+        Ok(Context {
+            user_id: request.user_id.clone(),
+            session_id: request.session_id.clone(),
+            strategy,
+            budget_tokens: budget,
+            used_tokens: filler.used,
+            items: filler.items,
+        })
+    }
+}
+
+impl Context {
+    /// The context as prompt text: summary, salient and relevant memories, recent turns.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let section = |out: &mut String, title: &str, kind: &str| {
+            let items: Vec<&ContextItem> = self.items.iter().filter(|i| i.kind == kind).collect();
+            if items.is_empty() {
+                return;
+            }
+            out.push_str(title);
+            out.push('\n');
+            for item in items {
+                match (&item.note_id, item.role) {
+                    (Some(id), _) => out.push_str(&format!("- [{id}] {}\n", item.text)),
+                    (None, Some(role)) if kind != "summary" => {
+                        out.push_str(&format!("- {}: {}\n", role.as_str(), item.text))
+                    }
+                    _ => out.push_str(&format!("{}\n", item.text)),
+                }
+            }
+            out.push('\n');
+        };
+        section(&mut out, "Summary of earlier turns:", "summary");
+        section(&mut out, "Important:", "salient");
+        section(&mut out, "Relevant memories:", "relevant");
+        section(&mut out, "Recent turns:", "recent");
+        out.trim_end().to_string()
+    }
+}
+
+/// The last `max_chars` characters of `text`.
+fn keep_tail(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_string();
+    }
+    text.chars().skip(total - max_chars).collect()
+}
