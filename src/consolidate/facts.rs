@@ -99,11 +99,32 @@ pub fn extract(input: &str) -> Vec<Fact> {
         ) {
             continue;
         }
-        for (category, phrase, fixed_key) in PATTERNS {
-            let Some(at) = find_phrase(&lower, phrase) else {
-                continue;
-            };
-            let rest = lower[at + phrase.len()..].trim();
+        // Every pattern found, in order; each fact runs to the next one ("I live in Porto
+        // and I usually cycle" is two facts).
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        for (index, (_, phrase, _)) in PATTERNS.iter().enumerate() {
+            let mut from = 0;
+            while let Some(at) = find_phrase(&lower[from..], phrase).map(|i| i + from) {
+                if !found
+                    .iter()
+                    .any(|(a, i)| *a <= at && at < *a + PATTERNS[*i].1.len())
+                {
+                    found.push((at, index));
+                }
+                from = at + phrase.len();
+            }
+        }
+        found.sort();
+        // Offsets into `lower` are offsets into the sentence when lower-casing kept lengths.
+        let original = if sentence.len() == lower.len() {
+            sentence.as_str()
+        } else {
+            lower.as_str()
+        };
+        for (n, (at, index)) in found.iter().enumerate() {
+            let (category, phrase, fixed_key) = PATTERNS[*index];
+            let end = found.get(n + 1).map_or(lower.len(), |(next, _)| *next);
+            let rest = trim_clause(&lower[at + phrase.len()..end]);
             let subject = topic(rest);
             if subject.is_empty() {
                 continue;
@@ -123,7 +144,11 @@ pub fn extract(input: &str) -> Vec<Fact> {
                     format!("{category}:{thing}")
                 }
             };
-            let content = crate::text::truncate_chars(&sentence, MAX_FACT_CHARS).to_string();
+            let clause = trim_clause(&original[*at..end]);
+            let mut content = crate::text::truncate_chars(clause, MAX_FACT_CHARS).to_string();
+            if let Some(first) = content.get(..1) {
+                content = first.to_uppercase() + &content[1..];
+            }
             if !facts.iter().any(|f| f.key == key && f.content == content) {
                 facts.push(Fact {
                     category,
@@ -131,10 +156,27 @@ pub fn extract(input: &str) -> Vec<Fact> {
                     content,
                 });
             }
-            break;
         }
     }
     facts
+}
+
+/// A clause without the joining words and punctuation that led to the next one.
+fn trim_clause(clause: &str) -> &str {
+    let mut clause = clause.trim();
+    loop {
+        let trimmed = clause
+            .trim_end_matches([',', ':', '-'])
+            .trim_end()
+            .trim_end_matches(" and")
+            .trim_end_matches(" but")
+            .trim_end_matches(" so")
+            .trim_end();
+        if trimmed.len() == clause.len() {
+            return trimmed;
+        }
+        clause = trimmed;
+    }
 }
 
 /// The phrase as whole words at the start of a clause.

@@ -215,6 +215,7 @@ impl Consolidator {
             if let Some(progress) = progress {
                 progress(Pass::Summaries, i + 1, sessions.len());
             }
+            tokio::task::yield_now().await;
         }
         Ok(counts)
     }
@@ -304,6 +305,8 @@ impl Consolidator {
             if let Some(progress) = progress {
                 progress(Pass::Facts, i + 1, sessions.len());
             }
+            // A long pass shares its thread and can be stopped between sessions.
+            tokio::task::yield_now().await;
         }
         Ok(counts)
     }

@@ -143,8 +143,14 @@ impl Memory {
 
         if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
             if let Some(summary) = self.read_summary(&request.session_id).await?.summary {
-                // A summary too long for the budget keeps its newest part.
-                let room = (budget - filler.used) * 4;
+                // The summary gets a share of the budget (its newest part when longer),
+                // so recent turns and memories keep room.
+                let share = if strategy == Strategy::All {
+                    budget * 3 / 10
+                } else {
+                    budget / 2
+                };
+                let room = share.max(1) * 4;
                 let text = keep_tail(&summary, room);
                 if !text.is_empty() {
                     let _ = filler.add(ContextItem {
@@ -164,6 +170,14 @@ impl Memory {
             Strategy::All | Strategy::BufferWindow => RECENT_TURNS,
             Strategy::TokenWindow | Strategy::SummaryBuffer => recent.len(),
         };
+        // With everything wanted, a fifth of the budget is kept for salient and relevant
+        // memories.
+        let recent_limit = if strategy == Strategy::All {
+            budget - budget / 5
+        } else {
+            budget
+        };
+        let full_budget = std::mem::replace(&mut filler.budget, recent_limit.max(filler.used));
         let mut chosen = Vec::new();
         for event in recent.iter().rev().take(window) {
             let item = ContextItem {
@@ -183,6 +197,7 @@ impl Memory {
         // Recent turns read in conversation order.
         chosen.reverse();
         filler.items.extend(chosen);
+        filler.budget = full_budget;
 
         if strategy == Strategy::All {
             for event in recent

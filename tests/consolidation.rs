@@ -1,0 +1,572 @@
+//! Rolling summaries, context assembly and the consolidation passes.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use nightshift::app::open_memory;
+use nightshift::consolidate::{Consolidator, Pass};
+use nightshift::db::clock::ManualClock;
+use nightshift::memory::{
+    ContextRequest, Event, ExtractiveSummarizer, Memory, NewEvent, NewNote, Role, SearchRequest,
+    Strategy, SummarizeOutcome, Summarizer, SummaryPolicy,
+};
+use nightshift::worker::maintenance::claim_window;
+use tempfile::TempDir;
+
+async fn setup() -> (TempDir, Memory, Arc<ManualClock>, Consolidator) {
+    let dir = TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let memory = open_memory(&config)
+        .await
+        .unwrap()
+        .with_clock(clock.clone());
+    let consolidator = nightshift::worker::consolidator(&memory, &config, Some("w".into()));
+    (dir, memory, clock, consolidator)
+}
+
+fn turns(n: usize, words: usize) -> Vec<NewEvent> {
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            NewEvent::new(
+                role,
+                format!("turn {i}: {}", "lorem ipsum dolor ".repeat(words)),
+            )
+        })
+        .collect()
+}
+
+fn small_policy() -> SummaryPolicy {
+    SummaryPolicy {
+        budget_tokens: 200,
+        max_summary_chars: 100_000,
+        ..Default::default()
+    }
+}
+
+/// Yields between reading and writing, so two summarizers interleave.
+struct SlowSummarizer;
+
+#[async_trait]
+impl Summarizer for SlowSummarizer {
+    async fn condense(
+        &self,
+        previous: Option<&str>,
+        events: &[Event],
+    ) -> nightshift::memory::Result<String> {
+        tokio::task::yield_now().await;
+        ExtractiveSummarizer::default()
+            .condense(previous, events)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn two_concurrent_summarizers_one_wins() {
+    let (_dir, memory, _, _) = setup().await;
+    memory.append("u", "s", &turns(20, 10)).await.unwrap();
+    let policy = small_policy();
+    let (a, b) = tokio::join!(
+        memory.summarize_session("s", &policy, &SlowSummarizer),
+        memory.summarize_session("s", &policy, &SlowSummarizer)
+    );
+    let outcomes = [a.unwrap(), b.unwrap()];
+    let written = outcomes
+        .iter()
+        .filter(|o| matches!(o, SummarizeOutcome::Written { .. }))
+        .count();
+    let stale = outcomes
+        .iter()
+        .filter(|o| matches!(o, SummarizeOutcome::Stale { .. }))
+        .count();
+    assert_eq!((written, stale), (1, 1), "{outcomes:?}");
+    assert_eq!(memory.read_summary("s").await.unwrap().epoch, 1);
+}
+
+async fn summarize_until_done(memory: &Memory, session: &str, policy: &SummaryPolicy) {
+    for _ in 0..100 {
+        if let SummarizeOutcome::NotNeeded { .. } = memory
+            .summarize_session(session, policy, &ExtractiveSummarizer::default())
+            .await
+            .unwrap()
+        {
+            return;
+        }
+    }
+    panic!("summarizing never settled");
+}
+
+#[tokio::test]
+async fn incremental_summaries_cover_what_a_from_scratch_one_does() {
+    let (_dir, memory, _, _) = setup().await;
+    let policy = small_policy();
+    let all = turns(60, 8);
+    // Incrementally: ten turns at a time, summarizing after each batch.
+    for batch in all.chunks(10) {
+        memory.append("u", "incremental", batch).await.unwrap();
+        summarize_until_done(&memory, "incremental", &policy).await;
+    }
+    // From scratch: everything, then summarize.
+    memory.append("u", "scratch", &all).await.unwrap();
+    summarize_until_done(&memory, "scratch", &policy).await;
+
+    let a = memory.read_summary("incremental").await.unwrap();
+    let b = memory.read_summary("scratch").await.unwrap();
+    let lines = |s: &Option<String>| -> Vec<String> {
+        s.as_deref()
+            .unwrap()
+            .lines()
+            .map(|l| l.split("] ").nth(1).unwrap().to_string())
+            .collect()
+    };
+    let covered_a: std::collections::BTreeSet<_> = lines(&a.summary).into_iter().collect();
+    let covered_b: std::collections::BTreeSet<_> = lines(&b.summary).into_iter().collect();
+    // Each covers its history in order with no gaps; the incremental one covers at least
+    // everything the from-scratch one does.
+    assert!(
+        covered_b.is_subset(&covered_a),
+        "incremental summary lost turns"
+    );
+    assert!(a.upper_sequence >= b.upper_sequence);
+    let sequences: Vec<usize> = lines(&a.summary)
+        .iter()
+        .map(|l| {
+            l.split(':')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .trim_start_matches("turn ")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(sequences, (0..sequences.len()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn the_summary_cap_keeps_the_newest() {
+    let (_dir, memory, _, _) = setup().await;
+    let policy = SummaryPolicy {
+        budget_tokens: 100,
+        max_summary_chars: 600,
+        ..Default::default()
+    };
+    for batch in turns(80, 6).chunks(8) {
+        memory.append("u", "s", batch).await.unwrap();
+        summarize_until_done(&memory, "s", &policy).await;
+    }
+    let state = memory.read_summary("s").await.unwrap();
+    let summary = state.summary.unwrap();
+    assert!(summary.chars().count() <= 600);
+    assert!(!summary.contains("turn 0:"), "the oldest line is gone");
+    let last = summary.lines().last().unwrap();
+    let upper_turn = state.upper_sequence - 1;
+    assert!(
+        last.contains(&format!("turn {upper_turn}:")),
+        "newest line kept: {last}"
+    );
+}
+
+fn note_texts(notes: &[nightshift::memory::Note]) -> Vec<String> {
+    let mut texts: Vec<String> = notes.iter().map(|n| n.content.clone()).collect();
+    texts.sort();
+    texts
+}
+
+#[tokio::test]
+async fn facts_are_extracted_from_user_and_tool_turns_only() {
+    let (_dir, memory, _, consolidator) = setup().await;
+    memory
+        .append(
+            "alice",
+            "chat",
+            &[
+                NewEvent::new(
+                    Role::User,
+                    "Hi! I prefer green tea in the morning. What's on today?",
+                ),
+                NewEvent::new(
+                    Role::Assistant,
+                    "I like coffee myself. My name is Assistant.",
+                ),
+                NewEvent::new(
+                    Role::User,
+                    "We decided to use Postgres for billing, and I usually cycle to work",
+                ),
+                NewEvent::new(Role::Tool, "profile lookup: My birthday is 4 May"),
+            ],
+        )
+        .await
+        .unwrap();
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded");
+    assert_eq!(reports[0].counts["facts_saved"], 4);
+    let notes = memory.notes("alice").await.unwrap();
+    assert_eq!(
+        note_texts(&notes),
+        [
+            "I prefer green tea in the morning",
+            "I usually cycle to work",
+            "My birthday is 4 May",
+            "We decided to use Postgres for billing"
+        ]
+    );
+    assert!(notes
+        .iter()
+        .all(|n| n.source == "consolidation" && n.fact_key.is_some()));
+    let categories: std::collections::BTreeSet<_> =
+        notes.iter().map(|n| n.category.clone().unwrap()).collect();
+    assert_eq!(
+        categories.into_iter().collect::<Vec<_>>(),
+        ["decision", "habit", "preference", "profile"]
+    );
+}
+
+#[tokio::test]
+async fn dedupe_supersede_and_tombstones() {
+    let (_dir, memory, clock, consolidator) = setup().await;
+    memory
+        .save_note("alice", &NewNote::new("I prefer window seats"))
+        .await
+        .unwrap();
+    memory
+        .append(
+            "alice",
+            "a",
+            &[NewEvent::new(
+                Role::User,
+                "I live in Lisbon. I prefer window seats.",
+            )],
+        )
+        .await
+        .unwrap();
+    memory
+        .append(
+            "alice",
+            "b",
+            &[NewEvent::new(Role::User, "i live in   lisbon")],
+        )
+        .await
+        .unwrap();
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    let notes = memory.notes("alice").await.unwrap();
+    assert_eq!(
+        note_texts(&notes),
+        ["I live in Lisbon", "I prefer window seats"],
+        "no duplicates"
+    );
+
+    // A changed fact supersedes the old one, which stays as history.
+    clock.advance_ms(60_000);
+    memory
+        .append(
+            "alice",
+            "c",
+            &[NewEvent::new(Role::User, "Big news: I moved to Porto")],
+        )
+        .await
+        .unwrap();
+    let report = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(report[0].counts["superseded"], 1);
+    let notes = memory.notes("alice").await.unwrap();
+    assert_eq!(
+        note_texts(&notes),
+        ["I moved to Porto", "I prefer window seats"]
+    );
+    let conn = memory.db().conn().await.unwrap();
+    let history: i64 = nightshift::db::query_scalar(
+        &conn,
+        "SELECT count(*) FROM notes WHERE content = 'I live in Lisbon' AND superseded_by IS NOT NULL",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(history, 1);
+    let hits = memory
+        .search(&SearchRequest {
+            user_id: "alice".into(),
+            query: "where does alice live Lisbon".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        hits.iter().all(|h| !h.text.contains("Lisbon")),
+        "superseded facts leave search: {hits:?}"
+    );
+
+    // A fact the user deleted is not learned again.
+    let porto = notes.iter().find(|n| n.content.contains("Porto")).unwrap();
+    memory.delete_note("alice", &porto.note_id).await.unwrap();
+    memory
+        .append(
+            "alice",
+            "d",
+            &[NewEvent::new(Role::User, "I moved to Porto")],
+        )
+        .await
+        .unwrap();
+    let report = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(report[0].counts["tombstoned"], 1);
+    assert!(memory
+        .notes("alice")
+        .await
+        .unwrap()
+        .iter()
+        .all(|n| !n.content.contains("Porto")));
+}
+
+#[tokio::test]
+async fn retention_expires_facts_and_idle_conversations() {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.consolidation.fact_retention_days = 1;
+    config.consolidation.conversation_retention_days = 30;
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let memory = open_memory(&config)
+        .await
+        .unwrap()
+        .with_clock(clock.clone());
+    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    memory
+        .append("u", "old", &[NewEvent::new(Role::User, "I hate olives")])
+        .await
+        .unwrap();
+    memory
+        .save_note("u", &NewNote::new("kept forever"))
+        .await
+        .unwrap();
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(memory.notes("u").await.unwrap().len(), 2);
+
+    clock.advance_ms(2 * 86_400_000);
+    let report = consolidator.run(&[Pass::Expiry], None, None).await.unwrap();
+    assert_eq!(report[0].counts["notes_expired"], 1);
+    assert_eq!(
+        note_texts(&memory.notes("u").await.unwrap()),
+        ["kept forever"]
+    );
+    assert!(
+        memory.recall("old", None, 5).await.is_ok(),
+        "conversation kept within 30 days"
+    );
+
+    clock.advance_ms(31 * 86_400_000);
+    memory
+        .append("u", "fresh", &[NewEvent::new(Role::User, "hello")])
+        .await
+        .unwrap();
+    consolidator.run(&[Pass::Expiry], None, None).await.unwrap();
+    assert!(
+        memory.recall("old", None, 5).await.is_err(),
+        "idle conversation removed"
+    );
+    assert!(memory.recall("fresh", None, 5).await.is_ok());
+    common::fts_integrity(&memory).await;
+}
+
+#[tokio::test]
+async fn running_consolidation_twice_changes_nothing_the_second_time() {
+    let (_dir, memory, _, consolidator) = setup().await;
+    for s in 0..5 {
+        let mut events = turns(30, 10);
+        events.push(NewEvent::new(
+            Role::User,
+            format!("I always water plant number {s} on Fridays"),
+        ));
+        memory.append("u", &format!("s{s}"), &events).await.unwrap();
+    }
+    let first = consolidator.run(&Pass::ALL, None, None).await.unwrap();
+    assert!(first.iter().all(|r| r.status == "succeeded"), "{first:?}");
+    let notes_after_first = memory.notes("u").await.unwrap();
+    let summaries_first: Vec<_> = futures_summaries(&memory, 5).await;
+
+    let second = consolidator.run(&Pass::ALL, None, None).await.unwrap();
+    let by_pass = |pass: &str| {
+        second
+            .iter()
+            .find(|r| r.pass == pass)
+            .unwrap()
+            .counts
+            .clone()
+    };
+    assert_eq!(by_pass("facts").get("facts_saved"), None);
+    assert_eq!(by_pass("summaries").get("summarized"), None);
+    assert_eq!(memory.notes("u").await.unwrap(), notes_after_first);
+    assert_eq!(futures_summaries(&memory, 5).await, summaries_first);
+
+    let status = consolidator.status(100).await.unwrap();
+    assert_eq!(status.len(), 2 * Pass::ALL.len());
+}
+
+async fn futures_summaries(memory: &Memory, n: usize) -> Vec<(i64, Option<String>)> {
+    let mut out = Vec::new();
+    for s in 0..n {
+        let state = memory.read_summary(&format!("s{s}")).await.unwrap();
+        out.push((state.epoch, state.summary));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_pass_cut_short_is_finished_by_the_next() {
+    let (_dir, memory, _, consolidator) = setup().await;
+    for (s, thing) in [
+        "green tea",
+        "night trains",
+        "jazz records",
+        "early mornings",
+    ]
+    .iter()
+    .enumerate()
+    {
+        memory
+            .append(
+                "u",
+                &format!("s{s}"),
+                &[NewEvent::new(Role::User, format!("I prefer {thing}"))],
+            )
+            .await
+            .unwrap();
+    }
+    // "Crash" after the first session: the pass future is dropped mid-way.
+    let first_done = Arc::new(tokio::sync::Notify::new());
+    let signal = first_done.clone();
+    let progress: nightshift::consolidate::Progress = Arc::new(move |_, done, _| {
+        if done == 1 {
+            signal.notify_one();
+        }
+    });
+    tokio::select! {
+        _ = consolidator.run(&[Pass::Facts], None, Some(progress)) => panic!("should have been cut short"),
+        _ = first_done.notified() => {}
+    }
+    common::fts_integrity(&memory).await;
+    let partial = memory.notes("u").await.unwrap().len();
+    assert!((1..4).contains(&partial), "{partial}");
+
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    let notes = memory.notes("u").await.unwrap();
+    assert_eq!(
+        notes.len(),
+        4,
+        "finished, nothing twice: {:?}",
+        note_texts(&notes)
+    );
+}
+
+#[tokio::test]
+async fn context_stays_within_budget_and_within_the_user() {
+    let (_dir, memory, _, _) = setup().await;
+    memory
+        .save_note(
+            "bob",
+            &NewNote::new("Bob's salary is 90k and his wifi password is hunter2"),
+        )
+        .await
+        .unwrap();
+    memory
+        .save_note(
+            "alice",
+            &NewNote::new("Alice's wifi password is correct-horse"),
+        )
+        .await
+        .unwrap();
+    let mut events = turns(30, 12);
+    let mut salient = NewEvent::new(Role::User, "Remember: the launch is on March 3rd");
+    salient.importance = Some(0.9);
+    events.insert(2, salient);
+    events.push(NewEvent::new(Role::User, "what is the wifi password?"));
+    memory.append("alice", "chat", &events).await.unwrap();
+    memory
+        .summarize_session("chat", &small_policy(), &ExtractiveSummarizer::default())
+        .await
+        .unwrap();
+
+    for budget in [1, 10, 50, 300, 2000, 9000] {
+        for strategy in [
+            Strategy::All,
+            Strategy::BufferWindow,
+            Strategy::TokenWindow,
+            Strategy::SummaryBuffer,
+        ] {
+            let context = memory
+                .context(&ContextRequest {
+                    user_id: "alice".into(),
+                    session_id: "chat".into(),
+                    budget_tokens: Some(budget),
+                    query: None,
+                    strategy,
+                })
+                .await
+                .unwrap();
+            let used: usize = context.items.iter().map(|i| i.tokens).sum();
+            assert_eq!(used, context.used_tokens);
+            assert!(used <= budget.min(8000), "{strategy:?} {budget}: {used}");
+            let text = context.render();
+            assert!(
+                !text.contains("hunter2") && !text.contains("90k"),
+                "another user's memory leaked"
+            );
+        }
+    }
+    let full = memory
+        .context(&ContextRequest {
+            user_id: "alice".into(),
+            session_id: "chat".into(),
+            budget_tokens: Some(2000),
+            query: None,
+            strategy: Strategy::All,
+        })
+        .await
+        .unwrap();
+    let kinds: std::collections::BTreeSet<_> = full.items.iter().map(|i| i.kind).collect();
+    assert!(
+        kinds.contains("summary")
+            && kinds.contains("recent")
+            && kinds.contains("salient")
+            && kinds.contains("relevant"),
+        "{kinds:?}"
+    );
+    assert!(full.render().contains("correct-horse"));
+    // Another user's session is not found.
+    let err = memory
+        .context(&ContextRequest {
+            user_id: "bob".into(),
+            session_id: "chat".into(),
+            budget_tokens: None,
+            query: None,
+            strategy: Strategy::All,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        nightshift::memory::MemoryError::SessionNotFound(_)
+    ));
+}
+
+#[tokio::test]
+async fn one_worker_per_consolidation_window() {
+    let (dir, _memory, _, a) = setup().await;
+    let config = common::config_in(&dir);
+    let other = open_memory(&config).await.unwrap();
+    let b = nightshift::worker::consolidator(&other, &config, Some("b".into()));
+    let window = 1_800_000_000_000;
+    let (x, y) = tokio::join!(
+        claim_window(&a, "consolidation", window, "a"),
+        claim_window(&b, "consolidation", window, "b")
+    );
+    assert_eq!([x.unwrap(), y.unwrap()].iter().filter(|c| **c).count(), 1);
+    assert!(claim_window(&a, "consolidation", window + 86_400_000, "a")
+        .await
+        .unwrap());
+}
