@@ -463,3 +463,88 @@ fn schedule_commands_through_the_cli() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(json(d, &["schedule", "list"]), Value::Array(vec![]));
 }
+
+#[test]
+fn summary_context_and_consolidate_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let file = d.join("chat.jsonl");
+    let mut lines = String::new();
+    for i in 0..40 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        lines.push_str(&format!(
+            "{{\"role\":\"{role}\",\"content\":\"turn {i} {}\"}}\n",
+            "blah ".repeat(60)
+        ));
+    }
+    lines.push_str("{\"role\":\"user\",\"content\":\"I prefer aisle seats on trains\"}\n");
+    std::fs::write(&file, lines).unwrap();
+    json(
+        d,
+        &[
+            "memory",
+            "append",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+
+    let reports = json(
+        d,
+        &["consolidate", "--pass", "summaries", "--pass", "facts"],
+    );
+    let reports = reports.as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    assert!(
+        reports.iter().all(|r| r["status"] == "succeeded"),
+        "{reports:?}"
+    );
+    assert_eq!(reports[1]["counts"]["facts_saved"], 1);
+    let summary = json(d, &["memory", "summary", "--session", "chat"]);
+    assert_eq!(summary["epoch"], 1);
+    assert!(summary["summary"].as_str().unwrap().contains("user: turn"));
+
+    let context = json(
+        d,
+        &[
+            "memory",
+            "context",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--budget",
+            "300",
+        ],
+    );
+    assert!(context["used_tokens"].as_u64().unwrap() <= 300);
+    let out = run(
+        d,
+        &["memory", "context", "--user", "other", "--session", "chat"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let out = run(
+        d,
+        &[
+            "memory",
+            "context",
+            "--user",
+            "u",
+            "--session",
+            "chat",
+            "--strategy",
+            "everything",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+
+    let status = json(d, &["consolidate", "--status"]);
+    assert_eq!(status.as_array().unwrap().len(), 2);
+    let out = run(d, &["consolidate", "--pass", "defrag"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("defrag"));
+}

@@ -119,7 +119,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
     let config = load_config(&cli)?;
     match cli.command {
         Command::Run => {
-            nightshift::worker::run(&config, shutdown_signal()).await?;
+            nightshift::worker::run(&config, shutdown_signal()?).await?;
             Ok(())
         }
         Command::Memory(command) => memory::run(&config, command, cli.json).await,
@@ -137,32 +137,27 @@ async fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::error!(%err, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
+/// Completes on SIGTERM or SIGINT. The handlers are installed here, before the worker
+/// announces it is running, so a signal sent right after that is never the default
+/// (fatal) one.
+#[cfg(unix)]
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("received SIGTERM"),
+            _ = int.recv() => tracing::info!("received SIGINT"),
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(err) => {
-                tracing::error!(%err, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("received SIGINT"),
-        _ = term => tracing::info!("received SIGTERM"),
-    }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Prints `value` as JSON, or `human` otherwise.
