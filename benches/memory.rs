@@ -12,6 +12,9 @@ use nightshift::config::Config;
 use nightshift::embed::blob_to_vector;
 use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
 
+mod common;
+use common::{Language, Rng};
+
 const TOTAL_CHUNKS: usize = 100_000;
 const BIG_USER_CHUNKS: usize = 50_000;
 const SMALL_USER_CHUNKS: usize = 1_000;
@@ -19,103 +22,6 @@ const USERS: usize = 100;
 const INGEST_EVENTS: usize = 2_000;
 const QUERIES: usize = 200;
 const APPENDERS: usize = 16;
-
-/// A small deterministic generator (xorshift), so every run builds the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// Text that is shaped like language: words drawn from a Zipf (s = 1) distribution over
-/// about 14,000 words whose most frequent ranks are English function words, as in real
-/// text. Queries are content words drawn from the same distribution.
-struct Language {
-    words: Vec<String>,
-    cumulative: Vec<f64>,
-    function_words: usize,
-}
-
-impl Language {
-    fn new() -> Self {
-        let function = [
-            "the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for",
-            "on", "are", "with", "as", "i", "his", "they", "be", "at", "one", "have", "this",
-            "from", "or", "had", "by", "but", "what", "some", "we", "can", "out", "other", "were",
-            "all", "there", "when", "up", "your", "how", "said", "an", "each", "she", "which",
-            "do", "their", "if", "will", "way", "about", "many", "then", "them", "would", "so",
-            "these", "her", "him", "has", "more", "could", "my", "than", "been", "who", "its",
-            "now", "did", "get", "may", "just", "very", "our", "me", "should",
-        ];
-        let syllables = [
-            "ka", "lo", "mi", "ren", "to", "sha", "vin", "el", "dor", "pa", "qui", "sto", "ber",
-            "an", "ux",
-        ];
-        let mut words: Vec<String> = function.iter().map(|w| w.to_string()).collect();
-        for a in syllables {
-            for b in syllables {
-                words.push(format!("{a}{b}"));
-            }
-        }
-        for a in syllables {
-            for b in syllables {
-                for c in syllables {
-                    for suffix in ["", "s", "er", "ing"] {
-                        words.push(format!("{a}{b}{c}{suffix}"));
-                    }
-                }
-            }
-        }
-        let mut cumulative = Vec::with_capacity(words.len());
-        let mut total = 0.0;
-        for rank in 1..=words.len() {
-            total += 1.0 / rank as f64;
-            cumulative.push(total);
-        }
-        Self {
-            words,
-            cumulative,
-            function_words: function.len(),
-        }
-    }
-
-    fn word(&self, rng: &mut Rng, from_rank: usize) -> &str {
-        let low = self.cumulative[from_rank.saturating_sub(1)] * (from_rank > 0) as u8 as f64;
-        let high = *self.cumulative.last().unwrap();
-        let target = low + rng.unit() * (high - low);
-        let i = self.cumulative.partition_point(|c| *c < target);
-        &self.words[i.min(self.words.len() - 1)]
-    }
-
-    fn sentence(&self, rng: &mut Rng, chars: usize) -> String {
-        let mut out = String::new();
-        while out.len() < chars {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(self.word(rng, 0));
-        }
-        out
-    }
-
-    /// A query of three content words.
-    fn query(&self, rng: &mut Rng) -> String {
-        (0..3)
-            .map(|_| self.word(rng, self.function_words))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
