@@ -29,7 +29,7 @@ const SENTENCES: &[&str] = &[
 ];
 
 fn event(i: usize) -> NewEvent {
-    let role = if i % 2 == 0 {
+    let role = if i.is_multiple_of(2) {
         Role::User
     } else {
         Role::Assistant
@@ -86,7 +86,7 @@ async fn main() {
         let events: Vec<NewEvent> = (0..1_000)
             .map(|i| {
                 NewEvent::new(
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         Role::User
                     } else {
                         Role::Assistant
@@ -103,7 +103,7 @@ async fn main() {
             user_id: "big".into(),
             session_id: "big-chat".into(),
             budget_tokens: Some(2000),
-            query: Some(if i % 2 == 0 {
+            query: Some(if i.is_multiple_of(2) {
                 lang.query(&mut rng)
             } else {
                 SENTENCES[i % SENTENCES.len()].to_string()
