@@ -84,7 +84,7 @@ async fn main() {
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     for _ in 0..(BIG_USER_CHUNKS / 1_000) {
         let events: Vec<NewEvent> = (0..1_000)
-            .map(|i| {
+            .map(|i: usize| {
                 NewEvent::new(
                     if i.is_multiple_of(2) {
                         Role::User
