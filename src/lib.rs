@@ -13,6 +13,7 @@ pub mod config;
 pub mod consolidate;
 pub mod db;
 pub mod embed;
+pub mod eval;
 pub mod ids;
 pub mod memory;
 pub mod notify;

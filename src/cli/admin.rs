@@ -9,7 +9,7 @@ use nightshift::config::Config;
 use nightshift::db::{clock::to_rfc3339, migrate, query_scalar};
 use serde_json::json;
 
-use super::args::{DbCommand, IndexCommand, OutboxCommand};
+use super::args::{DbCommand, EvalCommand, IndexCommand, OutboxCommand};
 use super::print;
 
 pub fn config_check(path: Option<&Path>, json: bool) -> Result<()> {
@@ -222,5 +222,71 @@ pub async fn consolidate(
             })
             .collect::<Vec<_>>()
             .join("\n")
+    })
+}
+
+pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<()> {
+    use nightshift::eval::locomo;
+    let EvalCommand::Locomo { file, k } = command;
+    let ks = locomo::parse_ks(&k, config.search.max_top_k)?;
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    // A scratch database: evaluation never touches the real one.
+    let scratch =
+        std::env::temp_dir().join(format!("{}.db", nightshift::ids::new_id("nightshift-eval")));
+    let mut scratch_config = config.clone();
+    scratch_config.database.path = scratch.display().to_string();
+    let result = async {
+        let memory = open_memory(&scratch_config).await?;
+        anyhow::Ok(locomo::evaluate(&memory, &text, &ks).await?)
+    }
+    .await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", scratch.display()));
+    }
+    let report = result?;
+    let mut out = serde_json::json!({
+        "questions": report.questions,
+        "conversations": report.conversations,
+        "turns": report.turns,
+        "skipped": report.skipped,
+        "embedding_model": nightshift::embed::from_config(&config.embedding)?.model_id(),
+    });
+    for (k, recall) in &report.recall {
+        out[format!("recall@{k}")] = json!(recall);
+    }
+    let mut categories = serde_json::Map::new();
+    for (category, score) in &report.per_category {
+        let mut entry = json!({"questions": score.questions});
+        for (k, recall) in &score.recall {
+            entry[format!("recall@{k}")] = json!(recall);
+        }
+        categories.insert(category.to_string(), entry);
+    }
+    out["per_category"] = serde_json::Value::Object(categories);
+    print(json, &out, || {
+        let mut lines = vec![format!(
+            "{} questions over {} conversations ({} turns)",
+            report.questions, report.conversations, report.turns
+        )];
+        let ks: Vec<String> = report
+            .recall
+            .iter()
+            .map(|(k, r)| format!("recall@{k} {r:.3}"))
+            .collect();
+        lines.push(format!("overall      {}", ks.join("  ")));
+        for (category, score) in &report.per_category {
+            let ks: Vec<String> = score
+                .recall
+                .iter()
+                .map(|(k, r)| format!("recall@{k} {r:.3}"))
+                .collect();
+            lines.push(format!(
+                "category {category}   {}  ({} questions)",
+                ks.join("  "),
+                score.questions
+            ));
+        }
+        lines.join("\n")
     })
 }

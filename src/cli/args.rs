@@ -66,6 +66,9 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: i64,
     },
+    /// Measure retrieval quality.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Notifications waiting, delivered, or dead.
     #[command(subcommand)]
     Outbox(OutboxCommand),
@@ -312,4 +315,16 @@ pub enum OutboxCommand {
     },
     /// Send a dead letter again.
     Retry { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Recall@k on a LoCoMo-format file, in a scratch database with the configured
+    /// embedding and search settings.
+    Locomo {
+        file: PathBuf,
+        /// Cut-offs, comma-separated.
+        #[arg(long, default_value = "5,10")]
+        k: String,
+    },
 }

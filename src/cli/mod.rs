@@ -13,6 +13,7 @@ use clap::Parser;
 use nightshift::config::{Config, ConfigError};
 use nightshift::consolidate::ConsolidateError;
 use nightshift::db::DbError;
+use nightshift::eval::locomo::EvalError;
 use nightshift::memory::MemoryError;
 use nightshift::notify::outbox::OutboxError;
 use nightshift::schedule::store::ScheduleError;
@@ -69,6 +70,12 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             return match err {
                 ConsolidateError::UnknownPass(_) => exit::BAD_INPUT,
                 _ => exit::FAILURE,
+            };
+        }
+        if let Some(err) = cause.downcast_ref::<EvalError>() {
+            return match err {
+                EvalError::Memory(_) => exit::FAILURE,
+                _ => exit::BAD_INPUT,
             };
         }
         if let Some(err) = cause.downcast_ref::<OutboxError>() {
@@ -130,6 +137,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             status,
             limit,
         } => admin::consolidate(&config, passes, user, status, limit, cli.json).await,
+        Command::Eval(command) => admin::eval(&config, command, cli.json).await,
         Command::Outbox(command) => admin::outbox(&config, command, cli.json).await,
         Command::Index(command) => admin::index(&config, command, cli.json).await,
         Command::Db(command) => admin::db(&config, command, cli.json).await,
