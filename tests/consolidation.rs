@@ -570,3 +570,97 @@ async fn one_worker_per_consolidation_window() {
         .await
         .unwrap());
 }
+
+#[tokio::test]
+async fn with_a_model_facts_and_summaries_come_from_it() {
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use serde_json::{json, Value};
+    async fn complete(Json(body): Json<Value>) -> Json<Value> {
+        let system = body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let content = if system.contains("JSON") {
+            r#"[{"category": "preference", "key": "seat", "content": "Prefers aisle seats on long flights"}]"#.to_string()
+        } else {
+            "- The user talked about travel plans.".to_string()
+        };
+        Json(json!({"choices": [{"message": {"role": "assistant", "content": content}}]}))
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            Router::new().route("/v1/chat/completions", post(complete)),
+        )
+        .await
+        .unwrap()
+    });
+
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.runtime.kind = nightshift::config::RuntimeKind::Openai;
+    config.runtime.base_url = format!("http://{addr}/v1");
+    config.runtime.model = "m".into();
+    config.consolidation.summary_budget_tokens = 100;
+    let memory = open_memory(&config).await.unwrap();
+    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    let mut events = turns(12, 10);
+    events.push(NewEvent::new(
+        Role::User,
+        "On long flights I always take the aisle",
+    ));
+    memory.append("u", "trip", &events).await.unwrap();
+    consolidator
+        .run(&[Pass::Summaries, Pass::Facts], None, None)
+        .await
+        .unwrap();
+    let notes = memory.notes("u").await.unwrap();
+    assert_eq!(note_texts(&notes), ["Prefers aisle seats on long flights"]);
+    assert_eq!(notes[0].fact_key.as_deref(), Some("preference:seat"));
+    let summary = memory.read_summary("trip").await.unwrap().summary.unwrap();
+    assert!(summary.contains("travel plans"), "{summary}");
+}
+
+#[tokio::test]
+async fn snapshots_rotate() {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    let snapshots = dir.path().join("snaps");
+    config.consolidation.snapshot_dir = Some(snapshots.display().to_string());
+    config.consolidation.snapshot_keep = 2;
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let memory = open_memory(&config)
+        .await
+        .unwrap()
+        .with_clock(clock.clone());
+    memory
+        .save_note("u", &NewNote::new("worth keeping"))
+        .await
+        .unwrap();
+    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    for _ in 0..3 {
+        clock.advance_ms(1_000);
+        let report = consolidator
+            .run(&[Pass::Snapshot], None, None)
+            .await
+            .unwrap();
+        assert_eq!(report[0].status, "succeeded", "{report:?}");
+    }
+    let mut files: Vec<_> = std::fs::read_dir(&snapshots)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    // A snapshot is a whole database.
+    let mut copy = common::config_in(&dir);
+    copy.database.path = files[1].display().to_string();
+    let restored = open_memory(&copy).await.unwrap();
+    assert_eq!(
+        restored.notes("u").await.unwrap()[0].content,
+        "worth keeping"
+    );
+}

@@ -305,3 +305,108 @@ mod tests {
         assert!(token_jaccard("I prefer green tea", "I prefer black coffee") < 0.5);
     }
 }
+
+/// Where facts come from: patterns, or the model when one is configured.
+#[async_trait::async_trait]
+pub trait FactExtractor: Send + Sync {
+    async fn extract(&self, text: &str) -> Vec<Fact>;
+}
+
+/// The pattern extractor above.
+pub struct PatternExtractor;
+
+#[async_trait::async_trait]
+impl FactExtractor for PatternExtractor {
+    async fn extract(&self, text: &str) -> Vec<Fact> {
+        extract(text)
+    }
+}
+
+/// Asks an OpenAI-compatible model for the facts as JSON; falls back to the patterns when
+/// the model fails or answers something unreadable.
+pub struct ModelExtractor {
+    pub runtime: crate::runtime::OpenAiRuntime,
+}
+
+const CATEGORIES: [&str; 5] = ["preference", "decision", "habit", "profile", "fact"];
+
+/// Reads `[{"category", "key", "content"}, …]` out of a model's answer.
+pub fn parse_model_facts(answer: &str) -> Option<Vec<Fact>> {
+    let start = answer.find('[')?;
+    let end = answer.rfind(']')?;
+    let items: Vec<serde_json::Value> = serde_json::from_str(answer.get(start..=end)?).ok()?;
+    let mut facts = Vec::new();
+    for item in items {
+        let content = text::normalize_whitespace(item["content"].as_str()?);
+        if content.is_empty() {
+            continue;
+        }
+        let category = item["category"]
+            .as_str()
+            .map(str::to_lowercase)
+            .and_then(|c| CATEGORIES.iter().find(|k| **k == c).copied())
+            .unwrap_or("fact");
+        let subject = item["key"]
+            .as_str()
+            .map(topic)
+            .filter(|k| !k.is_empty())
+            .unwrap_or_else(|| topic(&content));
+        facts.push(Fact {
+            category,
+            key: format!("{category}:{subject}"),
+            content: crate::text::truncate_chars(&content, MAX_FACT_CHARS).to_string(),
+        });
+    }
+    Some(facts)
+}
+
+#[async_trait::async_trait]
+impl FactExtractor for ModelExtractor {
+    async fn extract(&self, input: &str) -> Vec<Fact> {
+        let prompt = format!(
+            "Extract lasting facts the speaker states about themselves (preferences, decisions, \
+             habits, profile facts such as name, home, job). Answer with JSON only: an array of \
+             {{\"category\": \"preference|decision|habit|profile\", \"key\": \"the subject in 1-3 \
+             words\", \"content\": \"the fact as one short sentence\"}}, or [] when there are none.\n\n\
+             Message:\n{}",
+            crate::text::truncate_chars(input, 8000)
+        );
+        match self
+            .runtime
+            .complete("You extract facts and answer with JSON only.", &prompt)
+            .await
+        {
+            Ok(answer) => match parse_model_facts(&answer) {
+                Some(facts) => return facts,
+                None => tracing::warn!("the model's facts were not readable JSON; using patterns"),
+            },
+            Err(err) => tracing::warn!(%err, "fact extraction by the model failed; using patterns"),
+        }
+        extract(input)
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::*;
+
+    #[test]
+    fn model_answers_are_read_defensively() {
+        let facts = parse_model_facts(
+            "Sure! [{\"category\": \"Preference\", \"key\": \"Tea\", \"content\": \"Likes  green tea\"}, \
+             {\"category\": \"weird\", \"content\": \"Has two cats\"}, {\"content\": \"\"}]",
+        )
+        .unwrap();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(
+            (
+                facts[0].category,
+                facts[0].key.as_str(),
+                facts[0].content.as_str()
+            ),
+            ("preference", "preference:tea", "Likes green tea")
+        );
+        assert_eq!(facts[1].category, "fact");
+        assert!(parse_model_facts("no json here").is_none());
+    }
+}

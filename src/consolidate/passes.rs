@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::facts::{self, cosine, token_jaccard, Fact};
+use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
 use super::{ConsolidateError, Pass, Progress};
 use crate::config::ConsolidationConfig;
 use crate::db::{query_scalar, DbTarget};
@@ -39,6 +39,7 @@ pub struct Consolidator {
     pub history_keep: i64,
     pub worker_id: Option<String>,
     pub summarizer: Arc<dyn Summarizer>,
+    pub extractor: Arc<dyn FactExtractor>,
 }
 
 type Counts = Map<String, Value>;
@@ -284,7 +285,7 @@ impl Consolidator {
                 if !matches!(event.role, Role::User | Role::Tool) {
                     continue;
                 }
-                for fact in facts::extract(&event.content) {
+                for fact in self.extractor.extract(&event.content).await {
                     let key = match self.learn(user_id, &fact).await? {
                         Learned::Saved => "facts_saved",
                         Learned::Duplicate => "duplicates",

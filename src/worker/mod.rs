@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::{open_memory, OpenError};
 use crate::config::Config;
+use crate::consolidate::facts::{FactExtractor, ModelExtractor, PatternExtractor};
 use crate::consolidate::Consolidator;
 use crate::db::clock::Clock;
 use crate::ids;
@@ -62,8 +63,8 @@ pub fn schedule_store(memory: &crate::memory::Memory, config: &Config) -> Schedu
     )
 }
 
-/// The consolidator the configuration describes: summaries written by the model when an
-/// `openai` runtime is configured, extractive otherwise.
+/// The consolidator the configuration describes: summaries and facts by the model when an
+/// `openai` runtime is configured, extractive and pattern-based otherwise.
 pub fn consolidator(
     memory: &crate::memory::Memory,
     config: &Config,
@@ -75,7 +76,19 @@ pub fn consolidator(
         history_keep: config.scheduler.history_keep,
         worker_id,
         summarizer: runtime::summarizer(&config.runtime),
+        extractor: fact_extractor(&config.runtime),
     }
+}
+
+/// Facts are extracted by the model when an `openai` runtime is configured.
+fn fact_extractor(config: &crate::config::RuntimeConfig) -> Arc<dyn FactExtractor> {
+    if config.kind == crate::config::RuntimeKind::Openai {
+        match runtime::OpenAiRuntime::new(config) {
+            Ok(runtime) => return Arc::new(ModelExtractor { runtime }),
+            Err(err) => tracing::warn!(%err, "cannot use the model for fact extraction"),
+        }
+    }
+    Arc::new(PatternExtractor)
 }
 
 /// Runs until `shutdown` completes.
