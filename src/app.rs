@@ -18,7 +18,9 @@ pub enum OpenError {
 
 /// Opens the configured database without touching its schema.
 pub async fn open_db(config: &Config) -> Result<Db, DbError> {
-    let target = DbTarget::parse(&config.database.path)?;
+    // The token comes from the environment only: never a command-line argument.
+    let token = std::env::var("NIGHTSHIFT_DB_AUTH_TOKEN").ok();
+    let target = DbTarget::parse(&config.database.path)?.with_auth_token(token);
     let options = DbOptions {
         busy_timeout: std::time::Duration::from_millis(config.database.busy_timeout_ms),
         pool_size: config.database.pool_size,

@@ -307,9 +307,9 @@ fn db_migrate_and_status() {
     assert_eq!(status["up_to_date"], true);
     assert_eq!(status["counts"]["notes"], 0);
 
-    let out = run(d, &["--db", "libsql://example.invalid", "db", "status"]);
+    let out = run(d, &["--db", "ftp://example.invalid/db", "db", "status"]);
     assert_eq!(out.status.code(), Some(4));
-    assert!(stderr(&out).contains("libsql://"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ftp://"), "{}", stderr(&out));
 }
 
 #[test]

@@ -11,11 +11,19 @@ use std::time::Duration;
 
 pub use pool::Conn;
 
-/// Where the database is. Only a local file today; the enum is the seam for a remote
-/// libSQL server, so callers never assume a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the database is: a local file, or a libSQL server (sqld, Turso) reached over
+/// HTTP. The same SQL runs on both.
+#[derive(Clone, PartialEq, Eq)]
 pub enum DbTarget {
     Local(PathBuf),
+    Remote { url: String, auth_token: String },
+}
+
+impl std::fmt::Debug for DbTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        write!(f, "DbTarget({self})")
+    }
 }
 
 impl DbTarget {
@@ -26,11 +34,28 @@ impl DbTarget {
             return Err(DbError::BadTarget("the database location is empty".into()));
         }
         if let Some((scheme, _)) = value.split_once("://") {
-            return Err(DbError::BadTarget(format!(
-                "`{value}`: `{scheme}://` URLs are not supported yet; give a file path"
-            )));
+            return match scheme {
+                "http" | "https" | "libsql" => Ok(Self::Remote {
+                    url: value.to_string(),
+                    auth_token: String::new(),
+                }),
+                other => Err(DbError::BadTarget(format!(
+                    "`{other}://` is not a database URL nightshift knows: use a file path, \
+                     or an http://, https:// or libsql:// URL"
+                ))),
+            };
         }
         Ok(Self::Local(PathBuf::from(value)))
+    }
+
+    /// The token for a remote server (never given on the command line).
+    pub fn with_auth_token(self, token: Option<String>) -> Self {
+        match (self, token) {
+            (DbTarget::Remote { url, .. }, Some(auth_token)) => {
+                DbTarget::Remote { url, auth_token }
+            }
+            (other, _) => other,
+        }
     }
 }
 
@@ -38,6 +63,7 @@ impl std::fmt::Display for DbTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DbTarget::Local(path) => write!(f, "{}", path.display()),
+            DbTarget::Remote { url, .. } => write!(f, "{url}"),
         }
     }
 }
@@ -118,6 +144,17 @@ impl Db {
                     .await
                     .map_err(|e| open_err(e.to_string()))?
             }
+            DbTarget::Remote { url, auth_token } => {
+                // libsql:// is the same protocol over TLS.
+                let url = match url.strip_prefix("libsql://") {
+                    Some(rest) => format!("https://{rest}"),
+                    None => url.clone(),
+                };
+                libsql::Builder::new_remote(url, auth_token.clone())
+                    .build()
+                    .await
+                    .map_err(|e| open_err(e.to_string()))?
+            }
         };
         let db = Db {
             inner: Arc::new(DbInner {
@@ -130,6 +167,18 @@ impl Db {
         // WAL lets searches read while a writer commits; it is a property of the file,
         // so it is set once here rather than on every connection.
         let conn = db.conn().await.map_err(|e| open_err(e.to_string()))?;
+        // A first round trip, so an unreachable server or a bad token fails here, clearly.
+        let mut rows = conn
+            .query("SELECT 1", ())
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        while rows
+            .next()
+            .await
+            .map_err(|e| open_err(e.to_string()))?
+            .is_some()
+        {}
+        drop(rows);
         if matches!(target, DbTarget::Local(_)) {
             let mut rows = conn.query("PRAGMA journal_mode = WAL", ()).await?;
             while rows.next().await?.is_some() {}
@@ -141,18 +190,26 @@ impl Db {
         &self.inner.target
     }
 
+    /// A local file (as opposed to a libSQL server).
+    pub fn is_local(&self) -> bool {
+        matches!(self.inner.target, DbTarget::Local(_))
+    }
+
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
         if let Some(conn) = self.inner.pool.take() {
             return Ok(Conn::new(conn, self.inner.pool.clone()));
         }
         let conn = self.inner.database.connect()?;
-        conn.busy_timeout(self.inner.options.busy_timeout)?;
-        // Per-connection settings: foreign keys drive every cascade in the schema.
-        let mut rows = conn.query("PRAGMA foreign_keys = ON", ()).await?;
-        while rows.next().await?.is_some() {}
-        let mut rows = conn.query("PRAGMA synchronous = NORMAL", ()).await?;
-        while rows.next().await?.is_some() {}
+        // Per-connection settings, where they mean something: foreign keys drive every
+        // cascade in the schema (a libSQL server has them on already).
+        if matches!(self.inner.target, DbTarget::Local(_)) {
+            conn.busy_timeout(self.inner.options.busy_timeout)?;
+            for pragma in ["PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"] {
+                let mut rows = conn.query(pragma, ()).await?;
+                while rows.next().await?.is_some() {}
+            }
+        }
         Ok(Conn::new(conn, self.inner.pool.clone()))
     }
 }

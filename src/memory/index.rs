@@ -50,44 +50,128 @@ impl Memory {
     }
 }
 
-/// Prepared statements that write chunks and their vectors. Preparing costs about as much
-/// as running a statement, so a writer prepares these once and reuses them.
+/// A statement run many times: prepared once on a local file (preparing costs about as
+/// much as running), sent as text on a libSQL server, whose prepared statements live
+/// outside the transaction's stream.
+pub(super) enum Sql {
+    Prepared(libsql::Statement),
+    Text(libsql::Connection, &'static str),
+}
+
+impl Sql {
+    pub(super) async fn new(
+        conn: &libsql::Connection,
+        sql: &'static str,
+        prepare: bool,
+    ) -> Result<Self> {
+        Ok(if prepare {
+            Sql::Prepared(conn.prepare(sql).await?)
+        } else {
+            Sql::Text(conn.clone(), sql)
+        })
+    }
+
+    /// Runs it and leaves it ready for its next use, even after an error.
+    pub(super) async fn execute(&self, params: impl libsql::params::IntoParams) -> Result<usize> {
+        match self {
+            Sql::Prepared(statement) => {
+                let result = statement.execute(params).await;
+                statement.reset();
+                Ok(result?)
+            }
+            Sql::Text(conn, sql) => Ok(conn.execute(sql, params).await? as usize),
+        }
+    }
+
+    /// The first row's columns, as values.
+    pub(super) async fn first_row(
+        &self,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<Option<Vec<libsql::Value>>> {
+        let read = |mut rows: libsql::Rows| async move {
+            match rows.next().await? {
+                Some(row) => {
+                    let n = row.column_count();
+                    (0..n)
+                        .map(|i| row.get_value(i))
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map(Some)
+                }
+                None => Ok(None),
+            }
+        };
+        match self {
+            Sql::Prepared(statement) => {
+                let result = match statement.query(params).await {
+                    Ok(rows) => read(rows).await,
+                    Err(e) => Err(e),
+                };
+                statement.reset();
+                Ok(result?)
+            }
+            Sql::Text(conn, sql) => Ok(read(conn.query(sql, params).await?).await?),
+        }
+    }
+
+    pub(super) async fn query_i64(
+        &self,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<Option<i64>> {
+        Ok(self
+            .first_row(params)
+            .await?
+            .and_then(|row| match row.first() {
+                Some(libsql::Value::Integer(n)) => Some(*n),
+                _ => None,
+            }))
+    }
+}
+
+/// The statements that write chunks and their vectors.
 pub(super) struct ChunkWriter {
     model: String,
-    find: libsql::Statement,
-    extend: libsql::Statement,
-    insert: libsql::Statement,
-    insert_vector: libsql::Statement,
+    find: Sql,
+    extend: Sql,
+    insert: Sql,
+    insert_vector: Sql,
 }
 
 impl ChunkWriter {
-    pub(super) async fn prepare(conn: &libsql::Connection, model: &str) -> Result<Self> {
+    pub(super) async fn prepare(
+        conn: &libsql::Connection,
+        model: &str,
+        prepare: bool,
+    ) -> Result<Self> {
         Ok(Self {
             model: model.to_string(),
-            find: conn
-                .prepare(
-                    "SELECT chunk_id FROM chunks
-                     WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3",
-                )
-                .await?,
-            extend: conn
-                .prepare(
-                    "UPDATE chunks SET sequence_end = max(sequence_end, ?2) WHERE chunk_id = ?1",
-                )
-                .await?,
-            insert: conn
-                .prepare(
-                    "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
-                                         sequence_start, sequence_end, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) RETURNING chunk_id",
-                )
-                .await?,
-            insert_vector: conn
-                .prepare(
-                    "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .await?,
+            find: Sql::new(
+                conn,
+                "SELECT chunk_id FROM chunks
+                 WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3",
+                prepare,
+            )
+            .await?,
+            extend: Sql::new(
+                conn,
+                "UPDATE chunks SET sequence_end = max(sequence_end, ?2) WHERE chunk_id = ?1",
+                prepare,
+            )
+            .await?,
+            insert: Sql::new(
+                conn,
+                "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
+                                     sequence_start, sequence_end, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) RETURNING chunk_id",
+                prepare,
+            )
+            .await?,
+            insert_vector: Sql::new(
+                conn,
+                "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+                 VALUES (?1, ?2, ?3, ?4)",
+                prepare,
+            )
+            .await?,
         })
     }
 
@@ -100,18 +184,23 @@ impl ChunkWriter {
     ) -> Result<()> {
         let scope = scope_token(owner.session_id);
         for chunk in chunks {
-            let existing = query_i64(
-                &self.find,
-                libsql::params![owner.session_id, chunk.hash.as_str(), owner.note_id],
-            )
-            .await?;
+            let existing = self
+                .find
+                .query_i64(libsql::params![
+                    owner.session_id,
+                    chunk.hash.as_str(),
+                    owner.note_id
+                ])
+                .await?;
             if let Some(chunk_id) = existing {
-                execute(&self.extend, libsql::params![chunk_id, owner.sequence]).await?;
+                self.extend
+                    .execute(libsql::params![chunk_id, owner.sequence])
+                    .await?;
                 continue;
             }
-            let chunk_id = query_i64(
-                &self.insert,
-                libsql::params![
+            let chunk_id = self
+                .insert
+                .query_i64(libsql::params![
                     owner.session_id,
                     owner.user_id,
                     owner.note_id,
@@ -120,48 +209,18 @@ impl ChunkWriter {
                     chunk.hash.as_str(),
                     owner.sequence,
                     owner.created_at
-                ],
-            )
-            .await?
-            .expect("INSERT … RETURNING yields the new row");
-            execute(
-                &self.insert_vector,
-                libsql::params![
+                ])
+                .await?
+                .expect("INSERT … RETURNING yields the new row");
+            self.insert_vector
+                .execute(libsql::params![
                     chunk_id,
                     owner.session_id,
                     self.model.as_str(),
                     chunk.vector.clone()
-                ],
-            )
-            .await?;
+                ])
+                .await?;
         }
         Ok(())
     }
-}
-
-/// Runs a prepared statement and leaves it ready for its next use, even after an error.
-pub(super) async fn execute(
-    statement: &libsql::Statement,
-    params: impl libsql::params::IntoParams,
-) -> Result<usize> {
-    let result = statement.execute(params).await;
-    statement.reset();
-    Ok(result?)
-}
-
-/// The first column of a prepared query's first row, leaving the statement reusable.
-pub(super) async fn query_i64(
-    statement: &libsql::Statement,
-    params: impl libsql::params::IntoParams,
-) -> Result<Option<i64>> {
-    let result = async {
-        let mut rows = statement.query(params).await?;
-        match rows.next().await? {
-            Some(row) => row.get::<i64>(0).map(Some),
-            None => Ok(None),
-        }
-    }
-    .await;
-    statement.reset();
-    Ok(result?)
 }

@@ -331,7 +331,7 @@ impl Memory {
             sequence,
             created_at: now,
         };
-        ChunkWriter::prepare(conn, self.embedder.model_id())
+        ChunkWriter::prepare(conn, self.embedder.model_id(), self.db.is_local())
             .await?
             .write(&owner, chunks)
             .await

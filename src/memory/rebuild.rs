@@ -110,7 +110,8 @@ impl Memory {
             }
             tx.execute("DELETE FROM chunks WHERE session_id = ?1", [session_id])
                 .await?;
-            let writer = ChunkWriter::prepare(&tx, self.embedder.model_id()).await?;
+            let writer =
+                ChunkWriter::prepare(&tx, self.embedder.model_id(), self.db.is_local()).await?;
             let mut chunks = 0;
             for (source, prepared) in sources.iter().zip(&prepared) {
                 let owner = ChunkOwner {

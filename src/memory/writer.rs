@@ -7,7 +7,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::ensure_session;
-use super::index::{execute, ChunkOwner, ChunkWriter, PreparedChunk};
+use super::index::{ChunkOwner, ChunkWriter, PreparedChunk, Sql};
 use super::{MemoryError, NewEvent, Result};
 use crate::db::{Conn, Db};
 
@@ -35,38 +35,56 @@ pub(super) fn spawn(db: Db, model: String) -> mpsc::Sender<AppendJob> {
     sender
 }
 
-/// The writer's own connection and its prepared statements, kept between commits.
+/// The writer's statements on its connection. On a local file they are prepared once and
+/// kept between commits; on a server they are made for each transaction, on the
+/// transaction's own stream.
 struct Statements {
-    conn: Conn,
-    find_session: libsql::Statement,
-    insert_event: libsql::Statement,
-    update_session: libsql::Statement,
+    /// Keeps the pooled connection while the statements live (local only).
+    _pooled: Option<Conn>,
+    conn: libsql::Connection,
+    find_session: Sql,
+    insert_event: Sql,
+    update_session: Sql,
     chunks: ChunkWriter,
 }
 
 impl Statements {
     async fn prepare(db: &Db, model: &str) -> Result<Self> {
-        let conn = db.conn().await?;
+        let pooled = db.conn().await?;
+        let conn: libsql::Connection = (*pooled).clone();
+        let mut statements = Self::on(&conn, model, true).await?;
+        statements._pooled = Some(pooled);
+        Ok(statements)
+    }
+
+    async fn on(conn: &libsql::Connection, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
-            find_session: conn
-                .prepare("SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1")
-                .await?,
-            insert_event: conn
-                .prepare(
-                    "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .await?,
-            update_session: conn
-                .prepare("UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1")
-                .await?,
-            chunks: ChunkWriter::prepare(&conn, model).await?,
-            conn,
+            _pooled: None,
+            find_session: Sql::new(conn, "SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1", prepare).await?,
+            insert_event: Sql::new(
+                conn,
+                "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                prepare,
+            )
+            .await?,
+            update_session: Sql::new(
+                conn,
+                "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+                prepare,
+            )
+            .await?,
+            chunks: ChunkWriter::prepare(conn, model, prepare).await?,
+            conn: conn.clone(),
         })
     }
 }
 
 async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
+    // Against a libSQL server each append is its own transaction: interactive
+    // transactions there are streams with a deadline, not worth holding for a group.
+    let local = db.is_local();
+    let max_jobs = if local { MAX_JOBS_PER_COMMIT } else { 1 };
     let mut statements: Option<Statements> = None;
     while let Some(first) = receiver.recv().await {
         // Callers woken by the last commit are queued behind this task on its worker
@@ -74,7 +92,7 @@ async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
         tokio::task::yield_now().await;
         let mut events = first.events.len();
         let mut jobs = vec![first];
-        while jobs.len() < MAX_JOBS_PER_COMMIT && events < MAX_EVENTS_PER_COMMIT {
+        while jobs.len() < max_jobs && events < MAX_EVENTS_PER_COMMIT {
             match receiver.try_recv() {
                 Ok(job) => {
                     events += job.events.len();
@@ -82,6 +100,11 @@ async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
                 }
                 Err(_) => break,
             }
+        }
+        if !local {
+            let outcome = write_remote(&db, &model, &jobs).await;
+            reply(jobs, outcome);
+            continue;
         }
         let outcome = match statements.take() {
             Some(prepared) => Ok(prepared),
@@ -126,6 +149,25 @@ fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
     }
 }
 
+/// One append in one transaction on a libSQL server, its statements on the transaction's
+/// stream.
+async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
+    let conn = db.conn().await?;
+    let tx = conn
+        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+        .await?;
+    let statements = Statements::on(&tx, model, false).await?;
+    let job = jobs.first().expect("a group has a job");
+    let result = append_in_tx(&statements, job).await;
+    drop(statements);
+    if result.is_ok() {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(vec![result])
+}
+
 /// One transaction for the group; per-job results, or the error that sank them all.
 async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
     let tx = statements
@@ -158,9 +200,9 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
             .payload
             .as_ref()
             .map_or_else(|| "{}".to_string(), |p| p.to_string());
-        execute(
-            &statements.insert_event,
-            libsql::params![
+        statements
+            .insert_event
+            .execute(libsql::params![
                 session_id,
                 sequence,
                 event.role.as_str(),
@@ -168,9 +210,8 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
                 payload,
                 event.importance.unwrap_or(event.role.default_importance()),
                 created_at
-            ],
-        )
-        .await?;
+            ])
+            .await?;
         let owner = ChunkOwner {
             session_id,
             user_id,
@@ -181,30 +222,27 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
         statements.chunks.write(&owner, chunks).await?;
         sequences.push(sequence);
     }
-    execute(
-        &statements.update_session,
-        libsql::params![session_id, sequence, job.now],
-    )
-    .await?;
+    statements
+        .update_session
+        .execute(libsql::params![session_id, sequence, job.now])
+        .await?;
     Ok(sequences)
 }
 
 /// The session's last sequence, creating the session on first use. Refuses a session of
 /// another user.
 async fn session_sequence(statements: &Statements, job: &AppendJob) -> Result<i64> {
-    let found = async {
-        let mut rows = statements
-            .find_session
-            .query([job.session_id.as_str()])
-            .await?;
-        match rows.next().await? {
-            Some(row) => Ok::<_, libsql::Error>(Some((row.get::<String>(0)?, row.get::<i64>(1)?))),
-            None => Ok(None),
-        }
-    }
-    .await;
-    statements.find_session.reset();
-    match found? {
+    let found = statements
+        .find_session
+        .first_row([job.session_id.as_str()])
+        .await?
+        .and_then(|row| match (row.first(), row.get(1)) {
+            (Some(libsql::Value::Text(owner)), Some(libsql::Value::Integer(sequence))) => {
+                Some((owner.clone(), *sequence))
+            }
+            _ => None,
+        });
+    match found {
         Some((owner, sequence)) if owner == job.user_id => Ok(sequence),
         Some(_) => Err(MemoryError::SessionOfOtherUser {
             session_id: job.session_id.clone(),

@@ -1,0 +1,190 @@
+//! The same memory and scheduler code against a real libSQL server (sqld from
+//! ../shared/tools/sqld) on 127.0.0.1.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use nightshift::app::open_memory;
+use nightshift::config::Config;
+use nightshift::db::DbTarget;
+use nightshift::memory::{MemoryError, NewEvent, NewNote, Role, SearchRequest};
+use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::Cadence;
+use nightshift::worker::schedule_store;
+
+/// A running sqld, stopped when dropped.
+struct Sqld {
+    url: String,
+    pid: String,
+}
+
+impl Sqld {
+    fn start() -> Sqld {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("run start-sqld.sh");
+        assert!(
+            out.status.success(),
+            "start-sqld.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vars = String::from_utf8_lossy(&out.stdout).to_string();
+        let get = |name: &str| {
+            vars.split_whitespace()
+                .chain(vars.lines())
+                .find_map(|kv| kv.trim().strip_prefix(&format!("{name}=")))
+                .map(|v| v.trim_matches(['\'', '"']).to_string())
+                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
+        };
+        Sqld {
+            url: get("SQLD_URL"),
+            pid: get("SQLD_PID"),
+        }
+    }
+
+    fn config(&self) -> Config {
+        let mut config = Config::default();
+        config.database.path = self.url.clone();
+        config
+    }
+}
+
+impl Drop for Sqld {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(&self.pid).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_schedules_work_against_a_libsql_server() {
+    let sqld = Sqld::start();
+    let config = sqld.config();
+    assert!(matches!(
+        DbTarget::parse(&sqld.url).unwrap(),
+        DbTarget::Remote { .. }
+    ));
+    let memory = open_memory(&config).await.unwrap();
+    // Migrating again is a no-op.
+    assert_eq!(
+        nightshift::db::migrate::migrate(memory.db()).await.unwrap(),
+        0
+    );
+
+    let saved = memory
+        .save_note("alice", &NewNote::new("Alice keeps bees in Porto"))
+        .await
+        .unwrap();
+    memory
+        .append(
+            "alice",
+            "chat",
+            &[NewEvent::new(
+                Role::User,
+                "the hive inspection is on saturday",
+            )],
+        )
+        .await
+        .unwrap();
+    let hits = memory
+        .search(&SearchRequest {
+            user_id: "alice".into(),
+            query: "bees hive".into(),
+            session_id: Some("chat".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    // Isolation holds on the server too.
+    assert!(matches!(
+        memory.delete_note("bob", &saved.note_id).await,
+        Err(MemoryError::NoteNotFound(_))
+    ));
+    assert!(matches!(
+        memory
+            .append("bob", "chat", &[NewEvent::new(Role::User, "x")])
+            .await,
+        Err(MemoryError::SessionOfOtherUser { .. })
+    ));
+    // Forgetting cascades through the server's foreign keys.
+    memory.forget("chat", Some("alice")).await.unwrap();
+    assert_eq!(
+        common::count(&memory, "SELECT count(*) FROM events").await,
+        0
+    );
+    assert_eq!(
+        common::count(
+            &memory,
+            "SELECT count(*) FROM chunks WHERE session_id = 'chat'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        common::count(
+            &memory,
+            "SELECT count(*) FROM chunk_vectors WHERE session_id = 'chat'"
+        )
+        .await,
+        0
+    );
+
+    // Concurrent appends: unique, consecutive sequences.
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let memory = memory.clone();
+        tasks.push(tokio::spawn(async move {
+            memory
+                .append(
+                    "alice",
+                    "busy",
+                    &[NewEvent::new(Role::User, format!("message {i}"))],
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let events = memory.recall("busy", None, 100).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        (1..=10).collect::<Vec<_>>()
+    );
+
+    // A schedule is claimed once.
+    let store = schedule_store(&memory, &config);
+    let schedule = store
+        .create(&NewSchedule::new(
+            "alice",
+            "check the hives",
+            Cadence::cron("0 9 * * *", "UTC").unwrap(),
+        ))
+        .await
+        .unwrap();
+    let due = store.run_now(&schedule.schedule_id).await.unwrap();
+    let first = store.claim(&due, "w1", 60_000).await.unwrap();
+    let second = store.claim(&due, "w2", 60_000).await.unwrap();
+    assert!(first.is_some() && second.is_none());
+}
+
+#[tokio::test]
+async fn an_unreachable_server_or_unknown_scheme_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut config = Config::default();
+    config.database.path = format!("http://127.0.0.1:{port}");
+    let err = open_memory(&config).await.err().unwrap().to_string();
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    let err = DbTarget::parse("postgres://x").unwrap_err().to_string();
+    assert!(err.contains("postgres://"), "{err}");
+}
