@@ -513,6 +513,14 @@ impl Consolidator {
             counts.insert("skipped".into(), json!("no consolidation.snapshot_dir"));
             return Ok(counts);
         };
+        if !matches!(self.memory.db().target(), DbTarget::Local(_)) {
+            // VACUUM INTO would write on the server's disk, not here.
+            counts.insert(
+                "skipped".into(),
+                json!("snapshots are for a local database file"),
+            );
+            return Ok(counts);
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| ConsolidateError::Snapshot(format!("{dir}: {e}")))?;
         let stamp = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.now())

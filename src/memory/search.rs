@@ -50,6 +50,14 @@ pub struct SearchHit {
     pub at: i64,
 }
 
+/// `?first, ?first+1, …`: `count` numbered parameters for an `IN (…)` list.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Scores per chunk from each leg, before fusion.
 #[derive(Default, Clone, Copy)]
 struct LegScores {
@@ -175,10 +183,7 @@ impl Memory {
 
         // Chunks → the notes and events they came from, keeping each target's best chunk.
         let ids: Vec<i64> = fused.keys().copied().collect();
-        let placeholders = (0..ids.len())
-            .map(|i| format!("?{}", i + 2))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let placeholders = placeholders(2, ids.len());
         let mut params: Vec<libsql::Value> = vec![user_id.into()];
         params.extend(ids.iter().map(|id| libsql::Value::from(*id)));
         let mut rows = conn
@@ -255,10 +260,7 @@ impl Memory {
             })
             .collect();
         if !note_ids.is_empty() {
-            let placeholders = (0..note_ids.len())
-                .map(|i| format!("?{}", i + 3))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let placeholders = placeholders(3, note_ids.len());
             let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
             params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
             let mut rows = conn
@@ -300,10 +302,7 @@ impl Memory {
             }
         }
         for (session_id, sequences) in by_session {
-            let placeholders = (0..sequences.len())
-                .map(|i| format!("?{}", i + 3))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let placeholders = placeholders(3, sequences.len());
             let mut params: Vec<libsql::Value> = vec![session_id.into(), user_id.into()];
             params.extend(sequences.iter().map(|s| libsql::Value::from(*s)));
             let mut rows = conn
