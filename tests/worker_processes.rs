@@ -178,7 +178,14 @@ async fn cli_changes_reach_a_running_worker() {
     let run = &runs(&config, &id)[0];
     assert_eq!(run["output_summary"], "did: water the plants");
     assert_eq!(fake.calls.lock().unwrap().len(), 1);
+    // The running worker is registered, alive, and unregisters when stopped.
+    let workers = cli(&config, &["workers"]);
+    let workers = workers.as_array().unwrap();
+    assert_eq!(workers.len(), 1);
+    assert_eq!(workers[0]["alive"], true);
+    assert_eq!(workers[0]["pid"], worker.id() as i64);
     stop(worker);
+    assert_eq!(cli(&config, &["workers"]), json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,6 +227,16 @@ async fn killed_worker_has_its_occurrence_recovered_once() {
         "the occurrence was not recovered: {:?}",
         runs(&config, &id)
     );
+    // The killed worker is still listed, no longer alive; the survivor is.
+    let workers = cli(&config, &["workers"]);
+    let alive: Vec<bool> = workers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["alive"].as_bool().unwrap())
+        .collect();
+    assert_eq!(alive.len(), 2, "{workers}");
+    assert_eq!(alive.iter().filter(|a| **a).count(), 1, "{workers}");
     stop(second);
     let history = runs(&config, &id);
     assert_eq!(history.len(), 1, "one occurrence, one run row: {history:?}");

@@ -290,3 +290,32 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
         lines.join("\n")
     })
 }
+
+pub async fn workers(config: &Config, json: bool) -> Result<()> {
+    let memory = open_memory(config).await?;
+    let lease_ms = config.scheduler.lease_secs * 1000;
+    let workers =
+        nightshift::worker::registry::list(memory.db(), memory.clock().as_ref(), lease_ms).await?;
+    print(json, &workers, || {
+        if workers.is_empty() {
+            return "no workers registered".to_string();
+        }
+        workers
+            .iter()
+            .map(|w| {
+                format!(
+                    "{}  {}  {}@{} v{}  heartbeat {}  {} run(s), {} message(s)",
+                    w.worker_id,
+                    if w.alive { "alive" } else { "gone " },
+                    w.pid,
+                    w.host,
+                    w.version,
+                    to_rfc3339(w.heartbeat_at),
+                    w.running_runs,
+                    w.outbox_leases
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}

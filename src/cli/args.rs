@@ -66,6 +66,8 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: i64,
     },
+    /// Workers registered on this database, their heartbeats and the leases they hold.
+    Workers,
     /// Measure retrieval quality.
     #[command(subcommand)]
     Eval(EvalCommand),

@@ -137,6 +137,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             status,
             limit,
         } => admin::consolidate(&config, passes, user, status, limit, cli.json).await,
+        Command::Workers => admin::workers(&config, cli.json).await,
         Command::Eval(command) => admin::eval(&config, command, cli.json).await,
         Command::Outbox(command) => admin::outbox(&config, command, cli.json).await,
         Command::Index(command) => admin::index(&config, command, cli.json).await,

@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "consolidation",
         sql: include_str!("../../migrations/0004_consolidation.sql"),
     },
+    Migration {
+        version: 5,
+        name: "workers",
+        sql: include_str!("../../migrations/0005_workers.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -6,6 +6,7 @@
 pub mod executor;
 pub mod listener;
 pub mod maintenance;
+pub mod registry;
 pub mod scheduler;
 mod systemd;
 
@@ -178,6 +179,29 @@ pub async fn run_with(
             (consolidation.clone(), worker_id.clone(), stop.clone());
         tokio::spawn(async move { maintenance::run(consolidation, worker_id, stop).await })
     });
+    registry::register(memory.db(), memory.clock().as_ref(), &worker_id)
+        .await
+        .map_err(|e| WorkerError::Open(OpenError::Db(e)))?;
+    let heartbeat_task = {
+        let (db, clock, worker_id, stop) = (
+            memory.db().clone(),
+            memory.clock().clone(),
+            worker_id.clone(),
+            sender_stop.clone(),
+        );
+        let period = Duration::from_millis((config.scheduler.lease_secs * 1000 / 3).max(1) as u64);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(period) => {}
+                }
+                if let Err(err) = registry::heartbeat(&db, clock.as_ref(), &worker_id).await {
+                    tracing::warn!(%err, "cannot record the worker's heartbeat");
+                }
+            }
+        })
+    };
     tracing::info!(database = %memory.db().target(), %worker_id, "nightshift is running");
     systemd::ready();
 
@@ -201,11 +225,15 @@ pub async fn run_with(
     }
     sender_stop.cancel();
     let _ = sender_task.await;
+    let _ = heartbeat_task.await;
     let interrupted = store
         .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
         .await?;
     if interrupted > 0 {
         tracing::warn!(interrupted, "marked unfinished runs interrupted");
+    }
+    if let Err(err) = registry::unregister(memory.db(), &worker_id).await {
+        tracing::warn!(%err, "cannot unregister the worker");
     }
     tracing::info!("stopped");
     Ok(())
