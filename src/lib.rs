@@ -14,6 +14,7 @@ pub mod consolidate;
 pub mod db;
 pub mod embed;
 pub mod eval;
+pub mod http;
 pub mod ids;
 pub mod memory;
 pub mod notify;

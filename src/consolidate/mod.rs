@@ -75,6 +75,8 @@ pub enum ConsolidateError {
     #[error(transparent)]
     Memory(#[from] MemoryError),
     #[error(transparent)]
+    Outbox(#[from] crate::notify::outbox::OutboxError),
+    #[error(transparent)]
     Db(#[from] DbError),
 }
 

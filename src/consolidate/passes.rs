@@ -425,11 +425,9 @@ impl Consolidator {
             .await?;
         bump(&mut counts, "runs_pruned", runs as i64);
         let cutoff = self.now() - self.config.outbox_retention_days * 86_400_000;
-        let delivered = conn
-            .execute(
-                "DELETE FROM outbox WHERE status = 'delivered' AND delivered_at < ?1",
-                [cutoff],
-            )
+        drop(conn);
+        let delivered = crate::notify::outbox::Outbox::new(self.memory.db().clone())
+            .prune_delivered(cutoff)
             .await?;
         bump(&mut counts, "outbox_pruned", delivered as i64);
         Ok(counts)

@@ -67,6 +67,24 @@ fn row_to_session(row: &libsql::Row) -> Result<Session> {
     })
 }
 
+/// Columns `row_to_event` reads, in order.
+pub(super) const EVENT_COLUMNS: &str =
+    "sequence, role, content, payload_json, importance, created_at";
+
+pub(super) fn row_to_event(session_id: &str, row: &libsql::Row) -> Result<Event> {
+    let role: String = row.get(1)?;
+    let payload: String = row.get(3)?;
+    Ok(Event {
+        session_id: session_id.to_string(),
+        sequence: row.get(0)?,
+        role: role.parse::<Role>()?,
+        content: row.get(2)?,
+        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+        importance: row.get(4)?,
+        created_at: row.get(5)?,
+    })
+}
+
 const SESSION_COLUMNS: &str = "session_id, user_id, title, created_at, updated_at, last_sequence";
 
 impl Memory {
@@ -203,24 +221,16 @@ impl Memory {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
-                "SELECT sequence, role, content, payload_json, importance, created_at
-                 FROM events WHERE session_id = ?1 ORDER BY sequence DESC LIMIT ?2",
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1
+                     ORDER BY sequence DESC LIMIT ?2"
+                ),
                 libsql::params![session_id, limit as i64],
             )
             .await?;
         let mut events = Vec::new();
         while let Some(row) = rows.next().await? {
-            let role: String = row.get(1)?;
-            let payload: String = row.get(3)?;
-            events.push(Event {
-                session_id: session_id.to_string(),
-                sequence: row.get(0)?,
-                role: role.parse::<Role>()?,
-                content: row.get(2)?,
-                payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-                importance: row.get(4)?,
-                created_at: row.get(5)?,
-            });
+            events.push(row_to_event(session_id, &row)?);
         }
         events.reverse();
         Ok(events)

@@ -156,7 +156,8 @@ impl Memory {
         .await?)
     }
 
-    async fn record_model(&self) -> Result<()> {
+    /// Records the configured embedding model as the one that made the stored vectors.
+    pub(super) async fn record_model(&self) -> Result<()> {
         let conn = self.db.conn().await?;
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)

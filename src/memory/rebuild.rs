@@ -62,12 +62,8 @@ impl Memory {
         let conn = self.db.conn().await?;
         conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')", ())
             .await?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            libsql::params![self.embedder.model_id(), self.embedder.dimensions().to_string()],
-        )
-        .await?;
+        drop(conn);
+        self.record_model().await?;
         Ok(report)
     }
 

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Event, Memory, MemoryError, Result, SummaryWrite};
+use super::events::{row_to_event, EVENT_COLUMNS};
+use super::{Event, Memory, Result, SummaryWrite};
 use crate::text::truncate_chars;
 
 /// About four characters make a token.
@@ -171,24 +172,16 @@ impl Memory {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
-                "SELECT sequence, role, content, payload_json, importance, created_at
-                 FROM events WHERE session_id = ?1 AND sequence > ?2 ORDER BY sequence",
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND sequence > ?2
+                     ORDER BY sequence"
+                ),
                 libsql::params![session_id, sequence],
             )
             .await?;
         let mut events = Vec::new();
         while let Some(row) = rows.next().await? {
-            let role: String = row.get(1)?;
-            let payload: String = row.get(3)?;
-            events.push(Event {
-                session_id: session_id.to_string(),
-                sequence: row.get(0)?,
-                role: role.parse().map_err(|e: MemoryError| e)?,
-                content: row.get(2)?,
-                payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-                importance: row.get(4)?,
-                created_at: row.get(5)?,
-            });
+            events.push(row_to_event(session_id, &row)?);
         }
         Ok(events)
     }

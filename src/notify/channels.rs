@@ -338,12 +338,7 @@ impl Channels {
         if status.is_success() {
             return Ok(());
         }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = crate::http::retry_after(response.headers());
         let body = response.text().await.unwrap_or_default();
         // Telegram says how long to wait in its JSON body.
         let retry_after = retry_after.or_else(|| {

@@ -68,12 +68,8 @@ impl JsonClient {
                             reason: format!("not JSON ({e})"),
                         });
                     }
-                    let retry_after = response
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(|secs| Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+                    let retry_after = crate::http::retry_after(response.headers())
+                        .map(|d| d.min(MAX_RETRY_AFTER));
                     let body = response.text().await.unwrap_or_default();
                     let failure = RuntimeError::Status {
                         url: url.to_string(),
