@@ -33,5 +33,9 @@ pub async fn open_memory(config: &Config) -> Result<Memory, OpenError> {
     let db = open_db(config).await?;
     migrate::migrate(&db).await?;
     let embedder = embed::from_config(&config.embedding)?;
-    Ok(Memory::new(db, embedder, config.memory.clone(), config.search.clone()).await?)
+    Ok(
+        Memory::new(db, embedder, config.memory.clone(), config.search.clone())
+            .await?
+            .with_embed_batch_size(config.embedding.batch_size),
+    )
 }

@@ -238,9 +238,21 @@ impl Default for SearchConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingConfig {
     /// `hash`: blake3 feature hashing of words and character trigrams, no model needed.
+    /// `fastembed`: a local ONNX sentence-embedding model (see `scripts/fetch-model.sh`).
     pub backend: EmbeddingBackend,
     /// Dimensions of the `hash` backend's vectors.
     pub dimensions: usize,
+    /// `fastembed`: folder holding model.onnx, tokenizer.json, config.json,
+    /// special_tokens_map.json and tokenizer_config.json.
+    pub model_dir: PathBuf,
+    /// `fastembed`: path of the ONNX Runtime shared library (1.31), loaded at start.
+    pub onnxruntime: PathBuf,
+    /// `fastembed`: word pieces per text; longer texts are truncated, not rejected.
+    pub max_length: usize,
+    /// Texts embedded together by the background queue (and per model call).
+    pub batch_size: usize,
+    /// `fastembed`: threads ONNX Runtime may use; 0 means one per core.
+    pub threads: usize,
 }
 
 impl Default for EmbeddingConfig {
@@ -248,6 +260,11 @@ impl Default for EmbeddingConfig {
         Self {
             backend: EmbeddingBackend::Hash,
             dimensions: 256,
+            model_dir: PathBuf::from("models/all-MiniLM-L6-v2-int8"),
+            onnxruntime: PathBuf::from("models/onnxruntime/libonnxruntime.so.1.31.1"),
+            max_length: 256,
+            batch_size: 32,
+            threads: 0,
         }
     }
 }
@@ -256,6 +273,7 @@ impl Default for EmbeddingConfig {
 #[serde(rename_all = "lowercase")]
 pub enum EmbeddingBackend {
     Hash,
+    Fastembed,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -715,6 +733,24 @@ impl Config {
             return invalid(
                 "embedding.dimensions",
                 format!("must be 16..=4096, got {}", emb.dimensions),
+            );
+        }
+        if !(8..=512).contains(&emb.max_length) {
+            return invalid(
+                "embedding.max_length",
+                format!("must be 8..=512, got {}", emb.max_length),
+            );
+        }
+        if !(1..=1024).contains(&emb.batch_size) {
+            return invalid(
+                "embedding.batch_size",
+                format!("must be 1..=1024, got {}", emb.batch_size),
+            );
+        }
+        if emb.threads > 256 {
+            return invalid(
+                "embedding.threads",
+                format!("must be 0..=256, got {}", emb.threads),
             );
         }
         Ok(())

@@ -55,8 +55,9 @@ fn note_lifecycle_through_the_cli() {
     let id = saved["note_id"].as_str().unwrap().to_string();
     assert!(id.starts_with("note-"));
 
-    let hits = json(d, &["memory", "search", "--user", "alice", "oolong"]);
-    let hits = hits.as_array().unwrap();
+    let found = json(d, &["memory", "search", "--user", "alice", "oolong"]);
+    assert_eq!(found["degraded"], false);
+    let hits = found["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0]["note_id"], id.as_str());
     assert_eq!(hits[0]["source"], "note");
@@ -75,12 +76,12 @@ fn note_lifecycle_through_the_cli() {
         ],
     );
     assert_eq!(
-        json(d, &["memory", "search", "--user", "alice", "oolong"]),
+        json(d, &["memory", "search", "--user", "alice", "oolong"])["hits"],
         Value::Array(vec![])
     );
     json(d, &["memory", "delete", "--user", "alice", &id]);
     assert_eq!(
-        json(d, &["memory", "search", "--user", "alice", "rooibos"]),
+        json(d, &["memory", "search", "--user", "alice", "rooibos"])["hits"],
         Value::Array(vec![])
     );
 
@@ -106,7 +107,7 @@ fn another_users_note_is_not_found_and_unchanged() {
         assert!(stderr(&out).contains("no note"), "{}", stderr(&out));
     }
     let hits = json(d, &["memory", "search", "--user", "bob", "secret"]);
-    assert_eq!(hits[0]["text"], "bob secret");
+    assert_eq!(hits["hits"][0]["text"], "bob secret");
 }
 
 #[test]
@@ -166,6 +167,7 @@ fn conversations_through_the_cli() {
             "dentist",
         ],
     );
+    let hits = &hits["hits"];
     assert_eq!(hits[0]["source"], "conversation");
     assert_eq!(hits[0]["session_id"], "chat");
     assert_eq!(hits[0]["sequence"], 1);
@@ -335,7 +337,7 @@ fn index_rebuild_reports_what_it_rebuilt() {
     assert_eq!(report["notes"], 1);
     assert_eq!(report["events"], 1);
     assert_eq!(
-        json(d, &["memory", "search", "--user", "u", "note"])[0]["text"],
+        json(d, &["memory", "search", "--user", "u", "note"])["hits"][0]["text"],
         "one note"
     );
 }

@@ -490,6 +490,8 @@ async fn context_stays_within_budget_and_within_the_user() {
         .summarize_session("chat", &small_policy(), &ExtractiveSummarizer::default())
         .await
         .unwrap();
+    // Relevance uses vectors, which the background queue computes after the writes.
+    memory.embed_pending(&|_, _| {}).await.unwrap();
 
     for budget in [1, 10, 50, 300, 2000, 9000] {
         for strategy in [

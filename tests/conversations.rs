@@ -178,6 +178,10 @@ async fn forget_removes_the_session_and_everything_derived() {
         )
         .await
         .unwrap();
+    // Chunks and FTS rows at once; vectors once the background queue has run.
+    assert_eq!(index_rows(&memory, "purple").await, (2, 0, 2));
+    assert_eq!(count(&memory, "SELECT count(*) FROM embed_queue").await, 2);
+    memory.embed_pending(&|_, _| {}).await.unwrap();
     assert_eq!(index_rows(&memory, "purple").await, (2, 2, 2));
     memory.forget("doomed", Some("u")).await.unwrap();
     assert_eq!(index_rows(&memory, "purple").await, (1, 1, 1));

@@ -37,10 +37,34 @@ pub async fn index(config: &Config, command: IndexCommand, json: bool) -> Result
                 })
                 .await?;
             bar.finish_and_clear();
-            print(json, &report, || {
+            // Writes made during the rebuild were queued; embed them too.
+            let bar = ProgressBar::new(0).with_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} queued chunks {elapsed}")
+                    .expect("valid template"),
+            );
+            let queued = memory
+                .embed_pending(&|done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                })
+                .await?;
+            bar.finish_and_clear();
+            let out = json!({
+                "sessions": report.sessions,
+                "events": report.events,
+                "notes": report.notes,
+                "chunks": report.chunks,
+                "queued_embedded": queued,
+                "model": memory.embedder().model_id(),
+            });
+            print(json, &out, || {
                 format!(
-                    "rebuilt {} sessions: {} events and {} notes into {} chunks",
-                    report.sessions, report.events, report.notes, report.chunks
+                    "rebuilt {} sessions: {} events and {} notes into {} chunks, embedded with {}",
+                    report.sessions,
+                    report.events,
+                    report.notes,
+                    report.chunks,
+                    memory.embedder().model_id()
                 )
             })
         }
@@ -75,6 +99,8 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                 .unwrap_or(0);
             let mut counts = serde_json::Map::new();
             let mut embedding_model = None;
+            let mut embedding_pending = 0i64;
+            let mut reembedding = false;
             if current {
                 let conn = db.conn().await?;
                 for (name, sql) in [
@@ -96,7 +122,21 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                     (),
                 )
                 .await?;
+                embedding_pending = query_scalar(&conn, "SELECT count(*) FROM embed_queue", ())
+                    .await?
+                    .unwrap_or(0);
+                reembedding = query_scalar::<String>(
+                    &conn,
+                    "SELECT value FROM meta WHERE key = 'embedding_reembed'",
+                    (),
+                )
+                .await?
+                .is_some();
             }
+            let backend = match config.embedding.backend {
+                nightshift::config::EmbeddingBackend::Hash => "hash",
+                nightshift::config::EmbeddingBackend::Fastembed => "fastembed",
+            };
             let status = json!({
                 "database": db.target().to_string(),
                 "schema_version": schema_version,
@@ -105,6 +145,12 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                 "migrations": migrations,
                 "counts": counts,
                 "embedding_model": embedding_model,
+                "embedding": {
+                    "backend": backend,
+                    "model": embedding_model,
+                    "pending": embedding_pending,
+                    "reembedding": reembedding,
+                },
             });
             print(json, &status, || {
                 let mut out = vec![
@@ -126,8 +172,17 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                 for (name, n) in &counts {
                     out.push(format!("{name:<15} {n}"));
                 }
+                out.push(format!("embedding backend: {backend} (configured)"));
                 if let Some(model) = &embedding_model {
                     out.push(format!("embedding model: {model}"));
+                    out.push(format!(
+                        "waiting for a vector: {embedding_pending} chunk(s){}",
+                        if reembedding {
+                            " — re-embedding after a model change; search uses keywords until done"
+                        } else {
+                            ""
+                        }
+                    ));
                 }
                 out.join("\n")
             })

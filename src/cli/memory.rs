@@ -30,6 +30,7 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                 ..Default::default()
             };
             let outcome = memory.save_note(&user, &note).await?;
+            settle_embeddings(&memory).await;
             print(json, &outcome, || {
                 let verb = if outcome.created { "saved" } else { "replaced" };
                 format!("{verb} {}", outcome.note_id)
@@ -49,8 +50,17 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                 session_id: session,
                 tags,
             };
-            let hits = memory.search(&request).await?;
-            print(json, &hits, || {
+            let results = memory.search_detailed(&request).await?;
+            let hits = &results.hits;
+            if let Some(reason) = &results.degraded {
+                eprintln!("note: {reason}");
+            }
+            let out = json!({
+                "hits": hits,
+                "degraded": results.degraded.is_some(),
+                "degraded_reason": results.degraded,
+            });
+            print(json, &out, || {
                 if hits.is_empty() {
                     return "no results".to_string();
                 }
@@ -87,6 +97,7 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
             let note = memory
                 .update_note(&user, &note_id, &text, tags.as_deref())
                 .await?;
+            settle_embeddings(&memory).await;
             print(json, &note, || format!("updated {}", note.note_id))
         }
         MemoryCommand::Delete { user, note_id } => {
@@ -187,6 +198,18 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
     }
 }
 
+/// How long a CLI write stays to embed what it queued. The write has committed by then;
+/// this only spares a setup without a running daemon from keyword-only search.
+const CLI_EMBED_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Embeds queued chunks briefly before the process exits; what is left (or fails) stays
+/// queued for the daemon.
+async fn settle_embeddings(memory: &nightshift::memory::Memory) {
+    if let Err(err) = memory.embed_queued_within(CLI_EMBED_BUDGET).await {
+        tracing::warn!(%err, "embedding left to the daemon");
+    }
+}
+
 async fn append(memory: &nightshift::memory::Memory, args: AppendArgs, json: bool) -> Result<()> {
     let sequences = match (args.file, args.role, args.text) {
         (Some(path), _, _) => {
@@ -210,6 +233,7 @@ async fn append(memory: &nightshift::memory::Memory, args: AppendArgs, json: boo
         }
         _ => anyhow::bail!("give --role and TEXT, or --file"),
     };
+    settle_embeddings(memory).await;
     print(
         json,
         &json!({ "session_id": args.session, "sequences": sequences }),

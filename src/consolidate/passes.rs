@@ -9,7 +9,6 @@ use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
 use super::{ConsolidateError, Pass, Progress};
 use crate::config::ConsolidationConfig;
 use crate::db::{query_scalar, DbTarget};
-use crate::embed::vector_to_blob;
 use crate::ids;
 use crate::memory::{
     Memory, NewNote, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
@@ -18,8 +17,6 @@ use crate::memory::{
 /// Cosine and word-overlap thresholds above which two facts are the same fact.
 const SAME_COSINE: f64 = 0.97;
 const SAME_JACCARD: f64 = 0.85;
-/// Chunks embedded per backfill batch.
-const BACKFILL_BATCH: i64 = 256;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassReport {
@@ -433,55 +430,14 @@ impl Consolidator {
         Ok(counts)
     }
 
-    /// Gives every chunk a vector of the current model.
+    /// Gives every chunk a vector of the current model: queues any chunk that has none
+    /// and is not queued (a repair; writes queue their own), then drains the queue.
     async fn backfill(&self) -> Result<Counts, ConsolidateError> {
         let mut counts = Counts::new();
-        let embedder = self.memory.embedder().clone();
-        let model = embedder.model_id().to_string();
-        loop {
-            let conn = self.memory.db().conn().await?;
-            let mut rows = conn
-                .query(
-                    "SELECT c.chunk_id, c.session_id, c.text FROM chunks c
-                     WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.chunk_id AND v.model = ?1)
-                     LIMIT ?2",
-                    libsql::params![model.as_str(), BACKFILL_BATCH],
-                )
-                .await?;
-            let mut batch: Vec<(i64, String, String)> = Vec::new();
-            while let Some(row) = rows.next().await? {
-                batch.push((row.get(0)?, row.get(1)?, row.get(2)?));
-            }
-            drop(rows);
-            if batch.is_empty() {
-                break;
-            }
-            let texts: Vec<&str> = batch.iter().map(|(_, _, t)| t.as_str()).collect();
-            let vectors = embedder
-                .embed(&texts)
-                .map_err(crate::memory::MemoryError::from)?;
-            let tx = conn
-                .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-                .await?;
-            for ((chunk_id, session_id, _), vector) in batch.iter().zip(vectors) {
-                tx.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?1", [*chunk_id])
-                    .await?;
-                // The chunk may have gone meanwhile: insert only if it is still there.
-                tx.execute(
-                    "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
-                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE chunk_id = ?1)",
-                    libsql::params![
-                        *chunk_id,
-                        session_id.as_str(),
-                        model.as_str(),
-                        vector_to_blob(&vector)
-                    ],
-                )
-                .await?;
-            }
-            tx.commit().await?;
-            bump(&mut counts, "embedded", batch.len() as i64);
-        }
+        let queued = self.memory.queue_missing_vectors().await?;
+        bump(&mut counts, "queued", queued as i64);
+        let embedded = self.memory.embed_pending(&|_, _| {}).await?;
+        bump(&mut counts, "embedded", embedded as i64);
         Ok(counts)
     }
 

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "workers",
         sql: include_str!("../../migrations/0005_workers.sql"),
     },
+    Migration {
+        version: 6,
+        name: "embed_queue",
+        sql: include_str!("../../migrations/0006_embed_queue.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -106,6 +106,10 @@ impl Embedder for HashEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
     }
+
+    fn is_cheap(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

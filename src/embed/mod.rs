@@ -2,8 +2,10 @@
 //! callers run it outside write transactions (and, for slow models, on a blocking thread).
 
 mod hash;
+mod semantic;
 
 pub use hash::HashEmbedder;
+pub use semantic::SemanticEmbedder;
 
 use std::sync::Arc;
 
@@ -13,6 +15,10 @@ use crate::config::{EmbeddingBackend, EmbeddingConfig};
 pub enum EmbedError {
     #[error("embedding failed: {0}")]
     Failed(String),
+    #[error("embedding model: {0}")]
+    Model(String),
+    #[error("embedding runtime: {0}")]
+    Runtime(String),
 }
 
 pub trait Embedder: Send + Sync {
@@ -21,12 +27,18 @@ pub trait Embedder: Send + Sync {
     fn dimensions(&self) -> usize;
     /// One L2-normalised vector per text (all zeros for a text with no features).
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// True for an embedder cheap enough to call on an async task (microseconds a text);
+    /// a model is run on a blocking thread instead.
+    fn is_cheap(&self) -> bool {
+        false
+    }
 }
 
 /// The embedder the configuration asks for.
 pub fn from_config(config: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
     match config.backend {
         EmbeddingBackend::Hash => Ok(Arc::new(HashEmbedder::new(config.dimensions))),
+        EmbeddingBackend::Fastembed => Ok(Arc::new(SemanticEmbedder::load(config)?)),
     }
 }
 

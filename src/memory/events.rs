@@ -173,7 +173,7 @@ impl Memory {
         events: &[NewEvent],
     ) -> Result<Vec<i64>> {
         let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
-        let prepared = self.prepare_chunks(&texts)?;
+        let prepared = self.prepare_chunks(&texts);
         let now = self.clock.now_ms();
 
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -187,7 +187,9 @@ impl Memory {
         };
         let closed = || MemoryError::WriteFailed("the append writer has stopped".into());
         self.appends.send(job).await.map_err(|_| closed())?;
-        answer.await.map_err(|_| closed())?
+        let sequences = answer.await.map_err(|_| closed())??;
+        self.wake_embedder();
+        Ok(sequences)
     }
 
     /// A session, if it exists and (when `owner` is given) belongs to that user. Another

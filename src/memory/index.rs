@@ -1,14 +1,17 @@
 //! Writing the derived index: chunks (with their FTS5 rows, via triggers) and vectors.
-//! Chunking and embedding happen before the write transaction opens; only SQL runs inside.
+//! Chunking happens before the write transaction opens; only SQL runs inside. Ordinary
+//! writes queue their chunks for the background embedder (`embed_queue`), so a write never
+//! waits for the model; a rebuild embeds first and writes chunks with their vectors.
 
 use super::{chunk_text, Memory, Result};
 use crate::embed::vector_to_blob;
 
-/// A chunk ready to be written: its text, content hash and vector blob.
+/// A chunk ready to be written: its text, content hash and, when already embedded, its
+/// vector blob (otherwise it is queued for the background embedder).
 pub(super) struct PreparedChunk {
     text: String,
     hash: String,
-    vector: Vec<u8>,
+    vector: Option<Vec<u8>>,
 }
 
 /// Where chunks belong.
@@ -26,27 +29,52 @@ pub(super) fn scope_token(session_id: &str) -> String {
 }
 
 impl Memory {
-    /// Chunks and embeds each text; the result has one entry per input text.
-    pub(super) fn prepare_chunks(&self, texts: &[&str]) -> Result<Vec<Vec<PreparedChunk>>> {
-        let per_text: Vec<Vec<String>> = texts
+    /// Chunks each text, to be embedded later by the queue; one entry per input text.
+    pub(super) fn prepare_chunks(&self, texts: &[&str]) -> Vec<Vec<PreparedChunk>> {
+        texts
             .iter()
-            .map(|t| chunk_text(t, self.limits.chunk_chars, self.limits.chunk_overlap_chars))
-            .collect();
-        let flat: Vec<&str> = per_text.iter().flatten().map(String::as_str).collect();
-        let mut vectors = self.embedder.embed(&flat)?.into_iter();
-        Ok(per_text
-            .into_iter()
-            .map(|chunks| {
-                chunks
+            .map(|t| {
+                chunk_text(t, self.limits.chunk_chars, self.limits.chunk_overlap_chars)
                     .into_iter()
                     .map(|text| PreparedChunk {
                         hash: blake3::hash(text.as_bytes()).to_hex().to_string(),
-                        vector: vector_to_blob(&vectors.next().unwrap_or_default()),
+                        vector: None,
                         text,
                     })
                     .collect()
             })
-            .collect())
+            .collect()
+    }
+
+    /// Chunks and embeds each text (on a blocking thread), for a rebuild that swaps a
+    /// session's whole index in one transaction.
+    pub(super) async fn prepare_chunks_embedded(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<PreparedChunk>>> {
+        let mut per_text = self.prepare_chunks(texts);
+        let flat: Vec<String> = per_text.iter().flatten().map(|c| c.text.clone()).collect();
+        let vectors = self.embed_blocking(flat).await?;
+        for (chunk, vector) in per_text.iter_mut().flatten().zip(vectors) {
+            chunk.vector = Some(vector_to_blob(&vector));
+        }
+        Ok(per_text)
+    }
+
+    /// Runs the embedder on a blocking thread: model calls take milliseconds to seconds.
+    pub(super) async fn embed_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+        if self.embedder.is_cheap() {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            return Ok(self.embedder.embed(&refs)?);
+        }
+        let embedder = self.embedder.clone();
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        .map_err(Into::into)
     }
 }
 
@@ -134,6 +162,7 @@ pub(super) struct ChunkWriter {
     extend: Sql,
     insert: Sql,
     insert_vector: Sql,
+    enqueue: Sql,
 }
 
 impl ChunkWriter {
@@ -169,6 +198,13 @@ impl ChunkWriter {
                 conn,
                 "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
                  VALUES (?1, ?2, ?3, ?4)",
+                prepare,
+            )
+            .await?,
+            enqueue: Sql::new(
+                conn,
+                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
+                 VALUES (?1, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
                 prepare,
             )
             .await?,
@@ -212,14 +248,21 @@ impl ChunkWriter {
                 ])
                 .await?
                 .expect("INSERT … RETURNING yields the new row");
-            self.insert_vector
-                .execute(libsql::params![
-                    chunk_id,
-                    owner.session_id,
-                    self.model.as_str(),
-                    chunk.vector.clone()
-                ])
-                .await?;
+            match &chunk.vector {
+                Some(vector) => {
+                    self.insert_vector
+                        .execute(libsql::params![
+                            chunk_id,
+                            owner.session_id,
+                            self.model.as_str(),
+                            vector.clone()
+                        ])
+                        .await?;
+                }
+                None => {
+                    self.enqueue.execute([chunk_id]).await?;
+                }
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 
 mod chunking;
 mod context;
+mod embedding;
 mod events;
 mod fts_query;
 mod index;
@@ -22,11 +23,12 @@ use std::sync::Arc;
 
 pub use chunking::chunk_text;
 pub use context::{Context, ContextItem, ContextRequest, Strategy};
+pub use embedding::EmbeddingStatus;
 pub use events::JsonlError;
 pub use fts_query::keyword_expression;
 pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
-pub use search::{HitSource, SearchHit, SearchRequest};
+pub use search::{HitSource, SearchHit, SearchRequest, SearchResults};
 pub use summarize::{
     estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
@@ -86,12 +88,17 @@ pub struct Memory {
     vectors: Arc<vectors::VectorCache>,
     clock: Arc<dyn Clock>,
     appends: tokio::sync::mpsc::Sender<writer::AppendJob>,
+    /// Wakes the background embedder when a write queued chunks.
+    embed_wake: Arc<tokio::sync::Notify>,
+    /// Chunks the background embedder claims and embeds at a time.
+    embed_batch_size: usize,
 }
 
 impl Memory {
-    /// Builds the store on a migrated database and records which embedding model made its
-    /// vectors. Vectors of another model are never compared with this one's: until
-    /// `nightshift index rebuild` re-embeds them, search relies on its keyword leg.
+    /// Builds the store on a migrated database and, on a new database, records the
+    /// configured embedding model as the one its vectors are of. Vectors of another model
+    /// are never compared with this one's: until the daemon adopts the new model and
+    /// re-embeds (or `nightshift index rebuild` does), search relies on its keyword leg.
     pub async fn new(
         db: Db,
         embedder: Arc<dyn Embedder>,
@@ -110,6 +117,8 @@ impl Memory {
             search,
             vectors,
             clock: Arc::new(SystemClock),
+            embed_wake: embedding::new_wake(),
+            embed_batch_size: 32,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {
@@ -119,12 +128,18 @@ impl Memory {
                     recorded = %model,
                     configured = memory.embedder.model_id(),
                     "stored vectors were made by another embedding model; search uses keywords \
-                     only for them until `nightshift index rebuild` re-embeds"
+                     only until `nightshift run` or `nightshift index rebuild` re-embeds"
                 );
             }
             Some(_) => {}
         }
         Ok(memory)
+    }
+
+    /// The same store, embedding `batch_size` queued chunks at a time.
+    pub fn with_embed_batch_size(mut self, batch_size: usize) -> Self {
+        self.embed_batch_size = batch_size.max(1);
+        self
     }
 
     /// The same store, stamping and comparing times with `clock`.
@@ -156,10 +171,14 @@ impl Memory {
         .await?)
     }
 
-    /// Records the configured embedding model as the one that made the stored vectors.
+    /// Records the configured embedding model as the one that made the stored vectors,
+    /// ending any re-embed (a rebuild has just embedded everything with it).
     pub(super) async fn record_model(&self) -> Result<()> {
         let conn = self.db.conn().await?;
-        conn.execute(
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        tx.execute(
             "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             libsql::params![
@@ -168,6 +187,9 @@ impl Memory {
             ],
         )
         .await?;
+        tx.execute("DELETE FROM meta WHERE key = 'embedding_reembed'", ())
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 

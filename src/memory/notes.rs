@@ -93,7 +93,7 @@ impl Memory {
             check_id("note category", category)?;
         }
         let chunks = self
-            .prepare_chunks(&[note.content.as_str()])?
+            .prepare_chunks(&[note.content.as_str()])
             .pop()
             .unwrap_or_default();
         let now = self.clock.now_ms();
@@ -168,6 +168,7 @@ impl Memory {
             }
         };
         tx.commit().await?;
+        self.wake_embedder();
         Ok(outcome)
     }
 
@@ -183,7 +184,7 @@ impl Memory {
         self.check_text("note content", &new.content)?;
         let tags = clean_tags(&new.tags)?;
         let chunks = self
-            .prepare_chunks(&[new.content.as_str()])?
+            .prepare_chunks(&[new.content.as_str()])
             .pop()
             .unwrap_or_default();
         let now = self.clock.now_ms();
@@ -226,6 +227,7 @@ impl Memory {
         self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
             .await?;
         tx.commit().await?;
+        self.wake_embedder();
         Ok(SaveOutcome {
             note_id,
             created: true,
@@ -256,7 +258,7 @@ impl Memory {
         check_id("note id", note_id)?;
         self.check_text("note content", content)?;
         let tags = tags.map(clean_tags).transpose()?;
-        let chunks = self.prepare_chunks(&[content])?.pop().unwrap_or_default();
+        let chunks = self.prepare_chunks(&[content]).pop().unwrap_or_default();
         let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
@@ -286,6 +288,7 @@ impl Memory {
         )
         .await?;
         tx.commit().await?;
+        self.wake_embedder();
         self.note(user_id, note_id).await
     }
 

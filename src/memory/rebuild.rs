@@ -90,7 +90,7 @@ impl Memory {
             };
             let sources = read_sources(&conn, session_id, user_id).await?;
             let texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
-            let prepared = self.prepare_chunks(&texts)?;
+            let prepared = self.prepare_chunks_embedded(&texts).await?;
 
             let tx = match tx {
                 Some(tx) => tx,

@@ -58,6 +58,16 @@ fn placeholders(first: usize, count: usize) -> String {
         .join(", ")
 }
 
+/// A search's hits and whether it ran on the keyword leg alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResults {
+    pub hits: Vec<SearchHit>,
+    /// Why the vector leg was left out (stored vectors of another model, or a re-embed
+    /// in progress); `None` when both legs ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+}
+
 /// Scores per chunk from each leg, before fusion.
 #[derive(Default, Clone, Copy)]
 struct LegScores {
@@ -93,7 +103,13 @@ enum Target {
 }
 
 impl Memory {
+    /// The best notes and events for the request, best first.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
+        Ok(self.search_detailed(request).await?.hits)
+    }
+
+    /// As [`Memory::search`], also saying whether the vector leg was left out.
+    pub async fn search_detailed(&self, request: &SearchRequest) -> Result<SearchResults> {
         let user_id = request.user_id.as_str();
         check_id("user id", user_id)?;
         self.check_text("query", &request.query)?;
@@ -120,11 +136,15 @@ impl Memory {
 
         // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
         // while this task runs the keyword query, so the two legs overlap.
-        let query_vector = self
-            .embedder
-            .embed(&[request.query.as_str()])?
-            .pop()
-            .unwrap_or_default();
+        let degraded = self.vector_leg_off(&conn).await?;
+        let query_vector = match degraded {
+            Some(_) => Vec::new(),
+            None => self
+                .embed_blocking(vec![request.query.clone()])
+                .await?
+                .pop()
+                .unwrap_or_default(),
+        };
         let mut matrices = Vec::new();
         if query_vector.iter().any(|x| *x != 0.0) {
             for session_id in &sessions {
@@ -168,7 +188,10 @@ impl Memory {
             scores.entry(chunk_id).or_default().vector = Some(score as f64);
         }
         if scores.is_empty() {
-            return Ok(Vec::new());
+            return Ok(SearchResults {
+                hits: Vec::new(),
+                degraded,
+            });
         }
         normalize(&mut scores, |s| &mut s.vector);
         normalize(&mut scores, |s| &mut s.keyword);
@@ -217,7 +240,7 @@ impl Memory {
             .await?;
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
         hits.truncate(top_k);
-        Ok(hits)
+        Ok(SearchResults { hits, degraded })
     }
 
     /// The vector leg alone for one session: the `k` most similar chunk ids with their

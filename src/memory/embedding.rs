@@ -1,0 +1,365 @@
+//! The background embedding queue. Writes store chunks and queue them in `embed_queue`;
+//! this module claims batches with a lease (so two workers sharing a database never embed
+//! the same chunk), runs the model on a blocking thread, and writes the vectors and removes
+//! the queue rows in one transaction. A chunk is searchable by keywords as soon as it is
+//! written and by meaning once its batch commits.
+//!
+//! It also owns the embedding model record in `meta`: which model made the stored vectors,
+//! and whether a model change is still being re-embedded. Until it is, the vector leg is
+//! off and search says so (`degraded`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{Memory, Result};
+use crate::embed::vector_to_blob;
+
+/// How long a claimed batch is held before another worker may take it over.
+const CLAIM_LEASE_MS: i64 = 120_000;
+/// How often an idle embedder looks for work queued by other processes.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+/// The pause after a failed batch before the next attempt.
+const ERROR_BACKOFF: Duration = Duration::from_secs(5);
+
+/// What the embedding model record says about the vector leg.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EmbeddingStatus {
+    /// The model configured for this process.
+    pub model: String,
+    pub dimensions: usize,
+    /// The model whose vectors the database holds (adopted by `nightshift run`).
+    pub recorded_model: Option<String>,
+    /// Chunks still waiting for a vector.
+    pub pending: i64,
+    /// True while a model change is being re-embedded: search uses keywords only.
+    pub reembedding: bool,
+}
+
+impl EmbeddingStatus {
+    /// Why the vector leg is off, if it is.
+    pub fn degraded_reason(&self) -> Option<String> {
+        match &self.recorded_model {
+            Some(recorded) if recorded != &self.model => Some(format!(
+                "the database's vectors were made by `{recorded}`, this process is configured \
+                 for `{}`: keyword search only until `nightshift run` or `nightshift index \
+                 rebuild` re-embeds",
+                self.model
+            )),
+            _ if self.reembedding => Some(format!(
+                "re-embedding for model `{}` ({} chunks to go): keyword search only until it \
+                 finishes",
+                self.model, self.pending
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl Memory {
+    /// Wakes this process's embedder after a write queued chunks.
+    pub(super) fn wake_embedder(&self) {
+        self.embed_wake.notify_one();
+    }
+
+    /// The model record, the queue length, and whether a re-embed is running.
+    pub async fn embedding_status(&self) -> Result<EmbeddingStatus> {
+        let conn = self.db.conn().await?;
+        let recorded = self.recorded_model().await?;
+        let reembedding: Option<String> = crate::db::query_scalar(
+            &conn,
+            "SELECT value FROM meta WHERE key = 'embedding_reembed'",
+            (),
+        )
+        .await?;
+        let pending: i64 = crate::db::query_scalar(&conn, "SELECT count(*) FROM embed_queue", ())
+            .await?
+            .unwrap_or(0);
+        Ok(EmbeddingStatus {
+            model: self.embedder.model_id().to_string(),
+            dimensions: self.embedder.dimensions(),
+            recorded_model: recorded,
+            pending,
+            reembedding: reembedding.is_some(),
+        })
+    }
+
+    /// Whether search must leave out the vector leg, and why: the stored vectors are of
+    /// another model, or a model change is still being re-embedded.
+    pub(super) async fn vector_leg_off(&self, conn: &libsql::Connection) -> Result<Option<String>> {
+        let mut rows = conn
+            .query(
+                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_reembed')",
+                (),
+            )
+            .await?;
+        let (mut recorded, mut reembedding) = (None, false);
+        while let Some(row) = rows.next().await? {
+            match row.get::<String>(0)?.as_str() {
+                "embedding_model" => recorded = Some(row.get::<String>(1)?),
+                _ => reembedding = true,
+            }
+        }
+        let model = self.embedder.model_id();
+        Ok(match recorded {
+            Some(recorded) if recorded != model => Some(format!(
+                "stored vectors are of model `{recorded}`, not the configured `{model}`"
+            )),
+            _ if reembedding => Some(format!("re-embedding for model `{model}`")),
+            _ => None,
+        })
+    }
+
+    /// Makes the configured model the database's: if the recorded one differs, every
+    /// chunk is queued for a new vector and the vector leg stays off until the queue has
+    /// drained. The daemon calls this at start; returns true when a re-embed began.
+    pub async fn adopt_model(&self) -> Result<bool> {
+        let model = self.embedder.model_id();
+        if self.recorded_model().await?.as_deref() == Some(model) {
+            return Ok(false);
+        }
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        // Read again under the write lock: another worker may have adopted it meanwhile.
+        let recorded: Option<String> = crate::db::query_scalar(
+            &tx,
+            "SELECT value FROM meta WHERE key = 'embedding_model'",
+            (),
+        )
+        .await?;
+        if recorded.as_deref() == Some(model) {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let queued = tx
+            .execute(
+                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
+                 SELECT chunk_id, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM chunks",
+                (),
+            )
+            .await?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2),
+                    ('embedding_reembed', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            libsql::params![model, self.embedder.dimensions().to_string()],
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            from = recorded.as_deref().unwrap_or("none"),
+            to = model,
+            chunks = queued,
+            "embedding model changed: re-embedding in the background; search uses keywords until it finishes"
+        );
+        self.wake_embedder();
+        Ok(true)
+    }
+
+    /// Claims one batch of queued chunks, embeds it and stores the vectors. Returns how
+    /// many chunks got a vector (0 when nothing is waiting, or every waiting chunk is
+    /// claimed by another worker). Does nothing while the database's vectors are of
+    /// another model: this process's vectors would be of the wrong kind.
+    pub async fn embed_batch(&self) -> Result<usize> {
+        let model = self.embedder.model_id().to_string();
+        if self
+            .recorded_model()
+            .await?
+            .is_some_and(|recorded| recorded != model)
+        {
+            return Ok(0);
+        }
+        let token = crate::ids::new_id("emb");
+        let now = self.clock.now_ms();
+        let conn = self.db.conn().await?;
+        let claimed = conn
+            .execute(
+                "UPDATE embed_queue SET claim_token = ?1, claim_expires_at = ?2
+                 WHERE chunk_id IN (
+                     SELECT chunk_id FROM embed_queue
+                     WHERE claim_expires_at IS NULL OR claim_expires_at <= ?3
+                     ORDER BY chunk_id LIMIT ?4)",
+                libsql::params![
+                    token.as_str(),
+                    now + CLAIM_LEASE_MS,
+                    now,
+                    self.embed_batch_size as i64
+                ],
+            )
+            .await?;
+        if claimed == 0 {
+            self.finish_reembed(&conn).await?;
+            return Ok(0);
+        }
+        let mut rows = conn
+            .query(
+                "SELECT q.chunk_id, c.text FROM embed_queue q JOIN chunks c USING (chunk_id)
+                 WHERE q.claim_token = ?1 ORDER BY q.chunk_id",
+                [token.as_str()],
+            )
+            .await?;
+        let mut ids = Vec::new();
+        let mut texts = Vec::new();
+        while let Some(row) = rows.next().await? {
+            ids.push(row.get::<i64>(0)?);
+            texts.push(row.get::<String>(1)?);
+        }
+        drop(rows);
+        drop(conn);
+
+        let vectors = match self.embed_blocking(texts).await {
+            Ok(vectors) => vectors,
+            Err(err) => {
+                // Hand the batch back at once rather than when its lease runs out.
+                let conn = self.db.conn().await?;
+                conn.execute(
+                    "UPDATE embed_queue SET claim_token = NULL, claim_expires_at = NULL
+                     WHERE claim_token = ?1",
+                    [token.as_str()],
+                )
+                .await?;
+                return Err(err);
+            }
+        };
+
+        let conn = self.db.conn().await?;
+        let tx = conn
+            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+            .await?;
+        let mut stored = 0;
+        for (chunk_id, vector) in ids.iter().zip(vectors) {
+            // Only while the claim is still ours: after a lost lease another worker owns
+            // the chunk. A chunk deleted meanwhile took its queue row with it.
+            let ours = tx
+                .execute(
+                    "DELETE FROM embed_queue WHERE chunk_id = ?1 AND claim_token = ?2",
+                    libsql::params![*chunk_id, token.as_str()],
+                )
+                .await?;
+            if ours == 0 {
+                continue;
+            }
+            tx.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?1", [*chunk_id])
+                .await?;
+            tx.execute(
+                "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+                 SELECT chunk_id, session_id, ?2, ?3 FROM chunks WHERE chunk_id = ?1",
+                libsql::params![*chunk_id, model.as_str(), vector_to_blob(&vector)],
+            )
+            .await?;
+            stored += 1;
+        }
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    /// Queues every chunk that has no vector of the configured model and is not queued;
+    /// returns how many. Writes queue their own chunks: this repairs what they could not.
+    pub async fn queue_missing_vectors(&self) -> Result<usize> {
+        let conn = self.db.conn().await?;
+        Ok(conn
+            .execute(
+                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
+                 SELECT c.chunk_id, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM chunks c
+                 WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v
+                                   WHERE v.chunk_id = c.chunk_id AND v.model = ?1)
+                   AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.chunk_id = c.chunk_id)",
+                [self.embedder.model_id()],
+            )
+            .await? as usize)
+    }
+
+    /// Ends a re-embed once nothing is queued: the vector leg comes back on.
+    async fn finish_reembed(&self, conn: &libsql::Connection) -> Result<()> {
+        let ended = conn
+            .execute(
+                "DELETE FROM meta WHERE key = 'embedding_reembed' AND value = ?1
+                 AND NOT EXISTS (SELECT 1 FROM embed_queue)",
+                [self.embedder.model_id()],
+            )
+            .await?;
+        if ended > 0 {
+            tracing::info!(
+                model = self.embedder.model_id(),
+                "re-embedding finished: search uses vectors again"
+            );
+        }
+        Ok(())
+    }
+
+    /// Embeds batches until nothing claimable is left; returns how many chunks got a
+    /// vector. `progress(done, pending_at_start)` is called after each batch.
+    pub async fn embed_pending(&self, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<usize> {
+        let total = self.embedding_status().await?.pending.max(0) as usize;
+        let mut done = 0;
+        progress(0, total);
+        loop {
+            let n = self.embed_batch().await?;
+            if n == 0 {
+                // One more look: the batch may have been empty because every row was lost
+                // to another worker while rows we could claim remain.
+                if self.embed_batch().await? == 0 {
+                    return Ok(done);
+                }
+            }
+            done += n;
+            progress(done.min(total.max(done)), total.max(done));
+        }
+    }
+
+    /// Embeds queued chunks for about `budget` (a batch under way is finished, never cut),
+    /// for a short-lived process such as a CLI write that should leave its own chunks
+    /// embedded when no daemon is running. Returns how many chunks got a vector.
+    pub async fn embed_queued_within(&self, budget: Duration) -> Result<usize> {
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut done = 0;
+        while tokio::time::Instant::now() < deadline {
+            match self.embed_batch().await? {
+                0 => break,
+                n => done += n,
+            }
+        }
+        Ok(done)
+    }
+
+    /// The background embedder: embeds queued chunks as they arrive (woken by this
+    /// process's writes, and checking every second for other processes' writes) until
+    /// `cancel` fires.
+    pub fn spawn_embedder(&self, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let memory = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let wait = match memory.embed_batch().await {
+                    Ok(0) => Some(IDLE_POLL),
+                    Ok(n) => {
+                        tracing::debug!(chunks = n, "embedded a batch");
+                        None
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "embedding a batch failed; retrying");
+                        Some(ERROR_BACKOFF)
+                    }
+                };
+                if cancel.is_cancelled() {
+                    return;
+                }
+                if let Some(wait) = wait {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = memory.embed_wake.notified() => {}
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The wake-up handle shared by a store's clones.
+pub(super) fn new_wake() -> Arc<tokio::sync::Notify> {
+    Arc::new(tokio::sync::Notify::new())
+}
