@@ -215,6 +215,12 @@ pub struct SearchConfig {
     pub vector_weight: f64,
     /// Weight of the min-max normalised keyword (FTS5 bm25) leg in the fused score.
     pub keyword_weight: f64,
+    /// Weight of a chunk's context (the end of the event before it) against its own text
+    /// in the keyword leg's bm25.
+    pub context_weight: f64,
+    /// Share of an event's fused score lent to the events next to it in its session
+    /// (half that two steps away); 0 turns it off.
+    pub neighbor_weight: f64,
     /// Candidates each leg contributes before fusion.
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
@@ -226,8 +232,10 @@ impl Default for SearchConfig {
         Self {
             default_top_k: 5,
             max_top_k: 20,
-            vector_weight: 0.7,
-            keyword_weight: 0.3,
+            vector_weight: 0.4,
+            keyword_weight: 0.6,
+            context_weight: 0.3,
+            neighbor_weight: 0.2,
             candidates: 50,
             vector_cache_mib: 256,
         }
@@ -496,6 +504,8 @@ impl Config {
         for (key, weight) in [
             ("search.vector_weight", search.vector_weight),
             ("search.keyword_weight", search.keyword_weight),
+            ("search.context_weight", search.context_weight),
+            ("search.neighbor_weight", search.neighbor_weight),
         ] {
             if !(0.0..=1.0).contains(&weight) {
                 return invalid(key, format!("must be between 0 and 1, got {weight}"));

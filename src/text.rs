@@ -35,6 +35,18 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// The last `max_chars` characters of `text`, never splitting a character.
+pub fn tail_chars(text: &str, max_chars: usize) -> &str {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text;
+    }
+    match text.char_indices().nth(count - max_chars) {
+        Some((byte, _)) => &text[byte..],
+        None => "",
+    }
+}
+
 // Sorted, for binary search. Kept short on purpose: words like "not", "never", "no" carry
 // meaning in memories ("does not like coffee") and are not here.
 const STOP_WORDS: &[&str] = &[
@@ -170,6 +182,14 @@ mod tests {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
         assert!(is_stop_word("the"));
         assert!(!is_stop_word("not"));
+    }
+
+    #[test]
+    fn tail_keeps_whole_characters() {
+        assert_eq!(tail_chars("héllo wörld", 5), "wörld");
+        assert_eq!(tail_chars("ab", 5), "ab");
+        assert_eq!(tail_chars("日本語", 2), "本語");
+        assert_eq!(tail_chars("abc", 0), "");
     }
 
     #[test]

@@ -175,6 +175,8 @@ pub async fn evaluate(memory: &Memory, json: &str, ks: &[usize]) -> Result<Repor
         let events: Vec<NewEvent> = conversation.turns.iter().map(|(_, e)| e.clone()).collect();
         let sequences = memory.append(&conversation.user, &session, &events).await?;
         turns += events.len();
+        // Ask once every turn has its vector, as a live store has within seconds.
+        memory.embed_pending(&|_, _| {}).await?;
         let dia_by_sequence: HashMap<i64, &str> = sequences
             .iter()
             .zip(&conversation.turns)

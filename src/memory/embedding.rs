@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::index::embedding_input;
 use super::{Memory, Result};
 use crate::embed::vector_to_blob;
 
@@ -197,7 +198,7 @@ impl Memory {
         }
         let mut rows = conn
             .query(
-                "SELECT q.chunk_id, c.text FROM embed_queue q JOIN chunks c USING (chunk_id)
+                "SELECT q.chunk_id, c.context, c.text FROM embed_queue q JOIN chunks c USING (chunk_id)
                  WHERE q.claim_token = ?1 ORDER BY q.chunk_id",
                 [token.as_str()],
             )
@@ -206,7 +207,10 @@ impl Memory {
         let mut texts = Vec::new();
         while let Some(row) = rows.next().await? {
             ids.push(row.get::<i64>(0)?);
-            texts.push(row.get::<String>(1)?);
+            texts.push(embedding_input(
+                &row.get::<String>(1)?,
+                &row.get::<String>(2)?,
+            ));
         }
         drop(rows);
         drop(conn);

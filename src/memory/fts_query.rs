@@ -8,8 +8,8 @@ use crate::text;
 /// Most terms kept from one query; longer queries gain little and cost a lot.
 const MAX_TERMS: usize = 32;
 
-/// The FTS5 expression matching any of the query's words in the `text` column, or `None`
-/// when the query has no searchable word.
+/// The FTS5 expression matching any of the query's words in the `text` or `context`
+/// columns (never `scope`), or `None` when the query has no searchable word.
 pub fn keyword_expression(query: &str) -> Option<String> {
     let mut all: Vec<String> = Vec::new();
     for token in text::tokens(query) {
@@ -31,7 +31,7 @@ pub fn keyword_expression(query: &str) -> Option<String> {
     let quoted: Vec<String> = terms
         .iter()
         .take(MAX_TERMS)
-        .map(|t| format!("text:\"{t}\""))
+        .map(|t| format!("{{text context}}:\"{t}\""))
         .collect();
     Some(quoted.join(" OR "))
 }
@@ -50,7 +50,7 @@ mod tests {
     fn operators_and_quotes_become_plain_terms() {
         assert_eq!(
             keyword_expression(r#"tea" OR NEAR(x* -y) AND {col}:z"#).unwrap(),
-            r#"text:"tea" OR text:"near" OR text:"x" OR text:"y" OR text:"col" OR text:"z""#
+            r#"{text context}:"tea" OR {text context}:"near" OR {text context}:"x" OR {text context}:"y" OR {text context}:"col" OR {text context}:"z""#
         );
     }
 
@@ -58,11 +58,11 @@ mod tests {
     fn stop_words_dropped_unless_nothing_else() {
         assert_eq!(
             keyword_expression("what is the plan").unwrap(),
-            r#"text:"plan""#
+            r#"{text context}:"plan""#
         );
         assert_eq!(
             keyword_expression("who is it").unwrap(),
-            r#"text:"who" OR text:"is" OR text:"it""#
+            r#"{text context}:"who" OR {text context}:"is" OR {text context}:"it""#
         );
         assert_eq!(keyword_expression(" ?! ** "), None);
     }

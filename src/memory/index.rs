@@ -21,6 +21,28 @@ pub(super) struct ChunkOwner<'a> {
     pub note_id: Option<&'a str>,
     pub sequence: i64,
     pub created_at: i64,
+    /// What came just before in the session (see [`chunk_context`]); empty for notes.
+    pub context: &'a str,
+}
+
+/// Characters of the previous event kept as a chunk's context: enough for the question
+/// a reply answers, short enough that the chunk's own text stays inside the model's window.
+pub(super) const CONTEXT_CHARS: usize = 300;
+
+/// A chunk's context: the end of the event before it in its session, whitespace
+/// normalised.
+pub(super) fn chunk_context(previous_event: &str) -> String {
+    let normalized = crate::text::normalize_whitespace(previous_event);
+    crate::text::tail_chars(&normalized, CONTEXT_CHARS).to_string()
+}
+
+/// What the embedder reads for a chunk: its context, then its text.
+pub(super) fn embedding_input(context: &str, text: &str) -> String {
+    if context.is_empty() {
+        text.to_string()
+    } else {
+        format!("{context}\n{text}")
+    }
 }
 
 /// The token FTS5 indexes in the `scope` column of a session's chunks.
@@ -46,14 +68,19 @@ impl Memory {
             .collect()
     }
 
-    /// Chunks and embeds each text (on a blocking thread), for a rebuild that swaps a
-    /// session's whole index in one transaction.
+    /// Chunks and embeds each text with its context (on a blocking thread), for a rebuild
+    /// that swaps a session's whole index in one transaction.
     pub(super) async fn prepare_chunks_embedded(
         &self,
         texts: &[&str],
+        contexts: &[String],
     ) -> Result<Vec<Vec<PreparedChunk>>> {
         let mut per_text = self.prepare_chunks(texts);
-        let flat: Vec<String> = per_text.iter().flatten().map(|c| c.text.clone()).collect();
+        let flat: Vec<String> = per_text
+            .iter()
+            .zip(contexts)
+            .flat_map(|(chunks, context)| chunks.iter().map(|c| embedding_input(context, &c.text)))
+            .collect();
         let vectors = self.embed_blocking(flat).await?;
         for (chunk, vector) in per_text.iter_mut().flatten().zip(vectors) {
             chunk.vector = Some(vector_to_blob(&vector));
@@ -189,8 +216,8 @@ impl ChunkWriter {
             insert: Sql::new(
                 conn,
                 "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
-                                     sequence_start, sequence_end, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) RETURNING chunk_id",
+                                     sequence_start, sequence_end, created_at, context)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9) RETURNING chunk_id",
                 prepare,
             )
             .await?,
@@ -244,7 +271,8 @@ impl ChunkWriter {
                     chunk.text.as_str(),
                     chunk.hash.as_str(),
                     owner.sequence,
-                    owner.created_at
+                    owner.created_at,
+                    owner.context
                 ])
                 .await?
                 .expect("INSERT … RETURNING yields the new row");

@@ -333,6 +333,7 @@ impl Memory {
             note_id: Some(note_id),
             sequence,
             created_at: now,
+            context: "",
         };
         ChunkWriter::prepare(conn, self.embedder.model_id(), self.db.is_local())
             .await?

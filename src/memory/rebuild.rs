@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::index::{ChunkOwner, ChunkWriter};
+use super::index::{chunk_context, ChunkOwner, ChunkWriter};
 use super::{Memory, Result, SessionKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -90,7 +90,16 @@ impl Memory {
             };
             let sources = read_sources(&conn, session_id, user_id).await?;
             let texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
-            let prepared = self.prepare_chunks_embedded(&texts).await?;
+            // An event's context is the event before it; notes stand alone.
+            let contexts: Vec<String> = sources
+                .iter()
+                .enumerate()
+                .map(|(i, source)| match (&source.note_id, i.checked_sub(1)) {
+                    (None, Some(prev)) => chunk_context(&sources[prev].text),
+                    _ => String::new(),
+                })
+                .collect();
+            let prepared = self.prepare_chunks_embedded(&texts, &contexts).await?;
 
             let tx = match tx {
                 Some(tx) => tx,
@@ -109,13 +118,14 @@ impl Memory {
             let writer =
                 ChunkWriter::prepare(&tx, self.embedder.model_id(), self.db.is_local()).await?;
             let mut chunks = 0;
-            for (source, prepared) in sources.iter().zip(&prepared) {
+            for ((source, prepared), context) in sources.iter().zip(&prepared).zip(&contexts) {
                 let owner = ChunkOwner {
                     session_id,
                     user_id,
                     note_id: source.note_id.as_deref(),
                     sequence: source.sequence,
                     created_at: source.created_at,
+                    context,
                 };
                 writer.write(&owner, prepared).await?;
                 chunks += prepared.len();

@@ -95,6 +95,34 @@ fn normalize(scores: &mut HashMap<i64, LegScores>, leg: fn(&mut LegScores) -> &m
     }
 }
 
+/// Lends each event's score, scaled by `weight`, to the events next to it in its session
+/// (half as much two steps away). The answer to a question often sits in the turn after
+/// the one that matches it, or a multi-turn exchange matches as a whole; both surface this
+/// way. Notes stand alone.
+fn spread_to_neighbours(targets: &mut HashMap<Target, f64>, weight: f64) {
+    if weight <= 0.0 {
+        return;
+    }
+    let events: Vec<(String, i64, f64)> = targets
+        .iter()
+        .filter_map(|(target, score)| match target {
+            Target::Event(session, sequence) => Some((session.clone(), *sequence, *score)),
+            Target::Note(_) => None,
+        })
+        .collect();
+    for (session, sequence, score) in events {
+        for (distance, share) in [(1, weight), (2, weight / 2.0)] {
+            for neighbour in [sequence - distance, sequence + distance] {
+                if neighbour >= 1 {
+                    *targets
+                        .entry(Target::Event(session.clone(), neighbour))
+                        .or_insert(0.0) += share * score;
+                }
+            }
+        }
+    }
+}
+
 /// What a chunk points at: a note or an event.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Target {
@@ -168,9 +196,13 @@ impl Memory {
             let scopes: Vec<String> = sessions.iter().map(|s| scope_token(s)).collect();
             let mut rows = conn
                 .query(
-                    "SELECT rowid, bm25(chunks_fts, 1.0, 0.0) AS rank FROM chunks_fts
+                    "SELECT rowid, bm25(chunks_fts, 1.0, 0.0, ?3) AS rank FROM chunks_fts
                      WHERE chunks_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-                    libsql::params![scoped(&expression, &scopes), candidates as i64],
+                    libsql::params![
+                        scoped(&expression, &scopes),
+                        candidates as i64,
+                        self.search.context_weight
+                    ],
                 )
                 .await?;
             while let Some(row) = rows.next().await? {
@@ -234,10 +266,20 @@ impl Memory {
             *best = best.max(score);
         }
         drop(rows);
+        spread_to_neighbours(&mut targets, self.search.neighbor_weight);
 
-        let mut hits = self
-            .hydrate(&conn, user_id, &targets, &request.tags)
-            .await?;
+        // Read the best targets first; notes that expired, were superseded or lack a tag
+        // drop out there, so read further only while fewer than `top_k` hits remain.
+        let mut ranked: Vec<(Target, f64)> = targets.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut hits = Vec::new();
+        for batch in ranked.chunks(top_k * 3) {
+            let batch: HashMap<Target, f64> = batch.iter().cloned().collect();
+            hits.extend(self.hydrate(&conn, user_id, &batch, &request.tags).await?);
+            if hits.len() >= top_k {
+                break;
+            }
+        }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
         hits.truncate(top_k);
         Ok(SearchResults { hits, degraded })

@@ -7,7 +7,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::ensure_session;
-use super::index::{ChunkOwner, ChunkWriter, PreparedChunk, Sql};
+use super::index::{chunk_context, ChunkOwner, ChunkWriter, PreparedChunk, Sql};
 use super::{MemoryError, NewEvent, Result};
 use crate::db::{Conn, Db};
 
@@ -45,6 +45,7 @@ struct Statements {
     find_session: Sql,
     insert_event: Sql,
     update_session: Sql,
+    event_content: Sql,
     chunks: ChunkWriter,
 }
 
@@ -71,6 +72,12 @@ impl Statements {
             update_session: Sql::new(
                 conn,
                 "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
+                prepare,
+            )
+            .await?,
+            event_content: Sql::new(
+                conn,
+                "SELECT content FROM events WHERE session_id = ?1 AND sequence = ?2",
                 prepare,
             )
             .await?,
@@ -193,6 +200,16 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
     let user_id = job.user_id.as_str();
     let mut sequence = session_sequence(statements, job).await?;
     let mut sequences = Vec::with_capacity(job.events.len());
+    // Each event's chunks carry the end of the event before it as context.
+    let mut context = match statements
+        .event_content
+        .first_row(libsql::params![session_id, sequence])
+        .await?
+        .and_then(|row| row.into_iter().next())
+    {
+        Some(libsql::Value::Text(previous)) => chunk_context(&previous),
+        _ => String::new(),
+    };
     for (event, chunks) in job.events.iter().zip(&job.prepared) {
         sequence += 1;
         let created_at = event.created_at.unwrap_or(job.now);
@@ -218,8 +235,10 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
             note_id: None,
             sequence,
             created_at,
+            context: &context,
         };
         statements.chunks.write(&owner, chunks).await?;
+        context = chunk_context(&event.content);
         sequences.push(sequence);
     }
     statements
