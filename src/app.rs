@@ -30,9 +30,10 @@ pub async fn open_db(config: &Config) -> Result<Db, DbError> {
 
 /// Opens the configured database, applies pending migrations, and builds the memory store.
 pub async fn open_memory(config: &Config) -> Result<Memory, OpenError> {
+    // The model first: a missing or wrong one is refused before the database is touched.
+    let embedder = embed::from_config(&config.embedding)?;
     let db = open_db(config).await?;
     migrate::migrate(&db).await?;
-    let embedder = embed::from_config(&config.embedding)?;
     Ok(
         Memory::new(db, embedder, config.memory.clone(), config.search.clone())
             .await?

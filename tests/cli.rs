@@ -550,3 +550,62 @@ fn summary_context_and_consolidate_through_the_cli() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("defrag"));
 }
+
+#[test]
+fn db_status_reports_the_embedding_queue_and_the_daemon_re_embeds_after_a_model_change() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    json(d, &["memory", "save", "--user", "u", "the harbour at dawn"]);
+    let status = json(d, &["db", "status"]);
+    assert_eq!(status["embedding"]["backend"], "hash");
+    // A CLI write embeds what it queued before it exits.
+    assert_eq!(status["embedding"]["pending"], 0);
+    assert_eq!(status["embedding"]["reembedding"], false);
+    assert_eq!(status["counts"]["vectors"], 1);
+
+    // Another model: the CLI searches by keywords and says so until the daemon adopts it.
+    let config = d.join("nightshift.toml");
+    std::fs::write(&config, "[embedding]\ndimensions = 128\n").unwrap();
+    let cfg = config.to_str().unwrap();
+    let found = json(
+        d,
+        &[
+            "--config", cfg, "memory", "search", "--user", "u", "harbour",
+        ],
+    );
+    assert_eq!(found["degraded"], true);
+    assert_eq!(found["hits"].as_array().unwrap().len(), 1);
+
+    let mut child = nightshift(d)
+        .args(["--config", cfg, "run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Bounded poll of what the daemon reports, not of the clock.
+    let mut adopted = false;
+    for _ in 0..600 {
+        let status = json(d, &["--config", cfg, "db", "status"]);
+        if status["embedding_model"] == "hash-v1-128"
+            && status["embedding"]["pending"] == 0
+            && status["embedding"]["reembedding"] == false
+        {
+            adopted = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(adopted, "the daemon did not re-embed for the new model");
+    let found = json(
+        d,
+        &[
+            "--config", cfg, "memory", "search", "--user", "u", "harbour",
+        ],
+    );
+    assert_eq!(found["degraded"], false);
+}

@@ -10,9 +10,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use nightshift::app::OpenError;
 use nightshift::config::{Config, ConfigError};
 use nightshift::consolidate::ConsolidateError;
 use nightshift::db::DbError;
+use nightshift::embed::EmbedError;
 use nightshift::eval::locomo::EvalError;
 use nightshift::memory::MemoryError;
 use nightshift::notify::outbox::OutboxError;
@@ -50,6 +52,12 @@ pub fn main() -> ExitCode {
 
 fn exit_code(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
+        // A model or ONNX Runtime library that is missing or wrong is a setup problem.
+        if let Some(OpenError::Embed(EmbedError::Model(_) | EmbedError::Runtime(_))) =
+            cause.downcast_ref::<OpenError>()
+        {
+            return exit::CONFIG;
+        }
         if let Some(err) = cause.downcast_ref::<MemoryError>() {
             return match err {
                 MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => exit::NOT_FOUND,
