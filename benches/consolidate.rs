@@ -97,6 +97,7 @@ async fn main() {
             .collect();
         memory.append("big", "big-chat", &events).await.unwrap();
     }
+    memory.embed_pending(&|_, _| {}).await.unwrap();
     let mut samples = Vec::with_capacity(CONTEXT_SAMPLES);
     for i in 0..=CONTEXT_SAMPLES {
         let request = ContextRequest {

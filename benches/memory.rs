@@ -118,6 +118,8 @@ async fn main() {
     eprintln!("filling {TOTAL_CHUNKS} chunks over {USERS} users…");
     let start = Instant::now();
     fill(&memory, &mut rng, &lang).await;
+    // Vectors come from the background queue; search is measured with both legs.
+    memory.embed_pending(&|_, _| {}).await.expect("embed");
     let fill_secs = start.elapsed().as_secs_f64();
     let chunks: i64 = nightshift::db::query_scalar(
         &memory.db().conn().await.unwrap(),
