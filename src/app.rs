@@ -18,8 +18,23 @@ pub enum OpenError {
 
 /// Opens the configured database without touching its schema.
 pub async fn open_db(config: &Config) -> Result<Db, DbError> {
-    // The token comes from the environment only: never a command-line argument.
-    let token = std::env::var("NIGHTSHIFT_DB_AUTH_TOKEN").ok();
+    // The token comes from the environment or a file: never a command-line argument.
+    let token = match std::env::var("NIGHTSHIFT_DB_AUTH_TOKEN") {
+        Ok(token) => Some(token),
+        Err(_) => match &config.database.auth_token_file {
+            Some(file) => {
+                let path = crate::config::credential_path(file);
+                let token = std::fs::read_to_string(&path).map_err(|e| {
+                    DbError::BadTarget(format!(
+                        "cannot read database.auth_token_file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                Some(token.trim().to_string())
+            }
+            None => None,
+        },
+    };
     let target = DbTarget::parse(&config.database.path)?.with_auth_token(token);
     let options = DbOptions {
         busy_timeout: std::time::Duration::from_millis(config.database.busy_timeout_ms),

@@ -170,6 +170,9 @@ pub struct DatabaseConfig {
     pub busy_timeout_ms: u64,
     /// Idle connections kept open for reuse.
     pub pool_size: usize,
+    /// A file holding a libSQL server's auth token (relative paths are looked up in
+    /// systemd's `$CREDENTIALS_DIRECTORY` when set). `NIGHTSHIFT_DB_AUTH_TOKEN` wins.
+    pub auth_token_file: Option<String>,
 }
 
 impl Default for DatabaseConfig {
@@ -178,7 +181,17 @@ impl Default for DatabaseConfig {
             path: DEFAULT_DB_PATH.to_string(),
             busy_timeout_ms: 5_000,
             pool_size: 8,
+            auth_token_file: None,
         }
+    }
+}
+
+/// Where a secret file named in the config is: a relative path is looked up in
+/// `$CREDENTIALS_DIRECTORY`, where systemd's `LoadCredential=` puts credentials, when set.
+pub fn credential_path(path: &str) -> PathBuf {
+    match std::env::var("CREDENTIALS_DIRECTORY") {
+        Ok(dir) if Path::new(path).is_relative() => Path::new(&dir).join(path),
+        _ => PathBuf::from(path),
     }
 }
 

@@ -294,6 +294,12 @@ fn config_is_checked_with_the_key_named() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/nightshift.toml");
     let out = run(d, &["config", "check", example.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // …and documents the defaults, not other values.
+    let shipped = nightshift::config::Config::load(&example).unwrap();
+    let defaults = nightshift::config::Config::default();
+    assert_eq!(shipped.search, defaults.search);
+    assert_eq!(shipped.embedding, defaults.embedding);
+    assert_eq!(shipped.memory, defaults.memory);
 }
 
 #[test]
@@ -608,4 +614,25 @@ fn db_status_reports_the_embedding_queue_and_the_daemon_re_embeds_after_a_model_
         ],
     );
     assert_eq!(found["degraded"], false);
+}
+
+#[test]
+fn an_unreadable_database_token_file_is_a_configuration_error() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let config = d.join("nightshift.toml");
+    std::fs::write(&config, "[database]\nauth_token_file = \"no-such-token\"\n").unwrap();
+    let out = nightshift(d)
+        .env("NIGHTSHIFT_DB", "http://127.0.0.1:9")
+        .env_remove("NIGHTSHIFT_DB_AUTH_TOKEN")
+        .env("CREDENTIALS_DIRECTORY", d.join("creds"))
+        .args(["--config", config.to_str().unwrap(), "db", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&d.join("creds/no-such-token").display().to_string()),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -177,6 +177,18 @@ impl Memory {
         let token = crate::ids::new_id("emb");
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
+        // A read first: an idle embedder polls every second and should not take the
+        // write lock (or, on a server, make a write round trip) to find nothing.
+        let claimable: Option<i64> = crate::db::query_scalar(
+            &conn,
+            "SELECT 1 FROM embed_queue WHERE claim_expires_at IS NULL OR claim_expires_at <= ?1 LIMIT 1",
+            [now],
+        )
+        .await?;
+        if claimable.is_none() {
+            self.finish_reembed(&conn).await?;
+            return Ok(0);
+        }
         let claimed = conn
             .execute(
                 "UPDATE embed_queue SET claim_token = ?1, claim_expires_at = ?2
@@ -279,6 +291,15 @@ impl Memory {
 
     /// Ends a re-embed once nothing is queued: the vector leg comes back on.
     async fn finish_reembed(&self, conn: &libsql::Connection) -> Result<()> {
+        let reembedding: Option<String> = crate::db::query_scalar(
+            conn,
+            "SELECT value FROM meta WHERE key = 'embedding_reembed'",
+            (),
+        )
+        .await?;
+        if reembedding.is_none() {
+            return Ok(());
+        }
         let ended = conn
             .execute(
                 "DELETE FROM meta WHERE key = 'embedding_reembed' AND value = ?1

@@ -85,14 +85,7 @@ fn load_secret(id: &str, config: &ChannelConfig) -> Result<Option<Secret>, Chann
         return Ok(Some(Secret(value.trim().to_string())));
     }
     if let Some(path) = &config.secret_file {
-        // systemd's LoadCredential= puts files under $CREDENTIALS_DIRECTORY.
-        let resolved = match (
-            std::env::var("CREDENTIALS_DIRECTORY"),
-            std::path::Path::new(path).is_relative(),
-        ) {
-            (Ok(dir), true) => std::path::Path::new(&dir).join(path),
-            _ => std::path::PathBuf::from(path),
-        };
+        let resolved = crate::config::credential_path(path);
         let value = std::fs::read_to_string(&resolved).map_err(|e| ChannelError::SecretFile {
             channel: id.to_string(),
             path: resolved.display().to_string(),
