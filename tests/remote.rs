@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
+use common::sqld::Sqld;
 
 use nightshift::app::open_memory;
 use nightshift::config::Config;
@@ -13,52 +12,6 @@ use nightshift::memory::{MemoryError, NewEvent, NewNote, Role, SearchRequest};
 use nightshift::schedule::types::NewSchedule;
 use nightshift::schedule::Cadence;
 use nightshift::worker::schedule_store;
-
-/// A running sqld, stopped when dropped.
-struct Sqld {
-    url: String,
-    pid: String,
-}
-
-impl Sqld {
-    fn start() -> Sqld {
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .expect("run start-sqld.sh");
-        assert!(
-            out.status.success(),
-            "start-sqld.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let vars = String::from_utf8_lossy(&out.stdout).to_string();
-        let get = |name: &str| {
-            vars.split_whitespace()
-                .chain(vars.lines())
-                .find_map(|kv| kv.trim().strip_prefix(&format!("{name}=")))
-                .map(|v| v.trim_matches(['\'', '"']).to_string())
-                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
-        };
-        Sqld {
-            url: get("SQLD_URL"),
-            pid: get("SQLD_PID"),
-        }
-    }
-
-    fn config(&self) -> Config {
-        let mut config = Config::default();
-        config.database.path = self.url.clone();
-        config
-    }
-}
-
-impl Drop for Sqld {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(&self.pid).status();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_and_schedules_work_against_a_libsql_server() {

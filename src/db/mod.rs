@@ -160,7 +160,14 @@ impl Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),
                 database,
-                pool: pool::Pool::new(options.pool_size),
+                // A libSQL server ends an idle connection's stream after a few seconds, and
+                // the connection then fails every statement ("stream expired", "invalid
+                // baton"). A fresh connection costs no extra round trip (its stream opens
+                // with its first request), so connections to a server are not kept idle.
+                pool: pool::Pool::new(match target {
+                    DbTarget::Local(_) => options.pool_size,
+                    DbTarget::Remote { .. } => 0,
+                }),
                 options,
             }),
         };

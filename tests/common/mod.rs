@@ -1,6 +1,8 @@
 //! Shared helpers: a memory store on a fresh database file in a temp dir.
 #![allow(dead_code)]
 
+pub mod sqld;
+
 use nightshift::app::open_memory;
 use nightshift::config::Config;
 use nightshift::db::query_scalar;

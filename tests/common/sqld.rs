@@ -1,0 +1,52 @@
+//! A real libSQL server (sqld from ../shared/tools/sqld) on 127.0.0.1 for a test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use nightshift::config::Config;
+
+/// A running sqld, stopped when dropped.
+pub struct Sqld {
+    pub url: String,
+    pub pid: String,
+}
+
+impl Sqld {
+    pub fn start() -> Sqld {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("run start-sqld.sh");
+        assert!(
+            out.status.success(),
+            "start-sqld.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vars = String::from_utf8_lossy(&out.stdout).to_string();
+        let get = |name: &str| {
+            vars.split_whitespace()
+                .chain(vars.lines())
+                .find_map(|kv| kv.trim().strip_prefix(&format!("{name}=")))
+                .map(|v| v.trim_matches(['\'', '"']).to_string())
+                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
+        };
+        Sqld {
+            url: get("SQLD_URL"),
+            pid: get("SQLD_PID"),
+        }
+    }
+
+    pub fn config(&self) -> Config {
+        let mut config = Config::default();
+        config.database.path = self.url.clone();
+        config
+    }
+}
+
+impl Drop for Sqld {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(&self.pid).status();
+    }
+}
