@@ -1,7 +1,7 @@
 //! Three `nightshift run` processes sharing one database file (WAL, busy_timeout) with 300
 //! schedules due every 1–2 seconds for a minute, against a fake agent runtime on
 //! 127.0.0.1. No occurrence runs twice and none is lost, also when one worker is killed
-//! with SIGKILL mid-run. (The same against a libSQL server is not here yet: see README,
+//! with SIGKILL mid-run; and 1,000 outbox messages reach a webhook once each. (The same against a libSQL server is not here yet: see README,
 //! "A libSQL server instead of a file".)
 
 mod common;
@@ -268,4 +268,129 @@ async fn three_workers_on_one_local_file_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("shared.db").display().to_string();
     three_workers(&db, &dir, true).await;
+}
+
+/// Deliveries per idempotency key.
+#[derive(Clone, Default)]
+struct Hook {
+    deliveries: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+async fn hook(
+    State(hook): State<Hook>,
+    headers: axum::http::HeaderMap,
+    _body: axum::body::Bytes,
+) -> &'static str {
+    let key = headers
+        .get("Idempotency-Key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    *hook.deliveries.lock().unwrap().entry(key).or_default() += 1;
+    // Slow enough that one worker cannot drain the outbox before the others join in.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    "ok"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let dir = TempDir::new().unwrap();
+    let hook_state = Hook::default();
+    let app = Router::new()
+        .route("/hook", post(hook))
+        .with_state(hook_state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let db = dir.path().join("shared.db").display().to_string();
+    let config_path = write_config(dir.path(), &db, "http://127.0.0.1:9/goal");
+    let mut text = std::fs::read_to_string(&config_path).unwrap();
+    text.push_str(&format!(
+        "\n[channels.hook]\nkind = \"webhook\"\nurl = \"http://{addr}/hook\"\n"
+    ));
+    std::fs::write(&config_path, text).unwrap();
+    let config = Config::load(&config_path).unwrap();
+    // Migrate before the workers race to.
+    drop(open_memory(&config).await.unwrap());
+
+    let logs: Vec<PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("worker-{i}.log")))
+        .collect();
+    let workers: Vec<(Child, &PathBuf)> = logs
+        .iter()
+        .map(|log| (start_worker(&config_path, log), log))
+        .collect();
+
+    // The messages arrive while all three are running, as another process's runs would.
+    let memory = open_memory(&config).await.unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    let plan = nightshift::notify::outbox::NotifyPlan {
+        channel_id: "hook".into(),
+        channel_context_id: None,
+        marker: "[NOTIFY]".into(),
+        failure_notice_after: 3,
+        ttl_ms: [3_600_000; 3],
+    };
+    let now = memory.clock().now_ms();
+    let tx = conn
+        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+        .await
+        .unwrap();
+    for i in 0..1_000 {
+        nightshift::notify::outbox::enqueue_in(
+            &tx,
+            &plan,
+            nightshift::notify::outbox::NewMessage {
+                kind: "run",
+                run_id: &format!("run-{i}"),
+                schedule_id: "sch-x",
+                user_id: "u",
+                priority: nightshift::notify::outbox::Priority::Normal,
+                payload: json!({"summary": format!("message {i}")}),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let delivered = || async {
+        nightshift::db::query_scalar::<i64>(
+            &conn,
+            "SELECT count(*) FROM outbox WHERE status = 'delivered'",
+            (),
+        )
+        .await
+        .unwrap()
+        .unwrap_or(0)
+    };
+    // Bounded wait on the outbox, not on the clock.
+    for _ in 0..1_200 {
+        if delivered().await == 1_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (worker, log) in workers {
+        stop(worker, log);
+    }
+    assert_eq!(delivered().await, 1_000);
+    let deliveries = hook_state.deliveries.lock().unwrap().clone();
+    assert_eq!(deliveries.len(), 1_000, "every message reached the webhook");
+    assert!(
+        deliveries.values().all(|n| *n == 1),
+        "a message was sent twice: {:?}",
+        deliveries
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .collect::<Vec<_>>()
+    );
+    let attempts: i64 = nightshift::db::query_scalar(&conn, "SELECT max(attempts) FROM outbox", ())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(attempts, 1);
 }
