@@ -141,3 +141,58 @@ async fn an_unreachable_server_or_unknown_scheme_is_a_clear_error() {
     let err = DbTarget::parse("postgres://x").unwrap_err().to_string();
     assert!(err.contains("postgres://"), "{err}");
 }
+
+/// A JWT for sqld: EdDSA over `{"a": "rw"}`, signed with `key`.
+fn jwt(key: &ed25519_dalek::SigningKey) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"EdDSA","typ":"JWT"}"#);
+    let claims = URL_SAFE_NO_PAD.encode(r#"{"a":"rw"}"#);
+    let signed = format!("{header}.{claims}");
+    let signature = URL_SAFE_NO_PAD.encode(key.sign(signed.as_bytes()).to_bytes());
+    format!("{signed}.{signature}")
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_token_is_an_authentication_error_and_writes_nothing() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let dir = tempfile::TempDir::new().unwrap();
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let key_file = dir.path().join("jwt.key");
+    std::fs::write(
+        &key_file,
+        URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()),
+    )
+    .unwrap();
+    let sqld = Sqld::start_with_env(&[("SQLD_AUTH_JWT_KEY_FILE", key_file.to_str().unwrap())]);
+    let open = |token: Option<String>| {
+        let url = sqld.url.clone();
+        async move {
+            let target = DbTarget::parse(&url).unwrap().with_auth_token(token);
+            nightshift::db::Db::open(&target, nightshift::db::DbOptions::default()).await
+        }
+    };
+    let impostor = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    for token in [None, Some(jwt(&impostor)), Some("not-a-jwt".to_string())] {
+        let err = open(token.clone())
+            .await
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            err.contains("authentication") && err.contains(&sqld.url),
+            "{token:?}: {err}"
+        );
+    }
+    // The right token opens it, and finds that nothing was written before.
+    let db = open(Some(jwt(&key))).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    let tables: i64 = nightshift::db::query_scalar(&conn, "SELECT count(*) FROM sqlite_master", ())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tables, 0);
+    nightshift::db::migrate::migrate(&db).await.unwrap();
+}

@@ -96,7 +96,8 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         if cause.downcast_ref::<ConfigError>().is_some() {
             return exit::CONFIG;
         }
-        if let Some(DbError::BadTarget(_)) = cause.downcast_ref::<DbError>() {
+        if let Some(DbError::BadTarget(_) | DbError::Auth { .. }) = cause.downcast_ref::<DbError>()
+        {
             return exit::CONFIG;
         }
     }

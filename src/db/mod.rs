@@ -75,6 +75,11 @@ pub enum DbError {
     #[error("cannot open database {target}: {reason}")]
     Open { target: String, reason: String },
     #[error(
+        "authentication to {target} failed: the server refused the token (set it with \
+         NIGHTSHIFT_DB_AUTH_TOKEN or [database] auth_token_file): {reason}"
+    )]
+    Auth { target: String, reason: String },
+    #[error(
         "database schema version {database} is newer than this nightshift supports ({binary}); \
          upgrade nightshift or point it at another database"
     )]
@@ -175,10 +180,18 @@ impl Db {
         // so it is set once here rather than on every connection.
         let conn = db.conn().await.map_err(|e| open_err(e.to_string()))?;
         // A first round trip, so an unreachable server or a bad token fails here, clearly.
-        let mut rows = conn
-            .query("SELECT 1", ())
-            .await
-            .map_err(|e| open_err(e.to_string()))?;
+        let first_err = |e: libsql::Error| {
+            let reason = e.to_string();
+            if reason.contains("401 Unauthorized") || reason.contains("403 Forbidden") {
+                DbError::Auth {
+                    target: target.to_string(),
+                    reason,
+                }
+            } else {
+                open_err(reason)
+            }
+        };
+        let mut rows = conn.query("SELECT 1", ()).await.map_err(first_err)?;
         while rows
             .next()
             .await

@@ -13,10 +13,16 @@ pub struct Sqld {
 
 impl Sqld {
     pub fn start() -> Sqld {
+        Self::start_with_env(&[])
+    }
+
+    /// Starts sqld with extra environment, e.g. `SQLD_AUTH_JWT_KEY_FILE`.
+    pub fn start_with_env(env: &[(&str, &str)]) -> Sqld {
         let script =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
         let out = Command::new("bash")
             .arg(&script)
+            .envs(env.iter().copied())
             .output()
             .expect("run start-sqld.sh");
         assert!(
