@@ -2,7 +2,7 @@
 //! facts) over 1,000 sessions × 200 events, and context assembly for a user holding
 //! 50,000 chunks. Prints a table, then `name=value` pairs as its last line.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nightshift::app::open_memory;
 use nightshift::config::Config;
@@ -10,7 +10,7 @@ use nightshift::consolidate::Pass;
 use nightshift::memory::{ContextRequest, NewEvent, Role, Strategy};
 
 mod common;
-use common::{Language, Rng};
+use common::{percentile, Language, Rng};
 
 const SESSIONS: usize = 1_000;
 const EVENTS_PER_SESSION: usize = 200;
@@ -40,10 +40,6 @@ fn event(i: usize) -> NewEvent {
         SENTENCES[(i * 7 + 3) % SENTENCES.len()]
     );
     NewEvent::new(role, text)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
 }
 
 #[tokio::main]

@@ -19,14 +19,13 @@ use std::time::{Duration, Instant};
 use nightshift::app::open_memory;
 use nightshift::config::{Config, EmbeddingBackend};
 use nightshift::embed::{Embedder, SemanticEmbedder};
-use nightshift::memory::{NewEvent, Role};
+use nightshift::memory::{NewEvent, Role, CONTEXT_CHARS};
+use nightshift::text::tail_chars;
 
 mod common;
-use common::{Language, Rng};
+use common::{percentile, Language, Rng};
 
 const TURNS: usize = 1_000;
-/// Characters of the previous turn kept as context (as `memory::index::CONTEXT_CHARS`).
-const CONTEXT_CHARS: usize = 120;
 
 fn turns() -> (Vec<String>, &'static str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/locomo-dev.json");
@@ -61,14 +60,6 @@ fn turns() -> (Vec<String>, &'static str) {
     )
 }
 
-fn tail(text: &str, chars: usize) -> &str {
-    let count = text.chars().count();
-    match text.char_indices().nth(count.saturating_sub(chars)) {
-        Some((byte, _)) => &text[byte..],
-        None => text,
-    }
-}
-
 fn rate(embedder: &SemanticEmbedder, texts: &[String], batch: usize) -> f64 {
     let start = Instant::now();
     for chunk in texts.chunks(batch) {
@@ -76,11 +67,6 @@ fn rate(embedder: &SemanticEmbedder, texts: &[String], batch: usize) -> f64 {
         embedder.embed(&refs).expect("embed");
     }
     texts.len() as f64 / start.elapsed().as_secs_f64()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 #[tokio::main]
@@ -107,7 +93,7 @@ async fn main() {
         .iter()
         .enumerate()
         .map(|(i, t)| match i.checked_sub(1) {
-            Some(prev) => format!("{}\n{t}", tail(&turns[prev], CONTEXT_CHARS)),
+            Some(prev) => format!("{}\n{t}", tail_chars(&turns[prev], CONTEXT_CHARS)),
             None => t.clone(),
         })
         .collect();

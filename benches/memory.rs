@@ -13,7 +13,7 @@ use nightshift::embed::blob_to_vector;
 use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
 
 mod common;
-use common::{Language, Rng};
+use common::{percentile, Language, Rng};
 
 const TOTAL_CHUNKS: usize = 100_000;
 const BIG_USER_CHUNKS: usize = 50_000;
@@ -22,11 +22,6 @@ const USERS: usize = 100;
 const INGEST_EVENTS: usize = 2_000;
 const QUERIES: usize = 200;
 const APPENDERS: usize = 16;
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
-}
 
 async fn fill(memory: &Memory, rng: &mut Rng, lang: &Language) {
     let mut plan: Vec<(String, usize)> = vec![

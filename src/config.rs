@@ -297,6 +297,15 @@ pub enum EmbeddingBackend {
     Fastembed,
 }
 
+impl EmbeddingBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmbeddingBackend::Hash => "hash",
+            EmbeddingBackend::Fastembed => "fastembed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {

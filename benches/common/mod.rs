@@ -1,6 +1,12 @@
 //! Deterministic, language-shaped text for the benchmarks.
 #![allow(dead_code)]
 
+/// The `p` quantile (0..=1) of sorted durations, in milliseconds.
+pub fn percentile(sorted: &[std::time::Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
 /// A small deterministic generator (xorshift), so every run builds the same data.
 pub struct Rng(pub u64);
 

@@ -116,27 +116,12 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                     let n: i64 = query_scalar(&conn, sql, ()).await?.unwrap_or(0);
                     counts.insert(name.to_string(), n.into());
                 }
-                embedding_model = query_scalar::<String>(
-                    &conn,
-                    "SELECT value FROM meta WHERE key = 'embedding_model'",
-                    (),
-                )
-                .await?;
-                embedding_pending = query_scalar(&conn, "SELECT count(*) FROM embed_queue", ())
-                    .await?
-                    .unwrap_or(0);
-                reembedding = query_scalar::<String>(
-                    &conn,
-                    "SELECT value FROM meta WHERE key = 'embedding_reembed'",
-                    (),
-                )
-                .await?
-                .is_some();
+                let stored = nightshift::memory::stored_embedding(&conn).await?;
+                embedding_model = stored.model;
+                embedding_pending = stored.pending;
+                reembedding = stored.reembedding;
             }
-            let backend = match config.embedding.backend {
-                nightshift::config::EmbeddingBackend::Hash => "hash",
-                nightshift::config::EmbeddingBackend::Fastembed => "fastembed",
-            };
+            let backend = config.embedding.backend.as_str();
             let status = json!({
                 "database": db.target().to_string(),
                 "schema_version": schema_version,
@@ -293,19 +278,20 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
     scratch_config.database.path = scratch.display().to_string();
     let result = async {
         let memory = open_memory(&scratch_config).await?;
-        anyhow::Ok(locomo::evaluate(&memory, &text, &ks).await?)
+        let report = locomo::evaluate(&memory, &text, &ks).await?;
+        anyhow::Ok((report, memory.embedder().model_id().to_string()))
     }
     .await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", scratch.display()));
     }
-    let report = result?;
+    let (report, model) = result?;
     let mut out = serde_json::json!({
         "questions": report.questions,
         "conversations": report.conversations,
         "turns": report.turns,
         "skipped": report.skipped,
-        "embedding_model": nightshift::embed::from_config(&config.embedding)?.model_id(),
+        "embedding_model": model,
     });
     for (k, recall) in &report.recall {
         out[format!("recall@{k}")] = json!(recall);

@@ -8,7 +8,6 @@
 //! and whether a model change is still being re-embedded. Until it is, the vector leg is
 //! off and search says so (`degraded`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -59,6 +58,41 @@ impl EmbeddingStatus {
     }
 }
 
+/// What the database says about its vectors, readable without loading a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEmbedding {
+    /// The model whose vectors the database holds.
+    pub model: Option<String>,
+    /// Chunks waiting for a vector.
+    pub pending: i64,
+    /// A model change is still being re-embedded.
+    pub reembedding: bool,
+}
+
+/// Reads [`StoredEmbedding`] on `conn`.
+pub async fn stored_embedding(conn: &libsql::Connection) -> Result<StoredEmbedding> {
+    let model: Option<String> = crate::db::query_scalar(
+        conn,
+        "SELECT value FROM meta WHERE key = 'embedding_model'",
+        (),
+    )
+    .await?;
+    let reembedding: Option<String> = crate::db::query_scalar(
+        conn,
+        "SELECT value FROM meta WHERE key = 'embedding_reembed'",
+        (),
+    )
+    .await?;
+    let pending: i64 = crate::db::query_scalar(conn, "SELECT count(*) FROM embed_queue", ())
+        .await?
+        .unwrap_or(0);
+    Ok(StoredEmbedding {
+        model,
+        pending,
+        reembedding: reembedding.is_some(),
+    })
+}
+
 impl Memory {
     /// Wakes this process's embedder after a write queued chunks.
     pub(super) fn wake_embedder(&self) {
@@ -68,22 +102,13 @@ impl Memory {
     /// The model record, the queue length, and whether a re-embed is running.
     pub async fn embedding_status(&self) -> Result<EmbeddingStatus> {
         let conn = self.db.conn().await?;
-        let recorded = self.recorded_model().await?;
-        let reembedding: Option<String> = crate::db::query_scalar(
-            &conn,
-            "SELECT value FROM meta WHERE key = 'embedding_reembed'",
-            (),
-        )
-        .await?;
-        let pending: i64 = crate::db::query_scalar(&conn, "SELECT count(*) FROM embed_queue", ())
-            .await?
-            .unwrap_or(0);
+        let stored = stored_embedding(&conn).await?;
         Ok(EmbeddingStatus {
             model: self.embedder.model_id().to_string(),
             dimensions: self.embedder.dimensions(),
-            recorded_model: recorded,
-            pending,
-            reembedding: reembedding.is_some(),
+            recorded_model: stored.model,
+            pending: stored.pending,
+            reembedding: stored.reembedding,
         })
     }
 
@@ -323,16 +348,17 @@ impl Memory {
         let mut done = 0;
         progress(0, total);
         loop {
-            let n = self.embed_batch().await?;
+            // An empty batch may only mean every claimed row was lost to another worker
+            // while claimable rows remain: look once more before calling it done.
+            let n = match self.embed_batch().await? {
+                0 => self.embed_batch().await?,
+                n => n,
+            };
             if n == 0 {
-                // One more look: the batch may have been empty because every row was lost
-                // to another worker while rows we could claim remain.
-                if self.embed_batch().await? == 0 {
-                    return Ok(done);
-                }
+                return Ok(done);
             }
             done += n;
-            progress(done.min(total.max(done)), total.max(done));
+            progress(done, total.max(done));
         }
     }
 
@@ -382,9 +408,4 @@ impl Memory {
             }
         })
     }
-}
-
-/// The wake-up handle shared by a store's clones.
-pub(super) fn new_wake() -> Arc<tokio::sync::Notify> {
-    Arc::new(tokio::sync::Notify::new())
 }

@@ -27,7 +27,7 @@ pub(super) struct ChunkOwner<'a> {
 
 /// Characters of the previous event kept as a chunk's context: enough for the question
 /// a reply answers, short enough that the chunk's own text stays inside the model's window.
-pub(super) const CONTEXT_CHARS: usize = 120;
+pub const CONTEXT_CHARS: usize = 120;
 
 /// A chunk's context: the end of the event before it in its session, whitespace
 /// normalised.

@@ -19,11 +19,14 @@ mod types;
 mod vectors;
 mod writer;
 
+/// Characters of the previous event a conversation chunk carries as its context.
+pub use index::CONTEXT_CHARS;
+
 use std::sync::Arc;
 
 pub use chunking::chunk_text;
 pub use context::{Context, ContextItem, ContextRequest, Strategy};
-pub use embedding::EmbeddingStatus;
+pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
 pub use events::JsonlError;
 pub use fts_query::keyword_expression;
 pub use notes::tombstone_hash;
@@ -117,7 +120,7 @@ impl Memory {
             search,
             vectors,
             clock: Arc::new(SystemClock),
-            embed_wake: embedding::new_wake(),
+            embed_wake: Arc::new(tokio::sync::Notify::new()),
             embed_batch_size: 32,
         };
         let recorded = memory.recorded_model().await?;
