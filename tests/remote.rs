@@ -196,3 +196,117 @@ async fn a_missing_or_wrong_token_is_an_authentication_error_and_writes_nothing(
     assert_eq!(tables, 0);
     nightshift::db::migrate::migrate(&db).await.unwrap();
 }
+
+/// A runtime whose first answer waits until the test lets it go; counts calls per run.
+#[derive(Default)]
+struct HeldRuntime {
+    calls: std::sync::Mutex<Vec<String>>,
+    release: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl nightshift::runtime::AgentRuntime for HeldRuntime {
+    async fn run_goal(
+        &self,
+        request: &nightshift::runtime::GoalRequest,
+        _memory: &nightshift::memory::Memory,
+    ) -> nightshift::runtime::GoalOutcome {
+        self.calls.lock().unwrap().push(request.run_id.clone());
+        self.release.notified().await;
+        nightshift::runtime::GoalOutcome {
+            output: "report written".into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The server goes away while a run is in flight and stays away longer than the lease:
+/// the worker keeps the run's result, does not exit, records it once the server is back,
+/// and nobody runs the occurrence again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and_runs_once() {
+    let data = tempfile::TempDir::new().unwrap();
+    let data_dir = data.path().display().to_string();
+    let sqld = Sqld::start_with(&[], &["-d", &data_dir]);
+    let port = sqld.url.rsplit(':').next().unwrap().to_string();
+    let mut config = sqld.config();
+    config.scheduler.lease_secs = 2;
+    config.scheduler.change_check_ms = 100;
+    config.consolidation.enabled = false;
+    let memory = open_memory(&config).await.unwrap();
+    let store = schedule_store(&memory, &config);
+    let schedule = store
+        .create(&NewSchedule::new(
+            "u",
+            "write the report",
+            Cadence::Interval {
+                every_secs: 3600,
+                anchor: memory.clock().now_ms() + 3_600_000,
+            },
+        ))
+        .await
+        .unwrap();
+    store.run_now(&schedule.schedule_id).await.unwrap();
+
+    let runtime = std::sync::Arc::new(HeldRuntime::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = {
+        let (config, runtime) = (config.clone(), runtime.clone());
+        tokio::spawn(async move {
+            let parts = nightshift::worker::WorkerParts {
+                runtime: Some(runtime),
+                worker_id: Some("wrk-survivor".into()),
+                ..Default::default()
+            };
+            nightshift::worker::run_with(&config, parts, async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    for _ in 0..200 {
+        if !runtime.calls.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        runtime.calls.lock().unwrap().len(),
+        1,
+        "the run never started"
+    );
+
+    sqld.stop();
+    runtime.release.notify_one();
+    // Away for three leases: the worker's lease runs out meanwhile.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    assert!(
+        !worker.is_finished(),
+        "the worker exited while the server was away"
+    );
+    let back = Sqld::start_with(&[], &["-d", &data_dir, "-p", &port]);
+
+    let mut recorded = None;
+    for _ in 0..300 {
+        let runs = store
+            .runs(&schedule.schedule_id, 10)
+            .await
+            .unwrap_or_default();
+        if let Some(run) = runs.first().filter(|r| r.status.as_str() == "succeeded") {
+            recorded = Some(run.clone());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let run = recorded.expect("the run's result was never recorded");
+    assert_eq!(run.attempt, 1, "the occurrence was run again: {run:?}");
+    assert_eq!(run.output_summary.as_deref(), Some("report written"));
+    assert_eq!(
+        *runtime.calls.lock().unwrap(),
+        vec![run.run_id.clone()],
+        "the runtime saw the occurrence more than once"
+    );
+    stop.send(()).unwrap();
+    worker.await.unwrap().unwrap();
+    drop(back);
+}

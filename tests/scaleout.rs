@@ -127,8 +127,9 @@ fn stop(mut child: Child, log: &Path) {
 }
 
 /// Creates the schedules: half every second, half every two seconds, all catching up
-/// every missed occurrence, so "none lost" can be checked exactly.
-async fn create_schedules(config: &Config) -> HashMap<String, i64> {
+/// every missed occurrence, so "none lost" can be checked exactly. Returns each one's
+/// period and first occurrence.
+async fn create_schedules(config: &Config) -> HashMap<String, (i64, i64)> {
     let memory = open_memory(config).await.unwrap();
     let store = schedule_store(&memory, config);
     let mut every = HashMap::new();
@@ -145,7 +146,8 @@ async fn create_schedules(config: &Config) -> HashMap<String, i64> {
         new.catch_up = CatchUp::All;
         new.notify = NotifyPolicy::Never;
         let schedule = store.create(&new).await.unwrap();
-        every.insert(schedule.schedule_id, secs * 1000);
+        let first = schedule.next_run_at.unwrap();
+        every.insert(schedule.schedule_id, (secs * 1000, first));
     }
     every
 }
@@ -170,6 +172,21 @@ async fn run_rows(config: &Config) -> BTreeMap<String, Vec<(i64, String, i64, St
             row.get::<i64>(3).unwrap(),
             row.get::<String>(4).unwrap(),
         ));
+    }
+    out
+}
+
+/// Every schedule's pending occurrence.
+async fn next_runs(config: &Config) -> HashMap<String, i64> {
+    let db = open_db(config).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    let mut rows = conn
+        .query("SELECT schedule_id, next_run_at FROM schedules", ())
+        .await
+        .unwrap();
+    let mut out = HashMap::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        out.insert(row.get::<String>(0).unwrap(), row.get::<i64>(1).unwrap());
     }
     out
 }
@@ -205,10 +222,25 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
     }
 
     let rows = run_rows(&config).await;
+    let pending = next_runs(&config).await;
     let calls = fake.calls.lock().unwrap().clone();
     let mut total = 0;
-    for (schedule_id, runs) in &rows {
-        let step = every[schedule_id];
+    for (schedule_id, &(step, first)) in &every {
+        // None lost: the runs are the schedule's occurrences from its first on, and the
+        // next one still pending follows the last run. (A worker that falls behind leaves
+        // occurrences pending, never skipped.)
+        let runs = rows.get(schedule_id).map(Vec::as_slice).unwrap_or_default();
+        let expected_next = runs.last().map_or(first, |last| last.0 + step);
+        if let Some(run) = runs.first() {
+            assert_eq!(
+                run.0, first,
+                "{schedule_id}: the first occurrence is missing"
+            );
+        }
+        assert_eq!(
+            pending[schedule_id], expected_next,
+            "{schedule_id}: the pending occurrence does not follow the last run"
+        );
         for pair in runs.windows(2) {
             // Consecutive occurrences, each with exactly one row: nothing skipped silently,
             // nothing twice (the table's UNIQUE would refuse a second row anyway).
@@ -238,15 +270,22 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
             }
         }
     }
-    assert_eq!(rows.len(), SCHEDULES, "every schedule ran");
-    assert!(total >= 1_000, "only {total} occurrences in {RUN_FOR:?}");
+    // A file keeps up with the load; a libSQL server on this two-core test machine does
+    // not (each statement is a round trip, and the server shares the cores with three
+    // workers): there the workers fall behind, which must lose nothing either.
+    let floor = if database.contains("://") {
+        SCHEDULES
+    } else {
+        1_000
+    };
+    assert!(total >= floor, "only {total} occurrences in {RUN_FOR:?}");
     let recovered = rows
         .values()
         .flatten()
         .filter(|(_, _, attempt, _)| *attempt > 1)
         .count();
+    eprintln!("{database}: {total} occurrences, {recovered} recovered");
     if kill_one {
-        eprintln!("{total} occurrences, {recovered} recovered after the kill");
         assert!(
             recovered > 0,
             "the killed worker held no run: the kill proved nothing"
@@ -393,4 +432,18 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         .unwrap()
         .unwrap();
     assert_eq!(attempts, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_on_one_libsql_server_run_each_occurrence_once() {
+    let dir = TempDir::new().unwrap();
+    let sqld = common::sqld::Sqld::start();
+    three_workers(&sqld.url, &dir, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_on_one_libsql_server_recover_a_killed_workers_runs_once() {
+    let dir = TempDir::new().unwrap();
+    let sqld = common::sqld::Sqld::start();
+    three_workers(&sqld.url, &dir, true).await;
 }

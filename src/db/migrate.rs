@@ -133,9 +133,7 @@ pub async fn migrate(db: &Db) -> Result<usize, DbError> {
     let pending = verify(&applied(&conn).await?)?;
     let mut ran = 0;
     for migration in pending {
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         // Another process may have applied it between our read and our lock.
         let already: Option<i64> = super::query_scalar(
             &tx,

@@ -4,12 +4,14 @@
 pub mod clock;
 pub mod migrate;
 mod pool;
+mod write_tx;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use pool::Conn;
+pub use write_tx::WriteTx;
 
 /// Where the database is: a local file, or a libSQL server (sqld, Turso) reached over
 /// HTTP. The same SQL runs on both.
@@ -128,6 +130,9 @@ struct DbInner {
     database: libsql::Database,
     options: DbOptions,
     pool: pool::Pool,
+    /// One write transaction at a time from this process, against a server (see
+    /// [`WriteTx`]).
+    write_gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Db {
@@ -173,6 +178,10 @@ impl Db {
                     DbTarget::Local(_) => options.pool_size,
                     DbTarget::Remote { .. } => 0,
                 }),
+                write_gate: match target {
+                    DbTarget::Local(_) => None,
+                    DbTarget::Remote { .. } => Some(Arc::new(tokio::sync::Semaphore::new(1))),
+                },
                 options,
             }),
         };
@@ -218,7 +227,7 @@ impl Db {
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
         if let Some(conn) = self.inner.pool.take() {
-            return Ok(Conn::new(conn, self.inner.pool.clone()));
+            return Ok(self.wrap(conn));
         }
         let conn = self.inner.database.connect()?;
         // Per-connection settings, where they mean something: foreign keys drive every
@@ -230,7 +239,11 @@ impl Db {
                 while rows.next().await?.is_some() {}
             }
         }
-        Ok(Conn::new(conn, self.inner.pool.clone()))
+        Ok(self.wrap(conn))
+    }
+
+    fn wrap(&self, conn: libsql::Connection) -> Conn {
+        Conn::new(conn, self.inner.pool.clone(), self.inner.write_gate.clone())
     }
 }
 

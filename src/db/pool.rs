@@ -4,6 +4,10 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Semaphore;
+
+use super::write_tx::WriteTx;
+
 #[derive(Clone)]
 pub(super) struct Pool {
     idle: Arc<Mutex<Vec<libsql::Connection>>>,
@@ -36,14 +40,25 @@ impl Pool {
 pub struct Conn {
     conn: Option<libsql::Connection>,
     pool: Pool,
+    write_gate: Option<Arc<Semaphore>>,
 }
 
 impl Conn {
-    pub(super) fn new(conn: libsql::Connection, pool: Pool) -> Self {
+    pub(super) fn new(
+        conn: libsql::Connection,
+        pool: Pool,
+        write_gate: Option<Arc<Semaphore>>,
+    ) -> Self {
         Self {
             conn: Some(conn),
             pool,
+            write_gate,
         }
+    }
+
+    /// Begins a write (`BEGIN IMMEDIATE`) transaction on this connection.
+    pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
+        WriteTx::begin(self, self.write_gate.as_ref()).await
     }
 }
 

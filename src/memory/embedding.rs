@@ -147,9 +147,7 @@ impl Memory {
             return Ok(false);
         }
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         // Read again under the write lock: another worker may have adopted it meanwhile.
         let recorded: Option<String> = crate::db::query_scalar(
             &tx,
@@ -268,9 +266,7 @@ impl Memory {
         };
 
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let mut stored = 0;
         for (chunk_id, vector) in ids.iter().zip(vectors) {
             // Only while the claim is still ours: after a lost lease another worker owns

@@ -178,9 +178,7 @@ impl Memory {
     /// ending any re-embed (a rebuild has just embedded everything with it).
     pub(super) async fn record_model(&self) -> Result<()> {
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('embedding_model', ?1), ('embedding_dimensions', ?2)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",

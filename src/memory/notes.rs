@@ -99,9 +99,7 @@ impl Memory {
         let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let existing: Option<String> = match &note.key {
             Some(key) => {
                 crate::db::query_scalar(
@@ -189,9 +187,7 @@ impl Memory {
             .unwrap_or_default();
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let note_id = ids::new_id("note");
         let changed = tx
             .execute(
@@ -262,9 +258,7 @@ impl Memory {
         let now = self.clock.now_ms();
 
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let owned: Option<i64> = crate::db::query_scalar(
             &tx,
             "SELECT 1 FROM notes WHERE note_id = ?1 AND user_id = ?2",
@@ -347,9 +341,7 @@ impl Memory {
         check_id("note id", note_id)?;
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let content: Option<String> = crate::db::query_scalar(
             &tx,
             "SELECT content FROM notes WHERE note_id = ?1 AND user_id = ?2",

@@ -78,10 +78,7 @@ impl Memory {
             let locked = attempt == OPTIMISTIC_ATTEMPTS;
             // The last attempt reads under the write lock, so it cannot be overtaken.
             let tx = if locked {
-                Some(
-                    conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-                        .await?,
-                )
+                Some(conn.write_tx().await?)
             } else {
                 None
             };
@@ -103,10 +100,7 @@ impl Memory {
 
             let tx = match tx {
                 Some(tx) => tx,
-                None => {
-                    conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-                        .await?
-                }
+                None => conn.write_tx().await?,
             };
             if last_sequence(&tx, session_id).await? != Some(seen) {
                 // A writer changed the session after we read it: read it again.

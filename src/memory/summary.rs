@@ -64,9 +64,7 @@ impl Memory {
         check_id("session id", session_id)?;
         self.check_text("summary", summary)?;
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let mut rows = tx
             .query(
                 "SELECT st.summary_epoch, s.last_sequence FROM session_state st

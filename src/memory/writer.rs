@@ -160,9 +160,7 @@ fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
 /// stream.
 async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
     let conn = db.conn().await?;
-    let tx = conn
-        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-        .await?;
+    let tx = conn.write_tx().await?;
     let statements = Statements::on(&tx, model, false).await?;
     let job = jobs.first().expect("a group has a job");
     let result = append_in_tx(&statements, job).await;

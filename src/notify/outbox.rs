@@ -215,9 +215,7 @@ impl Outbox {
         now: i64,
     ) -> Result<bool, OutboxError> {
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let changed = tx
             .execute(
                 "UPDATE outbox SET status = 'delivered', delivered_at = ?3, attempts = attempts + 1,

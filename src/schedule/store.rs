@@ -218,9 +218,7 @@ impl ScheduleStore {
         let next = new.cadence.next_after(now);
         let schedule_id = ids::new_id("sch");
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let count: i64 = query_scalar(
             &tx,
             "SELECT count(*) FROM schedules WHERE user_id = ?1 AND status IN ('active', 'paused')",
@@ -524,9 +522,7 @@ impl ScheduleStore {
         };
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let running: i64 = query_scalar(
             &tx,
             "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
@@ -735,9 +731,7 @@ impl ScheduleStore {
             .as_deref()
             .map(|o| truncate_chars(o.trim(), SUMMARY_CHARS).to_string());
         let conn = self.db.conn().await?;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let tx = conn.write_tx().await?;
         let updated = tx
             .execute(
                 "UPDATE schedule_runs SET status = ?2, finished_at = ?3, output_summary = ?4,

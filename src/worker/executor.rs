@@ -18,6 +18,9 @@ use crate::schedule::types::{Claim, RunOutcome, RunStatus};
 
 /// Longest wait between attempts.
 const MAX_BACKOFF_SECS: i64 = 3600;
+/// Waits between tries to record a finished run while the database is out of reach.
+const FINISH_RETRY_FIRST: Duration = Duration::from_millis(200);
+const FINISH_RETRY_MAX: Duration = Duration::from_secs(10);
 
 pub struct Executor {
     pub store: ScheduleStore,
@@ -32,7 +35,7 @@ pub struct Executor {
 }
 
 impl Executor {
-    fn lease_ms(&self) -> i64 {
+    pub fn lease_ms(&self) -> i64 {
         self.scheduler.lease_secs * 1000
     }
 
@@ -64,7 +67,7 @@ impl Executor {
             _ = heartbeat => return,
             _ = hard_stop.cancelled() => return,
         };
-        self.record(&claim, status, outcome).await;
+        self.record(&claim, status, outcome, &hard_stop).await;
     }
 
     async fn attempts(&self, claim: &mut Claim) -> (RunStatus, GoalOutcome) {
@@ -169,7 +172,13 @@ impl Executor {
         crate::text::truncate_chars(&context, budget * 4).to_string()
     }
 
-    async fn record(&self, claim: &Claim, status: RunStatus, outcome: GoalOutcome) {
+    async fn record(
+        &self,
+        claim: &Claim,
+        status: RunStatus,
+        outcome: GoalOutcome,
+        hard_stop: &CancellationToken,
+    ) {
         let schedule = &claim.schedule;
         let run_outcome = RunOutcome {
             status: Some(status),
@@ -180,25 +189,43 @@ impl Executor {
             completion_tokens: outcome.completion_tokens,
             cost: outcome.cost,
         };
-        match self
-            .store
-            .finish(
-                claim,
-                Some(&self.worker_id),
-                &run_outcome,
-                self.scheduler.pause_after_failures,
-            )
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; result discarded");
-                return;
-            }
-            Err(err) => {
-                // The lease runs out and recovery takes the occurrence over.
-                tracing::error!(run_id = %claim.run_id, %err, "cannot record the run");
-                return;
+        // The result is kept until the database takes it: a database that is away for a
+        // while (a server restarting, a network cut) must not cost a second run.
+        let mut retry_in = FINISH_RETRY_FIRST;
+        loop {
+            match self
+                .store
+                .finish(
+                    claim,
+                    Some(&self.worker_id),
+                    &run_outcome,
+                    self.scheduler.pause_after_failures,
+                )
+                .await
+            {
+                Ok(true) => break,
+                Ok(false) => {
+                    tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; result discarded");
+                    return;
+                }
+                Err(err) => {
+                    tracing::error!(
+                        run_id = %claim.run_id,
+                        %err,
+                        retry_in_ms = retry_in.as_millis() as u64,
+                        "cannot record the run; keeping the result and retrying"
+                    );
+                    tokio::select! {
+                        _ = tokio::time::sleep(retry_in) => {}
+                        _ = hard_stop.cancelled() => {
+                            // Shutting down: the lease runs out and recovery follows the
+                            // schedule's policy.
+                            tracing::error!(run_id = %claim.run_id, "stopping with the run's result unrecorded");
+                            return;
+                        }
+                    }
+                    retry_in = (retry_in * 2).min(FINISH_RETRY_MAX);
+                }
             }
         }
         if !outcome.transcript.is_empty() {

@@ -42,11 +42,22 @@ impl Scheduler {
         let mut ticker = tokio::time::interval(self.change_check);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut seen_version = self.store.version().await.unwrap_or(0);
+        let lease = Duration::from_millis(self.executor.lease_ms() as u64);
+        // When the database was last out of reach. Every lease runs out while the
+        // database is away, the live ones too: after it comes back, their holders get a
+        // full lease to renew them or record their results before anyone takes over, so a
+        // run that finished during the outage is recorded, not run a second time.
+        let mut last_db_error: Option<Instant> = None;
         loop {
-            let blocked = match self.pass(&permits, &hard_stop, &tracker).await {
+            let may_recover = last_db_error.is_none_or(|at| at.elapsed() >= lease);
+            let blocked = match self
+                .pass(&permits, may_recover, &stop, &hard_stop, &tracker)
+                .await
+            {
                 Ok(blocked) => blocked,
                 Err(err) => {
                     tracing::error!(%err, "scheduler pass failed; retrying");
+                    last_db_error = Some(Instant::now());
                     true
                 }
             };
@@ -64,7 +75,10 @@ impl Scheduler {
                                 break;
                             }
                             Ok(_) => {}
-                            Err(err) => tracing::warn!(%err, "cannot check for schedule changes"),
+                            Err(err) => {
+                                last_db_error = Some(Instant::now());
+                                tracing::warn!(%err, "cannot check for schedule changes");
+                            }
                         }
                     }
                 }
@@ -99,16 +113,26 @@ impl Scheduler {
     async fn pass(
         &self,
         permits: &Arc<Semaphore>,
+        may_recover: bool,
+        stop: &CancellationToken,
         hard_stop: &CancellationToken,
         tracker: &TaskTracker,
     ) -> Result<bool, crate::schedule::store::ScheduleError> {
         let worker = &self.executor.worker_id;
         let lease_ms = self.executor.scheduler.lease_secs * 1000;
-        for claim in self.store.recover_expired(worker, lease_ms).await? {
-            // Recovered runs were already running: they go ahead even when slots are full.
-            self.spawn(claim, None, hard_stop, tracker);
+        if may_recover {
+            for claim in self.store.recover_expired(worker, lease_ms).await? {
+                // Recovered runs were already running: they go ahead even when slots are
+                // full.
+                self.spawn(claim, None, hard_stop, tracker);
+            }
         }
         loop {
+            // A worker behind on a backlog always finds more due work: a stop must not
+            // wait for the backlog to drain.
+            if stop.is_cancelled() {
+                return Ok(false);
+            }
             let now = self.store.clock().now_ms();
             let due = self.store.due(now, DUE_BATCH).await?;
             if due.is_empty() {
@@ -116,6 +140,9 @@ impl Scheduler {
             }
             let mut claimed_any = false;
             for schedule in &due {
+                if stop.is_cancelled() {
+                    return Ok(false);
+                }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     return Ok(true);
                 };

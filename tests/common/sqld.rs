@@ -18,10 +18,17 @@ impl Sqld {
 
     /// Starts sqld with extra environment, e.g. `SQLD_AUTH_JWT_KEY_FILE`.
     pub fn start_with_env(env: &[(&str, &str)]) -> Sqld {
+        Self::start_with(env, &[])
+    }
+
+    /// Starts sqld with extra environment and `start-sqld.sh` arguments (`-p PORT`,
+    /// `-d DB_DIR`: a server restarted on the same port and data).
+    pub fn start_with(env: &[(&str, &str)], args: &[&str]) -> Sqld {
         let script =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
         let out = Command::new("bash")
             .arg(&script)
+            .args(args)
             .envs(env.iter().copied())
             .output()
             .expect("run start-sqld.sh");
@@ -48,6 +55,21 @@ impl Sqld {
         let mut config = Config::default();
         config.database.path = self.url.clone();
         config
+    }
+}
+
+impl Sqld {
+    /// Stops the server and waits until it is gone.
+    pub fn stop(self) {
+        let _ = Command::new("kill").arg(&self.pid).status();
+        let addr = self.url.trim_start_matches("http://").to_string();
+        for _ in 0..600 {
+            if std::net::TcpStream::connect(&addr).is_err() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::mem::forget(self);
     }
 }
 
