@@ -119,7 +119,7 @@ impl Scheduler {
         tracker: &TaskTracker,
     ) -> Result<bool, crate::schedule::store::ScheduleError> {
         let worker = &self.executor.worker_id;
-        let lease_ms = self.executor.scheduler.lease_secs * 1000;
+        let lease_ms = self.executor.lease_ms();
         if may_recover {
             for claim in self.store.recover_expired(worker, lease_ms).await? {
                 // Recovered runs were already running: they go ahead even when slots are
