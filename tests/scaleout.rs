@@ -211,6 +211,24 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
     if kill_one {
         tokio::time::sleep(RUN_FOR / 3).await;
         let (mut victim, _) = workers.remove(0);
+        // Kill it while it holds a run (worker ids start with the pid), so the kill tests
+        // recovery rather than landing between two runs.
+        let db = open_db(&config).await.unwrap();
+        let holds_run = format!("wrk-{}-%", victim.id());
+        for _ in 0..2_000 {
+            let conn = db.conn().await.unwrap();
+            let held = nightshift::db::query_scalar::<i64>(
+                &conn,
+                "SELECT count(*) FROM schedule_runs WHERE status = 'running' AND worker_id LIKE ?1",
+                [holds_run.as_str()],
+            )
+            .await
+            .unwrap()
+            .unwrap_or(0);
+            if held > 0 {
+                break;
+            }
+        }
         victim.kill().unwrap();
         victim.wait().unwrap();
         tokio::time::sleep(RUN_FOR - RUN_FOR / 3).await;

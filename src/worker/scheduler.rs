@@ -43,7 +43,8 @@ impl Scheduler {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut seen_version = self.store.version().await.unwrap_or(0);
         let lease = Duration::from_millis(self.executor.lease_ms() as u64);
-        // When the database was last out of reach. Every lease runs out while the
+        // When the database was last out of reach, as the change check (a one-row read,
+        // which a busy writer does not fail) saw it. Every lease runs out while the
         // database is away, the live ones too: after it comes back, their holders get a
         // full lease to renew them or record their results before anyone takes over, so a
         // run that finished during the outage is recorded, not run a second time.
@@ -57,7 +58,6 @@ impl Scheduler {
                 Ok(blocked) => blocked,
                 Err(err) => {
                     tracing::error!(%err, "scheduler pass failed; retrying");
-                    last_db_error = Some(Instant::now());
                     true
                 }
             };
