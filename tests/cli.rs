@@ -1,5 +1,7 @@
 //! The binary's contract: JSON shapes, exit codes, clear errors, and `run`'s lifecycle.
 
+mod common;
+
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -377,13 +379,7 @@ fn run_migrates_the_default_database_and_exits_zero_on_sigterm() {
         d.join("data/nightshift.db").exists(),
         "default database created"
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(common::terminate(&mut child).code(), Some(0));
 }
 
 #[test]
@@ -601,11 +597,7 @@ fn db_status_reports_the_embedding_queue_and_the_daemon_re_embeds_after_a_model_
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(common::terminate(&mut child).code(), Some(0));
     assert!(adopted, "the daemon did not re-embed for the new model");
     let found = json(
         d,

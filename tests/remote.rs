@@ -310,3 +310,74 @@ async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and
     worker.await.unwrap().unwrap();
     drop(back);
 }
+
+/// The server stops answering (SIGSTOP: connections open, no replies) just as the worker is
+/// told to stop: the worker does not hang in its last writes, it exits with an error that
+/// says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_server_stops_answering_still_exits_and_says_why() {
+    let sqld = Sqld::start();
+    let mut config = sqld.config();
+    config.scheduler.shutdown_grace_secs = 1;
+    config.consolidation.enabled = false;
+    let memory = open_memory(&config).await.unwrap();
+    let store = schedule_store(&memory, &config);
+    let schedule = store
+        .create(&NewSchedule::new(
+            "u",
+            "write the report",
+            Cadence::Interval {
+                every_secs: 3600,
+                anchor: memory.clock().now_ms() + 3_600_000,
+            },
+        ))
+        .await
+        .unwrap();
+    store.run_now(&schedule.schedule_id).await.unwrap();
+
+    let runtime = std::sync::Arc::new(HeldRuntime::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = {
+        let (config, runtime) = (config.clone(), runtime.clone());
+        tokio::spawn(async move {
+            let parts = nightshift::worker::WorkerParts {
+                runtime: Some(runtime),
+                ..Default::default()
+            };
+            nightshift::worker::run_with(&config, parts, async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    for _ in 0..200 {
+        if !runtime.calls.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        runtime.calls.lock().unwrap().len(),
+        1,
+        "the run never started"
+    );
+
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &sqld.pid])
+            .status()
+            .unwrap()
+    };
+    assert!(signal("-STOP").success());
+    stop.send(()).unwrap();
+    // Bounded: the grace period, then at most two bounded last steps.
+    let exited = tokio::time::timeout(std::time::Duration::from_secs(90), worker).await;
+    signal("-CONT");
+    let result = exited.expect("the worker hung on a server that does not answer");
+    let err = result.unwrap().expect_err("a stalled shutdown is an error");
+    assert!(
+        matches!(err, nightshift::worker::WorkerError::ShutdownStalled { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("did not answer"), "{err}");
+}

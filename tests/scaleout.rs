@@ -8,7 +8,9 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use common::KillOnDrop;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -86,23 +88,25 @@ enabled = false
 }
 
 /// Starts a worker logging to `log`, and returns once it says it is running.
-fn start_worker(config: &Path, log: &Path) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nightshift"))
-        .arg("--config")
-        .arg(config)
-        .arg("run")
-        .env_remove("NIGHTSHIFT_DB")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
+fn start_worker(config: &Path, log: &Path) -> KillOnDrop {
+    let mut worker = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_nightshift"))
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .env_remove("NIGHTSHIFT_DB")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     for _ in 0..600 {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if text.contains("nightshift is running") {
-            return child;
+            return worker;
         }
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = worker.0.try_wait().unwrap() {
             panic!("worker exited ({status}) before it was running:\n{text}");
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -110,16 +114,17 @@ fn start_worker(config: &Path, log: &Path) -> Child {
     panic!("worker did not start");
 }
 
-fn stop(mut child: Child, log: &Path) {
+fn stop(mut worker: KillOnDrop, log: &Path) {
+    let child = &mut worker.0;
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
-    let status = child.wait().unwrap();
+    let status = common::wait_for_exit(child, common::EXIT_WITHIN);
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(30).collect();
     assert_eq!(
-        status.code(),
+        status.and_then(|s| s.code()),
         Some(0),
         "worker log (last lines, newest first):\n{}",
         tail.join("\n")
@@ -194,8 +199,21 @@ async fn next_runs(config: &Config) -> HashMap<String, i64> {
 /// The scenarios take the machine's cores for a minute each: one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// A scenario that has not finished in this long is stuck (a hung worker or server):
+/// fail it rather than hang the test run.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(600);
+
 async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
     let _turn = ONE_AT_A_TIME.lock().await;
+    tokio::time::timeout(
+        SCENARIO_LIMIT,
+        three_workers_unbounded(database, dir, kill_one),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{database}: the scenario did not finish in {SCENARIO_LIMIT:?}"));
+}
+
+async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) {
     let (url, fake) = fake_runtime().await;
     let config_path = write_config(dir.path(), database, &url);
     let config = Config::load(&config_path).unwrap();
@@ -204,7 +222,7 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
     let logs: Vec<PathBuf> = (0..3)
         .map(|i| dir.path().join(format!("worker-{i}.log")))
         .collect();
-    let mut workers: Vec<(Child, &PathBuf)> = logs
+    let mut workers: Vec<(KillOnDrop, &PathBuf)> = logs
         .iter()
         .map(|log| (start_worker(&config_path, log), log))
         .collect();
@@ -214,7 +232,7 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
         // Kill it while it holds a run (worker ids start with the pid), so the kill tests
         // recovery rather than landing between two runs.
         let db = open_db(&config).await.unwrap();
-        let holds_run = format!("wrk-{}-%", victim.id());
+        let holds_run = format!("wrk-{}-%", victim.0.id());
         for _ in 0..2_000 {
             let conn = db.conn().await.unwrap();
             let held = nightshift::db::query_scalar::<i64>(
@@ -229,8 +247,8 @@ async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
                 break;
             }
         }
-        victim.kill().unwrap();
-        victim.wait().unwrap();
+        victim.0.kill().unwrap();
+        common::wait_for_exit(&mut victim.0, common::EXIT_WITHIN).expect("SIGKILL ends it");
         tokio::time::sleep(RUN_FOR - RUN_FOR / 3).await;
     } else {
         tokio::time::sleep(RUN_FOR).await;
@@ -375,7 +393,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
     let logs: Vec<PathBuf> = (0..3)
         .map(|i| dir.path().join(format!("worker-{i}.log")))
         .collect();
-    let workers: Vec<(Child, &PathBuf)> = logs
+    let workers: Vec<(KillOnDrop, &PathBuf)> = logs
         .iter()
         .map(|log| (start_worker(&config_path, log), log))
         .collect();

@@ -2,6 +2,8 @@
 //! on 127.0.0.1: CLI changes reach a running worker, a worker killed with SIGKILL has its
 //! occurrence recovered by another, and two workers never run an occurrence twice.
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -120,11 +122,7 @@ fn start_worker(config: &Path) -> Child {
 }
 
 fn stop(mut child: Child) {
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(common::terminate(&mut child).code(), Some(0));
 }
 
 /// Polls `check` until it holds, for at most `tries` × 100 ms of the child's real work.
@@ -216,7 +214,7 @@ async fn killed_worker_has_its_occurrence_recovered_once() {
         "the run never started"
     );
     first.kill().unwrap();
-    first.wait().unwrap();
+    common::wait_for_exit(&mut first, common::EXIT_WITHIN).expect("SIGKILL ends it");
 
     let second = start_worker(&config);
     assert!(

@@ -42,7 +42,19 @@ pub enum WorkerError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Channel(#[from] ChannelError),
+    #[error(
+        "the database did not answer within {secs}s while shutting down; the runs and \
+         messages this worker still holds are taken over by other workers once their \
+         leases run out"
+    )]
+    ShutdownStalled { secs: u64 },
 }
+
+/// How long each last step of a shutdown may take once the grace period is over (waiting
+/// for interrupted runs to be recorded; releasing leases and unregistering): a database
+/// that stops answering must not keep the process from exiting. What it still holds is
+/// recovered by the others after the lease.
+const SHUTDOWN_FINAL: Duration = Duration::from_secs(10);
 
 /// Pieces a caller (or a test) may supply instead of the defaults.
 #[derive(Default)]
@@ -215,32 +227,56 @@ pub async fn run_with(
     systemd::stopping();
     tracing::info!("shutting down: no new runs are claimed");
     stop.cancel();
-    let _ = loop_task.await;
-    let _ = embedder_task.await;
-    if let Some(task) = maintenance_task {
-        let _ = task.await;
-    }
     tracker.close();
+    let mut tasks = vec![loop_task, embedder_task];
+    tasks.extend(maintenance_task);
+    let aborts: Vec<_> = tasks.iter().map(|task| task.abort_handle()).collect();
+    let stopping = async {
+        for task in tasks {
+            let _ = task.await;
+        }
+        tracker.wait().await;
+    };
+    tokio::pin!(stopping);
     let grace = Duration::from_secs(config.scheduler.shutdown_grace_secs as u64);
-    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+    let mut stalled = false;
+    if tokio::time::timeout(grace, &mut stopping).await.is_err() {
         tracing::warn!(
             grace_secs = grace.as_secs(),
             "runs still going after the grace period; interrupting them"
         );
         hard_stop.cancel();
-        tracker.wait().await;
+        if tokio::time::timeout(SHUTDOWN_FINAL, &mut stopping)
+            .await
+            .is_err()
+        {
+            stalled = true;
+            aborts.iter().for_each(|task| task.abort());
+        }
     }
     sender_stop.cancel();
-    let _ = sender_task.await;
-    let _ = heartbeat_task.await;
-    let interrupted = store
-        .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
-        .await?;
-    if interrupted > 0 {
-        tracing::warn!(interrupted, "marked unfinished runs interrupted");
+    let held = async {
+        let _ = sender_task.await;
+        let _ = heartbeat_task.await;
+        let interrupted = store
+            .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
+            .await?;
+        if interrupted > 0 {
+            tracing::warn!(interrupted, "marked unfinished runs interrupted");
+        }
+        if let Err(err) = registry::unregister(memory.db(), &worker_id).await {
+            tracing::warn!(%err, "cannot unregister the worker");
+        }
+        Ok::<_, WorkerError>(())
+    };
+    match tokio::time::timeout(SHUTDOWN_FINAL, held).await {
+        Ok(result) => result?,
+        Err(_) => stalled = true,
     }
-    if let Err(err) = registry::unregister(memory.db(), &worker_id).await {
-        tracing::warn!(%err, "cannot unregister the worker");
+    if stalled {
+        return Err(WorkerError::ShutdownStalled {
+            secs: SHUTDOWN_FINAL.as_secs(),
+        });
     }
     tracing::info!("stopped");
     Ok(())

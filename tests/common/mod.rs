@@ -56,3 +56,49 @@ pub async fn index_rows(memory: &Memory, term: &str) -> (i64, i64, i64) {
         .await,
     )
 }
+
+/// How long a worker process may take to exit on SIGTERM before the test gives up on it:
+/// its grace period plus the bounded last writes, with room for a loaded machine.
+pub const EXIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Sends SIGTERM and waits for the process to exit, at most [`EXIT_WITHIN`]: a worker that
+/// hangs on shutdown fails the test (after SIGKILL) instead of hanging the test run.
+pub fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    wait_for_exit(child, EXIT_WITHIN)
+        .unwrap_or_else(|| panic!("process {} did not exit on SIGTERM", child.id()))
+}
+
+/// Waits for the process to exit, polling, at most `limit`; on timeout kills it with
+/// SIGKILL and returns None.
+pub fn wait_for_exit(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A child process that is killed when the test lets go of it, also when the test panics
+/// or times out, so no worker outlives its test.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
