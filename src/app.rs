@@ -35,7 +35,12 @@ pub async fn open_db(config: &Config) -> Result<Db, DbError> {
             None => None,
         },
     };
-    let target = DbTarget::parse(&config.database.path)?.with_auth_token(token);
+    let target = DbTarget::parse(&config.database.path)?
+        .with_auth_token(token)
+        .with_replica(
+            config.database.replica_path.as_deref(),
+            std::time::Duration::from_secs(config.database.sync_interval_secs),
+        )?;
     let options = DbOptions {
         busy_timeout: std::time::Duration::from_millis(config.database.busy_timeout_ms),
         pool_size: config.database.pool_size,

@@ -164,7 +164,9 @@ pub struct UserConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// Path of the embedded database file; its folder is created on first use.
+    /// Path of the embedded database file (its folder is created on first use), or the
+    /// URL of a libSQL server. `url` is accepted as another name for it.
+    #[serde(alias = "url")]
     pub path: String,
     /// How long a writer waits for another writer's lock before failing.
     pub busy_timeout_ms: u64,
@@ -173,6 +175,12 @@ pub struct DatabaseConfig {
     /// A file holding a libSQL server's auth token (relative paths are looked up in
     /// systemd's `$CREDENTIALS_DIRECTORY` when set). `NIGHTSHIFT_DB_AUTH_TOKEN` wins.
     pub auth_token_file: Option<String>,
+    /// With a server URL: a local file kept as an embedded replica of the server. Reads
+    /// (search above all) are served from it; writes go to the server.
+    pub replica_path: Option<String>,
+    /// How often the replica pulls the server's changes, in seconds. A process always
+    /// reads its own writes at once.
+    pub sync_interval_secs: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -182,6 +190,8 @@ impl Default for DatabaseConfig {
             busy_timeout_ms: 5_000,
             pool_size: 8,
             auth_token_file: None,
+            replica_path: None,
+            sync_interval_secs: 1,
         }
     }
 }
@@ -475,6 +485,19 @@ impl Config {
         let db = &self.database;
         if db.path.trim().is_empty() {
             return invalid("database.path", "must not be empty");
+        }
+        if db.sync_interval_secs == 0 || db.sync_interval_secs > 3600 {
+            return invalid(
+                "database.sync_interval_secs",
+                format!("must be 1..=3600, got {}", db.sync_interval_secs),
+            );
+        }
+        if db
+            .replica_path
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return invalid("database.replica_path", "must not be empty when set");
         }
         if db.pool_size == 0 || db.pool_size > 256 {
             return invalid(

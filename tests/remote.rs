@@ -381,3 +381,152 @@ async fn a_worker_whose_server_stops_answering_still_exits_and_says_why() {
     );
     assert!(err.to_string().contains("did not answer"), "{err}");
 }
+
+/// An embedded replica: search is served from a local file, writes go to the server; a
+/// process reads its own writes at once and finds another process's after a sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_replica_reads_its_own_writes_and_finds_others_after_a_sync() {
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let replica_path = dir.path().join("replica").join("nightshift.db");
+    let mut config = sqld.config();
+    config.database.replica_path = Some(replica_path.display().to_string());
+    let replica = open_memory(&config).await.unwrap();
+    assert!(matches!(replica.db().target(), DbTarget::Replica { .. }));
+    assert!(replica_path.exists(), "the replica is a local file");
+
+    // Its own write: found at once, by this process.
+    replica
+        .save_note("alice", &NewNote::new("Alice keeps bees in Porto"))
+        .await
+        .unwrap();
+    let search = |user: &str, query: &str| SearchRequest {
+        user_id: user.into(),
+        query: query.into(),
+        ..Default::default()
+    };
+    let hits = replica.search(&search("alice", "bees")).await.unwrap();
+    assert_eq!(hits.len(), 1, "read-your-writes: {hits:?}");
+
+    // The write reached the server: another process, without a replica, sees it.
+    let other = open_memory(&sqld.config()).await.unwrap();
+    let hits = other.search(&search("alice", "bees")).await.unwrap();
+    assert_eq!(hits.len(), 1, "the write went to the server: {hits:?}");
+
+    // Another process's write: found through the replica after a sync (1 s by default).
+    other
+        .append(
+            "alice",
+            "chat",
+            &[NewEvent::new(
+                Role::User,
+                "the hive inspection is on saturday",
+            )],
+        )
+        .await
+        .unwrap();
+    // (The session is looked up first: until the sync it does not exist here.)
+    let in_chat = SearchRequest {
+        session_id: Some("chat".into()),
+        ..search("alice", "inspection")
+    };
+    let mut found = Vec::new();
+    for _ in 0..100 {
+        found = replica.search(&in_chat).await.unwrap_or_default();
+        if !found.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "another worker's event never reached the replica"
+    );
+    // And never for another user.
+    let theirs = replica
+        .search(&search("bob", "inspection bees"))
+        .await
+        .unwrap();
+    assert!(theirs.is_empty(), "{theirs:?}");
+    let not_theirs = replica
+        .search(&SearchRequest {
+            session_id: Some("chat".into()),
+            ..search("bob", "inspection")
+        })
+        .await;
+    assert!(
+        matches!(not_theirs, Err(MemoryError::SessionNotFound(_))),
+        "{not_theirs:?}"
+    );
+}
+
+#[test]
+fn a_replica_needs_a_server_url() {
+    let err = DbTarget::parse("data/nightshift.db")
+        .unwrap()
+        .with_replica(Some("replica.db"), std::time::Duration::from_secs(1))
+        .unwrap_err();
+    assert!(err.to_string().contains("replica_path"), "{err}");
+}
+
+/// A worker reading through an embedded replica picks up a run requested by another
+/// process (plain remote, as the CLI would be) and records it on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_on_a_replica_runs_what_another_process_asks_for() {
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = sqld.config();
+    config.database.replica_path = Some(dir.path().join("replica.db").display().to_string());
+    config.scheduler.change_check_ms = 100;
+    config.consolidation.enabled = false;
+
+    let runtime = std::sync::Arc::new(HeldRuntime::default());
+    runtime.release.notify_one();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = {
+        let (config, runtime) = (config.clone(), runtime.clone());
+        tokio::spawn(async move {
+            let parts = nightshift::worker::WorkerParts {
+                runtime: Some(runtime),
+                ..Default::default()
+            };
+            nightshift::worker::run_with(&config, parts, async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+
+    // The other process: no replica.
+    let cli_config = sqld.config();
+    let memory = open_memory(&cli_config).await.unwrap();
+    let store = schedule_store(&memory, &cli_config);
+    let schedule = store
+        .create(&NewSchedule::new(
+            "u",
+            "write the report",
+            Cadence::Interval {
+                every_secs: 3600,
+                anchor: memory.clock().now_ms() + 3_600_000,
+            },
+        ))
+        .await
+        .unwrap();
+    store.run_now(&schedule.schedule_id).await.unwrap();
+
+    let mut recorded = None;
+    for _ in 0..200 {
+        let runs = store.runs(&schedule.schedule_id, 10).await.unwrap();
+        if let Some(run) = runs.first().filter(|r| r.status.as_str() == "succeeded") {
+            recorded = Some(run.clone());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let run = recorded.expect("the worker on the replica never ran it");
+    assert_eq!(run.output_summary.as_deref(), Some("report written"));
+    assert_eq!(*runtime.calls.lock().unwrap(), vec![run.run_id.clone()]);
+    stop.send(()).unwrap();
+    worker.await.unwrap().unwrap();
+}

@@ -1,8 +1,8 @@
-//! Three `nightshift run` processes sharing one database file (WAL, busy_timeout), against
-//! a fake agent runtime on 127.0.0.1: 300 schedules due every 1–2 seconds for a minute run
-//! each occurrence once and lose none, also when one worker is killed with SIGKILL mid-run;
-//! and 1,000 outbox messages reach a webhook once each. (The same against a libSQL server
-//! is not here yet: see README, "A libSQL server instead of a file".)
+//! Three `nightshift run` processes sharing one database, a file (WAL, busy_timeout) or a
+//! libSQL server (sqld on 127.0.0.1), against a fake agent runtime on 127.0.0.1: 300
+//! schedules due every 1–2 seconds for a minute run each occurrence once and lose none,
+//! also when one worker is killed with SIGKILL mid-run; and 1,000 outbox messages reach a
+//! webhook once each.
 
 mod common;
 

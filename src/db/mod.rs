@@ -13,12 +13,23 @@ use std::time::Duration;
 pub use pool::Conn;
 pub use write_tx::WriteTx;
 
-/// Where the database is: a local file, or a libSQL server (sqld, Turso) reached over
-/// HTTP. The same SQL runs on both.
+/// Where the database is: a local file, a libSQL server (sqld, Turso) reached over HTTP,
+/// or such a server read through a local embedded replica. The same SQL runs on all three.
 #[derive(Clone, PartialEq, Eq)]
 pub enum DbTarget {
     Local(PathBuf),
-    Remote { url: String, auth_token: String },
+    Remote {
+        url: String,
+        auth_token: String,
+    },
+    /// Reads from the local file at `path`, kept in step with the server every
+    /// `sync_interval` (and after each of this process's writes); writes go to the server.
+    Replica {
+        url: String,
+        auth_token: String,
+        path: PathBuf,
+        sync_interval: Duration,
+    },
 }
 
 impl std::fmt::Debug for DbTarget {
@@ -56,8 +67,60 @@ impl DbTarget {
             (DbTarget::Remote { url, .. }, Some(auth_token)) => {
                 DbTarget::Remote { url, auth_token }
             }
+            (
+                DbTarget::Replica {
+                    url,
+                    path,
+                    sync_interval,
+                    ..
+                },
+                Some(auth_token),
+            ) => DbTarget::Replica {
+                url,
+                auth_token,
+                path,
+                sync_interval,
+            },
             (other, _) => other,
         }
+    }
+
+    /// Reads a server through an embedded replica at `replica_path`, when one is set.
+    pub fn with_replica(
+        self,
+        replica_path: Option<&str>,
+        sync_interval: Duration,
+    ) -> Result<Self, DbError> {
+        let Some(replica_path) = replica_path else {
+            return Ok(self);
+        };
+        match self {
+            DbTarget::Remote { url, auth_token } => Ok(DbTarget::Replica {
+                url,
+                auth_token,
+                path: PathBuf::from(replica_path),
+                sync_interval,
+            }),
+            DbTarget::Replica { .. } => Ok(self),
+            DbTarget::Local(path) => Err(DbError::BadTarget(format!(
+                "database.replica_path is set, but the database is the file {}: a replica \
+                 needs a libSQL server URL (http://, https:// or libsql://)",
+                path.display()
+            ))),
+        }
+    }
+
+    /// The server's URL, when the database is on a server.
+    fn server_url(&self) -> Option<String> {
+        let url = match self {
+            DbTarget::Local(_) => return None,
+            DbTarget::Remote { url, .. } | DbTarget::Replica { url, .. } => url,
+        };
+        // libsql:// is the same protocol over TLS.
+        Some(match url.strip_prefix("libsql://") {
+            Some(rest) => format!("https://{rest}"),
+            None => url.clone(),
+        })
     }
 }
 
@@ -66,6 +129,9 @@ impl std::fmt::Display for DbTarget {
         match self {
             DbTarget::Local(path) => write!(f, "{}", path.display()),
             DbTarget::Remote { url, .. } => write!(f, "{url}"),
+            DbTarget::Replica { url, path, .. } => {
+                write!(f, "{url} (replica {})", path.display())
+            }
         }
     }
 }
@@ -154,16 +220,35 @@ impl Db {
                     .await
                     .map_err(|e| open_err(e.to_string()))?
             }
-            DbTarget::Remote { url, auth_token } => {
-                // libsql:// is the same protocol over TLS.
-                let url = match url.strip_prefix("libsql://") {
-                    Some(rest) => format!("https://{rest}"),
-                    None => url.clone(),
-                };
+            DbTarget::Remote { auth_token, .. } => {
+                let url = target.server_url().unwrap_or_default();
                 libsql::Builder::new_remote(url, auth_token.clone())
                     .build()
                     .await
                     .map_err(|e| open_err(e.to_string()))?
+            }
+            DbTarget::Replica {
+                auth_token,
+                path,
+                sync_interval,
+                ..
+            } => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        open_err(format!("cannot create folder {}: {e}", parent.display()))
+                    })?;
+                }
+                let url = target.server_url().unwrap_or_default();
+                let database = libsql::Builder::new_remote_replica(path, url, auth_token.clone())
+                    .read_your_writes(true)
+                    .sync_interval(*sync_interval)
+                    .build()
+                    .await
+                    .map_err(|e| replica_err(target, e))?;
+                // Catch up before the first read, so a fresh replica is not an empty
+                // database; an unreachable server or a bad token fails here.
+                database.sync().await.map_err(|e| replica_err(target, e))?;
+                database
             }
         };
         let db = Db {
@@ -176,11 +261,13 @@ impl Db {
                 // with its first request), so connections to a server are not kept idle.
                 pool: pool::Pool::new(match target {
                     DbTarget::Local(_) => options.pool_size,
-                    DbTarget::Remote { .. } => 0,
+                    DbTarget::Remote { .. } | DbTarget::Replica { .. } => 0,
                 }),
                 write_gate: match target {
                     DbTarget::Local(_) => None,
-                    DbTarget::Remote { .. } => Some(Arc::new(tokio::sync::Semaphore::new(1))),
+                    DbTarget::Remote { .. } | DbTarget::Replica { .. } => {
+                        Some(Arc::new(tokio::sync::Semaphore::new(1)))
+                    }
                 },
                 options,
             }),
@@ -189,17 +276,7 @@ impl Db {
         // so it is set once here rather than on every connection.
         let conn = db.conn().await.map_err(|e| open_err(e.to_string()))?;
         // A first round trip, so an unreachable server or a bad token fails here, clearly.
-        let first_err = |e: libsql::Error| {
-            let reason = e.to_string();
-            if reason.contains("401 Unauthorized") || reason.contains("403 Forbidden") {
-                DbError::Auth {
-                    target: target.to_string(),
-                    reason,
-                }
-            } else {
-                open_err(reason)
-            }
-        };
+        let first_err = |e: libsql::Error| classify(target, e.to_string());
         let mut rows = conn.query("SELECT 1", ()).await.map_err(first_err)?;
         while rows
             .next()
@@ -245,6 +322,37 @@ impl Db {
     fn wrap(&self, conn: libsql::Connection) -> Conn {
         Conn::new(conn, self.inner.pool.clone(), self.inner.write_gate.clone())
     }
+}
+
+/// An open failure, told apart: a refused token is an authentication error.
+fn classify(target: &DbTarget, reason: String) -> DbError {
+    if reason.contains("403 Forbidden")
+        || reason.contains("Unauthorized")
+        || reason.contains("Unauthenticated")
+    {
+        DbError::Auth {
+            target: target.to_string(),
+            reason,
+        }
+    } else {
+        DbError::Open {
+            target: target.to_string(),
+            reason,
+        }
+    }
+}
+
+/// A replica that cannot be built or synced: the reason, with its cause chain (libsql's
+/// sync errors say little at the top).
+fn replica_err(target: &DbTarget, err: libsql::Error) -> DbError {
+    let mut reason = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        reason.push_str(": ");
+        reason.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    classify(target, reason)
 }
 
 /// A column value [`query_scalar`] can return. (libsql keeps its own conversion trait
