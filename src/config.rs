@@ -831,5 +831,16 @@ mod tests {
     fn bad_value_names_the_key() {
         let err = Config::from_toml("[search]\nvector_weight = 1.5\n").unwrap_err();
         assert!(err.to_string().contains("search.vector_weight"), "{err}");
+        let err = Config::from_toml("[database]\nsync_interval_secs = 0\n").unwrap_err();
+        assert!(
+            err.to_string().contains("database.sync_interval_secs"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn url_is_another_name_for_the_database_path() {
+        let config = Config::from_toml("[database]\nurl = \"http://127.0.0.1:8080\"\n").unwrap();
+        assert_eq!(config.database.path, "http://127.0.0.1:8080");
     }
 }

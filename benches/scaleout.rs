@@ -1,0 +1,379 @@
+//! `cargo bench --bench scaleout`: nightshift against a libSQL server (sqld from
+//! ../shared/tools/sqld, started here on 127.0.0.1), side by side with a local file.
+//!
+//! - one claim transaction (p50), on the server and on a file;
+//! - runs a minute from one worker and from three (in this process, each with its own
+//!   database handle), against a fake agent runtime that takes 200 ms per goal,
+//!   `max_concurrent = 4`, with more work due than they can do;
+//! - hybrid search p95 for a user with 50,000 chunks: a local file, an embedded replica
+//!   of the server, and the server read directly.
+//!
+//! Prints a table, then `name=value` pairs as its last line.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use axum::routing::post;
+use axum::{Json, Router};
+use nightshift::app::open_memory;
+use nightshift::config::{Config, RuntimeKind};
+use nightshift::db::query_scalar;
+use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
+use nightshift::schedule::types::{CatchUp, NewSchedule, NotifyPolicy};
+use nightshift::schedule::Cadence;
+use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use serde_json::{json, Value};
+
+mod common;
+use common::{percentile, Language, Rng};
+
+const GOAL_TIME: Duration = Duration::from_millis(200);
+const MAX_CONCURRENT: usize = 4;
+const SCHEDULES: usize = 300;
+const WARM_UP: Duration = Duration::from_secs(5);
+const MEASURE: Duration = Duration::from_secs(30);
+const CLAIMS: usize = 200;
+const BIG_USER_CHUNKS: usize = 50_000;
+const OTHER_CHUNKS: usize = 5_000;
+const QUERIES: usize = 200;
+
+/// A sqld on 127.0.0.1, stopped when dropped.
+struct Sqld {
+    url: String,
+    pid: String,
+}
+
+impl Sqld {
+    fn start() -> Sqld {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .expect("run start-sqld.sh");
+        assert!(
+            out.status.success(),
+            "start-sqld.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vars = String::from_utf8_lossy(&out.stdout).to_string();
+        let get = |name: &str| {
+            vars.lines()
+                .flat_map(|line| line.split_whitespace())
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                .map(|v| v.trim_matches(['\'', '"']).to_string())
+                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
+        };
+        Sqld {
+            url: get("SQLD_URL"),
+            pid: get("SQLD_PID"),
+        }
+    }
+}
+
+impl Drop for Sqld {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(&self.pid).status();
+    }
+}
+
+async fn fake_runtime() -> String {
+    async fn goal(Json(_): Json<Value>) -> Json<Value> {
+        tokio::time::sleep(GOAL_TIME).await;
+        Json(json!({"output": "ok"}))
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, Router::new().route("/goal", post(goal)))
+            .await
+            .unwrap()
+    });
+    format!("http://{addr}/goal")
+}
+
+fn config_for(database: &str, runtime_url: &str) -> Config {
+    let mut config = Config::default();
+    config.database.path = database.to_string();
+    config.scheduler.min_interval_secs = 1;
+    config.scheduler.max_per_user = SCHEDULES as i64 + CLAIMS as i64;
+    config.scheduler.max_concurrent = MAX_CONCURRENT;
+    config.scheduler.change_check_ms = 100;
+    config.scheduler.shutdown_grace_secs = 5;
+    config.scheduler.history_keep = 100_000;
+    config.runtime.kind = RuntimeKind::Http;
+    config.runtime.url = runtime_url.to_string();
+    config.runtime.max_retries = 0;
+    config.consolidation.enabled = false;
+    config
+}
+
+/// One claim transaction, timed, for fresh schedules made due with `run_now`.
+async fn claim_times(config: &Config) -> Vec<Duration> {
+    let memory = open_memory(config).await.expect("open");
+    let store = schedule_store(&memory, config);
+    let mut times = Vec::with_capacity(CLAIMS);
+    for i in 0..CLAIMS {
+        let schedule = store
+            .create(&NewSchedule::new(
+                "claimer",
+                format!("claim {i}"),
+                Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: memory.clock().now_ms() + 3_600_000,
+                },
+            ))
+            .await
+            .expect("create");
+        let due = store.run_now(&schedule.schedule_id).await.expect("run now");
+        let start = Instant::now();
+        let claim = store.claim(&due, "bench", 60_000).await.expect("claim");
+        times.push(start.elapsed());
+        assert!(claim.is_some());
+    }
+    times.sort();
+    times
+}
+
+/// Runs finished a minute by `workers` workers with more work due than they can do.
+async fn runs_per_min(config: &Config, workers: usize) -> f64 {
+    let memory = open_memory(config).await.expect("open");
+    let mut stops = Vec::new();
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let config = config.clone();
+        let parts = WorkerParts {
+            worker_id: Some(format!("bench-{workers}w-{w}")),
+            ..Default::default()
+        };
+        tasks.push(tokio::spawn(async move {
+            run_with(&config, parts, async {
+                let _ = stopped.await;
+            })
+            .await
+        }));
+        stops.push(stop);
+    }
+    tokio::time::sleep(WARM_UP).await;
+    let from = memory.clock().now_ms();
+    tokio::time::sleep(MEASURE).await;
+    let to = memory.clock().now_ms();
+    for stop in stops {
+        let _ = stop.send(());
+    }
+    for task in tasks {
+        task.await.unwrap().expect("worker");
+    }
+    let conn = memory.db().conn().await.unwrap();
+    let done: i64 = query_scalar(
+        &conn,
+        "SELECT count(*) FROM schedule_runs WHERE status = 'succeeded'
+         AND finished_at >= ?1 AND finished_at < ?2",
+        [from, to],
+    )
+    .await
+    .unwrap()
+    .unwrap_or(0);
+    done as f64 * 60_000.0 / (to - from) as f64
+}
+
+/// Schedules due every second with every occurrence kept: always more due than done.
+async fn busy_schedules(config: &Config) {
+    let memory = open_memory(config).await.expect("open");
+    let store = schedule_store(&memory, config);
+    for i in 0..SCHEDULES {
+        let mut new = NewSchedule::new(
+            format!("user-{}", i % 30),
+            format!("job {i}"),
+            Cadence::Interval {
+                every_secs: 1,
+                anchor: memory.clock().now_ms(),
+            },
+        );
+        new.catch_up = CatchUp::All;
+        new.notify = NotifyPolicy::Never;
+        store.create(&new).await.expect("create");
+    }
+}
+
+async fn fill(memory: &Memory, rng: &mut Rng, lang: &Language) {
+    for (user, chunks) in [("user-big", BIG_USER_CHUNKS), ("user-other", OTHER_CHUNKS)] {
+        let mut left = chunks;
+        while left > 0 {
+            let batch = left.min(1_000);
+            let events: Vec<NewEvent> = (0..batch)
+                .map(|_| NewEvent::new(Role::User, lang.sentence(rng, 200)))
+                .collect();
+            memory
+                .append(user, &format!("{user}-chat"), &events)
+                .await
+                .expect("fill");
+            left -= batch;
+        }
+    }
+    memory.embed_pending(&|_, _| {}).await.expect("embed");
+}
+
+/// A value as an SQL literal.
+fn literal(value: libsql::Value) -> String {
+    match value {
+        libsql::Value::Null => "NULL".into(),
+        libsql::Value::Integer(n) => n.to_string(),
+        libsql::Value::Real(x) => format!("{x:?}"),
+        libsql::Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
+        libsql::Value::Blob(b) => {
+            let hex: String = b.iter().map(|byte| format!("{byte:02x}")).collect();
+            format!("X'{hex}'")
+        }
+    }
+}
+
+/// Copies the memory tables of a local file to a server, many rows per request: through
+/// the API one statement is one round trip, and 50,000 chunks would take most of an hour.
+async fn copy_memory(from: &Memory, to: &Memory) {
+    let source = from.db().conn().await.unwrap();
+    let target = to.db().conn().await.unwrap();
+    for table in [
+        "meta",
+        "sessions",
+        "events",
+        "session_state",
+        "chunks",
+        "chunk_vectors",
+    ] {
+        let mut rows = source
+            .query(&format!("SELECT * FROM {table}"), ())
+            .await
+            .unwrap();
+        let mut values = Vec::new();
+        let flush = |values: &mut Vec<String>, last: bool| {
+            if values.is_empty() || (!last && values.len() < 200) {
+                return None;
+            }
+            let sql = format!("INSERT OR REPLACE INTO {table} VALUES {}", values.join(","));
+            values.clear();
+            Some(sql)
+        };
+        while let Some(row) = rows.next().await.unwrap() {
+            let columns: Vec<String> = (0..row.column_count())
+                .map(|i| literal(row.get_value(i).unwrap()))
+                .collect();
+            values.push(format!("({})", columns.join(",")));
+            if let Some(sql) = flush(&mut values, false) {
+                target.execute_batch(&sql).await.expect("copy");
+            }
+        }
+        if let Some(sql) = flush(&mut values, true) {
+            target.execute_batch(&sql).await.expect("copy");
+        }
+    }
+}
+
+async fn search_times(memory: &Memory, rng: &mut Rng, lang: &Language) -> Vec<Duration> {
+    let request = |rng: &mut Rng| SearchRequest {
+        user_id: "user-big".into(),
+        query: lang.query(rng),
+        top_k: Some(10),
+        session_id: Some("user-big-chat".into()),
+        tags: Vec::new(),
+    };
+    // The first search loads the user's vectors; it is not what a busy worker sees.
+    memory.search(&request(rng)).await.expect("search");
+    let mut times = Vec::with_capacity(QUERIES);
+    for _ in 0..QUERIES {
+        let request = request(rng);
+        let start = Instant::now();
+        let hits = memory.search(&request).await.expect("search");
+        times.push(start.elapsed());
+        assert!(!hits.is_empty());
+    }
+    times.sort();
+    times
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let runtime_url = fake_runtime().await;
+    let file = |name: &str| dir.path().join(name).display().to_string();
+
+    eprintln!("claims…");
+    let sqld = Sqld::start();
+    let claims_remote = claim_times(&config_for(&sqld.url, &runtime_url)).await;
+    let claims_local = claim_times(&config_for(&file("claims.db"), &runtime_url)).await;
+    drop(sqld);
+
+    eprintln!("runs a minute, one worker then three…");
+    let sqld = Sqld::start();
+    let remote = config_for(&sqld.url, &runtime_url);
+    busy_schedules(&remote).await;
+    let remote_1w = runs_per_min(&remote, 1).await;
+    let remote_3w = runs_per_min(&remote, 3).await;
+    drop(sqld);
+    let local = config_for(&file("runs.db"), &runtime_url);
+    busy_schedules(&local).await;
+    let local_1w = runs_per_min(&local, 1).await;
+    let local_3w = runs_per_min(&local, 3).await;
+
+    eprintln!("search: filling {BIG_USER_CHUNKS} chunks for one user…");
+    let lang = Language::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let local_memory = open_memory(&config_for(&file("search.db"), &runtime_url))
+        .await
+        .expect("open");
+    fill(&local_memory, &mut rng, &lang).await;
+    let sqld = Sqld::start();
+    let remote_config = config_for(&sqld.url, &runtime_url);
+    let remote_memory = open_memory(&remote_config).await.expect("open");
+    copy_memory(&local_memory, &remote_memory).await;
+    let mut replica_config = remote_config.clone();
+    replica_config.database.replica_path = Some(file("replica.db"));
+    let replica_memory = open_memory(&replica_config).await.expect("open replica");
+    let search_local = search_times(&local_memory, &mut rng, &lang).await;
+    let search_replica = search_times(&replica_memory, &mut rng, &lang).await;
+    let search_remote = search_times(&remote_memory, &mut rng, &lang).await;
+    drop(sqld);
+
+    let ms = |times: &[Duration], p: f64| percentile(times, p);
+    println!();
+    println!("| measure                                  | local file | sqld (remote) | embedded replica |");
+    println!("|------------------------------------------|-----------:|--------------:|-----------------:|");
+    println!(
+        "| one claim transaction, p50 / p95 (ms)    | {:.2} / {:.2} | {:.2} / {:.2} | — |",
+        ms(&claims_local, 0.5),
+        ms(&claims_local, 0.95),
+        ms(&claims_remote, 0.5),
+        ms(&claims_remote, 0.95)
+    );
+    println!("| runs a minute, 1 worker (200 ms goals)   | {local_1w:.0} | {remote_1w:.0} | — |");
+    println!("| runs a minute, 3 workers                 | {local_3w:.0} | {remote_3w:.0} | — |");
+    println!(
+        "| 3 workers / 1 worker                     | {:.2} | {:.2} | — |",
+        local_3w / local_1w,
+        remote_3w / remote_1w
+    );
+    println!(
+        "| search, 50k chunks, p50 / p95 (ms)       | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",
+        ms(&search_local, 0.5),
+        ms(&search_local, 0.95),
+        ms(&search_remote, 0.5),
+        ms(&search_remote, 0.95),
+        ms(&search_replica, 0.5),
+        ms(&search_replica, 0.95)
+    );
+    println!();
+    println!(
+        "claim_p50_ms_remote={:.2} claim_p50_ms_local={:.2} runs_per_min_1w={remote_1w:.0} \
+         runs_per_min_3w={remote_3w:.0} scaleout_ratio_3w={:.2} runs_per_min_1w_local={local_1w:.0} \
+         runs_per_min_3w_local={local_3w:.0} search_p95_ms_replica_50k={:.2} \
+         search_p95_ms_remote_50k={:.2} search_p95_ms_local_50k={:.2}",
+        ms(&claims_remote, 0.5),
+        ms(&claims_local, 0.5),
+        remote_3w / remote_1w,
+        ms(&search_replica, 0.95),
+        ms(&search_remote, 0.95),
+        ms(&search_local, 0.95),
+    );
+}
