@@ -136,8 +136,31 @@ async fn claim_times(config: &Config) -> Vec<Duration> {
     times
 }
 
+/// CPU time a process has used (user + system), from /proc; `self` for this one.
+fn cpu_time(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// A measured phase: runs a minute, and the cores the workers (this process) and the
+/// server kept busy meanwhile.
+struct Throughput {
+    runs_per_min: f64,
+    worker_cores: f64,
+    server_cores: f64,
+}
+
 /// Runs finished a minute by `workers` workers with more work due than they can do.
-async fn runs_per_min(config: &Config, workers: usize) -> f64 {
+/// `server_pid`: the sqld whose CPU time is measured alongside, if any.
+async fn runs_per_min(config: &Config, workers: usize, server_pid: Option<&str>) -> Throughput {
     let memory = open_memory(config).await.expect("open");
     let mut stops = Vec::new();
     let mut tasks = Vec::new();
@@ -158,8 +181,16 @@ async fn runs_per_min(config: &Config, workers: usize) -> f64 {
     }
     tokio::time::sleep(WARM_UP).await;
     let from = memory.clock().now_ms();
+    let cpu_from = (
+        cpu_time("self"),
+        server_pid.map(cpu_time).unwrap_or_default(),
+    );
     tokio::time::sleep(MEASURE).await;
     let to = memory.clock().now_ms();
+    let cpu_to = (
+        cpu_time("self"),
+        server_pid.map(cpu_time).unwrap_or_default(),
+    );
     for stop in stops {
         let _ = stop.send(());
     }
@@ -176,7 +207,12 @@ async fn runs_per_min(config: &Config, workers: usize) -> f64 {
     .await
     .unwrap()
     .unwrap_or(0);
-    done as f64 * 60_000.0 / (to - from) as f64
+    let wall = (to - from) as f64 / 1000.0;
+    Throughput {
+        runs_per_min: done as f64 * 60.0 / wall,
+        worker_cores: (cpu_to.0 - cpu_from.0).as_secs_f64() / wall,
+        server_cores: (cpu_to.1 - cpu_from.1).as_secs_f64() / wall,
+    }
 }
 
 /// Schedules due every second with every occurrence kept: always more due than done.
@@ -309,13 +345,13 @@ async fn main() {
     let sqld = Sqld::start();
     let remote = config_for(&sqld.url, &runtime_url);
     busy_schedules(&remote).await;
-    let remote_1w = runs_per_min(&remote, 1).await;
-    let remote_3w = runs_per_min(&remote, 3).await;
+    let remote_1w = runs_per_min(&remote, 1, Some(&sqld.pid)).await;
+    let remote_3w = runs_per_min(&remote, 3, Some(&sqld.pid)).await;
     drop(sqld);
     let local = config_for(&file("runs.db"), &runtime_url);
     busy_schedules(&local).await;
-    let local_1w = runs_per_min(&local, 1).await;
-    let local_3w = runs_per_min(&local, 3).await;
+    let local_1w = runs_per_min(&local, 1, None).await;
+    let local_3w = runs_per_min(&local, 3, None).await;
 
     eprintln!("search: filling {BIG_USER_CHUNKS} chunks for one user…");
     let lang = Language::new();
@@ -347,8 +383,21 @@ async fn main() {
         ms(&claims_remote, 0.5),
         ms(&claims_remote, 0.95)
     );
-    println!("| runs a minute, 1 worker (200 ms goals)   | {local_1w:.0} | {remote_1w:.0} | — |");
-    println!("| runs a minute, 3 workers                 | {local_3w:.0} | {remote_3w:.0} | — |");
+    for (name, local, remote) in [
+        ("1 worker (200 ms goals)", &local_1w, &remote_1w),
+        ("3 workers", &local_3w, &remote_3w),
+    ] {
+        println!(
+            "| runs a minute, {name:<25} | {:.0} | {:.0} | — |",
+            local.runs_per_min, remote.runs_per_min
+        );
+        println!(
+            "|   cores busy: workers (+ sqld)           | {:.2} | {:.2} + {:.2} | — |",
+            local.worker_cores, remote.worker_cores, remote.server_cores
+        );
+    }
+    let (local_1w, local_3w) = (local_1w.runs_per_min, local_3w.runs_per_min);
+    let (remote_1w, remote_3w) = (remote_1w.runs_per_min, remote_3w.runs_per_min);
     println!(
         "| 3 workers / 1 worker                     | {:.2} | {:.2} | — |",
         local_3w / local_1w,

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "embed_queue",
         sql: include_str!("../../migrations/0006_embed_queue.sql"),
     },
+    Migration {
+        version: 7,
+        name: "running_by_schedule",
+        sql: include_str!("../../migrations/0007_running_by_schedule.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

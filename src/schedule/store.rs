@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::types::{
-    CatchUp, Claim, NewSchedule, Overlap, Run, RunOutcome, RunStatus, Schedule, ScheduleStatus,
+    CatchUp, Claim, NewSchedule, NotifyPolicy, Overlap, Run, RunOutcome, RunStatus, Schedule,
+    ScheduleStatus,
 };
 use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
@@ -78,6 +79,15 @@ pub struct ScheduleStore {
     /// Where finished runs are announced (the outbox), and who to wake when one is.
     notifications: Option<(Arc<Router>, Arc<tokio::sync::Notify>)>,
 }
+
+/// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
+/// going: with `overlap = "buffer_one"` or `catch_up = "all"` a claim would only find the
+/// running run and give up, so the scheduler does not try (the claim checks again, inside
+/// its transaction, for a run that started meanwhile).
+const WAITS_BEHIND_RUNNING: &str =
+    "((schedules.overlap = 'buffer_one' OR schedules.catch_up = 'all')
+     AND EXISTS (SELECT 1 FROM schedule_runs r
+                 WHERE r.schedule_id = schedules.schedule_id AND r.status = 'running'))";
 
 const COLUMNS: &str =
     "schedule_id, user_id, name, goal, cadence_json, cadence_text, source, notify,
@@ -454,13 +464,16 @@ impl ScheduleStore {
         Ok(())
     }
 
-    /// Active schedules due at `now`, earliest first.
+    /// Active schedules due at `now` that can be claimed now, earliest first: one whose
+    /// next occurrence waits for its running run (see [`WAITS_BEHIND_RUNNING`]) is left
+    /// out until that run finishes.
     pub async fn due(&self, now: i64, limit: i64) -> Result<Vec<Schedule>> {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
                 &format!(
                     "SELECT {COLUMNS} FROM schedules WHERE status = 'active' AND next_run_at <= ?1
+                     AND NOT {WAITS_BEHIND_RUNNING}
                      ORDER BY next_run_at LIMIT ?2"
                 ),
                 libsql::params![now, limit],
@@ -473,12 +486,16 @@ impl ScheduleStore {
         Ok(out)
     }
 
-    /// The earliest `next_run_at` of any active schedule.
+    /// The earliest `next_run_at` of any active schedule that is not waiting for its
+    /// running run (that one is looked at again when the run finishes).
     pub async fn next_due_at(&self) -> Result<Option<i64>> {
         let conn = self.db.conn().await?;
         Ok(query_scalar(
             &conn,
-            "SELECT min(next_run_at) FROM schedules WHERE status = 'active'",
+            &format!(
+                "SELECT min(next_run_at) FROM schedules
+                 WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}"
+            ),
             (),
         )
         .await?)
@@ -523,28 +540,20 @@ impl ScheduleStore {
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let running: i64 = query_scalar(
-            &tx,
-            "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
-            [schedule.schedule_id.as_str()],
-        )
-        .await?
-        .unwrap_or(0);
-        // With catch_up = "all" every occurrence runs, one after another, so an occurrence
-        // due while the previous one runs waits for it instead of being skipped.
-        if running > 0
-            && (schedule.overlap == Overlap::BufferOne || schedule.catch_up == CatchUp::All)
-        {
-            // Leave the occurrence pending: it runs when the current run finishes. With
-            // buffer_one, further occurrences missed meanwhile fold into it.
-            tx.rollback().await?;
-            return Ok(None);
-        }
         let next = next_occurrence(schedule, scheduled_for, now);
+        // Moving the occurrence on comes first: a worker that lost the race to another, or
+        // a schedule whose occurrence waits for its running run, finds out in this one
+        // statement. Waiting: with buffer_one, or catch_up = "all" (every occurrence runs,
+        // one after another), an occurrence due while the previous one runs stays pending
+        // and runs when that run finishes; with buffer_one, further occurrences missed
+        // meanwhile fold into it.
         let moved = tx
             .execute(
-                "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5
-                 WHERE schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'",
+                &format!(
+                    "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5
+                     WHERE schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'
+                     AND NOT {WAITS_BEHIND_RUNNING}"
+                ),
                 libsql::params![
                     schedule.schedule_id.as_str(),
                     scheduled_for,
@@ -559,6 +568,20 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
+        // Only overlap = "skip" needs to know about a run still going (buffer_one and
+        // catch_up = "all" were left out above; "allow" runs anyway).
+        let running: i64 = if schedule.overlap == Overlap::Skip && schedule.catch_up != CatchUp::All
+        {
+            query_scalar(
+                &tx,
+                "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
+                [schedule.schedule_id.as_str()],
+            )
+            .await?
+            .unwrap_or(0)
+        } else {
+            0
+        };
         let run_id = ids::new_id("run");
         let skip_reason = if running > 0 && schedule.overlap == Overlap::Skip {
             Some("the previous run was still running (overlap = skip)")
@@ -870,13 +893,19 @@ impl ScheduleStore {
                 payload,
             };
         let mut written = false;
-        let previous: Option<String> = query_scalar(
-            tx,
-            "SELECT output FROM schedule_runs WHERE schedule_id = ?1 AND status = 'succeeded'
-             AND run_id != ?2 ORDER BY scheduled_for DESC LIMIT 1",
-            libsql::params![schedule.schedule_id.as_str(), claim.run_id.as_str()],
-        )
-        .await?;
+        // Only "on_change" compares with the last success: the others skip the read
+        // (a round trip, inside the write transaction, on a server).
+        let previous: Option<String> = if schedule.notify == NotifyPolicy::OnChange {
+            query_scalar(
+                tx,
+                "SELECT output FROM schedule_runs WHERE schedule_id = ?1 AND status = 'succeeded'
+                 AND run_id != ?2 ORDER BY scheduled_for DESC LIMIT 1",
+                libsql::params![schedule.schedule_id.as_str(), claim.run_id.as_str()],
+            )
+            .await?
+        } else {
+            None
+        };
         if let Some(text) = run_message(
             schedule.notify,
             status,

@@ -139,7 +139,8 @@ impl Scheduler {
                 return Ok(false);
             }
             let mut claimed_any = false;
-            for schedule in &due {
+            let start = spread_offset(worker, permits.available_permits(), due.len());
+            for schedule in due[start..].iter().chain(&due[..start]) {
                 if stop.is_cancelled() {
                     return Ok(false);
                 }
@@ -179,5 +180,36 @@ impl Scheduler {
             // A slot is free and a buffered occurrence may be waiting.
             wake.notify_one();
         });
+    }
+}
+
+/// Where in the due list this worker starts claiming. Workers reading the same list all
+/// racing for its first rows would lose most claims to each other (and on a server each
+/// lost claim is a write transaction); starting at a fixed per-worker point within the
+/// first few slots' worth of rows spreads them out, while a lone worker still takes the
+/// earliest rows nearly in order.
+fn spread_offset(worker_id: &str, free_slots: usize, due: usize) -> usize {
+    let window = (free_slots.max(1) * 4).min(due);
+    if window <= 1 {
+        return 0;
+    }
+    let hash = blake3::hash(worker_id.as_bytes());
+    let value = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"));
+    (value % window as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread_offset;
+
+    #[test]
+    fn workers_start_at_different_rows_within_the_window() {
+        let starts: std::collections::HashSet<usize> = (0..20)
+            .map(|i| spread_offset(&format!("wrk-{i}"), 4, 256))
+            .collect();
+        assert!(starts.len() > 5, "{starts:?}");
+        assert!(starts.iter().all(|s| *s < 16));
+        assert_eq!(spread_offset("wrk-1", 4, 1), 0);
+        assert_eq!(spread_offset("wrk-1", 4, 0), 0);
     }
 }
