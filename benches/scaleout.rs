@@ -4,7 +4,8 @@
 //! - one claim transaction (p50), on the server and on a file;
 //! - runs a minute from one worker and from three (in this process, each with its own
 //!   database handle), against a fake agent runtime that takes 200 ms per goal,
-//!   `max_concurrent = 4`, with more work due than they can do;
+//!   `max_concurrent = 4`, with more work due than they can do: on a file, on the server,
+//!   and on the server with each worker reading through its own embedded replica;
 //! - hybrid search p95 for a user with 50,000 chunks: a local file, an embedded replica
 //!   of the server, and the server read directly.
 //!
@@ -159,14 +160,24 @@ struct Throughput {
 }
 
 /// Runs finished a minute by `workers` workers with more work due than they can do.
-/// `server_pid`: the sqld whose CPU time is measured alongside, if any.
-async fn runs_per_min(config: &Config, workers: usize, server_pid: Option<&str>) -> Throughput {
+/// `server_pid`: the sqld whose CPU time is measured alongside, if any. `replicas`: a
+/// folder where each worker keeps its own embedded replica of the server.
+async fn runs_per_min(
+    config: &Config,
+    workers: usize,
+    server_pid: Option<&str>,
+    replicas: Option<&std::path::Path>,
+) -> Throughput {
     let memory = open_memory(config).await.expect("open");
     let mut stops = Vec::new();
     let mut tasks = Vec::new();
     for w in 0..workers {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let config = config.clone();
+        let mut config = config.clone();
+        if let Some(dir) = replicas {
+            let file = dir.join(format!("replica-{workers}w-{w}.db"));
+            config.database.replica_path = Some(file.display().to_string());
+        }
         let parts = WorkerParts {
             worker_id: Some(format!("bench-{workers}w-{w}")),
             ..Default::default()
@@ -345,13 +356,19 @@ async fn main() {
     let sqld = Sqld::start();
     let remote = config_for(&sqld.url, &runtime_url);
     busy_schedules(&remote).await;
-    let remote_1w = runs_per_min(&remote, 1, Some(&sqld.pid)).await;
-    let remote_3w = runs_per_min(&remote, 3, Some(&sqld.pid)).await;
+    let remote_1w = runs_per_min(&remote, 1, Some(&sqld.pid), None).await;
+    let remote_3w = runs_per_min(&remote, 3, Some(&sqld.pid), None).await;
+    drop(sqld);
+    let sqld = Sqld::start();
+    let remote = config_for(&sqld.url, &runtime_url);
+    busy_schedules(&remote).await;
+    let replica_1w = runs_per_min(&remote, 1, Some(&sqld.pid), Some(dir.path())).await;
+    let replica_3w = runs_per_min(&remote, 3, Some(&sqld.pid), Some(dir.path())).await;
     drop(sqld);
     let local = config_for(&file("runs.db"), &runtime_url);
     busy_schedules(&local).await;
-    let local_1w = runs_per_min(&local, 1, None).await;
-    let local_3w = runs_per_min(&local, 3, None).await;
+    let local_1w = runs_per_min(&local, 1, None, None).await;
+    let local_3w = runs_per_min(&local, 3, None, None).await;
 
     eprintln!("search: filling {BIG_USER_CHUNKS} chunks for one user…");
     let lang = Language::new();
@@ -383,25 +400,36 @@ async fn main() {
         ms(&claims_remote, 0.5),
         ms(&claims_remote, 0.95)
     );
-    for (name, local, remote) in [
-        ("1 worker (200 ms goals)", &local_1w, &remote_1w),
-        ("3 workers", &local_3w, &remote_3w),
+    for (name, local, remote, replica) in [
+        (
+            "1 worker (200 ms goals)",
+            &local_1w,
+            &remote_1w,
+            &replica_1w,
+        ),
+        ("3 workers", &local_3w, &remote_3w, &replica_3w),
     ] {
         println!(
-            "| runs a minute, {name:<25} | {:.0} | {:.0} | — |",
-            local.runs_per_min, remote.runs_per_min
+            "| runs a minute, {name:<25} | {:.0} | {:.0} | {:.0} |",
+            local.runs_per_min, remote.runs_per_min, replica.runs_per_min
         );
         println!(
-            "|   cores busy: workers (+ sqld)           | {:.2} | {:.2} + {:.2} | — |",
-            local.worker_cores, remote.worker_cores, remote.server_cores
+            "|   cores busy: workers (+ sqld)           | {:.2} | {:.2} + {:.2} | {:.2} + {:.2} |",
+            local.worker_cores,
+            remote.worker_cores,
+            remote.server_cores,
+            replica.worker_cores,
+            replica.server_cores
         );
     }
     let (local_1w, local_3w) = (local_1w.runs_per_min, local_3w.runs_per_min);
     let (remote_1w, remote_3w) = (remote_1w.runs_per_min, remote_3w.runs_per_min);
+    let (replica_1w, replica_3w) = (replica_1w.runs_per_min, replica_3w.runs_per_min);
     println!(
-        "| 3 workers / 1 worker                     | {:.2} | {:.2} | — |",
+        "| 3 workers / 1 worker                     | {:.2} | {:.2} | {:.2} |",
         local_3w / local_1w,
-        remote_3w / remote_1w
+        remote_3w / remote_1w,
+        replica_3w / replica_1w
     );
     println!(
         "| search, 50k chunks, p50 / p95 (ms)       | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",
@@ -417,7 +445,8 @@ async fn main() {
         "claim_p50_ms_remote={:.2} claim_p50_ms_local={:.2} runs_per_min_1w={remote_1w:.0} \
          runs_per_min_3w={remote_3w:.0} scaleout_ratio_3w={:.2} runs_per_min_1w_local={local_1w:.0} \
          runs_per_min_3w_local={local_3w:.0} search_p95_ms_replica_50k={:.2} \
-         search_p95_ms_remote_50k={:.2} search_p95_ms_local_50k={:.2}",
+         search_p95_ms_remote_50k={:.2} search_p95_ms_local_50k={:.2} \
+         runs_per_min_1w_replica={replica_1w:.0} runs_per_min_3w_replica={replica_3w:.0}",
         ms(&claims_remote, 0.5),
         ms(&claims_local, 0.5),
         remote_3w / remote_1w,

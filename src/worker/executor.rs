@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::listener::RunListener;
+use super::listener::{FinishedRun, RunListener};
 use crate::config::{RuntimeConfig, SchedulerConfig};
 use crate::memory::{
     ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
@@ -14,7 +14,7 @@ use crate::memory::{
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::schedule::store::ScheduleStore;
-use crate::schedule::types::{Claim, RunOutcome, RunStatus};
+use crate::schedule::types::{Claim, RunOutcome, RunStatus, ScheduleStatus};
 
 /// Longest wait between attempts.
 const MAX_BACKOFF_SECS: i64 = 3600;
@@ -245,11 +245,25 @@ impl Executor {
         {
             tracing::warn!(%err, "cannot prune run history");
         }
-        if let (Ok(schedule), Ok(run)) = (
-            self.store.get(&schedule.schedule_id).await,
-            self.store.run(&claim.run_id).await,
-        ) {
-            self.listener.run_finished(&schedule, &run).await;
-        }
+        // Only a failure can pause the schedule: a success is announced without a read.
+        let paused = if status.is_success() {
+            None
+        } else {
+            self.store
+                .get(&schedule.schedule_id)
+                .await
+                .ok()
+                .filter(|s| s.status == ScheduleStatus::Paused)
+                .map(|s| s.status_reason.unwrap_or_default())
+        };
+        self.listener
+            .run_finished(&FinishedRun {
+                schedule_id: &schedule.schedule_id,
+                run_id: &claim.run_id,
+                status,
+                attempt: claim.attempt,
+                paused,
+            })
+            .await;
     }
 }

@@ -1,14 +1,26 @@
-//! The seam where finished runs are announced. Notifications to channels hook in here;
-//! today the announcement is a log line.
+//! The seam where finished runs are announced (notifications go through the outbox,
+//! written with the run; this is for the operator): today, a log line.
 
 use async_trait::async_trait;
 
-use crate::schedule::types::{Run, Schedule, ScheduleStatus};
+use crate::schedule::types::RunStatus;
+
+/// A run as it was recorded, from what the worker already knows: announcing it costs no
+/// database read (on a server, each read is a round trip).
+#[derive(Debug, Clone)]
+pub struct FinishedRun<'a> {
+    pub schedule_id: &'a str,
+    pub run_id: &'a str,
+    pub status: RunStatus,
+    pub attempt: i64,
+    /// Why the schedule was paused by this run, if it was.
+    pub paused: Option<String>,
+}
 
 #[async_trait]
 pub trait RunListener: Send + Sync {
-    /// Called once a run is recorded, with the schedule as it is after the run.
-    async fn run_finished(&self, schedule: &Schedule, run: &Run);
+    /// Called once a run is recorded.
+    async fn run_finished(&self, run: &FinishedRun<'_>);
 }
 
 /// Logs every finished run, and loudly when a schedule was paused for failing.
@@ -16,20 +28,16 @@ pub struct LogListener;
 
 #[async_trait]
 impl RunListener for LogListener {
-    async fn run_finished(&self, schedule: &Schedule, run: &Run) {
+    async fn run_finished(&self, run: &FinishedRun<'_>) {
         tracing::info!(
-            schedule_id = %schedule.schedule_id,
+            schedule_id = %run.schedule_id,
             run_id = %run.run_id,
             status = %run.status,
             attempt = run.attempt,
             "run finished"
         );
-        if schedule.status == ScheduleStatus::Paused {
-            tracing::warn!(
-                schedule_id = %schedule.schedule_id,
-                reason = schedule.status_reason.as_deref().unwrap_or_default(),
-                "schedule paused"
-            );
+        if let Some(reason) = &run.paused {
+            tracing::warn!(schedule_id = %run.schedule_id, %reason, "schedule paused");
         }
     }
 }
