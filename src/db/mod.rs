@@ -259,9 +259,12 @@ impl Db {
                 // the connection then fails every statement ("stream expired", "invalid
                 // baton"). A fresh connection costs no extra round trip (its stream opens
                 // with its first request), so connections to a server are not kept idle.
+                // A replica's connection is a local one plus a writer known to the server
+                // by a client id, new with every connection: the server keeps a connection
+                // for each id until it expires, so replica connections are pooled.
                 pool: pool::Pool::new(match target {
-                    DbTarget::Local(_) => options.pool_size,
-                    DbTarget::Remote { .. } | DbTarget::Replica { .. } => 0,
+                    DbTarget::Local(_) | DbTarget::Replica { .. } => options.pool_size,
+                    DbTarget::Remote { .. } => 0,
                 }),
                 write_gate: match target {
                     DbTarget::Local(_) => None,

@@ -258,20 +258,32 @@ pub async fn run_with(
     let held = async {
         let _ = sender_task.await;
         let _ = heartbeat_task.await;
-        let interrupted = store
-            .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
-            .await?;
-        if interrupted > 0 {
-            tracing::warn!(interrupted, "marked unfinished runs interrupted");
+        // Retried (within the bound on this step): a database busy for a moment must not
+        // leave the runs held until their leases run out.
+        let mut retry_in = Duration::from_millis(200);
+        loop {
+            match store
+                .interrupt_held(&worker_id, config.scheduler.pause_after_failures)
+                .await
+            {
+                Ok(0) => break,
+                Ok(interrupted) => {
+                    tracing::warn!(interrupted, "marked unfinished runs interrupted");
+                    break;
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "cannot mark unfinished runs interrupted; retrying");
+                    tokio::time::sleep(retry_in).await;
+                    retry_in = (retry_in * 2).min(Duration::from_secs(2));
+                }
+            }
         }
         if let Err(err) = registry::unregister(memory.db(), &worker_id).await {
             tracing::warn!(%err, "cannot unregister the worker");
         }
-        Ok::<_, WorkerError>(())
     };
-    match tokio::time::timeout(SHUTDOWN_FINAL, held).await {
-        Ok(result) => result?,
-        Err(_) => stalled = true,
+    if tokio::time::timeout(SHUTDOWN_FINAL, held).await.is_err() {
+        stalled = true;
     }
     if stalled {
         return Err(WorkerError::ShutdownStalled {
