@@ -530,3 +530,75 @@ async fn a_worker_on_a_replica_runs_what_another_process_asks_for() {
     stop.send(()).unwrap();
     worker.await.unwrap().unwrap();
 }
+
+/// The CLI against a server, directly and through an embedded replica: the same commands,
+/// the same answers.
+#[test]
+fn the_cli_works_against_a_server_directly_and_through_a_replica() {
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let replica_config = dir.path().join("replica.toml");
+    std::fs::write(
+        &replica_config,
+        format!(
+            "[database]\nurl = \"{}\"\nreplica_path = \"{}\"\n",
+            sqld.url,
+            dir.path().join("replica.db").display()
+        ),
+    )
+    .unwrap();
+    let nightshift = |via_replica: bool, args: &[&str]| -> serde_json::Value {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"));
+        command.current_dir(dir.path()).arg("--json");
+        if via_replica {
+            command.arg("--config").arg(&replica_config);
+            command.env_remove("NIGHTSHIFT_DB");
+        } else {
+            command.env("NIGHTSHIFT_DB", &sqld.url);
+        }
+        let out = command.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} (replica: {via_replica}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for via_replica in [false, true] {
+        let user = if via_replica { "rita" } else { "remo" };
+        let migrated = nightshift(via_replica, &["db", "migrate"]);
+        // Migrated once, by the first mode; the replica finds nothing left to do.
+        let applied = migrated["applied"].as_i64().unwrap();
+        assert_eq!(applied == 0, via_replica, "{migrated}");
+        nightshift(
+            via_replica,
+            &["memory", "save", "--user", user, "keeps bees in Porto"],
+        );
+        let found = nightshift(via_replica, &["memory", "search", "--user", user, "bees"]);
+        assert_eq!(found["hits"].as_array().unwrap().len(), 1, "{found}");
+        let added = nightshift(
+            via_replica,
+            &[
+                "schedule",
+                "add",
+                "--user",
+                user,
+                "--goal",
+                "check the hives",
+                "--every",
+                "1h",
+            ],
+        );
+        let id = added["schedule_id"].as_str().unwrap().to_string();
+        let listed = nightshift(via_replica, &["schedule", "list", "--user", user]);
+        assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+        let shown = nightshift(via_replica, &["schedule", "run-now", &id]);
+        assert_eq!(shown["schedule_id"], id.as_str());
+        let status = nightshift(via_replica, &["db", "status"]);
+        assert!(status["schema_version"].as_i64().unwrap() > 0, "{status}");
+        nightshift(via_replica, &["workers"]);
+    }
+    // Each mode saw the other's writes: one server.
+    let found = nightshift(true, &["memory", "search", "--user", "remo", "bees"]);
+    assert_eq!(found["hits"].as_array().unwrap().len(), 1, "{found}");
+}
