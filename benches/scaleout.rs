@@ -11,8 +11,6 @@
 //!
 //! Prints a table, then `name=value` pairs as its last line.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
@@ -27,7 +25,13 @@ use nightshift::worker::{run_with, schedule_store, WorkerParts};
 use serde_json::{json, Value};
 
 mod common;
-use common::{percentile, Language, Rng};
+use common::{cpu_time, percentile, Language, Rng};
+
+/// The tests' sqld: started on 127.0.0.1 by `start-sqld.sh`, stopped when dropped.
+#[allow(dead_code)]
+#[path = "../tests/common/sqld.rs"]
+mod sqld;
+use sqld::Sqld;
 
 const GOAL_TIME: Duration = Duration::from_millis(200);
 const MAX_CONCURRENT: usize = 4;
@@ -38,46 +42,6 @@ const CLAIMS: usize = 200;
 const BIG_USER_CHUNKS: usize = 50_000;
 const OTHER_CHUNKS: usize = 5_000;
 const QUERIES: usize = 200;
-
-/// A sqld on 127.0.0.1, stopped when dropped.
-struct Sqld {
-    url: String,
-    pid: String,
-}
-
-impl Sqld {
-    fn start() -> Sqld {
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .expect("run start-sqld.sh");
-        assert!(
-            out.status.success(),
-            "start-sqld.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let vars = String::from_utf8_lossy(&out.stdout).to_string();
-        let get = |name: &str| {
-            vars.lines()
-                .flat_map(|line| line.split_whitespace())
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-                .map(|v| v.trim_matches(['\'', '"']).to_string())
-                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
-        };
-        Sqld {
-            url: get("SQLD_URL"),
-            pid: get("SQLD_PID"),
-        }
-    }
-}
-
-impl Drop for Sqld {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(&self.pid).status();
-    }
-}
 
 async fn fake_runtime() -> String {
     async fn goal(Json(_): Json<Value>) -> Json<Value> {
@@ -135,20 +99,6 @@ async fn claim_times(config: &Config) -> Vec<Duration> {
     }
     times.sort();
     times
-}
-
-/// CPU time a process has used (user + system), from /proc; `self` for this one.
-fn cpu_time(pid: &str) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10)
 }
 
 /// A measured phase: runs a minute, and the cores the workers (this process) and the

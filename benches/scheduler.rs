@@ -15,6 +15,8 @@ use nightshift::schedule::Cadence;
 use nightshift::worker::{run_with, schedule_store, WorkerParts};
 use serde_json::{json, Value};
 
+mod common;
+
 const SCHEDULES: usize = 10_000;
 const PERIOD_SECS: i64 = 60;
 const MEASURE_SECS: u64 = 70;
@@ -31,20 +33,6 @@ async fn fake_runtime() -> String {
             .unwrap()
     });
     format!("http://{addr}/goal")
-}
-
-/// CPU time this process has used (user + system), from /proc.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10)
 }
 
 fn percentile(sorted: &[i64], p: f64) -> i64 {
@@ -135,11 +123,12 @@ async fn main() {
     eprintln!("measuring idle CPU with {SCHEDULES} schedules, none due…");
     let idle_dir = tempfile::TempDir::new().unwrap();
     let idle_config = setup(&idle_dir, &url, true).await;
-    let cpu_before = cpu_time();
+    let cpu_before = common::cpu_time("self");
     let started = Instant::now();
     run_for(&idle_config, 10).await;
-    let idle_cpu_pct =
-        (cpu_time() - cpu_before).as_secs_f64() / started.elapsed().as_secs_f64() * 100.0;
+    let idle_cpu_pct = (common::cpu_time("self") - cpu_before).as_secs_f64()
+        / started.elapsed().as_secs_f64()
+        * 100.0;
 
     println!("{:<46} {:>14}  note", "measure", "value");
     println!("{}", "-".repeat(84));

@@ -7,6 +7,20 @@ pub fn percentile(sorted: &[std::time::Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// CPU time a process has used (user + system), from /proc: `"self"` for this one.
+pub fn cpu_time(pid: &str) -> std::time::Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    std::time::Duration::from_millis(ticks * 10)
+}
+
 /// A small deterministic generator (xorshift), so every run builds the same data.
 pub struct Rng(pub u64);
 

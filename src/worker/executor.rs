@@ -34,6 +34,20 @@ pub struct Executor {
     pub summaries: Option<(SummaryPolicy, Arc<dyn Summarizer>)>,
 }
 
+/// Runs a database write to its end even when the caller stops waiting for it. The lease
+/// renewal races the run (and the run races a hard stop), and the loser of a race is
+/// dropped: a write dropped mid-request leaves a libSQL server with a waiter for its write
+/// lock that is gone, and sqld 0.24 was seen to hand the lock to it, after which every
+/// write of every worker hung (found by `tests/scaleout.rs` on sqld).
+async fn run_to_completion<T: Send + 'static>(
+    write: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    match tokio::spawn(write).await {
+        Ok(value) => value,
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
 impl Executor {
     pub fn lease_ms(&self) -> i64 {
         self.scheduler.lease_secs * 1000
@@ -47,11 +61,13 @@ impl Executor {
             let period = Duration::from_millis((self.lease_ms() / 3).max(1) as u64);
             loop {
                 tokio::time::sleep(period).await;
-                match self
-                    .store
-                    .renew_lease(&run_id, &self.worker_id, self.lease_ms())
-                    .await
-                {
+                let renewal = {
+                    let (store, run_id, worker) =
+                        (self.store.clone(), run_id.clone(), self.worker_id.clone());
+                    let lease_ms = self.lease_ms();
+                    async move { store.renew_lease(&run_id, &worker, lease_ms).await }
+                };
+                match run_to_completion(renewal).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(%run_id, "lost the lease on a running run");
@@ -122,11 +138,16 @@ impl Executor {
                 "attempt failed; retrying"
             );
             tokio::time::sleep(Duration::from_secs(backoff as u64)).await;
-            match self
-                .store
-                .next_attempt(&claim.run_id, &self.worker_id, self.lease_ms())
-                .await
-            {
+            let next_attempt = {
+                let (store, run_id, worker) = (
+                    self.store.clone(),
+                    claim.run_id.clone(),
+                    self.worker_id.clone(),
+                );
+                let lease_ms = self.lease_ms();
+                async move { store.next_attempt(&run_id, &worker, lease_ms).await }
+            };
+            match run_to_completion(next_attempt).await {
                 Ok(true) => claim.attempt += 1,
                 // Someone else holds the run now (our lease ran out): stop here.
                 _ => return (status, outcome),
