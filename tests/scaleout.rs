@@ -114,21 +114,30 @@ fn start_worker(config: &Path, log: &Path) -> KillOnDrop {
     panic!("worker did not start");
 }
 
-fn stop(mut worker: KillOnDrop, log: &Path) {
-    let child = &mut worker.0;
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = common::wait_for_exit(child, common::EXIT_WITHIN);
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let tail: Vec<&str> = text.lines().rev().take(30).collect();
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(0),
-        "worker log (last lines, newest first):\n{}",
-        tail.join("\n")
-    );
+/// Stops the workers with SIGTERM, all of them, then fails if any did not exit cleanly,
+/// showing the end of every worker's log (whether the others went on tells a stall in one
+/// process from one at the server).
+fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>) {
+    for (worker, _) in &workers {
+        Command::new("kill")
+            .args(["-TERM", &worker.0.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    let mut failed = false;
+    let mut report = String::new();
+    for (mut worker, log) in workers {
+        let status = common::wait_for_exit(&mut worker.0, common::EXIT_WITHIN);
+        failed |= status.and_then(|s| s.code()) != Some(0);
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(12).collect();
+        report.push_str(&format!(
+            "\n--- {} ({status:?}), last lines, newest first:\n{}\n",
+            log.display(),
+            tail.join("\n")
+        ));
+    }
+    assert!(!failed, "a worker did not stop cleanly:{report}");
 }
 
 /// Creates the schedules: half every second, half every two seconds, all catching up
@@ -253,9 +262,7 @@ async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) 
     } else {
         tokio::time::sleep(RUN_FOR).await;
     }
-    for (worker, log) in workers {
-        stop(worker, log);
-    }
+    stop_all(workers);
 
     let rows = run_rows(&config).await;
     let pending = next_runs(&config).await;
@@ -449,9 +456,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    for (worker, log) in workers {
-        stop(worker, log);
-    }
+    stop_all(workers);
     assert_eq!(delivered().await, 1_000);
     let deliveries = hook_state.deliveries.lock().unwrap().clone();
     assert_eq!(deliveries.len(), 1_000, "every message reached the webhook");

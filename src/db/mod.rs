@@ -327,6 +327,21 @@ impl Db {
     }
 }
 
+/// Runs a database write to its end even when the caller stops waiting for it. Futures
+/// that race (a lease renewal against the run, a run against its deadline or a hard stop)
+/// drop the loser: a write dropped mid-request leaves a libSQL server with a waiter for
+/// its write lock that is gone, and sqld 0.24 was seen to hand the lock to it, after which
+/// every write of every worker hung (found by `tests/scaleout.rs` on sqld). A write that
+/// can lose such a race goes through here.
+pub async fn run_to_completion<T: Send + 'static>(
+    write: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    match tokio::spawn(write).await {
+        Ok(value) => value,
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
 /// An open failure, told apart: a refused token is an authentication error.
 fn classify(target: &DbTarget, reason: String) -> DbError {
     if reason.contains("403 Forbidden")

@@ -60,6 +60,29 @@ impl Conn {
     pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
         WriteTx::begin(self, self.write_gate.as_ref()).await
     }
+
+    /// Runs one statement on its own (autocommit). Against a server it takes this
+    /// process's turn to write first, like a [`WriteTx`]: a single-statement write waits
+    /// at the server for the write lock just as a transaction does, and under a long queue
+    /// sqld answers `SQLITE_BUSY` to waiters it keeps queued (see `db::write_tx`). Shadows
+    /// `libsql::Connection::execute`, so every `conn.execute` on a [`Conn`] goes through
+    /// here.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<u64, libsql::Error> {
+        let _turn = match &self.write_gate {
+            Some(gate) => Some(
+                gate.clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the write gate is never closed"),
+            ),
+            None => None,
+        };
+        Deref::deref(self).execute(sql, params).await
+    }
 }
 
 impl Deref for Conn {

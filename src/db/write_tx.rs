@@ -2,8 +2,9 @@
 //! On a libSQL server a write transaction holds the server's single write lock across
 //! network round trips, and writers queued behind it are where sqld misbehaves: under
 //! heavy queueing sqld 0.24 was seen to leave its write lock to a closed connection and
-//! stall every later write. So against a server, a process opens one write transaction at a
-//! time and the queue at the server is at most one per worker.
+//! stall every later write. So against a server, a process writes one at a time (a write
+//! transaction here, a single statement in `Conn::execute`) and the queue at the server is
+//! at most one per worker.
 
 use std::ops::Deref;
 use std::sync::Arc;

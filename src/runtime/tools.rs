@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::db::run_to_completion;
 use crate::memory::{Memory, NewNote, SearchRequest};
 
 pub(super) fn definitions() -> Value {
@@ -76,29 +77,31 @@ pub(super) async fn call(
                 let hits = memory.search(&request).await.map_err(|e| e.to_string())?;
                 Ok(json!(hits))
             }
+            // Writes run to their end even if the run's deadline drops this call.
             "memory_save" => {
-                let saved = memory
-                    .save_note(user_id, &NewNote::new(arg(&args, "content")?))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (memory, user_id) = (memory.clone(), user_id.to_string());
+                let note = NewNote::new(arg(&args, "content")?);
+                let saved =
+                    run_to_completion(async move { memory.save_note(&user_id, &note).await })
+                        .await
+                        .map_err(|e| e.to_string())?;
                 Ok(json!({"note_id": saved.note_id, "message": "saved"}))
             }
             "memory_update" => {
-                let note = memory
-                    .update_note(
-                        user_id,
-                        arg(&args, "note_id")?,
-                        arg(&args, "content")?,
-                        None,
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (memory, user_id) = (memory.clone(), user_id.to_string());
+                let note_id = arg(&args, "note_id")?.to_string();
+                let content = arg(&args, "content")?.to_string();
+                let note = run_to_completion(async move {
+                    memory.update_note(&user_id, &note_id, &content, None).await
+                })
+                .await
+                .map_err(|e| e.to_string())?;
                 Ok(json!({"note_id": note.note_id, "message": "updated"}))
             }
             "memory_delete" => {
-                let note_id = arg(&args, "note_id")?;
-                memory
-                    .delete_note(user_id, note_id)
+                let note_id = arg(&args, "note_id")?.to_string();
+                let (memory, user_id, id) = (memory.clone(), user_id.to_string(), note_id.clone());
+                run_to_completion(async move { memory.delete_note(&user_id, &id).await })
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(json!({"note_id": note_id, "message": "deleted"}))

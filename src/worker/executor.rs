@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::listener::{FinishedRun, RunListener};
 use crate::config::{RuntimeConfig, SchedulerConfig};
+use crate::db::run_to_completion;
 use crate::memory::{
     ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
     SummaryPolicy,
@@ -32,20 +33,6 @@ pub struct Executor {
     pub listener: Arc<dyn RunListener>,
     /// Rolling summaries of the schedule's session, brought up to date after each run.
     pub summaries: Option<(SummaryPolicy, Arc<dyn Summarizer>)>,
-}
-
-/// Runs a database write to its end even when the caller stops waiting for it. The lease
-/// renewal races the run (and the run races a hard stop), and the loser of a race is
-/// dropped: a write dropped mid-request leaves a libSQL server with a waiter for its write
-/// lock that is gone, and sqld 0.24 was seen to hand the lock to it, after which every
-/// write of every worker hung (found by `tests/scaleout.rs` on sqld).
-async fn run_to_completion<T: Send + 'static>(
-    write: impl std::future::Future<Output = T> + Send + 'static,
-) -> T {
-    match tokio::spawn(write).await {
-        Ok(value) => value,
-        Err(err) => std::panic::resume_unwind(err.into_panic()),
-    }
 }
 
 impl Executor {
