@@ -1,8 +1,8 @@
 //! Three `nightshift run` processes sharing one database, a file (WAL, busy_timeout) or a
 //! libSQL server (sqld on 127.0.0.1), against a fake agent runtime on 127.0.0.1: 300
 //! schedules due every 1–2 seconds for a minute run each occurrence once and lose none,
-//! also when one worker is killed with SIGKILL mid-run; and 1,000 outbox messages reach a
-//! webhook once each.
+//! also when one worker is killed with SIGKILL mid-run; 1,000 outbox messages reach a
+//! webhook once each; and two workers at one consolidation window run it once.
 
 mod common;
 
@@ -487,4 +487,87 @@ async fn three_workers_on_one_libsql_server_recover_a_killed_workers_runs_once()
     let dir = TempDir::new().unwrap();
     let sqld = common::sqld::Sqld::start();
     three_workers(&sqld.url, &dir, true).await;
+}
+
+/// Two worker processes reach the same consolidation window (cron every minute): one of
+/// them claims it and runs the passes; the other runs none of them.
+async fn one_consolidation_per_window(database: &str, dir: &TempDir) {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let config_path = write_config(dir.path(), database, "http://127.0.0.1:9/goal");
+    let text = std::fs::read_to_string(&config_path).unwrap().replace(
+        "[consolidation]\nenabled = false",
+        "[consolidation]\nenabled = true\ncron = \"* * * * *\"",
+    );
+    std::fs::write(&config_path, text).unwrap();
+    let config = Config::load(&config_path).unwrap();
+    assert!(config.consolidation.enabled);
+    // Migrate before the workers race to.
+    drop(open_memory(&config).await.unwrap());
+    let logs: Vec<PathBuf> = (0..2)
+        .map(|i| dir.path().join(format!("worker-{i}.log")))
+        .collect();
+    let workers: Vec<(KillOnDrop, &PathBuf)> = logs
+        .iter()
+        .map(|log| (start_worker(&config_path, log), log))
+        .collect();
+
+    let db = open_db(&config).await.unwrap();
+    let count = |sql: &'static str| {
+        let db = db.clone();
+        async move {
+            let conn = db.conn().await.unwrap();
+            nightshift::db::query_scalar::<i64>(&conn, sql, ())
+                .await
+                .unwrap()
+                .unwrap_or(0)
+        }
+    };
+    // The next minute boundary, and the passes after it: bounded, not timed.
+    let mut finished = 0;
+    for _ in 0..1_500 {
+        finished = count("SELECT count(*) FROM maintenance_runs WHERE status != 'running'").await;
+        let running = count("SELECT count(*) FROM maintenance_runs WHERE status = 'running'").await;
+        if finished >= nightshift::consolidate::Pass::ALL.len() as i64 && running == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop_all(workers);
+    assert!(finished > 0, "no consolidation pass ran");
+
+    let windows =
+        count("SELECT count(*) FROM maintenance_windows WHERE job = 'consolidation'").await;
+    assert!(windows >= 1);
+    // Each pass ran once per window, all by the worker that claimed the window.
+    let per_pass =
+        count("SELECT max(n) FROM (SELECT count(*) AS n FROM maintenance_runs GROUP BY pass)")
+            .await;
+    assert!(
+        (1..=windows).contains(&per_pass),
+        "{per_pass} runs of one pass in {windows} window(s)"
+    );
+    let strangers = count(
+        "SELECT count(*) FROM maintenance_runs r WHERE NOT EXISTS (
+             SELECT 1 FROM maintenance_windows w
+             WHERE w.job = 'consolidation' AND w.worker_id = r.worker_id)",
+    )
+    .await;
+    assert_eq!(
+        strangers, 0,
+        "a worker ran passes of a window it did not claim"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_one_file_at_one_consolidation_window_run_it_once() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("shared.db").display().to_string();
+    one_consolidation_per_window(&db, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_one_libsql_server_at_one_consolidation_window_run_it_once() {
+    let dir = TempDir::new().unwrap();
+    let sqld = common::sqld::Sqld::start();
+    one_consolidation_per_window(&sqld.url, &dir).await;
 }
