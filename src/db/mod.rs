@@ -299,6 +299,15 @@ impl Db {
         &self.inner.target
     }
 
+    /// Through an embedded replica: pulls the server's latest changes now rather than at
+    /// the next `sync_interval`. Elsewhere there is nothing to catch up with.
+    pub async fn catch_up(&self) -> Result<(), DbError> {
+        if matches!(self.inner.target, DbTarget::Replica { .. }) {
+            self.inner.database.sync().await?;
+        }
+        Ok(())
+    }
+
     /// A local file (as opposed to a libSQL server).
     pub fn is_local(&self) -> bool {
         matches!(self.inner.target, DbTarget::Local(_))

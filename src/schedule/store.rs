@@ -512,8 +512,11 @@ impl ScheduleStore {
         .await?)
     }
 
-    /// A counter that moves whenever any process changes any schedule.
+    /// A counter that moves whenever any process changes any schedule. Through an
+    /// embedded replica it is read after pulling the server's changes, so another
+    /// process's change is seen at the next check, not after the next sync.
     pub async fn version(&self) -> Result<i64> {
+        self.db.catch_up().await?;
         let conn = self.db.conn().await?;
         let value: Option<String> = query_scalar(
             &conn,
