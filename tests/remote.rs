@@ -220,6 +220,41 @@ impl nightshift::runtime::AgentRuntime for HeldRuntime {
     }
 }
 
+/// A worker in this process with `runtime`, until the sender fires (or is dropped).
+fn spawn_worker(
+    config: &Config,
+    runtime: std::sync::Arc<HeldRuntime>,
+    worker_id: Option<&str>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), nightshift::worker::WorkerError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let config = config.clone();
+    let parts = nightshift::worker::WorkerParts {
+        runtime: Some(runtime),
+        worker_id: worker_id.map(str::to_string),
+        ..Default::default()
+    };
+    let worker = tokio::spawn(async move {
+        nightshift::worker::run_with(&config, parts, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    (stop, worker)
+}
+
+/// Waits, a bounded number of polls, until the runtime has been called.
+async fn wait_for_a_call(runtime: &HeldRuntime) {
+    for _ in 0..200 {
+        if !runtime.calls.lock().unwrap().is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The server goes away while a run is in flight and stays away longer than the lease:
 /// the worker keeps the run's result, does not exit, records it once the server is back,
 /// and nobody runs the occurrence again.
@@ -249,27 +284,8 @@ async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and
     store.run_now(&schedule.schedule_id).await.unwrap();
 
     let runtime = std::sync::Arc::new(HeldRuntime::default());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = {
-        let (config, runtime) = (config.clone(), runtime.clone());
-        tokio::spawn(async move {
-            let parts = nightshift::worker::WorkerParts {
-                runtime: Some(runtime),
-                worker_id: Some("wrk-survivor".into()),
-                ..Default::default()
-            };
-            nightshift::worker::run_with(&config, parts, async {
-                let _ = stopped.await;
-            })
-            .await
-        })
-    };
-    for _ in 0..200 {
-        if !runtime.calls.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let (stop, worker) = spawn_worker(&config, runtime.clone(), Some("wrk-survivor"));
+    wait_for_a_call(&runtime).await;
     assert_eq!(
         runtime.calls.lock().unwrap().len(),
         1,
@@ -336,26 +352,8 @@ async fn a_worker_whose_server_stops_answering_still_exits_and_says_why() {
     store.run_now(&schedule.schedule_id).await.unwrap();
 
     let runtime = std::sync::Arc::new(HeldRuntime::default());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = {
-        let (config, runtime) = (config.clone(), runtime.clone());
-        tokio::spawn(async move {
-            let parts = nightshift::worker::WorkerParts {
-                runtime: Some(runtime),
-                ..Default::default()
-            };
-            nightshift::worker::run_with(&config, parts, async {
-                let _ = stopped.await;
-            })
-            .await
-        })
-    };
-    for _ in 0..200 {
-        if !runtime.calls.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let (stop, worker) = spawn_worker(&config, runtime.clone(), None);
+    wait_for_a_call(&runtime).await;
     assert_eq!(
         runtime.calls.lock().unwrap().len(),
         1,
@@ -483,20 +481,7 @@ async fn a_worker_on_a_replica_runs_what_another_process_asks_for() {
 
     let runtime = std::sync::Arc::new(HeldRuntime::default());
     runtime.release.notify_one();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = {
-        let (config, runtime) = (config.clone(), runtime.clone());
-        tokio::spawn(async move {
-            let parts = nightshift::worker::WorkerParts {
-                runtime: Some(runtime),
-                ..Default::default()
-            };
-            nightshift::worker::run_with(&config, parts, async {
-                let _ = stopped.await;
-            })
-            .await
-        })
-    };
+    let (stop, worker) = spawn_worker(&config, runtime.clone(), None);
 
     // The other process: no replica.
     let cli_config = sqld.config();

@@ -72,15 +72,7 @@ impl Conn {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
-        let _turn = match &self.write_gate {
-            Some(gate) => Some(
-                gate.clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the write gate is never closed"),
-            ),
-            None => None,
-        };
+        let _turn = super::write_tx::take_turn(self.write_gate.as_ref()).await;
         Deref::deref(self).execute(sql, params).await
     }
 }

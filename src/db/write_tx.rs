@@ -23,15 +23,7 @@ impl WriteTx {
         conn: &libsql::Connection,
         gate: Option<&Arc<Semaphore>>,
     ) -> Result<Self, libsql::Error> {
-        let turn = match gate {
-            Some(gate) => Some(
-                gate.clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the write gate is never closed"),
-            ),
-            None => None,
-        };
+        let turn = take_turn(gate).await;
         let tx = conn
             .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
             .await?;
@@ -44,6 +36,19 @@ impl WriteTx {
 
     pub async fn rollback(self) -> Result<(), libsql::Error> {
         self.tx.rollback().await
+    }
+}
+
+/// This process's turn to write, against a server (`gate` is `None` for a local file).
+pub(super) async fn take_turn(gate: Option<&Arc<Semaphore>>) -> Option<OwnedSemaphorePermit> {
+    match gate {
+        Some(gate) => Some(
+            gate.clone()
+                .acquire_owned()
+                .await
+                .expect("the write gate is never closed"),
+        ),
+        None => None,
     }
 }
 

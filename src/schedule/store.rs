@@ -9,7 +9,7 @@ use super::types::{
 };
 use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
-use crate::db::{query_scalar, Db, DbError};
+use crate::db::{query_scalar, run_to_completion, Db, DbError};
 use crate::ids;
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
 use crate::notify::policy::run_message;
@@ -716,28 +716,42 @@ impl ScheduleStore {
 
     /// Starts another attempt of a run this worker holds; false when it no longer does.
     pub async fn next_attempt(&self, run_id: &str, worker_id: &str, lease_ms: i64) -> Result<bool> {
-        let conn = self.db.conn().await?;
-        let changed = conn
-            .execute(
-                "UPDATE schedule_runs SET attempt = attempt + 1, lease_expires_at = ?3
-                 WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
-                libsql::params![run_id, worker_id, self.clock.now_ms() + lease_ms],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.update_held_run(
+            "attempt = attempt + 1, lease_expires_at = ?3",
+            run_id,
+            worker_id,
+            lease_ms,
+        )
+        .await
     }
 
     /// Pushes a running run's lease forward; false when this worker no longer holds it.
     pub async fn renew_lease(&self, run_id: &str, worker_id: &str, lease_ms: i64) -> Result<bool> {
-        let conn = self.db.conn().await?;
-        let changed = conn
-            .execute(
-                "UPDATE schedule_runs SET lease_expires_at = ?3
-                 WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
-                libsql::params![run_id, worker_id, self.clock.now_ms() + lease_ms],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.update_held_run("lease_expires_at = ?3", run_id, worker_id, lease_ms)
+            .await
+    }
+
+    /// Applies `set` (with `?3` the new lease expiry) to a run `worker_id` holds; false
+    /// when it no longer does. The write runs to its end even when the caller stops
+    /// waiting: a lease renewal races the run it belongs to, and the run its deadline or
+    /// a hard stop (see [`run_to_completion`]).
+    async fn update_held_run(
+        &self,
+        set: &'static str,
+        run_id: &str,
+        worker_id: &str,
+        lease_ms: i64,
+    ) -> Result<bool> {
+        let db = self.db.clone();
+        let sql = format!(
+            "UPDATE schedule_runs SET {set} WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'"
+        );
+        let params = libsql::params![run_id, worker_id, self.clock.now_ms() + lease_ms];
+        run_to_completion(async move {
+            let conn = db.conn().await?;
+            Ok(conn.execute(&sql, params).await? == 1)
+        })
+        .await
     }
 
     /// Records a finished attempt and updates the schedule, in one transaction. `worker`

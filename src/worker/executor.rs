@@ -8,7 +8,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::listener::{FinishedRun, RunListener};
 use crate::config::{RuntimeConfig, SchedulerConfig};
-use crate::db::run_to_completion;
 use crate::memory::{
     ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
     SummaryPolicy,
@@ -48,13 +47,11 @@ impl Executor {
             let period = Duration::from_millis((self.lease_ms() / 3).max(1) as u64);
             loop {
                 tokio::time::sleep(period).await;
-                let renewal = {
-                    let (store, run_id, worker) =
-                        (self.store.clone(), run_id.clone(), self.worker_id.clone());
-                    let lease_ms = self.lease_ms();
-                    async move { store.renew_lease(&run_id, &worker, lease_ms).await }
-                };
-                match run_to_completion(renewal).await {
+                match self
+                    .store
+                    .renew_lease(&run_id, &self.worker_id, self.lease_ms())
+                    .await
+                {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(%run_id, "lost the lease on a running run");
@@ -125,16 +122,11 @@ impl Executor {
                 "attempt failed; retrying"
             );
             tokio::time::sleep(Duration::from_secs(backoff as u64)).await;
-            let next_attempt = {
-                let (store, run_id, worker) = (
-                    self.store.clone(),
-                    claim.run_id.clone(),
-                    self.worker_id.clone(),
-                );
-                let lease_ms = self.lease_ms();
-                async move { store.next_attempt(&run_id, &worker, lease_ms).await }
-            };
-            match run_to_completion(next_attempt).await {
+            match self
+                .store
+                .next_attempt(&claim.run_id, &self.worker_id, self.lease_ms())
+                .await
+            {
                 Ok(true) => claim.attempt += 1,
                 // Someone else holds the run now (our lease ran out): stop here.
                 _ => return (status, outcome),
