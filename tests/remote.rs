@@ -587,3 +587,57 @@ fn the_cli_works_against_a_server_directly_and_through_a_replica() {
     let found = nightshift(true, &["memory", "search", "--user", "remo", "bees"]);
     assert_eq!(found["hits"].as_array().unwrap().len(), 1, "{found}");
 }
+
+/// A write transaction dropped unfinished (a task that failed between BEGIN and COMMIT)
+/// keeps nothing, on a server as on a file: the connection it ran on takes its next
+/// statement on its own, and another writer gets the write lock. (On a server the
+/// transaction runs on the connection's own stream, so the drop must end it there.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_transaction_dropped_unfinished_keeps_nothing_and_holds_no_lock() {
+    use nightshift::db::{Db, DbOptions};
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("tx.db").display().to_string();
+    for location in [sqld.url.clone(), file] {
+        let db = Db::open(&DbTarget::parse(&location).unwrap(), DbOptions::default())
+            .await
+            .unwrap();
+        let conn = db.conn().await.unwrap();
+        conn.execute("CREATE TABLE t (v TEXT)", ()).await.unwrap();
+        {
+            let tx = conn.write_tx().await.unwrap();
+            tx.execute("INSERT INTO t VALUES ('dropped')", ())
+                .await
+                .unwrap();
+            let seen: Option<i64> = nightshift::db::query_scalar(&tx, "SELECT count(*) FROM t", ())
+                .await
+                .unwrap();
+            assert_eq!(
+                seen,
+                Some(1),
+                "{location}: a transaction reads its own write"
+            );
+        }
+        conn.execute("INSERT INTO t VALUES ('kept')", ())
+            .await
+            .unwrap();
+        let other = db.conn().await.unwrap();
+        // A bound on the wait, not a speed check: a lock left held would hang here.
+        let tx = tokio::time::timeout(std::time::Duration::from_secs(60), other.write_tx())
+            .await
+            .unwrap_or_else(|_| panic!("{location}: the write lock was left held"))
+            .unwrap();
+        tx.execute("INSERT INTO t VALUES ('other')", ())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        drop((conn, other));
+        let conn = db.conn().await.unwrap();
+        let mut rows = conn.query("SELECT v FROM t ORDER BY v", ()).await.unwrap();
+        let mut values = Vec::new();
+        while let Some(row) = rows.next().await.unwrap() {
+            values.push(row.get::<String>(0).unwrap());
+        }
+        assert_eq!(values, ["kept", "other"], "{location}");
+    }
+}

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use pool::Conn;
+pub use pool::{Conn, Runner};
 pub use write_tx::WriteTx;
 
 /// Where the database is: a local file, a libSQL server (sqld, Turso) reached over HTTP,
@@ -168,6 +168,10 @@ pub enum DbError {
     Sql(#[from] libsql::Error),
 }
 
+/// How long an idle connection to a libSQL server is reused: well inside the 10 s after
+/// which sqld ends an idle stream, so a reused connection never meets an expired one.
+const SERVER_STREAM_REUSE: Duration = Duration::from_secs(2);
+
 /// Options that shape every connection.
 #[derive(Debug, Clone)]
 pub struct DbOptions {
@@ -255,17 +259,19 @@ impl Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),
                 database,
-                // A libSQL server ends an idle connection's stream after a few seconds, and
-                // the connection then fails every statement ("stream expired", "invalid
-                // baton"). A fresh connection costs no extra round trip (its stream opens
-                // with its first request), so connections to a server are not kept idle.
                 // A replica's connection is a local one plus a writer known to the server
                 // by a client id, new with every connection: the server keeps a connection
-                // for each id until it expires, so replica connections are pooled.
-                pool: pool::Pool::new(match target {
-                    DbTarget::Local(_) | DbTarget::Replica { .. } => options.pool_size,
-                    DbTarget::Remote { .. } => 0,
-                }),
+                // for each id until it expires, so replica connections are pooled. A plain
+                // server connection is a stream the server ends after 10 s idle ("stream
+                // expired"), so it is reused only within `SERVER_STREAM_REUSE`.
+                pool: match target {
+                    DbTarget::Local(_) | DbTarget::Replica { .. } => {
+                        pool::Pool::new(options.pool_size, None)
+                    }
+                    DbTarget::Remote { .. } => {
+                        pool::Pool::new(options.pool_size, Some(SERVER_STREAM_REUSE))
+                    }
+                },
                 write_gate: match target {
                     DbTarget::Local(_) => None,
                     DbTarget::Remote { .. } | DbTarget::Replica { .. } => {
@@ -315,8 +321,8 @@ impl Db {
 
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
-        if let Some(conn) = self.inner.pool.take() {
-            return Ok(self.wrap(conn));
+        if let Some((conn, described)) = self.inner.pool.take() {
+            return Ok(self.wrap(conn, described));
         }
         let conn = self.inner.database.connect()?;
         // Per-connection settings, where they mean something: foreign keys drive every
@@ -328,11 +334,19 @@ impl Db {
                 while rows.next().await?.is_some() {}
             }
         }
-        Ok(self.wrap(conn))
+        // Against a server a connection keeps the statements it has described.
+        let described =
+            matches!(self.inner.target, DbTarget::Remote { .. }).then(pool::Described::default);
+        Ok(self.wrap(conn, described))
     }
 
-    fn wrap(&self, conn: libsql::Connection) -> Conn {
-        Conn::new(conn, self.inner.pool.clone(), self.inner.write_gate.clone())
+    fn wrap(&self, conn: libsql::Connection, described: Option<pool::Described>) -> Conn {
+        Conn::new(
+            conn,
+            described,
+            self.inner.pool.clone(),
+            self.inner.write_gate.clone(),
+        )
     }
 }
 
@@ -406,13 +420,53 @@ impl Scalar for String {
     }
 }
 
+/// Something queries run on: a [`Conn`] (which, against a server, keeps the statements
+/// it has described), a [`WriteTx`], or a bare libsql connection.
+pub trait Queryable: Sync {
+    fn query_rows(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams + Send,
+    ) -> impl std::future::Future<Output = Result<libsql::Rows, libsql::Error>> + Send;
+}
+
+impl Queryable for Conn {
+    async fn query_rows(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams + Send,
+    ) -> Result<libsql::Rows, libsql::Error> {
+        self.query(sql, params).await
+    }
+}
+
+impl Queryable for libsql::Connection {
+    async fn query_rows(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams + Send,
+    ) -> Result<libsql::Rows, libsql::Error> {
+        self.query(sql, params).await
+    }
+}
+
+impl Queryable for WriteTx {
+    async fn query_rows(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams + Send,
+    ) -> Result<libsql::Rows, libsql::Error> {
+        self.query(sql, params).await
+    }
+}
+
 /// The first column of the first row; `None` when there is no row or the value is NULL.
 pub async fn query_scalar<T: Scalar>(
-    conn: &libsql::Connection,
+    conn: &(impl Queryable + ?Sized),
     sql: &str,
-    params: impl libsql::params::IntoParams,
+    params: impl libsql::params::IntoParams + Send,
 ) -> Result<Option<T>, libsql::Error> {
-    let mut rows = conn.query(sql, params).await?;
+    let mut rows = conn.query_rows(sql, params).await?;
     match rows.next().await? {
         Some(row) => Ok(T::from_value(row.get_value(0)?)),
         None => Ok(None),

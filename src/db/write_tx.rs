@@ -3,39 +3,140 @@
 //! network round trips, and writers queued behind it are where sqld misbehaves: under
 //! heavy queueing sqld 0.24 was seen to leave its write lock to a closed connection and
 //! stall every later write. So against a server, a process writes one at a time (a write
-//! transaction here, a single statement in `Conn::execute`) and the queue at the server is
-//! at most one per worker.
+//! transaction here, a single statement in `Runner::execute`) and the queue at the server
+//! is at most one per worker.
+//!
+//! Against a server, a transaction runs on its connection's own Hrana stream (libsql's
+//! `Connection::transaction` opens a new stream for each, which sqld pays for with a new
+//! database connection), so it also runs the statements that connection has described in
+//! one request each (see `Runner::query`).
 
 use std::ops::Deref;
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::pool::{Described, Runner, StreamGuard};
+
 /// A `BEGIN IMMEDIATE` transaction; against a server it also holds this process's turn
 /// to write. Dropped without commit it rolls back.
 pub struct WriteTx {
-    tx: libsql::Transaction,
-    _turn: Option<OwnedSemaphorePermit>,
+    runner: Runner,
+    end: End,
+    turn: Option<OwnedSemaphorePermit>,
+}
+
+/// How the transaction ends.
+enum End {
+    /// libsql's transaction (a local file; an embedded replica, whose writes libsql sends
+    /// on to the server): it rolls back when dropped.
+    Libsql(Option<libsql::Transaction>),
+    /// BEGIN IMMEDIATE on a server connection's stream; `open` until COMMIT or ROLLBACK.
+    /// The guard keeps the connection from being used or pooled until a rollback that a
+    /// drop started has finished.
+    Stream { open: bool, guard: StreamGuard },
 }
 
 impl WriteTx {
     pub(super) async fn begin(
         conn: &libsql::Connection,
+        described: Option<Described>,
+        guard: StreamGuard,
         gate: Option<&Arc<Semaphore>>,
     ) -> Result<Self, libsql::Error> {
         let turn = take_turn(gate).await;
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
-        Ok(Self { tx, _turn: turn })
+        if described.is_none() {
+            let tx = conn
+                .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
+                .await?;
+            return Ok(Self {
+                runner: Runner::in_transaction(Deref::deref(&tx).clone(), None),
+                end: End::Libsql(Some(tx)),
+                turn,
+            });
+        }
+        if let Err(err) = conn.execute("BEGIN IMMEDIATE", ()).await {
+            // The request may have reached the server and begun the transaction; a
+            // ROLLBACK ends it (or fails harmlessly) and closes the stream. When the
+            // server cannot be reached the stream is dropped instead (see `Conn`).
+            if conn.execute("ROLLBACK", ()).await.is_err() {
+                conn.reset().await;
+            }
+            return Err(err);
+        }
+        Ok(Self {
+            runner: Runner::in_transaction(conn.clone(), described),
+            end: End::Stream { open: true, guard },
+            turn,
+        })
     }
 
-    pub async fn commit(self) -> Result<(), libsql::Error> {
-        self.tx.commit().await
+    /// Runs a query inside the transaction; see [`Runner::query`].
+    pub async fn query(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<libsql::Rows, libsql::Error> {
+        self.runner.query(sql, params).await
     }
 
-    pub async fn rollback(self) -> Result<(), libsql::Error> {
-        self.tx.rollback().await
+    /// The transaction as statements run on it (for statements kept across calls).
+    pub fn runner(&self) -> Runner {
+        self.runner.clone()
+    }
+
+    pub async fn commit(mut self) -> Result<(), libsql::Error> {
+        self.end("COMMIT").await
+    }
+
+    pub async fn rollback(mut self) -> Result<(), libsql::Error> {
+        self.end("ROLLBACK").await
+    }
+
+    async fn end(&mut self, how: &str) -> Result<(), libsql::Error> {
+        match &mut self.end {
+            End::Libsql(tx) => {
+                let tx = tx.take().expect("a transaction ends once");
+                if how == "COMMIT" {
+                    tx.commit().await
+                } else {
+                    tx.rollback().await
+                }
+            }
+            End::Stream { open, .. } => {
+                // A failed COMMIT leaves `open` set: the drop rolls back whatever is left.
+                self.runner.connection().execute(how, ()).await?;
+                *open = false;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for WriteTx {
+    fn drop(&mut self) {
+        let End::Stream { open: true, guard } = &self.end else {
+            return;
+        };
+        let conn = self.runner.connection().clone();
+        // The server already ended it (SQLite rolls back on some errors): nothing to do.
+        if conn.is_autocommit() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        // The rollback keeps this process's turn to write and the connection's guard
+        // until it is done: the connection is neither used nor pooled before.
+        let turn = self.turn.take();
+        let hold = guard.hold();
+        runtime.spawn(async move {
+            if conn.execute("ROLLBACK", ()).await.is_err() {
+                conn.reset().await;
+            }
+            drop(hold);
+            drop(turn);
+        });
     }
 }
 
@@ -53,9 +154,9 @@ pub(super) async fn take_turn(gate: Option<&Arc<Semaphore>>) -> Option<OwnedSema
 }
 
 impl Deref for WriteTx {
-    type Target = libsql::Transaction;
+    type Target = libsql::Connection;
 
-    fn deref(&self) -> &libsql::Transaction {
-        &self.tx
+    fn deref(&self) -> &libsql::Connection {
+        self.runner.connection()
     }
 }

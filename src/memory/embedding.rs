@@ -70,7 +70,7 @@ pub struct StoredEmbedding {
 }
 
 /// Reads [`StoredEmbedding`] on `conn`.
-pub async fn stored_embedding(conn: &libsql::Connection) -> Result<StoredEmbedding> {
+pub async fn stored_embedding(conn: &crate::db::Conn) -> Result<StoredEmbedding> {
     let model: Option<String> = crate::db::query_scalar(
         conn,
         "SELECT value FROM meta WHERE key = 'embedding_model'",
@@ -114,7 +114,7 @@ impl Memory {
 
     /// Whether search must leave out the vector leg, and why: the stored vectors are of
     /// another model, or a model change is still being re-embedded.
-    pub(super) async fn vector_leg_off(&self, conn: &libsql::Connection) -> Result<Option<String>> {
+    pub(super) async fn vector_leg_off(&self, conn: &crate::db::Conn) -> Result<Option<String>> {
         let mut rows = conn
             .query(
                 "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_reembed')",
@@ -311,7 +311,7 @@ impl Memory {
     }
 
     /// Ends a re-embed once nothing is queued: the vector leg comes back on.
-    async fn finish_reembed(&self, conn: &libsql::Connection) -> Result<()> {
+    async fn finish_reembed(&self, conn: &crate::db::Conn) -> Result<()> {
         let reembedding: Option<String> = crate::db::query_scalar(
             conn,
             "SELECT value FROM meta WHERE key = 'embedding_reembed'",

@@ -14,7 +14,7 @@ pub struct JsonlError {
 /// Makes sure `session_id` exists and belongs to `user_id`, creating it if needed, inside
 /// the caller's transaction. Returns its last sequence.
 pub(super) async fn ensure_session(
-    conn: &libsql::Connection,
+    conn: &crate::db::Runner,
     session_id: &str,
     user_id: &str,
     now: i64,

@@ -4,6 +4,7 @@
 //! waits for the model; a rebuild embeds first and writes chunks with their vectors.
 
 use super::{chunk_text, Memory, Result};
+use crate::db::Runner;
 use crate::embed::vector_to_blob;
 
 /// A chunk ready to be written: its text, content hash and, when already embedded, its
@@ -106,21 +107,18 @@ impl Memory {
 }
 
 /// A statement run many times: prepared once on a local file (preparing costs about as
-/// much as running), sent as text on a libSQL server, whose prepared statements live
-/// outside the transaction's stream.
+/// much as running); on a libSQL server run as text on the transaction's stream, where
+/// the connection keeps what it has described (`db::Runner`). (A statement libsql
+/// prepares outside a transaction would close the stream, and the transaction, when run.)
 pub(super) enum Sql {
     Prepared(libsql::Statement),
-    Text(libsql::Connection, &'static str),
+    Text(Runner, &'static str),
 }
 
 impl Sql {
-    pub(super) async fn new(
-        conn: &libsql::Connection,
-        sql: &'static str,
-        prepare: bool,
-    ) -> Result<Self> {
+    pub(super) async fn new(conn: &Runner, sql: &'static str, prepare: bool) -> Result<Self> {
         Ok(if prepare {
-            Sql::Prepared(conn.prepare(sql).await?)
+            Sql::Prepared(conn.connection().prepare(sql).await?)
         } else {
             Sql::Text(conn.clone(), sql)
         })
@@ -193,11 +191,7 @@ pub(super) struct ChunkWriter {
 }
 
 impl ChunkWriter {
-    pub(super) async fn prepare(
-        conn: &libsql::Connection,
-        model: &str,
-        prepare: bool,
-    ) -> Result<Self> {
+    pub(super) async fn prepare(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             model: model.to_string(),
             find: Sql::new(

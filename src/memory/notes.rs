@@ -68,9 +68,9 @@ pub fn tombstone_hash(content: &str) -> String {
 
 /// Moves the user's memory session on by one sequence (creating it on first use) and
 /// returns that sequence: it orders note writes and tells a rebuild something changed.
-async fn next_memory_sequence(conn: &libsql::Connection, user_id: &str, now: i64) -> Result<i64> {
+async fn next_memory_sequence(conn: &crate::db::WriteTx, user_id: &str, now: i64) -> Result<i64> {
     let session_id = SessionKind::memory_session(user_id);
-    let sequence = ensure_session(conn, &session_id, user_id, now).await? + 1;
+    let sequence = ensure_session(&conn.runner(), &session_id, user_id, now).await? + 1;
     conn.execute(
         "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
         libsql::params![session_id, sequence, now],
@@ -289,7 +289,7 @@ impl Memory {
     #[allow(clippy::too_many_arguments)]
     async fn replace_content(
         &self,
-        conn: &libsql::Connection,
+        conn: &crate::db::WriteTx,
         user_id: &str,
         note_id: &str,
         content: &str,
@@ -313,7 +313,7 @@ impl Memory {
 
     async fn write_note_chunks(
         &self,
-        conn: &libsql::Connection,
+        conn: &crate::db::WriteTx,
         user_id: &str,
         note_id: &str,
         chunks: &[PreparedChunk],
@@ -329,7 +329,7 @@ impl Memory {
             created_at: now,
             context: "",
         };
-        ChunkWriter::prepare(conn, self.embedder.model_id(), self.db.is_local())
+        ChunkWriter::prepare(&conn.runner(), self.embedder.model_id(), self.db.is_local())
             .await?
             .write(&owner, chunks)
             .await

@@ -110,7 +110,8 @@ impl Memory {
             tx.execute("DELETE FROM chunks WHERE session_id = ?1", [session_id])
                 .await?;
             let writer =
-                ChunkWriter::prepare(&tx, self.embedder.model_id(), self.db.is_local()).await?;
+                ChunkWriter::prepare(&tx.runner(), self.embedder.model_id(), self.db.is_local())
+                    .await?;
             let mut chunks = 0;
             for ((source, prepared), context) in sources.iter().zip(&prepared).zip(&contexts) {
                 let owner = ChunkOwner {

@@ -310,7 +310,7 @@ impl Memory {
     /// Reads the whole notes and events behind the best chunks.
     async fn hydrate(
         &self,
-        conn: &libsql::Connection,
+        conn: &crate::db::Conn,
         user_id: &str,
         targets: &HashMap<Target, f64>,
         tags: &[String],

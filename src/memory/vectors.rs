@@ -80,7 +80,7 @@ impl VectorCache {
     /// similarity are left out.
     pub(super) async fn top_k(
         &self,
-        conn: &libsql::Connection,
+        conn: &crate::db::Conn,
         session_id: &str,
         model: &str,
         query: &[f32],
@@ -97,7 +97,7 @@ impl VectorCache {
     /// session that does not exist.
     pub(super) async fn current(
         &self,
-        conn: &libsql::Connection,
+        conn: &crate::db::Conn,
         session_id: &str,
         model: &str,
         dimensions: usize,

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::events::ensure_session;
 use super::index::{chunk_context, ChunkOwner, ChunkWriter, PreparedChunk, Sql};
 use super::{MemoryError, NewEvent, Result};
-use crate::db::{Conn, Db};
+use crate::db::{Conn, Db, Runner};
 
 /// Jobs committed together at most; bounds how long the write lock is held.
 const MAX_JOBS_PER_COMMIT: usize = 128;
@@ -41,7 +41,7 @@ pub(super) fn spawn(db: Db, model: String) -> mpsc::Sender<AppendJob> {
 struct Statements {
     /// Keeps the pooled connection while the statements live (local only).
     _pooled: Option<Conn>,
-    conn: libsql::Connection,
+    conn: Runner,
     find_session: Sql,
     insert_event: Sql,
     update_session: Sql,
@@ -52,13 +52,12 @@ struct Statements {
 impl Statements {
     async fn prepare(db: &Db, model: &str) -> Result<Self> {
         let pooled = db.conn().await?;
-        let conn: libsql::Connection = (*pooled).clone();
-        let mut statements = Self::on(&conn, model, true).await?;
+        let mut statements = Self::on(&pooled.runner(), model, true).await?;
         statements._pooled = Some(pooled);
         Ok(statements)
     }
 
-    async fn on(conn: &libsql::Connection, model: &str, prepare: bool) -> Result<Self> {
+    async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             _pooled: None,
             find_session: Sql::new(conn, "SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1", prepare).await?,
@@ -161,7 +160,7 @@ fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
 async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
     let conn = db.conn().await?;
     let tx = conn.write_tx().await?;
-    let statements = Statements::on(&tx, model, false).await?;
+    let statements = Statements::on(&tx.runner(), model, false).await?;
     let job = jobs.first().expect("a group has a job");
     let result = append_in_tx(&statements, job).await;
     drop(statements);
@@ -177,6 +176,7 @@ async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Re
 async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
     let tx = statements
         .conn
+        .connection()
         .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
         .await?;
     let mut results = Vec::with_capacity(jobs.len());
