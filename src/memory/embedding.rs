@@ -190,26 +190,42 @@ impl Memory {
     /// another model: this process's vectors would be of the wrong kind.
     pub async fn embed_batch(&self) -> Result<usize> {
         let model = self.embedder.model_id().to_string();
-        if self
-            .recorded_model()
-            .await?
-            .is_some_and(|recorded| recorded != model)
-        {
-            return Ok(0);
-        }
         let token = crate::ids::new_id("emb");
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        // A read first: an idle embedder polls every second and should not take the
-        // write lock (or, on a server, make a write round trip) to find nothing.
-        let claimable: Option<i64> = crate::db::query_scalar(
-            &conn,
-            "SELECT 1 FROM embed_queue WHERE claim_expires_at IS NULL OR claim_expires_at <= ?1 LIMIT 1",
-            [now],
-        )
-        .await?;
-        if claimable.is_none() {
-            self.finish_reembed(&conn).await?;
+        // One read first, for all there is to know before writing: an idle embedder polls
+        // every second and should not take the write lock (or, on a server, make more than
+        // one round trip) to find nothing.
+        let mut rows = conn
+            .query(
+                "SELECT (SELECT value FROM meta WHERE key = 'embedding_model'),
+                        EXISTS (SELECT 1 FROM meta WHERE key = 'embedding_reembed'),
+                        EXISTS (SELECT 1 FROM embed_queue
+                                WHERE claim_expires_at IS NULL OR claim_expires_at <= ?1)",
+                [now],
+            )
+            .await?;
+        let (recorded, reembedding, claimable) = {
+            // The row too keeps the statement, and with it a local file's read
+            // transaction, open: both go before the write below.
+            let row = rows
+                .next()
+                .await?
+                .expect("a SELECT without FROM yields one row");
+            (
+                row.get::<Option<String>>(0)?,
+                row.get::<i64>(1)? != 0,
+                row.get::<i64>(2)? != 0,
+            )
+        };
+        drop(rows);
+        if recorded.is_some_and(|recorded| recorded != model) {
+            return Ok(0);
+        }
+        if !claimable {
+            if reembedding {
+                self.finish_reembed(&conn).await?;
+            }
             return Ok(0);
         }
         let claimed = conn
@@ -228,7 +244,9 @@ impl Memory {
             )
             .await?;
         if claimed == 0 {
-            self.finish_reembed(&conn).await?;
+            if reembedding {
+                self.finish_reembed(&conn).await?;
+            }
             return Ok(0);
         }
         let mut rows = conn
@@ -312,15 +330,6 @@ impl Memory {
 
     /// Ends a re-embed once nothing is queued: the vector leg comes back on.
     async fn finish_reembed(&self, conn: &crate::db::Conn) -> Result<()> {
-        let reembedding: Option<String> = crate::db::query_scalar(
-            conn,
-            "SELECT value FROM meta WHERE key = 'embedding_reembed'",
-            (),
-        )
-        .await?;
-        if reembedding.is_none() {
-            return Ok(());
-        }
         let ended = conn
             .execute(
                 "DELETE FROM meta WHERE key = 'embedding_reembed' AND value = ?1

@@ -195,6 +195,15 @@ fn check_schedule(new: &NewSchedule) -> Result<()> {
     Ok(())
 }
 
+/// What [`ScheduleStore::next_wake`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextWake {
+    /// The earliest due time of a schedule that can run now.
+    pub due_at: Option<i64>,
+    /// The earliest lease expiry of a running run.
+    pub lease_expiry: Option<i64>,
+}
+
 impl ScheduleStore {
     pub fn new(db: Db, clock: Arc<dyn Clock>, limits: StoreLimits) -> Self {
         Self {
@@ -486,30 +495,31 @@ impl ScheduleStore {
         Ok(out)
     }
 
-    /// The earliest `next_run_at` of any active schedule that is not waiting for its
-    /// running run (that one is looked at again when the run finishes).
-    pub async fn next_due_at(&self) -> Result<Option<i64>> {
+    /// When the scheduler next has something to do, in one read: the earliest
+    /// `next_run_at` of any active schedule that is not waiting for its running run (that
+    /// one is looked at again when the run finishes), and the earliest lease expiry among
+    /// running runs (when recovery may next be needed).
+    pub async fn next_wake(&self) -> Result<NextWake> {
         let conn = self.db.conn().await?;
-        Ok(query_scalar(
-            &conn,
-            &format!(
-                "SELECT min(next_run_at) FROM schedules
-                 WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}"
-            ),
-            (),
-        )
-        .await?)
-    }
-
-    /// The earliest lease expiry among running runs (when recovery may next be needed).
-    pub async fn next_lease_expiry(&self) -> Result<Option<i64>> {
-        let conn = self.db.conn().await?;
-        Ok(query_scalar(
-            &conn,
-            "SELECT min(lease_expires_at) FROM schedule_runs WHERE status = 'running'",
-            (),
-        )
-        .await?)
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT (SELECT min(next_run_at) FROM schedules
+                             WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}),
+                            (SELECT min(lease_expires_at) FROM schedule_runs
+                             WHERE status = 'running')"
+                ),
+                (),
+            )
+            .await?;
+        let row = rows
+            .next()
+            .await?
+            .expect("a SELECT without FROM yields one row");
+        Ok(NextWake {
+            due_at: row.get(0)?,
+            lease_expiry: row.get(1)?,
+        })
     }
 
     /// A counter that moves whenever any process changes any schedule. Through an

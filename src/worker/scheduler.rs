@@ -49,8 +49,11 @@ impl Scheduler {
         // full lease to renew them or record their results before anyone takes over, so a
         // run that finished during the outage is recorded, not run a second time.
         let mut last_db_error: Option<Instant> = None;
+        // The earliest lease expiry the last look found, and when it looked.
+        let mut leases_seen: Option<(Instant, Option<i64>)> = None;
         loop {
-            let may_recover = last_db_error.is_none_or(|at| at.elapsed() >= lease);
+            let may_recover = last_db_error.is_none_or(|at| at.elapsed() >= lease)
+                && self.a_lease_may_have_expired(leases_seen, lease);
             let blocked = match self
                 .pass(&permits, may_recover, &stop, &hard_stop, &tracker)
                 .await
@@ -61,7 +64,8 @@ impl Scheduler {
                     true
                 }
             };
-            let deadline = self.next_deadline(blocked).await;
+            let (deadline, lease_expiry) = self.next_deadline(blocked).await;
+            leases_seen = lease_expiry.map(|expiry| (Instant::now(), expiry));
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
@@ -87,8 +91,9 @@ impl Scheduler {
     }
 
     /// When to look again: the earliest due time or lease expiry. While due work waits for
-    /// a free slot, finishing runs wake the loop, so only a slow fallback is set.
-    async fn next_deadline(&self, blocked: bool) -> Instant {
+    /// a free slot, finishing runs wake the loop, so only a slow fallback is set. Also
+    /// returns the earliest lease expiry found (`None` when the database could not say).
+    async fn next_deadline(&self, blocked: bool) -> (Instant, Option<Option<i64>>) {
         let now_ms = self.store.clock().now_ms();
         let fallback = if blocked {
             Duration::from_secs(1)
@@ -96,16 +101,34 @@ impl Scheduler {
             MAX_SLEEP
         };
         let mut wake_ms = now_ms + fallback.as_millis() as i64;
-        if !blocked {
-            if let Ok(Some(due)) = self.store.next_due_at().await {
+        let next = self.store.next_wake().await.ok();
+        if let Some(next) = next {
+            if let Some(due) = next.due_at.filter(|_| !blocked) {
                 wake_ms = wake_ms.min(due);
             }
+            if let Some(expiry) = next.lease_expiry {
+                // A lease is taken over once it has expired, just after its expiry time.
+                wake_ms = wake_ms.min(expiry + 1);
+            }
         }
-        if let Ok(Some(expiry)) = self.store.next_lease_expiry().await {
-            // A lease is taken over once it has expired, just after its expiry time.
-            wake_ms = wake_ms.min(expiry + 1);
-        }
-        Instant::now() + Duration::from_millis((wake_ms - now_ms).max(0) as u64)
+        let deadline = Instant::now() + Duration::from_millis((wake_ms - now_ms).max(0) as u64);
+        (deadline, next.map(|next| next.lease_expiry))
+    }
+
+    /// Whether recovery has anything to look for: skipped (one read less a pass) while the
+    /// earliest lease the last look found has not expired and that look is recent. A
+    /// lease taken since then runs a whole `lease` from when it was taken, so within half
+    /// a lease of the look none can have expired, with room for other machines' clocks.
+    fn a_lease_may_have_expired(
+        &self,
+        leases_seen: Option<(Instant, Option<i64>)>,
+        lease: Duration,
+    ) -> bool {
+        let Some((seen_at, earliest)) = leases_seen else {
+            return true;
+        };
+        seen_at.elapsed() >= lease / 2
+            || earliest.is_some_and(|expiry| expiry < self.store.clock().now_ms())
     }
 
     /// One pass; returns true when due work was left waiting (no free slot, or buffered
