@@ -225,13 +225,15 @@ impl Conn {
     /// After a failed statement on a server connection, starts its next statement on a
     /// new stream: the failure may have been the server going away or restarting, and
     /// the old stream's baton would then fail every later statement, for as long as the
-    /// connection is reused. (Outside a transaction no state lives on the stream.)
+    /// connection is reused. Only outside a transaction, where no state lives on the
+    /// stream: a transaction's stream is ended by its COMMIT or ROLLBACK.
     async fn forget_stream_after<T>(
         &self,
         result: Result<T, libsql::Error>,
     ) -> Result<T, libsql::Error> {
-        if result.is_err() && self.runner_ref().described.is_some() {
-            self.runner_ref().conn.reset().await;
+        let runner = self.runner_ref();
+        if result.is_err() && runner.described.is_some() && runner.conn.is_autocommit() {
+            runner.conn.reset().await;
         }
         result
     }
