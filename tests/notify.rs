@@ -563,3 +563,28 @@ fn a_missing_secret_is_named_without_its_value() {
         .unwrap();
     assert!(err.to_string().contains("NS_TEST_SURELY_UNSET"));
 }
+
+/// Recording a run prunes the schedule's history to its newest `history_keep` runs, in the
+/// transaction that records it.
+#[tokio::test]
+async fn recording_a_run_keeps_the_newest_history_keep_runs() {
+    let h = harness(|c| c.scheduler.history_keep = 3).await;
+    let schedule = h.schedule(None, NotifyPolicy::Never).await;
+    let mut run_ids = Vec::new();
+    for i in 0..5 {
+        run_ids.push(
+            h.finish(&schedule, RunStatus::Succeeded, &format!("run {i}"))
+                .await,
+        );
+    }
+    let kept: Vec<String> = h
+        .store
+        .runs(&schedule.schedule_id, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| run.run_id)
+        .collect();
+    let newest: Vec<String> = run_ids.iter().rev().take(3).cloned().collect();
+    assert_eq!(kept, newest);
+}

@@ -52,6 +52,8 @@ pub type Result<T, E = ScheduleError> = std::result::Result<T, E>;
 pub struct StoreLimits {
     pub min_interval_secs: i64,
     pub max_per_user: i64,
+    /// Finished runs kept per schedule; older ones go when a run is recorded.
+    pub history_keep: i64,
 }
 
 /// Filters for [`ScheduleStore::list`].
@@ -868,6 +870,18 @@ impl ScheduleStore {
             ],
         )
         .await?;
+        // Pruned in the same transaction: one commit less a run (on a server, each costs a
+        // round trip under its write lock).
+        tx.execute(
+            "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
+             AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
+                                ORDER BY scheduled_for DESC LIMIT ?2)",
+            libsql::params![
+                claim.schedule.schedule_id.as_str(),
+                self.limits.history_keep
+            ],
+        )
+        .await?;
         tx.commit().await?;
         if announced {
             if let Some((_, sender)) = &self.notifications {
@@ -999,19 +1013,6 @@ impl ScheduleStore {
             written = true;
         }
         Ok(written)
-    }
-
-    /// Keeps the newest `keep` finished runs of a schedule.
-    pub async fn prune_history(&self, schedule_id: &str, keep: i64) -> Result<u64> {
-        let conn = self.db.conn().await?;
-        Ok(conn
-            .execute(
-                "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
-                 AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
-                                    ORDER BY scheduled_for DESC LIMIT ?2)",
-                libsql::params![schedule_id, keep],
-            )
-            .await?)
     }
 
     /// A schedule's runs, newest occurrence first.

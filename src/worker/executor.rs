@@ -238,13 +238,6 @@ impl Executor {
                 tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript");
             }
         }
-        if let Err(err) = self
-            .store
-            .prune_history(&schedule.schedule_id, self.scheduler.history_keep)
-            .await
-        {
-            tracing::warn!(%err, "cannot prune run history");
-        }
         // Only a failure can pause the schedule: a success is announced without a read.
         let paused = if status.is_success() {
             None

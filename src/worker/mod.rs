@@ -72,6 +72,7 @@ pub fn schedule_store(memory: &crate::memory::Memory, config: &Config) -> Schedu
         StoreLimits {
             min_interval_secs: config.scheduler.min_interval_secs,
             max_per_user: config.scheduler.max_per_user,
+            history_keep: config.scheduler.history_keep,
         },
     )
 }
