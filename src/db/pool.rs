@@ -1,9 +1,9 @@
 //! A small pool of idle connections. Opening a connection costs a file open and a few
 //! pragmas; a busy CLI or worker reuses them instead. Against a libSQL server a connection
-//! is a Hrana stream, and a new stream is the dearest thing a statement costs the server
-//! (it opens a database connection for it: measured on sqld 0.24, a read on a new stream
-//! took ~2.4 ms of its CPU, on a stream already open ~1.6 ms); the server ends a stream
-//! idle for 10 s, so server connections are only reused while recently used.
+//! is a Hrana stream, and a new stream costs the server about as much as a statement (it
+//! opens a database connection for it: measured on sqld 0.24, one request on a new stream
+//! took ~2.4 ms of its CPU, two on a stream already open ~1.6 ms); the server ends a
+//! stream idle for 10 s, so server connections are only reused while recently used.
 
 use std::collections::HashMap;
 use std::ops::Deref;
