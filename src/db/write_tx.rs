@@ -56,12 +56,8 @@ impl WriteTx {
             });
         }
         if let Err(err) = conn.execute("BEGIN IMMEDIATE", ()).await {
-            // The request may have reached the server and begun the transaction; a
-            // ROLLBACK ends it (or fails harmlessly) and closes the stream. When the
-            // server cannot be reached the stream is dropped instead (see `Conn`).
-            if conn.execute("ROLLBACK", ()).await.is_err() {
-                conn.reset().await;
-            }
+            // The request may have reached the server and begun the transaction.
+            roll_back(conn).await;
             return Err(err);
         }
         Ok(Self {
@@ -131,12 +127,19 @@ impl Drop for WriteTx {
         let turn = self.turn.take();
         let hold = guard.hold();
         runtime.spawn(async move {
-            if conn.execute("ROLLBACK", ()).await.is_err() {
-                conn.reset().await;
-            }
+            roll_back(&conn).await;
             drop(hold);
             drop(turn);
         });
+    }
+}
+
+/// Ends whatever transaction a server connection's stream may hold: a ROLLBACK ends it
+/// (or fails harmlessly when there is none) and closes the stream; when the server cannot
+/// be reached, the stream is forgotten instead, and the server ends it when it expires.
+async fn roll_back(conn: &libsql::Connection) {
+    if conn.execute("ROLLBACK", ()).await.is_err() {
+        conn.reset().await;
     }
 }
 
