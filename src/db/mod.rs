@@ -4,13 +4,15 @@
 pub mod clock;
 pub mod migrate;
 mod pool;
+mod runner;
 mod write_tx;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use pool::{Conn, Runner};
+pub use pool::Conn;
+pub use runner::Runner;
 pub use write_tx::WriteTx;
 
 /// Where the database is: a local file, a libSQL server (sqld, Turso) reached over HTTP,
@@ -336,11 +338,11 @@ impl Db {
         }
         // Against a server a connection keeps the statements it has described.
         let described =
-            matches!(self.inner.target, DbTarget::Remote { .. }).then(pool::Described::default);
+            matches!(self.inner.target, DbTarget::Remote { .. }).then(runner::Described::default);
         Ok(self.wrap(conn, described))
     }
 
-    fn wrap(&self, conn: libsql::Connection, described: Option<pool::Described>) -> Conn {
+    fn wrap(&self, conn: libsql::Connection, described: Option<runner::Described>) -> Conn {
         Conn::new(
             conn,
             described,

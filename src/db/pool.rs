@@ -5,117 +5,14 @@
 //! took ~2.4 ms of its CPU, two on a stream already open ~1.6 ms); the server ends a
 //! stream idle for 10 s, so server connections are only reused while recently used.
 
-use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
-use super::write_tx::WriteTx;
-
-/// Statements a server connection has already described, by SQL text (see
-/// [`Runner::query`]). At most this many are kept per connection.
-const MAX_DESCRIBED: usize = 128;
-
-/// A server connection's described statements, kept with the connection in the pool.
-#[derive(Clone, Default)]
-pub(super) struct Described(Arc<Mutex<HashMap<String, Arc<libsql::Statement>>>>);
-
-/// A connection as statements run on it: the libsql connection, against a server the
-/// statements it has described, and, outside a transaction, this process's turn to write.
-/// Cheap to clone (all shared handles).
-#[derive(Clone)]
-pub struct Runner {
-    conn: libsql::Connection,
-    described: Option<Described>,
-    /// `None` on a local file, and inside a [`WriteTx`] (which holds the turn).
-    write_gate: Option<Arc<Semaphore>>,
-}
-
-impl Runner {
-    /// The same connection, inside a transaction that holds the turn to write.
-    pub(super) fn in_transaction(conn: libsql::Connection, described: Option<Described>) -> Self {
-        Self {
-            conn,
-            described,
-            write_gate: None,
-        }
-    }
-
-    /// Runs a query. libsql, against a server, sends every query twice: once to have it
-    /// described (its column names), then to run it, and each request costs sqld about
-    /// as much CPU as running a small query (~0.8 ms measured). So on a server a
-    /// connection keeps the statements it has described and runs them again in one
-    /// request. A described statement holds no state at the server (it is the SQL text
-    /// and its columns) and runs on its connection's stream, so keeping it is safe
-    /// inside and outside a transaction alike.
-    pub async fn query(
-        &self,
-        sql: &str,
-        params: impl libsql::params::IntoParams,
-    ) -> Result<libsql::Rows, libsql::Error> {
-        let Some(described) = &self.described else {
-            return self.conn.query(sql, params).await;
-        };
-        let known = described
-            .0
-            .lock()
-            .expect("statement cache poisoned")
-            .get(sql)
-            .cloned();
-        let statement = match known {
-            Some(statement) => statement,
-            None => {
-                let statement = Arc::new(self.conn.prepare(sql).await?);
-                let mut described = described.0.lock().expect("statement cache poisoned");
-                if described.len() >= MAX_DESCRIBED {
-                    described.clear();
-                }
-                described.insert(sql.to_string(), statement.clone());
-                statement
-            }
-        };
-        statement.query(params).await
-    }
-
-    /// Runs one statement. Outside a transaction, against a server, it takes this
-    /// process's turn to write first, like a [`WriteTx`]: a single-statement write waits
-    /// at the server for the write lock just as a transaction does, and under a long queue
-    /// sqld answers `SQLITE_BUSY` to waiters it keeps queued (see `db::write_tx`).
-    pub async fn execute(
-        &self,
-        sql: &str,
-        params: impl libsql::params::IntoParams,
-    ) -> Result<u64, libsql::Error> {
-        let _turn = super::write_tx::take_turn(self.write_gate.as_ref()).await;
-        self.conn.execute(sql, params).await
-    }
-
-    pub fn connection(&self) -> &libsql::Connection {
-        &self.conn
-    }
-}
-
-/// Held while the ROLLBACK of a transaction dropped unfinished is on its way (see
-/// `WriteTx`'s drop): the connection's next statement waits for it, and the connection is
-/// not pooled meanwhile.
-#[derive(Clone, Default)]
-pub(super) struct StreamGuard(Arc<tokio::sync::Mutex<()>>);
-
-impl StreamGuard {
-    pub(super) fn hold(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        self.0.clone().try_lock_owned().ok()
-    }
-
-    async fn settled(&self) {
-        drop(self.0.lock().await);
-    }
-
-    fn is_held(&self) -> bool {
-        self.0.try_lock().is_err()
-    }
-}
+use super::runner::{Described, Runner};
+use super::write_tx::{StreamGuard, WriteTx};
 
 /// An idle connection, the statements it has described (server only), and since when it
 /// is idle.
@@ -177,11 +74,7 @@ impl Conn {
         write_gate: Option<Arc<Semaphore>>,
     ) -> Self {
         Self {
-            runner: Some(Runner {
-                conn,
-                described,
-                write_gate,
-            }),
+            runner: Some(Runner::new(conn, described, write_gate)),
             guard: StreamGuard::default(),
             pool,
         }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::pool::{Described, Runner, StreamGuard};
+use super::runner::{Described, Runner};
 
 /// A `BEGIN IMMEDIATE` transaction; against a server it also holds this process's turn
 /// to write. Dropped without commit it rolls back.
@@ -140,6 +140,26 @@ impl Drop for WriteTx {
 async fn roll_back(conn: &libsql::Connection) {
     if conn.execute("ROLLBACK", ()).await.is_err() {
         conn.reset().await;
+    }
+}
+
+/// Held while the ROLLBACK of a transaction dropped unfinished is on its way (see
+/// `WriteTx`'s drop): the connection's next statement waits for it, and the connection is
+/// not pooled meanwhile.
+#[derive(Clone, Default)]
+pub(super) struct StreamGuard(Arc<tokio::sync::Mutex<()>>);
+
+impl StreamGuard {
+    pub(super) fn hold(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        self.0.clone().try_lock_owned().ok()
+    }
+
+    pub(super) async fn settled(&self) {
+        drop(self.0.lock().await);
+    }
+
+    pub(super) fn is_held(&self) -> bool {
+        self.0.try_lock().is_err()
     }
 }
 
