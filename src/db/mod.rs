@@ -462,15 +462,28 @@ impl Queryable for WriteTx {
     }
 }
 
+/// What `read` takes from the first row; `None` when there is no row. The row and its
+/// statement are gone when this returns: on a local file they keep a read transaction
+/// open, and a write on the same connection after it could fail with `SQLITE_BUSY`.
+pub async fn query_first_row<T>(
+    conn: &(impl Queryable + ?Sized),
+    sql: &str,
+    params: impl libsql::params::IntoParams + Send,
+    read: impl FnOnce(&libsql::Row) -> Result<T, libsql::Error>,
+) -> Result<Option<T>, libsql::Error> {
+    let mut rows = conn.query_rows(sql, params).await?;
+    match rows.next().await? {
+        Some(row) => read(&row).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The first column of the first row; `None` when there is no row or the value is NULL.
 pub async fn query_scalar<T: Scalar>(
     conn: &(impl Queryable + ?Sized),
     sql: &str,
     params: impl libsql::params::IntoParams + Send,
 ) -> Result<Option<T>, libsql::Error> {
-    let mut rows = conn.query_rows(sql, params).await?;
-    match rows.next().await? {
-        Some(row) => Ok(T::from_value(row.get_value(0)?)),
-        None => Ok(None),
-    }
+    let value = query_first_row(conn, sql, params, |row| row.get_value(0)).await?;
+    Ok(value.and_then(T::from_value))
 }

@@ -45,6 +45,8 @@ impl WriteTx {
         gate: Option<&Arc<Semaphore>>,
     ) -> Result<Self, libsql::Error> {
         let turn = take_turn(gate).await;
+        // Only a plain server connection keeps described statements (see `Db::conn`): a
+        // local file and an embedded replica use libsql's transaction.
         if described.is_none() {
             let tx = conn
                 .transaction_with_behavior(libsql::TransactionBehavior::Immediate)

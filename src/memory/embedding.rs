@@ -196,29 +196,23 @@ impl Memory {
         // One read first, for all there is to know before writing: an idle embedder polls
         // every second and should not take the write lock (or, on a server, make more than
         // one round trip) to find nothing.
-        let mut rows = conn
-            .query(
-                "SELECT (SELECT value FROM meta WHERE key = 'embedding_model'),
-                        EXISTS (SELECT 1 FROM meta WHERE key = 'embedding_reembed'),
-                        EXISTS (SELECT 1 FROM embed_queue
-                                WHERE claim_expires_at IS NULL OR claim_expires_at <= ?1)",
-                [now],
-            )
-            .await?;
-        let (recorded, reembedding, claimable) = {
-            // The row too keeps the statement, and with it a local file's read
-            // transaction, open: both go before the write below.
-            let row = rows
-                .next()
-                .await?
-                .expect("a SELECT without FROM yields one row");
-            (
-                row.get::<Option<String>>(0)?,
-                row.get::<i64>(1)? != 0,
-                row.get::<i64>(2)? != 0,
-            )
-        };
-        drop(rows);
+        let (recorded, reembedding, claimable) = crate::db::query_first_row(
+            &conn,
+            "SELECT (SELECT value FROM meta WHERE key = 'embedding_model'),
+                    EXISTS (SELECT 1 FROM meta WHERE key = 'embedding_reembed'),
+                    EXISTS (SELECT 1 FROM embed_queue
+                            WHERE claim_expires_at IS NULL OR claim_expires_at <= ?1)",
+            [now],
+            |row| {
+                Ok((
+                    row.get::<Option<String>>(0)?,
+                    row.get::<i64>(1)? != 0,
+                    row.get::<i64>(2)? != 0,
+                ))
+            },
+        )
+        .await?
+        .expect("a SELECT without FROM yields one row");
         if recorded.is_some_and(|recorded| recorded != model) {
             return Ok(0);
         }

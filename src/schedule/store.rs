@@ -9,7 +9,7 @@ use super::types::{
 };
 use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
-use crate::db::{query_scalar, run_to_completion, Db, DbError};
+use crate::db::{query_first_row, query_scalar, run_to_completion, Db, DbError};
 use crate::ids;
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
 use crate::notify::policy::run_message;
@@ -503,25 +503,24 @@ impl ScheduleStore {
     /// running runs (when recovery may next be needed).
     pub async fn next_wake(&self) -> Result<NextWake> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT (SELECT min(next_run_at) FROM schedules
-                             WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}),
-                            (SELECT min(lease_expires_at) FROM schedule_runs
-                             WHERE status = 'running')"
-                ),
-                (),
-            )
-            .await?;
-        let row = rows
-            .next()
-            .await?
-            .expect("a SELECT without FROM yields one row");
-        Ok(NextWake {
-            due_at: row.get(0)?,
-            lease_expiry: row.get(1)?,
-        })
+        let next = query_first_row(
+            &conn,
+            &format!(
+                "SELECT (SELECT min(next_run_at) FROM schedules
+                         WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}),
+                        (SELECT min(lease_expires_at) FROM schedule_runs
+                         WHERE status = 'running')"
+            ),
+            (),
+            |row| {
+                Ok(NextWake {
+                    due_at: row.get(0)?,
+                    lease_expiry: row.get(1)?,
+                })
+            },
+        )
+        .await?;
+        Ok(next.expect("a SELECT without FROM yields one row"))
     }
 
     /// A counter that moves whenever any process changes any schedule. Through an

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use super::executor::Executor;
 use super::systemd;
-use crate::schedule::store::ScheduleStore;
+use crate::schedule::store::{NextWake, ScheduleStore};
 use crate::schedule::types::Claim;
 
 /// Longest sleep without looking at the database again.
@@ -64,8 +64,8 @@ impl Scheduler {
                     true
                 }
             };
-            let (deadline, lease_expiry) = self.next_deadline(blocked).await;
-            leases_seen = lease_expiry.map(|expiry| (Instant::now(), expiry));
+            let (deadline, next) = self.next_deadline(blocked).await;
+            leases_seen = next.map(|next| (Instant::now(), next.lease_expiry));
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
@@ -92,8 +92,8 @@ impl Scheduler {
 
     /// When to look again: the earliest due time or lease expiry. While due work waits for
     /// a free slot, finishing runs wake the loop, so only a slow fallback is set. Also
-    /// returns the earliest lease expiry found (`None` when the database could not say).
-    async fn next_deadline(&self, blocked: bool) -> (Instant, Option<Option<i64>>) {
+    /// returns what the database said (`None` when it could not say).
+    async fn next_deadline(&self, blocked: bool) -> (Instant, Option<NextWake>) {
         let now_ms = self.store.clock().now_ms();
         let fallback = if blocked {
             Duration::from_secs(1)
@@ -102,7 +102,7 @@ impl Scheduler {
         };
         let mut wake_ms = now_ms + fallback.as_millis() as i64;
         let next = self.store.next_wake().await.ok();
-        if let Some(next) = next {
+        if let Some(next) = &next {
             if let Some(due) = next.due_at.filter(|_| !blocked) {
                 wake_ms = wake_ms.min(due);
             }
@@ -112,7 +112,7 @@ impl Scheduler {
             }
         }
         let deadline = Instant::now() + Duration::from_millis((wake_ms - now_ms).max(0) as u64);
-        (deadline, next.map(|next| next.lease_expiry))
+        (deadline, next)
     }
 
     /// Whether recovery has anything to look for: skipped (one read less a pass) while the
