@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 use super::runner::{Described, Runner};
-use super::write_tx::{StreamGuard, WriteTx};
+use super::write_tx::WriteTx;
 
 /// An idle connection, the statements it has described (server only), and since when it
 /// is idle.
@@ -62,7 +62,6 @@ impl Pool {
 /// rolls the transaction back, so no later task inherits it.
 pub struct Conn {
     runner: Option<Runner>,
-    guard: StreamGuard,
     pool: Pool,
 }
 
@@ -75,7 +74,6 @@ impl Conn {
     ) -> Self {
         Self {
             runner: Some(Runner::new(conn, described, write_gate)),
-            guard: StreamGuard::default(),
             pool,
         }
     }
@@ -97,7 +95,6 @@ impl Conn {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<libsql::Rows, libsql::Error> {
-        self.guard.settled().await;
         let result = self.runner_ref().query(sql, params).await;
         self.forget_stream_after(result).await
     }
@@ -110,7 +107,6 @@ impl Conn {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
-        self.guard.settled().await;
         let result = self.runner_ref().execute(sql, params).await;
         self.forget_stream_after(result).await
     }
@@ -133,15 +129,8 @@ impl Conn {
 
     /// Begins a write (`BEGIN IMMEDIATE`) transaction on this connection.
     pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
-        self.guard.settled().await;
         let runner = self.runner_ref();
-        WriteTx::begin(
-            &runner.conn,
-            runner.described.clone(),
-            self.guard.clone(),
-            runner.write_gate.as_ref(),
-        )
-        .await
+        WriteTx::begin(&runner.conn, runner.write_gate.as_ref()).await
     }
 }
 
@@ -156,7 +145,7 @@ impl Deref for Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(runner) = self.runner.take() {
-            if runner.conn.is_autocommit() && !self.guard.is_held() {
+            if runner.conn.is_autocommit() {
                 self.pool.give_back(runner.conn, runner.described);
             }
         }

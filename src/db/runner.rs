@@ -39,11 +39,12 @@ impl Runner {
         }
     }
 
-    /// The same connection, inside a transaction that holds the turn to write.
-    pub(super) fn in_transaction(conn: libsql::Connection, described: Option<Described>) -> Self {
+    /// A transaction's connection: it holds the turn to write, and its stream is its own,
+    /// so nothing is kept described on it.
+    pub(super) fn in_transaction(conn: libsql::Connection) -> Self {
         Self {
             conn,
-            described,
+            described: None,
             write_gate: None,
         }
     }
@@ -53,8 +54,7 @@ impl Runner {
     /// as much CPU as running a small query (~0.8 ms measured). So on a server a
     /// connection keeps the statements it has described and runs them again in one
     /// request. A described statement holds no state at the server (it is the SQL text
-    /// and its columns) and runs on its connection's stream, so keeping it is safe
-    /// inside and outside a transaction alike.
+    /// and its columns), so keeping it is always safe.
     pub async fn query(
         &self,
         sql: &str,
