@@ -590,8 +590,7 @@ fn the_cli_works_against_a_server_directly_and_through_a_replica() {
 
 /// A write transaction dropped unfinished (a task that failed between BEGIN and COMMIT)
 /// keeps nothing, on a server as on a file: the connection it ran on takes its next
-/// statement on its own, and another writer gets the write lock. (On a server the
-/// transaction runs on the connection's own stream, so the drop must end it there.)
+/// statement on its own, and another writer gets the write lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_transaction_dropped_unfinished_keeps_nothing_and_holds_no_lock() {
     use nightshift::db::{Db, DbOptions};
@@ -640,4 +639,46 @@ async fn a_write_transaction_dropped_unfinished_keeps_nothing_and_holds_no_lock(
         }
         assert_eq!(values, ["kept", "other"], "{location}");
     }
+}
+
+/// A task may hold a connection while it waits on something else (its turn to write, an
+/// agent's answer). sqld ends a stream idle for 10 s, and a connection that carried on
+/// with the ended stream would fail with `STREAM_EXPIRED`: a held connection, and a pooled
+/// one taken later, carry on on a new stream. The wait is real: sqld's clock cannot be
+/// paused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_idle_longer_than_the_server_keeps_a_stream_still_works() {
+    use nightshift::db::{query_scalar, Db, DbOptions};
+    let sqld = Sqld::start();
+    let db = Db::open(&DbTarget::parse(&sqld.url).unwrap(), DbOptions::default())
+        .await
+        .unwrap();
+    let held = db.conn().await.unwrap();
+    held.execute("CREATE TABLE t (v INTEGER)", ())
+        .await
+        .unwrap();
+    let pooled = db.conn().await.unwrap();
+    let one: Option<i64> = query_scalar(&pooled, "SELECT 1", ()).await.unwrap();
+    assert_eq!(one, Some(1));
+    drop(pooled);
+    let count = "SELECT count(*) FROM t";
+    let seen: Option<i64> = query_scalar(&held, count, ()).await.unwrap();
+    assert_eq!(seen, Some(0));
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let seen: Option<i64> = query_scalar(&held, count, ())
+        .await
+        .expect("a read on a connection held past the server's stream expiry");
+    assert_eq!(seen, Some(0));
+    held.execute("INSERT INTO t VALUES (1)", ())
+        .await
+        .expect("a write on a connection held past the server's stream expiry");
+    let seen: Option<i64> = query_scalar(&held, count, ()).await.unwrap();
+    assert_eq!(seen, Some(1));
+    drop(held);
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let taken = db.conn().await.unwrap();
+    let seen: Option<i64> = query_scalar(&taken, count, ())
+        .await
+        .expect("a read on a pooled connection idle past the server's stream expiry");
+    assert_eq!(seen, Some(1));
 }

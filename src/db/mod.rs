@@ -170,10 +170,6 @@ pub enum DbError {
     Sql(#[from] libsql::Error),
 }
 
-/// How long an idle connection to a libSQL server is reused: well inside the 10 s after
-/// which sqld ends an idle stream, so a reused connection never meets an expired one.
-const SERVER_STREAM_REUSE: Duration = Duration::from_secs(2);
-
 /// Options that shape every connection.
 #[derive(Debug, Clone)]
 pub struct DbOptions {
@@ -263,17 +259,8 @@ impl Db {
                 database,
                 // A replica's connection is a local one plus a writer known to the server
                 // by a client id, new with every connection: the server keeps a connection
-                // for each id until it expires, so replica connections are pooled. A plain
-                // server connection is a stream the server ends after 10 s idle ("stream
-                // expired"), so it is reused only within `SERVER_STREAM_REUSE`.
-                pool: match target {
-                    DbTarget::Local(_) | DbTarget::Replica { .. } => {
-                        pool::Pool::new(options.pool_size, None)
-                    }
-                    DbTarget::Remote { .. } => {
-                        pool::Pool::new(options.pool_size, Some(SERVER_STREAM_REUSE))
-                    }
-                },
+                // for each id until it expires, so replica connections are pooled too.
+                pool: pool::Pool::new(options.pool_size),
                 write_gate: match target {
                     DbTarget::Local(_) => None,
                     DbTarget::Remote { .. } | DbTarget::Replica { .. } => {
@@ -323,8 +310,8 @@ impl Db {
 
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
-        if let Some((conn, described)) = self.inner.pool.take() {
-            return Ok(self.wrap(conn, described));
+        if let Some((conn, stream)) = self.inner.pool.take() {
+            return Ok(self.wrap(conn, stream));
         }
         let conn = self.inner.database.connect()?;
         // Per-connection settings, where they mean something: foreign keys drive every
@@ -337,15 +324,15 @@ impl Db {
             }
         }
         // Against a server a connection keeps the statements it has described.
-        let described =
-            matches!(self.inner.target, DbTarget::Remote { .. }).then(runner::Described::default);
-        Ok(self.wrap(conn, described))
+        let stream =
+            matches!(self.inner.target, DbTarget::Remote { .. }).then(runner::ServerStream::new);
+        Ok(self.wrap(conn, stream))
     }
 
-    fn wrap(&self, conn: libsql::Connection, described: Option<runner::Described>) -> Conn {
+    fn wrap(&self, conn: libsql::Connection, stream: Option<runner::ServerStream>) -> Conn {
         Conn::new(
             conn,
-            described,
+            stream,
             self.inner.pool.clone(),
             self.inner.write_gate.clone(),
         )

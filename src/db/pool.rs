@@ -2,57 +2,44 @@
 //! pragmas; a busy CLI or worker reuses them instead. Against a libSQL server a connection
 //! is a Hrana stream, and a new stream costs the server about as much as a statement (it
 //! opens a database connection for it: measured on sqld 0.24, one request on a new stream
-//! took ~2.4 ms of its CPU, two on a stream already open ~1.6 ms); the server ends a
-//! stream idle for 10 s, so server connections are only reused while recently used.
+//! took ~2.4 ms of its CPU, two on a stream already open ~1.6 ms). The server ends a
+//! stream idle for 10 s; a pooled connection idle that long starts a new one on its next
+//! statement (`db::runner`) and keeps the statements it has described.
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
-use super::runner::{Described, Runner};
+use super::runner::{Runner, ServerStream};
 use super::write_tx::WriteTx;
 
-/// An idle connection, the statements it has described (server only), and since when it
-/// is idle.
-type Idle = (libsql::Connection, Option<Described>, Instant);
+/// An idle connection and, against a server, what is kept of its stream.
+type Idle = (libsql::Connection, Option<ServerStream>);
 
 #[derive(Clone)]
 pub(super) struct Pool {
     /// Idle connections; the most recently given back last.
     idle: Arc<Mutex<Vec<Idle>>>,
     max_idle: usize,
-    /// How long a connection may sit idle and still be handed out (`None`: forever).
-    max_idle_time: Option<Duration>,
 }
 
 impl Pool {
-    pub(super) fn new(max_idle: usize, max_idle_time: Option<Duration>) -> Self {
+    pub(super) fn new(max_idle: usize) -> Self {
         Self {
             idle: Arc::new(Mutex::new(Vec::with_capacity(max_idle))),
             max_idle,
-            max_idle_time,
         }
     }
 
-    pub(super) fn take(&self) -> Option<(libsql::Connection, Option<Described>)> {
-        let mut idle = self.idle.lock().expect("pool lock poisoned");
-        if let Some(max_idle_time) = self.max_idle_time {
-            // Given back in order, so the stale ones are at the front.
-            let stale = idle
-                .iter()
-                .take_while(|(_, _, since)| since.elapsed() > max_idle_time)
-                .count();
-            idle.drain(..stale);
-        }
-        idle.pop().map(|(conn, described, _)| (conn, described))
+    pub(super) fn take(&self) -> Option<Idle> {
+        self.idle.lock().expect("pool lock poisoned").pop()
     }
 
-    fn give_back(&self, conn: libsql::Connection, described: Option<Described>) {
+    fn give_back(&self, idle_conn: Idle) {
         let mut idle = self.idle.lock().expect("pool lock poisoned");
         if idle.len() < self.max_idle {
-            idle.push((conn, described, Instant::now()));
+            idle.push(idle_conn);
         }
     }
 }
@@ -68,12 +55,12 @@ pub struct Conn {
 impl Conn {
     pub(super) fn new(
         conn: libsql::Connection,
-        described: Option<Described>,
+        stream: Option<ServerStream>,
         pool: Pool,
         write_gate: Option<Arc<Semaphore>>,
     ) -> Self {
         Self {
-            runner: Some(Runner::new(conn, described, write_gate)),
+            runner: Some(Runner::new(conn, stream, write_gate)),
             pool,
         }
     }
@@ -95,8 +82,7 @@ impl Conn {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<libsql::Rows, libsql::Error> {
-        let result = self.runner_ref().query(sql, params).await;
-        self.forget_stream_after(result).await
+        self.runner_ref().query(sql, params).await
     }
 
     /// Runs one statement on its own (autocommit); see [`Runner::execute`]. Shadows
@@ -107,24 +93,7 @@ impl Conn {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
-        let result = self.runner_ref().execute(sql, params).await;
-        self.forget_stream_after(result).await
-    }
-
-    /// After a failed statement on a server connection, starts its next statement on a
-    /// new stream: the failure may have been the server going away or restarting, and
-    /// the old stream's baton would then fail every later statement, for as long as the
-    /// connection is reused. Only outside a transaction, where no state lives on the
-    /// stream: a transaction's stream is ended by its COMMIT or ROLLBACK.
-    async fn forget_stream_after<T>(
-        &self,
-        result: Result<T, libsql::Error>,
-    ) -> Result<T, libsql::Error> {
-        let runner = self.runner_ref();
-        if result.is_err() && runner.described.is_some() && runner.conn.is_autocommit() {
-            runner.conn.reset().await;
-        }
-        result
+        self.runner_ref().execute(sql, params).await
     }
 
     /// Begins a write (`BEGIN IMMEDIATE`) transaction on this connection.
@@ -146,7 +115,7 @@ impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(runner) = self.runner.take() {
             if runner.conn.is_autocommit() {
-                self.pool.give_back(runner.conn, runner.described);
+                self.pool.give_back((runner.conn, runner.stream));
             }
         }
     }
