@@ -198,6 +198,44 @@ async fn two_workers_run_each_occurrence_exactly_once() {
     assert_eq!(events, 2 * runs, "a goal and an answer per run");
 }
 
+/// More work due than a worker can do, for as long as it lasts: it works through the
+/// oldest due occurrences and passes over none. (Each worker once started claiming at a
+/// fixed row within the first few due ones, so with one free slot the rows before that
+/// one waited for as long as the backlog lasted.)
+#[tokio::test(start_paused = true)]
+async fn a_worker_behind_a_backlog_passes_over_no_schedule() {
+    let h = harness(|c| {
+        c.scheduler.min_interval_secs = 1;
+        c.scheduler.max_concurrent = 1;
+    })
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let mut every_second = h.every(1, &format!("job {i}"));
+        every_second.catch_up = CatchUp::All;
+        ids.push(h.store.create(&every_second).await.unwrap().schedule_id);
+    }
+    // Twelve occurrences due a second, one run a second.
+    let runtime = FakeRuntime::new(Duration::from_secs(1));
+    // One worker after another (which rows a worker favoured depended on its id), on the
+    // backlog the ones before left.
+    for worker in ["worker-a", "worker-b", "worker-c", "worker-d"] {
+        let (stop, handle) = h.worker(worker, runtime.clone());
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        stop.send(()).unwrap();
+        handle.await.unwrap();
+        for id in &ids {
+            let runs = h
+                .scalar(&format!(
+                    "SELECT count(*) FROM schedule_runs WHERE schedule_id = '{id}'
+                     AND worker_id = '{worker}'"
+                ))
+                .await;
+            assert!(runs >= 3, "{worker} ran {id} {runs} times in two minutes");
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn catch_up_policies_after_downtime() {
     let h = harness(|_| {}).await;
@@ -236,7 +274,13 @@ async fn catch_up_policies_after_downtime() {
 
 #[tokio::test(start_paused = true)]
 async fn overlapping_occurrence_is_skipped_by_default() {
-    let h = harness(|c| c.scheduler.default_timeout_secs = 1000).await;
+    let h = harness(|c| {
+        c.scheduler.default_timeout_secs = 1000;
+        // Slots for every run here: with the slots full, an occurrence waits for one before
+        // the worker looks at it at all, and would run late rather than be skipped.
+        c.scheduler.max_concurrent = 8;
+    })
+    .await;
     let schedule = h.store.create(&h.every(60, "slow")).await.unwrap();
     let mut allow = h.every(60, "slow too");
     allow.overlap = Overlap::Allow;

@@ -150,7 +150,9 @@ impl Scheduler {
                 self.spawn(claim, None, hard_stop, tracker);
             }
         }
+        let mut round = 0u64;
         loop {
+            round += 1;
             // A worker behind on a backlog always finds more due work: a stop must not
             // wait for the backlog to drain.
             if stop.is_cancelled() {
@@ -162,7 +164,8 @@ impl Scheduler {
                 return Ok(false);
             }
             let mut claimed_any = false;
-            let start = spread_offset(worker, permits.available_permits(), due.len());
+            let draw = (now as u64).wrapping_add(round);
+            let start = spread_offset(worker, draw, permits.available_permits(), due.len());
             for schedule in due[start..].iter().chain(&due[..start]) {
                 if stop.is_cancelled() {
                     return Ok(false);
@@ -206,17 +209,26 @@ impl Scheduler {
     }
 }
 
-/// Where in the due list this worker starts claiming. Workers reading the same list all
-/// racing for its first rows would lose most claims to each other (and on a server each
-/// lost claim is a write transaction); starting at a fixed per-worker point within the
-/// first few slots' worth of rows spreads them out, while a lone worker still takes the
-/// earliest rows nearly in order.
-fn spread_offset(worker_id: &str, free_slots: usize, due: usize) -> usize {
-    let window = (free_slots.max(1) * 4).min(due);
+/// Rows of the due list per free slot that workers spread their claims over.
+const SPREAD_PER_SLOT: usize = 8;
+
+/// Where in the due list this worker starts claiming, drawn from `draw` (different every
+/// round of claims). Workers reading the same list and all racing for its first rows lose
+/// most claims to each other, and on a server each lost claim is a write transaction: so
+/// each starts at a point of its own within the first [`SPREAD_PER_SLOT`] rows per free
+/// slot. Drawn anew each round, not fixed per worker: with a fixed start, the rows before
+/// it would wait for as long as a backlog lasts (a worker with one free slot took the
+/// same position every round); drawn, every row near the front is soon taken, and a lone
+/// worker still takes the earliest rows first on average.
+fn spread_offset(worker_id: &str, draw: u64, free_slots: usize, due: usize) -> usize {
+    let window = (free_slots.max(1) * SPREAD_PER_SLOT).min(due);
     if window <= 1 {
         return 0;
     }
-    let hash = blake3::hash(worker_id.as_bytes());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(worker_id.as_bytes());
+    hasher.update(&draw.to_le_bytes());
+    let hash = hasher.finalize();
     let value = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"));
     (value % window as u64) as usize
 }
@@ -228,11 +240,20 @@ mod tests {
     #[test]
     fn workers_start_at_different_rows_within_the_window() {
         let starts: std::collections::HashSet<usize> = (0..20)
-            .map(|i| spread_offset(&format!("wrk-{i}"), 4, 256))
+            .map(|i| spread_offset(&format!("wrk-{i}"), 7, 4, 256))
             .collect();
         assert!(starts.len() > 5, "{starts:?}");
-        assert!(starts.iter().all(|s| *s < 16));
-        assert_eq!(spread_offset("wrk-1", 4, 1), 0);
-        assert_eq!(spread_offset("wrk-1", 4, 0), 0);
+        assert!(starts.iter().all(|s| *s < 32));
+        assert_eq!(spread_offset("wrk-1", 7, 4, 1), 0);
+        assert_eq!(spread_offset("wrk-1", 7, 4, 0), 0);
+    }
+
+    #[test]
+    fn one_worker_starts_at_every_row_of_the_window_over_rounds() {
+        // One free slot: the window is the first eight rows, and over rounds every one of
+        // them, the earliest included, is where the worker starts.
+        let starts: std::collections::HashSet<usize> =
+            (0..200).map(|round| spread_offset("wrk-1", round, 1, 256)).collect();
+        assert_eq!(starts, (0..8).collect());
     }
 }
