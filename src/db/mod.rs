@@ -200,7 +200,7 @@ struct DbInner {
     pool: pool::Pool,
     /// One write transaction at a time from this process, against a server (see
     /// [`WriteTx`]).
-    write_gate: Option<Arc<tokio::sync::Semaphore>>,
+    write_gate: Option<write_tx::WriteGate>,
 }
 
 impl Db {
@@ -264,7 +264,7 @@ impl Db {
                 write_gate: match target {
                     DbTarget::Local(_) => None,
                     DbTarget::Remote { .. } | DbTarget::Replica { .. } => {
-                        Some(Arc::new(tokio::sync::Semaphore::new(1)))
+                        Some(write_tx::WriteGate::new())
                     }
                 },
                 options,

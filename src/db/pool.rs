@@ -9,10 +9,8 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Semaphore;
-
 use super::runner::{Runner, ServerStream};
-use super::write_tx::WriteTx;
+use super::write_tx::{WriteGate, WriteTx};
 
 /// An idle connection and, against a server, what is kept of its stream.
 type Idle = (libsql::Connection, Option<ServerStream>);
@@ -57,7 +55,7 @@ impl Conn {
         conn: libsql::Connection,
         stream: Option<ServerStream>,
         pool: Pool,
-        write_gate: Option<Arc<Semaphore>>,
+        write_gate: Option<WriteGate>,
     ) -> Self {
         Self {
             runner: Some(Runner::new(conn, stream, write_gate)),
@@ -94,6 +92,16 @@ impl Conn {
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
         self.runner_ref().execute(sql, params).await
+    }
+
+    /// Runs one statement on its own, behind at most one other write of this process;
+    /// see [`Runner::execute_ahead`].
+    pub async fn execute_ahead(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<u64, libsql::Error> {
+        self.runner_ref().execute_ahead(sql, params).await
     }
 
     /// Begins a write (`BEGIN IMMEDIATE`) transaction on this connection.

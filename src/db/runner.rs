@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use super::write_tx::{take_turn, Lane, WriteGate};
 
 /// Statements a server connection has already described, by SQL text (see
 /// [`Runner::query`]). At most this many are kept per connection.
@@ -60,14 +60,14 @@ pub struct Runner {
     /// `None` on a local file or replica, and inside a transaction (its stream is its own).
     pub(super) stream: Option<ServerStream>,
     /// `None` on a local file, and inside a [`WriteTx`](super::WriteTx) (which holds the turn).
-    pub(super) write_gate: Option<Arc<Semaphore>>,
+    pub(super) write_gate: Option<WriteGate>,
 }
 
 impl Runner {
     pub(super) fn new(
         conn: libsql::Connection,
         stream: Option<ServerStream>,
-        write_gate: Option<Arc<Semaphore>>,
+        write_gate: Option<WriteGate>,
     ) -> Self {
         Self {
             conn,
@@ -128,7 +128,26 @@ impl Runner {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
-        let _turn = super::write_tx::take_turn(self.write_gate.as_ref()).await;
+        self.execute_in(Lane::Queue, sql, params).await
+    }
+
+    /// As [`Runner::execute`], behind at most one other write of this process: for a
+    /// write that keeps a held run alive, which must not wait out a long queue of writes.
+    pub async fn execute_ahead(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<u64, libsql::Error> {
+        self.execute_in(Lane::Ahead, sql, params).await
+    }
+
+    async fn execute_in(
+        &self,
+        lane: Lane,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<u64, libsql::Error> {
+        let _turn = take_turn(self.write_gate.as_ref(), lane).await;
         let Some(stream) = &self.stream else {
             return self.conn.execute(sql, params).await;
         };

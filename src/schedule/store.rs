@@ -760,7 +760,9 @@ impl ScheduleStore {
         let params = libsql::params![run_id, worker_id, self.clock.now_ms() + lease_ms];
         run_to_completion(async move {
             let conn = db.conn().await?;
-            Ok(conn.execute(&sql, params).await? == 1)
+            // Ahead of this process's other writes: a renewal that waited out a long queue
+            // would come after the lease it renews.
+            Ok(conn.execute_ahead(&sql, params).await? == 1)
         })
         .await
     }

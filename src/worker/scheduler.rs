@@ -252,8 +252,9 @@ mod tests {
     fn one_worker_starts_at_every_row_of_the_window_over_rounds() {
         // One free slot: the window is the first eight rows, and over rounds every one of
         // them, the earliest included, is where the worker starts.
-        let starts: std::collections::HashSet<usize> =
-            (0..200).map(|round| spread_offset("wrk-1", round, 1, 256)).collect();
+        let starts: std::collections::HashSet<usize> = (0..200)
+            .map(|round| spread_offset("wrk-1", round, 1, 256))
+            .collect();
         assert_eq!(starts, (0..8).collect());
     }
 }
