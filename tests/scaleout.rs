@@ -59,6 +59,10 @@ async fn fake_runtime() -> (String, FakeRuntime) {
     (format!("http://{addr}/goal"), fake)
 }
 
+/// The workers' configuration. Leases of 10 s: a killed worker's runs are taken over
+/// 10 s after the kill, well inside the minute; with 3 s, on this two-core machine (three
+/// debug workers, sqld and the other scenarios at once), a renewal delayed by the load
+/// came close to the lease.
 fn write_config(dir: &Path, database: &str, runtime_url: &str) -> PathBuf {
     let path = dir.join("nightshift.toml");
     std::fs::write(
@@ -70,7 +74,7 @@ path = "{database}"
 
 [scheduler]
 min_interval_secs = 1
-lease_secs = 3
+lease_secs = 10
 change_check_ms = 100
 retry_base_secs = 1
 shutdown_grace_secs = 5
