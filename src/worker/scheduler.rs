@@ -219,7 +219,7 @@ const SPREAD_PER_SLOT: usize = 8;
 /// slot. Drawn anew each round, not fixed per worker: with a fixed start, the rows before
 /// it would wait for as long as a backlog lasts (a worker with one free slot took the
 /// same position every round); drawn, every row near the front is soon taken, and a lone
-/// worker still takes the earliest rows first on average.
+/// worker still takes its rows from the front of the list, if not strictly in order.
 fn spread_offset(worker_id: &str, draw: u64, free_slots: usize, due: usize) -> usize {
     let window = (free_slots.max(1) * SPREAD_PER_SLOT).min(due);
     if window <= 1 {
