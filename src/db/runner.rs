@@ -140,9 +140,10 @@ impl Runner {
     }
 
     /// Runs one statement. Outside a transaction, against a server, it takes this
-    /// process's turn to write first, like a [`WriteTx`](super::WriteTx): a single-statement write waits
-    /// at the server for the write lock just as a transaction does, and under a long queue
-    /// sqld answers `SQLITE_BUSY` to waiters it keeps queued (see `db::write_tx`).
+    /// process's turn to write first, like a [`WriteTx`](super::WriteTx): a
+    /// single-statement write waits at the server for the write lock just as a
+    /// transaction does, and under a long queue sqld answers `SQLITE_BUSY` to waiters it
+    /// keeps queued (see `db::write_tx`).
     pub async fn execute(
         &self,
         sql: &str,
@@ -182,9 +183,7 @@ impl Runner {
     /// ended by the server, so the request starts a new one. Only outside a transaction
     /// (where no state lives on the stream), which is the only place a `stream` is kept.
     async fn keep_stream_fresh(&self, stream: &ServerStream) {
-        if stream.touch() && self.conn.is_autocommit() {
-            self.conn.reset().await;
-        }
+        self.new_stream_if(stream.touch()).await;
     }
 
     /// After a failed request on a server stream, starts the next one on a new stream:
@@ -195,10 +194,16 @@ impl Runner {
         &self,
         result: Result<T, libsql::Error>,
     ) -> Result<T, libsql::Error> {
-        if result.is_err() && self.conn.is_autocommit() {
+        self.new_stream_if(result.is_err()).await;
+        result
+    }
+
+    /// Drops the connection's stream (its next request opens a new one) when `needed`,
+    /// and never inside a transaction, whose state lives on its stream.
+    async fn new_stream_if(&self, needed: bool) {
+        if needed && self.conn.is_autocommit() {
             self.conn.reset().await;
         }
-        result
     }
 
     pub fn connection(&self) -> &libsql::Connection {
