@@ -641,6 +641,57 @@ async fn a_write_transaction_dropped_unfinished_keeps_nothing_and_holds_no_lock(
     }
 }
 
+/// A write transaction that failed partway and was rolled back keeps nothing of its
+/// own, and the transactions after it work as before, with the statements the earlier
+/// ones ran (on a server they run on one connection, kept between transactions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_transaction_that_failed_leaves_the_next_ones_working() {
+    use nightshift::db::{query_scalar, Db, DbOptions};
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("tx.db").display().to_string();
+    for location in [sqld.url.clone(), file] {
+        let db = Db::open(&DbTarget::parse(&location).unwrap(), DbOptions::default())
+            .await
+            .unwrap();
+        let conn = db.conn().await.unwrap();
+        conn.execute("CREATE TABLE t (v TEXT UNIQUE)", ())
+            .await
+            .unwrap();
+        let insert = "INSERT INTO t (v) VALUES (?1) RETURNING v";
+        let count = "SELECT count(*) FROM t";
+        let tx = conn.write_tx().await.unwrap();
+        let kept: Option<String> = query_scalar(&tx, insert, ["a"]).await.unwrap();
+        assert_eq!(kept.as_deref(), Some("a"), "{location}");
+        tx.commit().await.unwrap();
+
+        let tx = conn.write_tx().await.unwrap();
+        let written: Option<String> = query_scalar(&tx, insert, ["b"]).await.unwrap();
+        assert_eq!(written.as_deref(), Some("b"), "{location}");
+        let duplicate = query_scalar::<String>(&tx, insert, ["a"]).await;
+        assert!(
+            duplicate.is_err(),
+            "{location}: a second `a` breaks the UNIQUE constraint"
+        );
+        tx.rollback().await.unwrap();
+
+        let tx = conn.write_tx().await.unwrap();
+        let seen: Option<i64> = query_scalar(&tx, count, ()).await.unwrap();
+        assert_eq!(seen, Some(1), "{location}: the rolled-back `b` is gone");
+        let written: Option<String> = query_scalar(&tx, insert, ["c"]).await.unwrap();
+        assert_eq!(written.as_deref(), Some("c"), "{location}");
+        tx.commit().await.unwrap();
+
+        let other = db.conn().await.unwrap();
+        let mut rows = other.query("SELECT v FROM t ORDER BY v", ()).await.unwrap();
+        let mut values = Vec::new();
+        while let Some(row) = rows.next().await.unwrap() {
+            values.push(row.get::<String>(0).unwrap());
+        }
+        assert_eq!(values, ["a", "c"], "{location}");
+    }
+}
+
 /// A task may hold a connection while it waits on something else (its turn to write, an
 /// agent's answer). sqld ends a stream idle for 10 s, and a connection that carried on
 /// with the ended stream would fail with `STREAM_EXPIRED`: a held connection, and a pooled
@@ -664,7 +715,21 @@ async fn a_connection_idle_longer_than_the_server_keeps_a_stream_still_works() {
     let count = "SELECT count(*) FROM t";
     let seen: Option<i64> = query_scalar(&held, count, ()).await.unwrap();
     assert_eq!(seen, Some(0));
+    // The connection write transactions run on, with a statement described inside one.
+    let tx = held.write_tx().await.unwrap();
+    let seen: Option<i64> = query_scalar(&tx, count, ()).await.unwrap();
+    assert_eq!(seen, Some(0));
+    tx.commit().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let tx = held
+        .write_tx()
+        .await
+        .expect("a transaction begun past the server's stream expiry");
+    let seen: Option<i64> = query_scalar(&tx, count, ())
+        .await
+        .expect("a read in a transaction begun past the server's stream expiry");
+    assert_eq!(seen, Some(0));
+    tx.rollback().await.unwrap();
     let seen: Option<i64> = query_scalar(&held, count, ())
         .await
         .expect("a read on a connection held past the server's stream expiry");

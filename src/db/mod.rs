@@ -195,7 +195,7 @@ pub struct Db {
 
 struct DbInner {
     target: DbTarget,
-    database: libsql::Database,
+    database: Arc<libsql::Database>,
     options: DbOptions,
     pool: pool::Pool,
     /// One write transaction at a time from this process, against a server (see
@@ -253,19 +253,21 @@ impl Db {
                 database
             }
         };
+        let database = Arc::new(database);
         let db = Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),
-                database,
+                database: database.clone(),
                 // A replica's connection is a local one plus a writer known to the server
                 // by a client id, new with every connection: the server keeps a connection
                 // for each id until it expires, so replica connections are pooled too.
                 pool: pool::Pool::new(options.pool_size),
                 write_gate: match target {
                     DbTarget::Local(_) => None,
-                    DbTarget::Remote { .. } | DbTarget::Replica { .. } => {
-                        Some(write_tx::WriteGate::new())
-                    }
+                    DbTarget::Remote { .. } => Some(write_tx::WriteGate::new(Some(
+                        write_tx::WriteConnSlot::new(database),
+                    ))),
+                    DbTarget::Replica { .. } => Some(write_tx::WriteGate::new(None)),
                 },
                 options,
             }),

@@ -104,7 +104,8 @@ impl Conn {
         self.runner_ref().execute_ahead(sql, params).await
     }
 
-    /// Begins a write (`BEGIN IMMEDIATE`) transaction on this connection.
+    /// Begins a write (`BEGIN IMMEDIATE`) transaction: on this connection, or against a
+    /// plain server on the process's write connection (see `db::write_tx`).
     pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
         let runner = self.runner_ref();
         WriteTx::begin(&runner.conn, runner.write_gate.as_ref()).await

@@ -57,7 +57,8 @@ impl ServerStream {
 #[derive(Clone)]
 pub struct Runner {
     pub(super) conn: libsql::Connection,
-    /// `None` on a local file or replica, and inside a transaction (its stream is its own).
+    /// `None` on a local file or replica, and inside libsql's transaction (through a
+    /// replica), whose stream is its own.
     pub(super) stream: Option<ServerStream>,
     /// `None` on a local file, and inside a [`WriteTx`](super::WriteTx) (which holds the turn).
     pub(super) write_gate: Option<WriteGate>,
@@ -76,8 +77,8 @@ impl Runner {
         }
     }
 
-    /// A transaction's connection: it holds the turn to write, and its stream is its own,
-    /// so nothing is kept described on it.
+    /// The connection of libsql's transaction (on a replica): it holds the turn to write,
+    /// and its stream is its own, so nothing is kept described on it.
     pub(super) fn in_transaction(conn: libsql::Connection) -> Self {
         Self {
             conn,
@@ -181,7 +182,8 @@ impl Runner {
     /// Before a request on a server stream: a stream idle past [`STREAM_REUSE`] (a pooled
     /// connection, or one a task held while it waited on something else) may have been
     /// ended by the server, so the request starts a new one. Only outside a transaction
-    /// (where no state lives on the stream), which is the only place a `stream` is kept.
+    /// (see [`Runner::new_stream_if`]): a transaction's stream is never idle that long
+    /// but by a fault, and starting another would lose the transaction unseen.
     async fn keep_stream_fresh(&self, stream: &ServerStream) {
         self.new_stream_if(stream.touch()).await;
     }

@@ -9,24 +9,41 @@
 //! queue outlasted a lease (found by `tests/scaleout.rs` with `lease_secs = 3`), and
 //! another worker took over a run that was still going.
 //!
-//! Against a server every transaction is libsql's, on a stream of its own that its COMMIT
-//! or ROLLBACK closes (or libsql's drop rolls back): a transaction never lives on a pooled
-//! connection's stream, where the reads of whoever took that connection next would keep
-//! an unfinished transaction, and the server's write lock, alive.
+//! Against a server every transaction lives on a stream of its own that its COMMIT or
+//! ROLLBACK closes: a transaction never lives on a pooled connection's stream, where the
+//! reads of whoever took that connection next would keep an unfinished transaction, and
+//! the server's write lock, alive. Against a plain server (not through a replica) that
+//! stream belongs to the process's write connection, kept between transactions by whoever
+//! holds the turn, with the statements described inside a transaction: libsql's own
+//! transactions open a new connection each and describe every query anew, a request
+//! each (~5 a scheduled run), every one of them made while the server's write lock is
+//! held.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::runner::Runner;
+use super::runner::{Runner, ServerStream};
 
 /// A `BEGIN IMMEDIATE` transaction; against a server it also holds this process's turn
 /// to write. Dropped without commit it rolls back.
 pub struct WriteTx {
-    tx: libsql::Transaction,
+    on: TxOn,
     runner: Runner,
-    _turn: Option<Turn>,
+    turn: Option<Turn>,
+}
+
+/// What a [`WriteTx`] runs on.
+enum TxOn {
+    /// libsql's transaction (a local file, a server through a replica); `None` once
+    /// committed or rolled back.
+    Libsql(Option<libsql::Transaction>),
+    /// The process's write connection to a server; `None` once committed or rolled back.
+    Server {
+        home: WriteConnSlot,
+        conn: Option<WriteConn>,
+    },
 }
 
 impl WriteTx {
@@ -35,13 +52,30 @@ impl WriteTx {
         gate: Option<&WriteGate>,
     ) -> Result<Self, libsql::Error> {
         let turn = take_turn(gate, Lane::Queue).await;
+        if let Some(home) = gate.and_then(|gate| gate.write_conn.as_ref()) {
+            let write_conn = home.take()?;
+            // On a failed BEGIN the connection is dropped: its stream's state is unknown.
+            write_conn.conn.execute("BEGIN IMMEDIATE", ()).await?;
+            return Ok(Self {
+                runner: Runner::new(
+                    write_conn.conn.clone(),
+                    Some(write_conn.stream.clone()),
+                    None,
+                ),
+                on: TxOn::Server {
+                    home: home.clone(),
+                    conn: Some(write_conn),
+                },
+                turn,
+            });
+        }
         let tx = conn
             .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
             .await?;
         Ok(Self {
             runner: Runner::in_transaction(Deref::deref(&tx).clone()),
-            tx,
-            _turn: turn,
+            on: TxOn::Libsql(Some(tx)),
+            turn,
         })
     }
 
@@ -59,12 +93,119 @@ impl WriteTx {
         self.runner.clone()
     }
 
-    pub async fn commit(self) -> Result<(), libsql::Error> {
-        self.tx.commit().await
+    pub async fn commit(mut self) -> Result<(), libsql::Error> {
+        self.finish(End::Commit).await
     }
 
-    pub async fn rollback(self) -> Result<(), libsql::Error> {
-        self.tx.rollback().await
+    pub async fn rollback(mut self) -> Result<(), libsql::Error> {
+        self.finish(End::Rollback).await
+    }
+
+    async fn finish(&mut self, end: End) -> Result<(), libsql::Error> {
+        match &mut self.on {
+            TxOn::Libsql(tx) => {
+                let tx = tx.take().expect("a transaction is open until it ends");
+                match end {
+                    End::Commit => tx.commit().await,
+                    End::Rollback => tx.rollback().await,
+                }
+            }
+            TxOn::Server { home, conn } => {
+                let write_conn = conn.take().expect("a transaction is open until it ends");
+                end_on(home, write_conn, end).await
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum End {
+    Commit,
+    Rollback,
+}
+
+/// Ends the transaction on the write connection (the statement closes its stream), and
+/// keeps the connection for the next one unless that failed: its stream's state is then
+/// unknown.
+async fn end_on(
+    home: &WriteConnSlot,
+    write_conn: WriteConn,
+    end: End,
+) -> Result<(), libsql::Error> {
+    let sql = match end {
+        End::Commit => "COMMIT",
+        End::Rollback => "ROLLBACK",
+    };
+    write_conn.conn.execute(sql, ()).await?;
+    home.give_back(write_conn);
+    Ok(())
+}
+
+impl Drop for WriteTx {
+    fn drop(&mut self) {
+        // Dropped unfinished (a task failed or was stopped between BEGIN and COMMIT): on
+        // the server's write connection, roll back before the turn passes on, so the next
+        // writer does not queue at the server behind a transaction left open. (libsql's
+        // own transaction rolls itself back when dropped.)
+        let TxOn::Server { home, conn } = &mut self.on else {
+            return;
+        };
+        let Some(write_conn) = conn.take() else {
+            return;
+        };
+        let (home, turn) = (home.clone(), self.turn.take());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(err) = end_on(&home, write_conn, End::Rollback).await {
+                    tracing::debug!(%err, "cannot roll back a dropped transaction; the server will end it");
+                }
+                drop(turn);
+            });
+        }
+    }
+}
+
+/// The process's write connection to a server, with the statements described inside its
+/// transactions. They are kept across transactions: a described statement is the SQL
+/// text and its columns, and runs on whatever stream the connection has open.
+struct WriteConn {
+    conn: libsql::Connection,
+    stream: ServerStream,
+}
+
+/// Where the write connection waits between transactions. Only the holder of the turn
+/// takes it, so there is one at most; a new one is made when the last was dropped.
+#[derive(Clone)]
+pub(super) struct WriteConnSlot {
+    database: Arc<libsql::Database>,
+    idle: Arc<Mutex<Option<WriteConn>>>,
+}
+
+impl WriteConnSlot {
+    pub(super) fn new(database: Arc<libsql::Database>) -> Self {
+        Self {
+            database,
+            idle: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn take(&self) -> Result<WriteConn, libsql::Error> {
+        let idle = self
+            .idle
+            .lock()
+            .expect("write connection slot poisoned")
+            .take();
+        match idle {
+            Some(write_conn) => Ok(write_conn),
+            None => Ok(WriteConn {
+                conn: self.database.connect()?,
+                stream: ServerStream::new(),
+            }),
+        }
+    }
+
+    fn give_back(&self, write_conn: WriteConn) {
+        *self.idle.lock().expect("write connection slot poisoned") = Some(write_conn);
     }
 }
 
@@ -85,13 +226,17 @@ pub(super) enum Lane {
 pub(super) struct WriteGate {
     queue: Arc<Semaphore>,
     turn: Arc<Semaphore>,
+    /// Against a plain server, the connection write transactions run on (see the module
+    /// documentation); through a replica they are libsql's.
+    write_conn: Option<WriteConnSlot>,
 }
 
 impl WriteGate {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(write_conn: Option<WriteConnSlot>) -> Self {
         Self {
             queue: Arc::new(Semaphore::new(1)),
             turn: Arc::new(Semaphore::new(1)),
+            write_conn,
         }
     }
 
@@ -147,7 +292,7 @@ mod tests {
     /// writing.
     #[tokio::test(start_paused = true)]
     async fn a_write_ahead_passes_the_queue() {
-        let gate = WriteGate::new();
+        let gate = WriteGate::new(None);
         let order = Arc::new(Mutex::new(Vec::new()));
         let writing = gate.take(Lane::Queue).await;
         let mut writers = Vec::new();
