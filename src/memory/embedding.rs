@@ -261,6 +261,10 @@ impl Memory {
         }
         drop(rows);
         drop(conn);
+        if ids.is_empty() {
+            // The claimed chunks were deleted meanwhile, their queue rows with them.
+            return Ok(0);
+        }
 
         let vectors = match self.embed_blocking(texts).await {
             Ok(vectors) => vectors,
@@ -279,29 +283,44 @@ impl Memory {
 
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let mut stored = 0;
-        for (chunk_id, vector) in ids.iter().zip(vectors) {
-            // Only while the claim is still ours: after a lost lease another worker owns
-            // the chunk. A chunk deleted meanwhile took its queue row with it.
-            let ours = tx
-                .execute(
-                    "DELETE FROM embed_queue WHERE chunk_id = ?1 AND claim_token = ?2",
-                    libsql::params![*chunk_id, token.as_str()],
-                )
-                .await?;
-            if ours == 0 {
-                continue;
-            }
-            tx.execute("DELETE FROM chunk_vectors WHERE chunk_id = ?1", [*chunk_id])
-                .await?;
-            tx.execute(
-                "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
-                 SELECT chunk_id, session_id, ?2, ?3 FROM chunks WHERE chunk_id = ?1",
-                libsql::params![*chunk_id, model.as_str(), vector_to_blob(&vector)],
-            )
-            .await?;
-            stored += 1;
+        // Three statements for the batch, whatever its size (on a server each is a round
+        // trip with the write lock held), and only for chunks whose claim is still ours:
+        // after a lost lease another worker owns the chunk, and a chunk deleted meanwhile
+        // took its queue row with it.
+        let claimed = "SELECT chunk_id FROM embed_queue WHERE claim_token = ?1";
+        tx.execute(
+            &format!("DELETE FROM chunk_vectors WHERE chunk_id IN ({claimed})"),
+            [token.as_str()],
+        )
+        .await?;
+        let mut params = vec![
+            libsql::Value::Text(token.clone()),
+            libsql::Value::Text(model),
+        ];
+        let mut rows = Vec::with_capacity(ids.len());
+        for (chunk_id, vector) in ids.iter().zip(&vectors) {
+            rows.push(format!("(?{}, ?{})", params.len() + 1, params.len() + 2));
+            params.push(libsql::Value::Integer(*chunk_id));
+            params.push(libsql::Value::Blob(vector_to_blob(vector)));
         }
+        let rows = rows.join(", ");
+        tx.execute(
+            &format!(
+                "WITH vectors (chunk_id, embedding) AS (VALUES {rows})
+                 INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+                 SELECT c.chunk_id, c.session_id, ?2, v.embedding
+                 FROM vectors v JOIN chunks c ON c.chunk_id = v.chunk_id
+                 WHERE c.chunk_id IN ({claimed})"
+            ),
+            params,
+        )
+        .await?;
+        let stored = tx
+            .execute(
+                "DELETE FROM embed_queue WHERE claim_token = ?1",
+                [token.as_str()],
+            )
+            .await? as usize;
         tx.commit().await?;
         Ok(stored)
     }
