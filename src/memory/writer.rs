@@ -45,7 +45,6 @@ struct Statements {
     find_session: Sql,
     insert_event: Sql,
     update_session: Sql,
-    event_content: Sql,
     chunks: ChunkWriter,
 }
 
@@ -60,7 +59,17 @@ impl Statements {
     async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             _pooled: None,
-            find_session: Sql::new(conn, "SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1", prepare).await?,
+            // The session's owner and last sequence, with that event's content (the
+            // context of the first chunks appended): one statement, not two.
+            find_session: Sql::new(
+                conn,
+                "SELECT s.user_id, s.last_sequence, e.content
+                 FROM sessions s
+                 LEFT JOIN events e ON e.session_id = s.session_id AND e.sequence = s.last_sequence
+                 WHERE s.session_id = ?1",
+                prepare,
+            )
+            .await?,
             insert_event: Sql::new(
                 conn,
                 "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
@@ -71,12 +80,6 @@ impl Statements {
             update_session: Sql::new(
                 conn,
                 "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
-                prepare,
-            )
-            .await?,
-            event_content: Sql::new(
-                conn,
-                "SELECT content FROM events WHERE session_id = ?1 AND sequence = ?2",
                 prepare,
             )
             .await?,
@@ -196,18 +199,10 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
 async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i64>> {
     let session_id = job.session_id.as_str();
     let user_id = job.user_id.as_str();
-    let mut sequence = session_sequence(statements, job).await?;
+    let (mut sequence, previous) = session_sequence(statements, job).await?;
     let mut sequences = Vec::with_capacity(job.events.len());
     // Each event's chunks carry the end of the event before it as context.
-    let mut context = match statements
-        .event_content
-        .first_row(libsql::params![session_id, sequence])
-        .await?
-        .and_then(|row| row.into_iter().next())
-    {
-        Some(libsql::Value::Text(previous)) => chunk_context(&previous),
-        _ => String::new(),
-    };
+    let mut context = previous.as_deref().map(chunk_context).unwrap_or_default();
     for (event, chunks) in job.events.iter().zip(&job.prepared) {
         sequence += 1;
         let created_at = event.created_at.unwrap_or(job.now);
@@ -246,24 +241,38 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
     Ok(sequences)
 }
 
-/// The session's last sequence, creating the session on first use. Refuses a session of
-/// another user.
-async fn session_sequence(statements: &Statements, job: &AppendJob) -> Result<i64> {
+/// The session's last sequence and that event's content, creating the session on first
+/// use. Refuses a session of another user.
+async fn session_sequence(
+    statements: &Statements,
+    job: &AppendJob,
+) -> Result<(i64, Option<String>)> {
     let found = statements
         .find_session
         .first_row([job.session_id.as_str()])
         .await?
-        .and_then(|row| match (row.first(), row.get(1)) {
-            (Some(libsql::Value::Text(owner)), Some(libsql::Value::Integer(sequence))) => {
-                Some((owner.clone(), *sequence))
+        .and_then(|mut row| {
+            let previous = match row.pop() {
+                Some(libsql::Value::Text(content)) => Some(content),
+                _ => None,
+            };
+            match (row.first(), row.get(1)) {
+                (Some(libsql::Value::Text(owner)), Some(libsql::Value::Integer(sequence))) => {
+                    Some((owner.clone(), *sequence, previous))
+                }
+                _ => None,
             }
-            _ => None,
         });
     match found {
-        Some((owner, sequence)) if owner == job.user_id => Ok(sequence),
+        Some((owner, sequence, previous)) if owner == job.user_id => Ok((sequence, previous)),
         Some(_) => Err(MemoryError::SessionOfOtherUser {
             session_id: job.session_id.clone(),
         }),
-        None => ensure_session(&statements.conn, &job.session_id, &job.user_id, job.now).await,
+        // A new session has no event before the first one appended.
+        None => {
+            let sequence =
+                ensure_session(&statements.conn, &job.session_id, &job.user_id, job.now).await?;
+            Ok((sequence, None))
+        }
     }
 }
