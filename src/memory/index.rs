@@ -183,7 +183,6 @@ impl Sql {
 /// The statements that write chunks and their vectors.
 pub(super) struct ChunkWriter {
     model: String,
-    find: Sql,
     extend: Sql,
     insert: Sql,
     insert_vector: Sql,
@@ -194,16 +193,13 @@ impl ChunkWriter {
     pub(super) async fn prepare(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             model: model.to_string(),
-            find: Sql::new(
-                conn,
-                "SELECT chunk_id FROM chunks
-                 WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3",
-                prepare,
-            )
-            .await?,
+            // Finds a chunk of the same text and moves it on, in one statement (the
+            // same text again is the common case: a schedule's goal, a short reply).
             extend: Sql::new(
                 conn,
-                "UPDATE chunks SET sequence_end = max(sequence_end, ?2) WHERE chunk_id = ?1",
+                "UPDATE chunks SET sequence_end = max(sequence_end, ?4)
+                 WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3
+                 RETURNING chunk_id",
                 prepare,
             )
             .await?,
@@ -242,17 +238,15 @@ impl ChunkWriter {
         let scope = scope_token(owner.session_id);
         for chunk in chunks {
             let existing = self
-                .find
+                .extend
                 .query_i64(libsql::params![
                     owner.session_id,
                     chunk.hash.as_str(),
-                    owner.note_id
+                    owner.note_id,
+                    owner.sequence
                 ])
                 .await?;
-            if let Some(chunk_id) = existing {
-                self.extend
-                    .execute(libsql::params![chunk_id, owner.sequence])
-                    .await?;
+            if existing.is_some() {
                 continue;
             }
             let chunk_id = self
