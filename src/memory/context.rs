@@ -138,7 +138,7 @@ impl Memory {
         };
         let strategy = request.strategy;
         let recent = self
-            .recall(&request.session_id, None, RECENT_TURNS * 4)
+            .last_events(&request.session_id, RECENT_TURNS * 4)
             .await?;
 
         if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
@@ -222,15 +222,14 @@ impl Memory {
                     .map(|e| e.content.clone())
             });
             if let Some(query) = query.filter(|q| !q.trim().is_empty()) {
-                let hits = self
-                    .search(&SearchRequest {
-                        user_id: request.user_id.clone(),
-                        query,
-                        top_k: None,
-                        session_id: Some(request.session_id.clone()),
-                        tags: Vec::new(),
-                    })
-                    .await?;
+                let request = SearchRequest {
+                    user_id: request.user_id.clone(),
+                    query,
+                    top_k: None,
+                    session_id: Some(request.session_id.clone()),
+                    tags: Vec::new(),
+                };
+                let hits = self.search_checked(&request, true).await?.hits;
                 for hit in hits.into_iter().filter(|h| h.score >= RELEVANCE_THRESHOLD) {
                     let _ = filler.add(ContextItem {
                         kind: "relevant",

@@ -220,6 +220,11 @@ impl Memory {
         limit: usize,
     ) -> Result<Vec<Event>> {
         self.session(session_id, owner).await?;
+        self.last_events(session_id, limit).await
+    }
+
+    /// The last `limit` events of a session the caller has already checked, oldest first.
+    pub(super) async fn last_events(&self, session_id: &str, limit: usize) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(

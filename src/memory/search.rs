@@ -138,6 +138,16 @@ impl Memory {
 
     /// As [`Memory::search`], also saying whether the vector leg was left out.
     pub async fn search_detailed(&self, request: &SearchRequest) -> Result<SearchResults> {
+        self.search_checked(request, false).await
+    }
+
+    /// A search whose `session_id`, when `session_owned`, the caller has already found to
+    /// be the user's (context assembly: one read fewer a run).
+    pub(super) async fn search_checked(
+        &self,
+        request: &SearchRequest,
+        session_owned: bool,
+    ) -> Result<SearchResults> {
         let user_id = request.user_id.as_str();
         check_id("user id", user_id)?;
         self.check_text("query", &request.query)?;
@@ -152,7 +162,9 @@ impl Memory {
         if let Some(session_id) = &request.session_id {
             check_id("session id", session_id)?;
             // Another user's session is reported exactly like a missing one.
-            self.session(session_id, Some(user_id)).await?;
+            if !session_owned {
+                self.session(session_id, Some(user_id)).await?;
+            }
             if !sessions.contains(session_id) {
                 sessions.push(session_id.clone());
             }
