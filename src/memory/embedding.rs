@@ -282,13 +282,14 @@ impl Memory {
         };
 
         let conn = self.db.conn().await?;
-        let tx = conn.write_tx().await?;
-        // Three statements for the batch, whatever its size (on a server each is a round
-        // trip with the write lock held), and only for chunks whose claim is still ours:
-        // after a lost lease another worker owns the chunk, and a chunk deleted meanwhile
-        // took its queue row with it.
+        // Three statements for the batch, whatever its size, and only for chunks whose
+        // claim is still ours: after a lost lease another worker owns the chunk, and a
+        // chunk deleted meanwhile took its queue row with it. Each on its own, not in a
+        // transaction: on a server a transaction holds the write lock every worker shares
+        // across its round trips. Stopped between them, the chunks stay queued (the queue
+        // rows go last) and are embedded again after the claim's lease.
         let claimed = "SELECT chunk_id FROM embed_queue WHERE claim_token = ?1";
-        tx.execute(
+        conn.execute(
             &format!("DELETE FROM chunk_vectors WHERE chunk_id IN ({claimed})"),
             [token.as_str()],
         )
@@ -304,7 +305,7 @@ impl Memory {
             params.push(libsql::Value::Blob(vector_to_blob(vector)));
         }
         let rows = rows.join(", ");
-        tx.execute(
+        conn.execute(
             &format!(
                 "WITH vectors (chunk_id, embedding) AS (VALUES {rows})
                  INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
@@ -315,13 +316,12 @@ impl Memory {
             params,
         )
         .await?;
-        let stored = tx
+        let stored = conn
             .execute(
                 "DELETE FROM embed_queue WHERE claim_token = ?1",
                 [token.as_str()],
             )
             .await? as usize;
-        tx.commit().await?;
         Ok(stored)
     }
 

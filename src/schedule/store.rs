@@ -871,19 +871,25 @@ impl ScheduleStore {
             ],
         )
         .await?;
-        // Pruned in the same transaction: one commit less a run (on a server, each costs a
-        // round trip under its write lock).
-        tx.execute(
-            "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
-             AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
-                                ORDER BY scheduled_for DESC LIMIT ?2)",
-            libsql::params![
-                claim.schedule.schedule_id.as_str(),
-                self.limits.history_keep
-            ],
-        )
-        .await?;
         tx.commit().await?;
+        // Pruned after the commit, on its own: on a server a statement inside the
+        // transaction holds the write lock (shared by every worker) for a network round
+        // trip, and a statement on its own only while the server runs it. A prune lost to
+        // a crash here is done by the schedule's next finished run.
+        if let Err(err) = conn
+            .execute(
+                "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
+                 AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
+                                    ORDER BY scheduled_for DESC LIMIT ?2)",
+                libsql::params![
+                    claim.schedule.schedule_id.as_str(),
+                    self.limits.history_keep
+                ],
+            )
+            .await
+        {
+            tracing::warn!(schedule_id = %claim.schedule.schedule_id, %err, "cannot prune the schedule's run history");
+        }
         if announced {
             if let Some((_, sender)) = &self.notifications {
                 sender.notify_one();
