@@ -17,8 +17,6 @@ use crate::schedule::types::Claim;
 
 /// Longest sleep without looking at the database again.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
-/// Due schedules read per pass.
-const DUE_BATCH: i64 = 256;
 
 pub struct Scheduler {
     pub store: ScheduleStore,
@@ -158,14 +156,23 @@ impl Scheduler {
             if stop.is_cancelled() {
                 return Ok(false);
             }
+            // No free slot: a finishing run frees one and wakes the loop.
+            let free_slots = permits.available_permits();
+            if free_slots == 0 {
+                return Ok(true);
+            }
+            // Only the rows this worker would look at: the due list is the largest read a
+            // pass makes, every pass (all of a schedule's columns, on a server serialized
+            // row by row).
             let now = self.store.clock().now_ms();
-            let due = self.store.due(now, DUE_BATCH).await?;
+            let limit = spread_window(free_slots);
+            let due = self.store.due(now, limit as i64).await?;
             if due.is_empty() {
                 return Ok(false);
             }
             let mut claimed_any = false;
             let draw = (now as u64).wrapping_add(round);
-            let start = spread_offset(worker, draw, permits.available_permits(), due.len());
+            let start = spread_offset(worker, draw, free_slots, due.len());
             for schedule in due[start..].iter().chain(&due[..start]) {
                 if stop.is_cancelled() {
                     return Ok(false);
@@ -181,6 +188,11 @@ impl Scheduler {
                     // Lost the race, skipped by policy, or buffered: the slot stays free.
                     None => drop(permit),
                 }
+            }
+            if !claimed_any && due.len() == limit {
+                // Every row looked at was taken by another worker or moved on by its
+                // policy, and more are due: look at the next ones.
+                continue;
             }
             if !claimed_any {
                 // Whatever is still due is waiting behind a running run.
@@ -212,6 +224,11 @@ impl Scheduler {
 /// Rows of the due list per free slot that workers spread their claims over.
 const SPREAD_PER_SLOT: usize = 8;
 
+/// The first rows of the due list a worker with `free_slots` looks at in a round.
+fn spread_window(free_slots: usize) -> usize {
+    free_slots.max(1) * SPREAD_PER_SLOT
+}
+
 /// Where in the due list this worker starts claiming, drawn from `draw` (different every
 /// round of claims). Workers reading the same list and all racing for its first rows lose
 /// most claims to each other, and on a server each lost claim is a write transaction: so
@@ -221,7 +238,7 @@ const SPREAD_PER_SLOT: usize = 8;
 /// same position every round); drawn, every row near the front is soon taken, and a lone
 /// worker still takes its rows from the front of the list, if not strictly in order.
 fn spread_offset(worker_id: &str, draw: u64, free_slots: usize, due: usize) -> usize {
-    let window = (free_slots.max(1) * SPREAD_PER_SLOT).min(due);
+    let window = spread_window(free_slots).min(due);
     if window <= 1 {
         return 0;
     }
