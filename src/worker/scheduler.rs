@@ -17,6 +17,8 @@ use crate::schedule::types::Claim;
 
 /// Longest sleep without looking at the database again.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// Due rows a pass looks at in rounds that claim nothing before it waits for a change.
+const MAX_PASSED_OVER: usize = 256;
 
 pub struct Scheduler {
     pub store: ScheduleStore,
@@ -149,6 +151,8 @@ impl Scheduler {
             }
         }
         let mut round = 0u64;
+        // Due rows looked at in rounds that claimed nothing.
+        let mut passed_over = 0;
         loop {
             round += 1;
             // A worker behind on a backlog always finds more due work: a stop must not
@@ -189,9 +193,12 @@ impl Scheduler {
                     None => drop(permit),
                 }
             }
-            if !claimed_any && due.len() == limit {
+            if !claimed_any && due.len() == limit && passed_over < MAX_PASSED_OVER {
                 // Every row looked at was taken by another worker or moved on by its
-                // policy, and more are due: look at the next ones.
+                // policy, and more are due: look at the next ones. Bounded: through a
+                // replica that has not yet pulled other workers' claims, the same rows
+                // come back until it does, each a lost claim at the server.
+                passed_over += due.len();
                 continue;
             }
             if !claimed_any {
