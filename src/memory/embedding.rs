@@ -8,6 +8,7 @@
 //! and whether a model change is still being re-embedded. Until it is, the vector leg is
 //! off and search says so (`degraded`).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -112,30 +113,51 @@ impl Memory {
         })
     }
 
-    /// Whether search must leave out the vector leg, and why: the stored vectors are of
-    /// another model, or a model change is still being re-embedded.
-    pub(super) async fn vector_leg_off(&self, conn: &crate::db::Conn) -> Result<Option<String>> {
+    /// Whether search must leave out the vector leg, and why (the stored vectors are of
+    /// another model, or a model change is still being re-embedded); and the
+    /// `vector_removals` count of each of `sessions` that exists, which says whether a
+    /// cached copy of its vectors is still whole. One read for both: a search makes it
+    /// before anything else.
+    pub(super) async fn vector_leg_state(
+        &self,
+        conn: &crate::db::Conn,
+        sessions: &[String],
+    ) -> Result<(Option<String>, HashMap<String, i64>)> {
+        let placeholders = super::search::placeholders(1, sessions.len());
+        let params: Vec<libsql::Value> = sessions.iter().map(|s| s.as_str().into()).collect();
         let mut rows = conn
             .query(
-                "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_reembed')",
-                (),
+                &format!(
+                    "SELECT 'meta', key, value FROM meta
+                     WHERE key IN ('embedding_model', 'embedding_reembed')
+                     UNION ALL
+                     SELECT 'session', session_id, vector_removals FROM sessions
+                     WHERE session_id IN ({placeholders})"
+                ),
+                params,
             )
             .await?;
         let (mut recorded, mut reembedding) = (None, false);
+        let mut removals = HashMap::new();
         while let Some(row) = rows.next().await? {
-            match row.get::<String>(0)?.as_str() {
-                "embedding_model" => recorded = Some(row.get::<String>(1)?),
+            let key = row.get::<String>(1)?;
+            match (row.get::<String>(0)?.as_str(), key.as_str()) {
+                ("session", _) => {
+                    removals.insert(key, row.get::<i64>(2)?);
+                }
+                (_, "embedding_model") => recorded = Some(row.get::<String>(2)?),
                 _ => reembedding = true,
             }
         }
         let model = self.embedder.model_id();
-        Ok(match recorded {
+        let off = match recorded {
             Some(recorded) if recorded != model => Some(format!(
                 "stored vectors are of model `{recorded}`, not the configured `{model}`"
             )),
             _ if reembedding => Some(format!("re-embedding for model `{model}`")),
             _ => None,
-        })
+        };
+        Ok((off, removals))
     }
 
     /// Makes the configured model the database's: if the recorded one differs, every

@@ -51,7 +51,7 @@ pub struct SearchHit {
 }
 
 /// `?first, ?first+1, …`: `count` numbered parameters for an `IN (…)` list.
-fn placeholders(first: usize, count: usize) -> String {
+pub(super) fn placeholders(first: usize, count: usize) -> String {
     (first..first + count)
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
@@ -176,7 +176,7 @@ impl Memory {
 
         // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
         // while this task runs the keyword query, so the two legs overlap.
-        let degraded = self.vector_leg_off(&conn).await?;
+        let (degraded, removals) = self.vector_leg_state(&conn, &sessions).await?;
         let query_vector = match degraded {
             Some(_) => Vec::new(),
             None => self
@@ -188,14 +188,16 @@ impl Memory {
         let mut matrices = Vec::new();
         if query_vector.iter().any(|x| *x != 0.0) {
             for session_id in &sessions {
+                // A session that does not exist has no vectors.
+                let Some(removals) = removals.get(session_id) else {
+                    continue;
+                };
                 let model = self.embedder.model_id();
-                if let Some(m) = self
+                let m = self
                     .vectors
-                    .current(&conn, session_id, model, query_vector.len())
-                    .await?
-                {
-                    matrices.push(m);
-                }
+                    .current(&conn, session_id, *removals, model, query_vector.len())
+                    .await?;
+                matrices.push(m);
             }
         }
         let vector_scan = tokio::task::spawn_blocking(move || {

@@ -86,31 +86,33 @@ impl VectorCache {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<(i64, f32)>, libsql::Error> {
-        let vectors = self.current(conn, session_id, model, query.len()).await?;
-        let Some(vectors) = vectors else {
-            return Ok(Vec::new());
-        };
-        Ok(scan(&vectors, query, k))
-    }
-
-    /// This session's vectors, brought up to date with the database; `None` for a
-    /// session that does not exist.
-    pub(super) async fn current(
-        &self,
-        conn: &crate::db::Conn,
-        session_id: &str,
-        model: &str,
-        dimensions: usize,
-    ) -> Result<Option<Arc<SessionVectors>>, libsql::Error> {
         let removals: Option<i64> = crate::db::query_scalar(
             conn,
             "SELECT vector_removals FROM sessions WHERE session_id = ?1",
             [session_id],
         )
         .await?;
+        // A session that does not exist has no vectors.
         let Some(removals) = removals else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
+        let vectors = self
+            .current(conn, session_id, removals, model, query.len())
+            .await?;
+        Ok(scan(&vectors, query, k))
+    }
+
+    /// This session's vectors, brought up to date with the database. `removals` is the
+    /// session's `vector_removals` as just read: a cached copy made at another count is
+    /// missing a removal and is loaded again whole.
+    pub(super) async fn current(
+        &self,
+        conn: &crate::db::Conn,
+        session_id: &str,
+        removals: i64,
+        model: &str,
+        dimensions: usize,
+    ) -> Result<Arc<SessionVectors>, libsql::Error> {
         let cached = self
             .peek(session_id)
             .filter(|c| c.removals == removals && c.model == model && c.dimensions == dimensions);
@@ -132,7 +134,7 @@ impl VectorCache {
         }
         if added.is_empty() {
             if let Some(cached) = cached {
-                return Ok(Some(cached));
+                return Ok(cached);
             }
         }
         // Extend in place when no other search holds this copy, else copy it once.
@@ -142,7 +144,10 @@ impl VectorCache {
                 match arc {
                     Some(arc) => Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone()),
                     None => {
-                        return Box::pin(self.current(conn, session_id, model, dimensions)).await
+                        return Box::pin(
+                            self.current(conn, session_id, removals, model, dimensions),
+                        )
+                        .await
                     }
                 }
             }
@@ -164,7 +169,7 @@ impl VectorCache {
         }
         let vectors = Arc::new(vectors);
         self.put(session_id, vectors.clone());
-        Ok(Some(vectors))
+        Ok(vectors)
     }
 }
 
