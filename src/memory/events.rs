@@ -35,6 +35,18 @@ pub(super) async fn ensure_session(
         return Ok(row.get(1)?);
     }
     drop(rows);
+    create_session(conn, session_id, user_id, now).await?;
+    Ok(0)
+}
+
+/// Creates `session_id` for `user_id` (with no events yet), inside the caller's
+/// transaction, which has found that it does not exist.
+pub(super) async fn create_session(
+    conn: &crate::db::Runner,
+    session_id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<()> {
     conn.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",
@@ -51,7 +63,7 @@ pub(super) async fn ensure_session(
         libsql::params![session_id, now],
     )
     .await?;
-    Ok(0)
+    Ok(())
 }
 
 fn row_to_session(row: &libsql::Row) -> Result<Session> {

@@ -6,7 +6,7 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::ensure_session;
+use super::events::create_session;
 use super::index::{chunk_context, ChunkOwner, ChunkWriter, PreparedChunk, Sql};
 use super::{MemoryError, NewEvent, Result};
 use crate::db::{Conn, Db, Runner};
@@ -251,14 +251,19 @@ async fn session_sequence(
         .find_session
         .first_row([job.session_id.as_str()])
         .await?
-        .and_then(|mut row| {
-            let previous = match row.pop() {
-                Some(libsql::Value::Text(content)) => Some(content),
-                _ => None,
-            };
-            match (row.first(), row.get(1)) {
-                (Some(libsql::Value::Text(owner)), Some(libsql::Value::Integer(sequence))) => {
-                    Some((owner.clone(), *sequence, previous))
+        .and_then(|row| {
+            let mut columns = row.into_iter();
+            match (columns.next(), columns.next(), columns.next()) {
+                (
+                    Some(libsql::Value::Text(owner)),
+                    Some(libsql::Value::Integer(sequence)),
+                    previous,
+                ) => {
+                    let previous = match previous {
+                        Some(libsql::Value::Text(content)) => Some(content),
+                        _ => None,
+                    };
+                    Some((owner, sequence, previous))
                 }
                 _ => None,
             }
@@ -268,11 +273,11 @@ async fn session_sequence(
         Some(_) => Err(MemoryError::SessionOfOtherUser {
             session_id: job.session_id.clone(),
         }),
-        // A new session has no event before the first one appended.
+        // Not found above, in this transaction: a new session, with no event before the
+        // first one appended.
         None => {
-            let sequence =
-                ensure_session(&statements.conn, &job.session_id, &job.user_id, job.now).await?;
-            Ok((sequence, None))
+            create_session(&statements.conn, &job.session_id, &job.user_id, job.now).await?;
+            Ok((0, None))
         }
     }
 }
