@@ -747,3 +747,156 @@ async fn a_connection_idle_longer_than_the_server_keeps_a_stream_still_works() {
         .expect("a read on a pooled connection idle past the server's stream expiry");
     assert_eq!(seen, Some(1));
 }
+
+/// A session keeps each chunk text once: repeated text, in one append or a later one,
+/// moves the stored chunk's last sequence on instead of storing it again. The same on a
+/// server (where an append's rows go in a few multi-row statements) as on a file, and for
+/// appends of more rows than one statement carries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
+    use nightshift::db::query_scalar;
+    let sqld = Sqld::start();
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("chunks.db").display().to_string();
+    for location in [sqld.url.clone(), file] {
+        let mut config = Config::default();
+        config.database.path = location.clone();
+        let memory = open_memory(&config).await.unwrap();
+        let said = |texts: &[&str]| -> Vec<NewEvent> {
+            texts
+                .iter()
+                .map(|t| NewEvent::new(Role::User, *t))
+                .collect()
+        };
+        let first = memory
+            .append(
+                "alice",
+                "chat",
+                &said(&["water the plants", "done", "water the plants"]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(first, [1, 2, 3], "{location}");
+        let second = memory
+            .append("alice", "chat", &said(&["done", "feed the cat"]))
+            .await
+            .unwrap();
+        assert_eq!(second, [4, 5], "{location}");
+        // Another user's session with the same text has its own chunk.
+        memory
+            .append("bob", "bob-chat", &said(&["water the plants"]))
+            .await
+            .unwrap();
+        let conn = memory.db().conn().await.unwrap();
+        let mut rows = conn
+            .query(
+                "SELECT c.text, c.sequence_start, c.sequence_end, c.context
+                 FROM chunks c WHERE c.session_id = 'chat' ORDER BY c.sequence_start",
+                (),
+            )
+            .await
+            .unwrap();
+        let mut chunks = Vec::new();
+        while let Some(row) = rows.next().await.unwrap() {
+            chunks.push((
+                row.get::<String>(0).unwrap(),
+                row.get::<i64>(1).unwrap(),
+                row.get::<i64>(2).unwrap(),
+                row.get::<String>(3).unwrap(),
+            ));
+        }
+        drop(rows);
+        let expected = [
+            ("water the plants", 1, 3, ""),
+            ("done", 2, 4, "water the plants"),
+            ("feed the cat", 5, 5, "done"),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(t, s, e, c)| (t.to_string(), *s, *e, c.to_string()))
+            .collect();
+        assert_eq!(chunks, expected, "{location}");
+        let unindexed: Option<i64> = query_scalar(
+            &conn,
+            "SELECT count(*) FROM chunks c
+             WHERE NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.chunk_id = c.chunk_id)
+               AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.chunk_id)",
+            (),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            unindexed,
+            Some(0),
+            "{location}: every chunk is queued or embedded"
+        );
+        let bob: Option<i64> = query_scalar(
+            &conn,
+            "SELECT count(*) FROM chunks WHERE session_id = 'bob-chat'",
+            (),
+        )
+        .await
+        .unwrap();
+        assert_eq!(bob, Some(1), "{location}");
+
+        // More rows than one statement carries: 600 events, 300 texts twice each.
+        let texts: Vec<String> = (0..600)
+            .map(|i| format!("note number {}", i % 300))
+            .collect();
+        let many: Vec<NewEvent> = texts
+            .iter()
+            .map(|t| NewEvent::new(Role::User, t.as_str()))
+            .collect();
+        let sequences = memory.append("alice", "long", &many).await.unwrap();
+        assert_eq!(sequences, (1..=600).collect::<Vec<i64>>(), "{location}");
+        let (events, chunks, spans): (Option<i64>, Option<i64>, Option<i64>) = (
+            query_scalar(
+                &conn,
+                "SELECT count(*) FROM events WHERE session_id = 'long'",
+                (),
+            )
+            .await
+            .unwrap(),
+            query_scalar(
+                &conn,
+                "SELECT count(*) FROM chunks WHERE session_id = 'long'",
+                (),
+            )
+            .await
+            .unwrap(),
+            query_scalar(
+                &conn,
+                "SELECT count(*) FROM chunks WHERE session_id = 'long'
+                 AND sequence_end = sequence_start + 300",
+                (),
+            )
+            .await
+            .unwrap(),
+        );
+        assert_eq!(
+            (events, chunks, spans),
+            (Some(600), Some(300), Some(300)),
+            "{location}"
+        );
+        let hits = memory
+            .search(&SearchRequest {
+                user_id: "alice".into(),
+                query: "feed the cat".into(),
+                session_id: Some("chat".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.first().map(|h| h.text.as_str()),
+            Some("feed the cat"),
+            "{location}"
+        );
+        conn.execute(
+            "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
+            (),
+        )
+        .await
+        .unwrap();
+    }
+}

@@ -20,10 +20,16 @@ pub(super) struct ChunkOwner<'a> {
     pub session_id: &'a str,
     pub user_id: &'a str,
     pub note_id: Option<&'a str>,
+}
+
+/// The chunks of one text (an event, a note) with where that text stands.
+#[derive(Clone, Copy)]
+pub(super) struct ChunkSource<'a> {
     pub sequence: i64,
     pub created_at: i64,
     /// What came just before in the session (see [`chunk_context`]); empty for notes.
     pub context: &'a str,
+    pub chunks: &'a [PreparedChunk],
 }
 
 /// Characters of the previous event kept as a chunk's context: enough for the question
@@ -165,120 +171,370 @@ impl Sql {
             Sql::Text(conn, sql) => Ok(read(conn.query(sql, params).await?).await?),
         }
     }
+}
 
-    pub(super) async fn query_i64(
-        &self,
-        params: impl libsql::params::IntoParams,
-    ) -> Result<Option<i64>> {
-        Ok(self
-            .first_row(params)
-            .await?
-            .and_then(|row| match row.first() {
-                Some(libsql::Value::Integer(n)) => Some(*n),
-                _ => None,
-            }))
+/// Rows a multi-row statement carries at most (see [`RowsSql`]): far inside SQLite's
+/// limit on parameters (32,766) at the widest row written (6 parameters).
+const ROWS_PER_STATEMENT: usize = 256;
+
+/// One row of a multi-row statement's `VALUES`: `prefix`, then the row's own `width`
+/// parameters (numbered after the statement's shared ones and the rows before it), then
+/// `suffix`.
+pub(super) struct RowShape {
+    pub prefix: &'static str,
+    pub width: usize,
+    pub suffix: &'static str,
+}
+
+/// A statement over rows of values: its text has `{rows}` where the `VALUES` rows go,
+/// and `shared` leading parameters (`?1`…) every row may use. On a local file it is
+/// prepared for one row and run once a row (running a prepared statement costs less there
+/// than preparing a longer one); on a server it carries up to [`ROWS_PER_STATEMENT`] rows
+/// at once, since each statement is a network round trip, inside a transaction one that
+/// holds the server's write lock, which every worker shares.
+pub(super) enum RowsSql {
+    Prepared {
+        statement: libsql::Statement,
+        shared: usize,
+    },
+    Text {
+        conn: Runner,
+        template: &'static str,
+        shared: usize,
+        shape: RowShape,
+    },
+}
+
+impl RowsSql {
+    pub(super) async fn new(
+        conn: &Runner,
+        template: &'static str,
+        shared: usize,
+        shape: RowShape,
+        prepare: bool,
+    ) -> Result<Self> {
+        Ok(if prepare {
+            let sql = Self::sql(template, shared, &shape, 1);
+            RowsSql::Prepared {
+                statement: conn.connection().prepare(&sql).await?,
+                shared,
+            }
+        } else {
+            RowsSql::Text {
+                conn: conn.clone(),
+                template,
+                shared,
+                shape,
+            }
+        })
     }
+
+    /// The statement's text for `rows` rows.
+    fn sql(template: &str, shared: usize, shape: &RowShape, rows: usize) -> String {
+        let values = (0..rows)
+            .map(|row| {
+                let first = shared + 1 + row * shape.width;
+                format!(
+                    "({}{}{})",
+                    shape.prefix,
+                    super::search::placeholders(first, shape.width),
+                    shape.suffix
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        template.replace("{rows}", &values)
+    }
+
+    /// Runs it over `rows`, each with the `shared` values first.
+    pub(super) async fn execute(
+        &self,
+        shared: &[libsql::Value],
+        rows: &[Vec<libsql::Value>],
+    ) -> Result<()> {
+        self.run(shared, rows, false).await.map(|_| ())
+    }
+
+    /// Runs it over `rows` and returns every row it yields (its `RETURNING` rows).
+    pub(super) async fn query(
+        &self,
+        shared: &[libsql::Value],
+        rows: &[Vec<libsql::Value>],
+    ) -> Result<Vec<Vec<libsql::Value>>> {
+        self.run(shared, rows, true).await
+    }
+
+    async fn run(
+        &self,
+        shared: &[libsql::Value],
+        rows: &[Vec<libsql::Value>],
+        returning: bool,
+    ) -> Result<Vec<Vec<libsql::Value>>> {
+        let mut out = Vec::new();
+        match self {
+            RowsSql::Prepared {
+                statement,
+                shared: n,
+            } => {
+                debug_assert_eq!(shared.len(), *n);
+                for row in rows {
+                    let params: Vec<libsql::Value> = shared.iter().chain(row).cloned().collect();
+                    let result = if returning {
+                        match statement.query(params).await {
+                            Ok(found) => read_rows(found, &mut out).await,
+                            Err(e) => Err(e),
+                        }
+                    } else {
+                        statement.execute(params).await.map(|_| ())
+                    };
+                    statement.reset();
+                    result?;
+                }
+            }
+            RowsSql::Text {
+                conn,
+                template,
+                shared: n,
+                shape,
+            } => {
+                debug_assert_eq!(shared.len(), *n);
+                for group in rows.chunks(ROWS_PER_STATEMENT) {
+                    let sql = Self::sql(template, *n, shape, group.len());
+                    let params: Vec<libsql::Value> = shared
+                        .iter()
+                        .cloned()
+                        .chain(group.iter().flatten().cloned())
+                        .collect();
+                    if returning {
+                        read_rows(conn.query(&sql, params).await?, &mut out).await?;
+                    } else {
+                        conn.execute(&sql, params).await?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Appends every row's columns, as values, to `out`.
+async fn read_rows(
+    mut rows: libsql::Rows,
+    out: &mut Vec<Vec<libsql::Value>>,
+) -> std::result::Result<(), libsql::Error> {
+    while let Some(row) = rows.next().await? {
+        let n = row.column_count();
+        out.push(
+            (0..n)
+                .map(|i| row.get_value(i))
+                .collect::<std::result::Result<_, _>>()?,
+        );
+    }
+    Ok(())
+}
+
+/// A distinct chunk text of one write: where it first and last appears.
+struct PlannedChunk<'a> {
+    chunk: &'a PreparedChunk,
+    first: i64,
+    last: i64,
+    created_at: i64,
+    context: &'a str,
 }
 
 /// The statements that write chunks and their vectors.
 pub(super) struct ChunkWriter {
     model: String,
-    extend: Sql,
-    insert: Sql,
-    insert_vector: Sql,
-    enqueue: Sql,
+    extend: RowsSql,
+    insert: RowsSql,
+    insert_vector: RowsSql,
+    enqueue: RowsSql,
 }
 
 impl ChunkWriter {
     pub(super) async fn prepare(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             model: model.to_string(),
-            // Finds a chunk of the same text and moves it on, in one statement (the
+            // Finds the chunks of the same text and moves them on, in one statement (the
             // same text again is the common case: a schedule's goal, a short reply).
-            extend: Sql::new(
+            // Shared: ?1 session, ?2 note; a row: hash, sequence.
+            extend: RowsSql::new(
                 conn,
-                "UPDATE chunks SET sequence_end = max(sequence_end, ?4)
-                 WHERE session_id = ?1 AND content_hash = ?2 AND note_id IS ?3
-                 RETURNING chunk_id",
+                "WITH appended (hash, sequence) AS (VALUES {rows})
+                 UPDATE chunks SET sequence_end = max(sequence_end, appended.sequence)
+                 FROM appended
+                 WHERE chunks.session_id = ?1 AND chunks.note_id IS ?2
+                   AND chunks.content_hash = appended.hash
+                 RETURNING content_hash",
+                2,
+                RowShape {
+                    prefix: "",
+                    width: 2,
+                    suffix: "",
+                },
                 prepare,
             )
             .await?,
-            insert: Sql::new(
+            // Shared: ?1 session, ?2 user, ?3 note, ?4 scope; a row: text, hash,
+            // first and last sequence, created_at, context.
+            insert: RowsSql::new(
                 conn,
                 "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
                                      sequence_start, sequence_end, created_at, context)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9) RETURNING chunk_id",
+                 VALUES {rows} RETURNING content_hash, chunk_id",
+                4,
+                RowShape {
+                    prefix: "?1, ?2, ?3, ?4, ",
+                    width: 6,
+                    suffix: "",
+                },
                 prepare,
             )
             .await?,
-            insert_vector: Sql::new(
+            // Shared: ?1 session, ?2 model; a row: chunk, embedding.
+            insert_vector: RowsSql::new(
                 conn,
-                "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO chunk_vectors (session_id, model, chunk_id, embedding) VALUES {rows}",
+                2,
+                RowShape {
+                    prefix: "?1, ?2, ",
+                    width: 2,
+                    suffix: "",
+                },
                 prepare,
             )
             .await?,
-            enqueue: Sql::new(
+            // A row: chunk.
+            enqueue: RowsSql::new(
                 conn,
-                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
-                 VALUES (?1, CAST(unixepoch('subsec') * 1000 AS INTEGER))",
+                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at) VALUES {rows}",
+                0,
+                RowShape {
+                    prefix: "",
+                    width: 1,
+                    suffix: ", CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+                },
                 prepare,
             )
             .await?,
         })
     }
 
-    /// Writes chunks inside the caller's transaction. A chunk whose text the session (or
-    /// note) already holds is not stored twice: the existing one's `sequence_end` moves on.
+    /// Writes the chunks of `sources` (in order) inside the caller's transaction. A chunk
+    /// whose text the session (or note) already holds, or that came earlier in this
+    /// write, is not stored twice: the existing one's `sequence_end` moves on.
     pub(super) async fn write(
         &self,
         owner: &ChunkOwner<'_>,
-        chunks: &[PreparedChunk],
+        sources: &[ChunkSource<'_>],
     ) -> Result<()> {
-        let scope = scope_token(owner.session_id);
-        for chunk in chunks {
-            let existing = self
-                .extend
-                .query_i64(libsql::params![
-                    owner.session_id,
-                    chunk.hash.as_str(),
-                    owner.note_id,
-                    owner.sequence
-                ])
+        let mut planned: Vec<PlannedChunk> = Vec::new();
+        let mut by_hash: std::collections::HashMap<&str, usize> = Default::default();
+        for source in sources {
+            for chunk in source.chunks {
+                match by_hash.get(chunk.hash.as_str()) {
+                    Some(&at) => planned[at].last = planned[at].last.max(source.sequence),
+                    None => {
+                        by_hash.insert(chunk.hash.as_str(), planned.len());
+                        planned.push(PlannedChunk {
+                            chunk,
+                            first: source.sequence,
+                            last: source.sequence,
+                            created_at: source.created_at,
+                            context: source.context,
+                        });
+                    }
+                }
+            }
+        }
+        if planned.is_empty() {
+            return Ok(());
+        }
+        let text = |s: &str| libsql::Value::Text(s.to_string());
+        let note = owner.note_id.map_or(libsql::Value::Null, text);
+
+        let rows: Vec<_> = planned
+            .iter()
+            .map(|p| vec![text(&p.chunk.hash), libsql::Value::Integer(p.last)])
+            .collect();
+        let extended = self
+            .extend
+            .query(&[text(owner.session_id), note.clone()], &rows)
+            .await?;
+        let held: std::collections::HashSet<String> = extended
+            .into_iter()
+            .filter_map(|row| match row.into_iter().next() {
+                Some(libsql::Value::Text(hash)) => Some(hash),
+                _ => None,
+            })
+            .collect();
+        let new: Vec<&PlannedChunk> = planned
+            .iter()
+            .filter(|p| !held.contains(&p.chunk.hash))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+
+        let rows: Vec<_> = new
+            .iter()
+            .map(|p| {
+                vec![
+                    text(&p.chunk.text),
+                    text(&p.chunk.hash),
+                    libsql::Value::Integer(p.first),
+                    libsql::Value::Integer(p.last),
+                    libsql::Value::Integer(p.created_at),
+                    text(p.context),
+                ]
+            })
+            .collect();
+        let shared = [
+            text(owner.session_id),
+            text(owner.user_id),
+            note,
+            text(&scope_token(owner.session_id)),
+        ];
+        let inserted: std::collections::HashMap<String, i64> = self
+            .insert
+            .query(&shared, &rows)
+            .await?
+            .into_iter()
+            .filter_map(|row| match row.as_slice() {
+                [libsql::Value::Text(hash), libsql::Value::Integer(id)] => {
+                    Some((hash.clone(), *id))
+                }
+                _ => None,
+            })
+            .collect();
+        let chunk_id = |p: &PlannedChunk| {
+            *inserted
+                .get(&p.chunk.hash)
+                .expect("INSERT … RETURNING yields each new row")
+        };
+
+        let (embedded, unembedded): (Vec<&PlannedChunk>, Vec<&PlannedChunk>) =
+            new.into_iter().partition(|p| p.chunk.vector.is_some());
+        let vectors: Vec<_> = embedded
+            .iter()
+            .map(|p| {
+                vec![
+                    libsql::Value::Integer(chunk_id(p)),
+                    libsql::Value::Blob(p.chunk.vector.clone().unwrap_or_default()),
+                ]
+            })
+            .collect();
+        if !vectors.is_empty() {
+            self.insert_vector
+                .execute(&[text(owner.session_id), text(&self.model)], &vectors)
                 .await?;
-            if existing.is_some() {
-                continue;
-            }
-            let chunk_id = self
-                .insert
-                .query_i64(libsql::params![
-                    owner.session_id,
-                    owner.user_id,
-                    owner.note_id,
-                    scope.as_str(),
-                    chunk.text.as_str(),
-                    chunk.hash.as_str(),
-                    owner.sequence,
-                    owner.created_at,
-                    owner.context
-                ])
-                .await?
-                .expect("INSERT … RETURNING yields the new row");
-            match &chunk.vector {
-                Some(vector) => {
-                    self.insert_vector
-                        .execute(libsql::params![
-                            chunk_id,
-                            owner.session_id,
-                            self.model.as_str(),
-                            vector.clone()
-                        ])
-                        .await?;
-                }
-                None => {
-                    self.enqueue.execute([chunk_id]).await?;
-                }
-            }
+        }
+        let queued: Vec<_> = unembedded
+            .iter()
+            .map(|p| vec![libsql::Value::Integer(chunk_id(p))])
+            .collect();
+        if !queued.is_empty() {
+            self.enqueue.execute(&[], &queued).await?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! exactly like one that does not exist.
 
 use super::events::ensure_session;
-use super::index::{ChunkOwner, ChunkWriter, PreparedChunk};
+use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
 use crate::ids;
 
@@ -325,13 +325,16 @@ impl Memory {
             session_id: &session_id,
             user_id,
             note_id: Some(note_id),
+        };
+        let source = ChunkSource {
             sequence,
             created_at: now,
             context: "",
+            chunks,
         };
         ChunkWriter::prepare(&conn.runner(), self.embedder.model_id(), self.db.is_local())
             .await?
-            .write(&owner, chunks)
+            .write(&owner, &[source])
             .await
     }
 

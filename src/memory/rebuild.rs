@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::index::{chunk_context, ChunkOwner, ChunkWriter};
+use super::index::{chunk_context, ChunkOwner, ChunkSource, ChunkWriter};
 use super::{Memory, Result, SessionKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -112,18 +112,30 @@ impl Memory {
             let writer =
                 ChunkWriter::prepare(&tx.runner(), self.embedder.model_id(), self.db.is_local())
                     .await?;
-            let mut chunks = 0;
-            for ((source, prepared), context) in sources.iter().zip(&prepared).zip(&contexts) {
+            let chunks = prepared.iter().map(Vec::len).sum();
+            let written: Vec<(&Source, ChunkSource)> = sources
+                .iter()
+                .zip(&prepared)
+                .zip(&contexts)
+                .map(|((source, chunks), context)| {
+                    let chunks = ChunkSource {
+                        sequence: source.sequence,
+                        created_at: source.created_at,
+                        context,
+                        chunks,
+                    };
+                    (source, chunks)
+                })
+                .collect();
+            // One write for each run of sources of the same note (or of none: events).
+            for group in written.chunk_by(|a, b| a.0.note_id == b.0.note_id) {
                 let owner = ChunkOwner {
                     session_id,
                     user_id,
-                    note_id: source.note_id.as_deref(),
-                    sequence: source.sequence,
-                    created_at: source.created_at,
-                    context,
+                    note_id: group[0].0.note_id.as_deref(),
                 };
-                writer.write(&owner, prepared).await?;
-                chunks += prepared.len();
+                let group: Vec<ChunkSource> = group.iter().map(|(_, c)| *c).collect();
+                writer.write(&owner, &group).await?;
             }
             tx.commit().await?;
             return Ok(Some((sources, chunks)));

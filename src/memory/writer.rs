@@ -7,7 +7,9 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::create_session;
-use super::index::{chunk_context, ChunkOwner, ChunkWriter, PreparedChunk, Sql};
+use super::index::{
+    chunk_context, ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk, RowShape, RowsSql, Sql,
+};
 use super::{MemoryError, NewEvent, Result};
 use crate::db::{Conn, Db, Runner};
 
@@ -43,7 +45,7 @@ struct Statements {
     _pooled: Option<Conn>,
     conn: Runner,
     find_session: Sql,
-    insert_event: Sql,
+    insert_events: RowsSql,
     update_session: Sql,
     chunks: ChunkWriter,
 }
@@ -70,10 +72,18 @@ impl Statements {
                 prepare,
             )
             .await?,
-            insert_event: Sql::new(
+            // Shared: ?1 session; a row: sequence, role, content, payload, importance,
+            // created_at.
+            insert_events: RowsSql::new(
                 conn,
                 "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES {rows}",
+                1,
+                RowShape {
+                    prefix: "?1, ",
+                    width: 6,
+                    suffix: "",
+                },
                 prepare,
             )
             .await?,
@@ -198,45 +208,61 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
 
 async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i64>> {
     let session_id = job.session_id.as_str();
-    let user_id = job.user_id.as_str();
-    let (mut sequence, previous) = session_sequence(statements, job).await?;
-    let mut sequences = Vec::with_capacity(job.events.len());
+    let (last, previous) = session_sequence(statements, job).await?;
+    let sequences: Vec<i64> = (last + 1..).take(job.events.len()).collect();
     // Each event's chunks carry the end of the event before it as context.
     let mut context = previous.as_deref().map(chunk_context).unwrap_or_default();
-    for (event, chunks) in job.events.iter().zip(&job.prepared) {
-        sequence += 1;
-        let created_at = event.created_at.unwrap_or(job.now);
-        let payload = event
-            .payload
-            .as_ref()
-            .map_or_else(|| "{}".to_string(), |p| p.to_string());
-        statements
-            .insert_event
-            .execute(libsql::params![
-                session_id,
-                sequence,
-                event.role.as_str(),
-                event.content.as_str(),
-                payload,
-                event.importance.unwrap_or(event.role.default_importance()),
-                created_at
-            ])
-            .await?;
-        let owner = ChunkOwner {
-            session_id,
-            user_id,
-            note_id: None,
+    let contexts: Vec<String> = job
+        .events
+        .iter()
+        .map(|event| std::mem::replace(&mut context, chunk_context(&event.content)))
+        .collect();
+    let rows: Vec<Vec<libsql::Value>> = job
+        .events
+        .iter()
+        .zip(&sequences)
+        .map(|(event, &sequence)| {
+            let payload = event
+                .payload
+                .as_ref()
+                .map_or_else(|| "{}".to_string(), |p| p.to_string());
+            vec![
+                libsql::Value::Integer(sequence),
+                libsql::Value::Text(event.role.as_str().to_string()),
+                libsql::Value::Text(event.content.clone()),
+                libsql::Value::Text(payload),
+                libsql::Value::Real(event.importance.unwrap_or(event.role.default_importance())),
+                libsql::Value::Integer(event.created_at.unwrap_or(job.now)),
+            ]
+        })
+        .collect();
+    statements
+        .insert_events
+        .execute(&[libsql::Value::Text(session_id.to_string())], &rows)
+        .await?;
+    let sources: Vec<ChunkSource> = job
+        .events
+        .iter()
+        .zip(&job.prepared)
+        .zip(&sequences)
+        .zip(&contexts)
+        .map(|(((event, chunks), &sequence), context)| ChunkSource {
             sequence,
-            created_at,
-            context: &context,
-        };
-        statements.chunks.write(&owner, chunks).await?;
-        context = chunk_context(&event.content);
-        sequences.push(sequence);
-    }
+            created_at: event.created_at.unwrap_or(job.now),
+            context,
+            chunks,
+        })
+        .collect();
+    let owner = ChunkOwner {
+        session_id,
+        user_id: &job.user_id,
+        note_id: None,
+    };
+    statements.chunks.write(&owner, &sources).await?;
+    let last = sequences.last().copied().unwrap_or(last);
     statements
         .update_session
-        .execute(libsql::params![session_id, sequence, job.now])
+        .execute(libsql::params![session_id, last, job.now])
         .await?;
     Ok(sequences)
 }
