@@ -419,3 +419,39 @@ async fn shutdown_interrupts_runs_that_outlive_the_grace_period() {
         0
     );
 }
+
+/// A run whose transcript cannot be stored (its schedule's session was taken by another
+/// user) is still recorded, and that user's session gets nothing of it: the transcript is
+/// written in the transaction recording the run, so it must not take the run down with it.
+#[tokio::test(start_paused = true)]
+async fn a_run_whose_transcript_is_refused_is_still_recorded() {
+    let h = harness(|_| {}).await;
+    let schedule = h.store.create(&h.every(60, "tidy up")).await.unwrap();
+    let session = format!("scheduled:{}", schedule.schedule_id);
+    h.memory
+        .append(
+            "mallory",
+            &session,
+            &[NewEvent::new(Role::User, "mine now")],
+        )
+        .await
+        .unwrap();
+    let runtime = FakeRuntime::new(Duration::from_millis(100));
+    let (stop, worker) = h.worker("worker-a", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(5 * 60 + 30)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let statuses = h.statuses(&schedule.schedule_id).await;
+    assert_eq!(statuses.len(), 5, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == RunStatus::Succeeded),
+        "{statuses:?}"
+    );
+    assert_eq!(runtime.total(), 5);
+    let events = h
+        .scalar(&format!(
+            "SELECT count(*) FROM events WHERE session_id = '{session}'"
+        ))
+        .await;
+    assert_eq!(events, 1, "only mallory's own event");
+}

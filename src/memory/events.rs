@@ -1,7 +1,8 @@
 //! Conversation sessions and their append-only events.
 
-use super::writer::AppendJob;
+use super::writer::{append_in_tx, Append, AppendJob, Statements};
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
+use crate::db::WriteTx;
 
 /// A JSONL import problem, with the 1-based line it was found on.
 #[derive(Debug, thiserror::Error)]
@@ -184,17 +185,9 @@ impl Memory {
         session_id: &str,
         events: &[NewEvent],
     ) -> Result<Vec<i64>> {
-        let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
-        let prepared = self.prepare_chunks(&texts);
-        let now = self.clock.now_ms();
-
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job = AppendJob {
-            user_id: user_id.to_string(),
-            session_id: session_id.to_string(),
-            events: events.to_vec(),
-            prepared,
-            now,
+            append: self.prepare_append(user_id, session_id, events),
             reply,
         };
         let closed = || MemoryError::WriteFailed("the append writer has stopped".into());
@@ -202,6 +195,42 @@ impl Memory {
         let sequences = answer.await.map_err(|_| closed())??;
         self.wake_embedder();
         Ok(sequences)
+    }
+
+    fn prepare_append(&self, user_id: &str, session_id: &str, events: &[NewEvent]) -> Append {
+        let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
+        Append {
+            user_id: user_id.to_string(),
+            session_id: session_id.to_string(),
+            events: events.to_vec(),
+            prepared: self.prepare_chunks(&texts),
+            now: self.clock.now_ms(),
+        }
+    }
+
+    /// As [`Memory::append`], inside the caller's write transaction: the events are
+    /// stored if and when it commits. Call [`Memory::appended`] after the commit.
+    pub async fn append_in(
+        &self,
+        tx: &WriteTx,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>> {
+        self.check_appendable(user_id, session_id)?;
+        for event in events {
+            self.check_event(event)?;
+        }
+        let append = self.prepare_append(user_id, session_id, events);
+        let statements =
+            Statements::on(&tx.runner(), self.embedder.model_id(), self.db.is_local()).await?;
+        append_in_tx(&statements, &append).await
+    }
+
+    /// After the commit of a transaction [`Memory::append_in`] wrote in: its chunks are
+    /// queued for the embedder, which is woken.
+    pub fn appended(&self) {
+        self.wake_embedder();
     }
 
     /// A session, if it exists and (when `owner` is given) belongs to that user. Another

@@ -20,13 +20,18 @@ const MAX_EVENTS_PER_COMMIT: usize = 2_000;
 /// Appends queued before callers wait for room (back-pressure).
 const QUEUE_DEPTH: usize = 1_024;
 
-/// Validated, chunked and embedded events for one session, ready to write.
-pub(super) struct AppendJob {
+/// Validated and chunked events for one session, ready to write.
+pub(super) struct Append {
     pub user_id: String,
     pub session_id: String,
     pub events: Vec<NewEvent>,
     pub prepared: Vec<Vec<PreparedChunk>>,
     pub now: i64,
+}
+
+/// An append queued to the writer task, with where its outcome goes.
+pub(super) struct AppendJob {
+    pub append: Append,
     pub reply: oneshot::Sender<Result<Vec<i64>>>,
 }
 
@@ -40,7 +45,7 @@ pub(super) fn spawn(db: Db, model: String) -> mpsc::Sender<AppendJob> {
 /// The writer's statements on its connection. On a local file they are prepared once and
 /// kept between commits; on a server they are made for each transaction, on the
 /// transaction's own stream.
-struct Statements {
+pub(super) struct Statements {
     /// Keeps the pooled connection while the statements live (local only).
     _pooled: Option<Conn>,
     conn: Runner,
@@ -58,7 +63,7 @@ impl Statements {
         Ok(statements)
     }
 
-    async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
+    pub(super) async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             _pooled: None,
             // The session's owner and last sequence, with that event's content (the
@@ -109,12 +114,12 @@ async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
         // Callers woken by the last commit are queued behind this task on its worker
         // thread; let them run and queue their next appends so they join this commit.
         tokio::task::yield_now().await;
-        let mut events = first.events.len();
+        let mut events = first.append.events.len();
         let mut jobs = vec![first];
         while jobs.len() < max_jobs && events < MAX_EVENTS_PER_COMMIT {
             match receiver.try_recv() {
                 Ok(job) => {
-                    events += job.events.len();
+                    events += job.append.events.len();
                     jobs.push(job);
                 }
                 Err(_) => break,
@@ -175,7 +180,7 @@ async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Re
     let tx = conn.write_tx().await?;
     let statements = Statements::on(&tx.runner(), model, false).await?;
     let job = jobs.first().expect("a group has a job");
-    let result = append_in_tx(&statements, job).await;
+    let result = append_in_tx(&statements, &job.append).await;
     drop(statements);
     if result.is_ok() {
         tx.commit().await?;
@@ -195,7 +200,7 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
     let mut results = Vec::with_capacity(jobs.len());
     for job in jobs {
         tx.execute("SAVEPOINT append_job", ()).await?;
-        let result = append_in_tx(statements, job).await;
+        let result = append_in_tx(statements, &job.append).await;
         if result.is_err() {
             tx.execute("ROLLBACK TO append_job", ()).await?;
         }
@@ -206,7 +211,7 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
     Ok(results)
 }
 
-async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i64>> {
+pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Result<Vec<i64>> {
     let session_id = job.session_id.as_str();
     let (last, previous) = session_sequence(statements, job).await?;
     let sequences: Vec<i64> = (last + 1..).take(job.events.len()).collect();
@@ -269,10 +274,7 @@ async fn append_in_tx(statements: &Statements, job: &AppendJob) -> Result<Vec<i6
 
 /// The session's last sequence and that event's content, creating the session on first
 /// use. Refuses a session of another user.
-async fn session_sequence(
-    statements: &Statements,
-    job: &AppendJob,
-) -> Result<(i64, Option<String>)> {
+async fn session_sequence(statements: &Statements, job: &Append) -> Result<(i64, Option<String>)> {
     let found = statements
         .find_session
         .first_row([job.session_id.as_str()])

@@ -11,6 +11,7 @@ use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
 use crate::db::{query_first_row, query_scalar, run_to_completion, Db, DbError};
 use crate::ids;
+use crate::memory::{Memory, MemoryError, NewEvent};
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
 use crate::notify::policy::run_message;
 use crate::notify::router::Router;
@@ -35,6 +36,8 @@ pub enum ScheduleError {
     Cadence(#[from] CadenceError),
     #[error("user `{user_id}` already has {limit} schedules (scheduler.max_per_user)")]
     TooMany { user_id: String, limit: i64 },
+    #[error("cannot store the run's transcript: {0}")]
+    Transcript(#[source] MemoryError),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -46,6 +49,16 @@ impl From<libsql::Error> for ScheduleError {
 }
 
 pub type Result<T, E = ScheduleError> = std::result::Result<T, E>;
+
+/// A finished run's conversation (its goal and the agent's turns), stored by
+/// [`ScheduleStore::finish`] in the transaction that records the run: a run is never kept
+/// without its transcript because a crash came between two transactions.
+pub struct Transcript<'a> {
+    pub memory: &'a Memory,
+    pub user_id: &'a str,
+    pub session_id: &'a str,
+    pub events: &'a [NewEvent],
+}
 
 /// Limits the store enforces.
 #[derive(Debug, Clone)]
@@ -777,6 +790,21 @@ impl ScheduleStore {
         outcome: &RunOutcome,
         pause_after_failures: i64,
     ) -> Result<bool> {
+        self.finish_with(claim, worker, outcome, pause_after_failures, None)
+            .await
+    }
+
+    /// As [`ScheduleStore::finish`], storing the run's transcript in the same
+    /// transaction. A transcript that cannot be stored fails it all
+    /// ([`ScheduleError::Transcript`]), nothing written.
+    pub async fn finish_with(
+        &self,
+        claim: &Claim,
+        worker: Option<&str>,
+        outcome: &RunOutcome,
+        pause_after_failures: i64,
+        transcript: Option<&Transcript<'_>>,
+    ) -> Result<bool> {
         let now = self.clock.now_ms();
         let status = outcome.status.unwrap_or(RunStatus::Failed);
         let summary = outcome
@@ -871,7 +899,22 @@ impl ScheduleStore {
             ],
         )
         .await?;
+        if let Some(transcript) = transcript {
+            transcript
+                .memory
+                .append_in(
+                    &tx,
+                    transcript.user_id,
+                    transcript.session_id,
+                    transcript.events,
+                )
+                .await
+                .map_err(ScheduleError::Transcript)?;
+        }
         tx.commit().await?;
+        if let Some(transcript) = transcript {
+            transcript.memory.appended();
+        }
         // Pruned after the commit, on its own: on a server a statement inside the
         // transaction holds the write lock (shared by every worker) for a network round
         // trip, and a statement on its own only while the server runs it. A prune lost to

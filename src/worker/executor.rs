@@ -13,7 +13,7 @@ use crate::memory::{
     SummaryPolicy,
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
-use crate::schedule::store::ScheduleStore;
+use crate::schedule::store::{ScheduleError, ScheduleStore, Transcript};
 use crate::schedule::types::{Claim, RunOutcome, RunStatus, ScheduleStatus};
 
 /// Longest wait between attempts.
@@ -21,6 +21,10 @@ const MAX_BACKOFF_SECS: i64 = 3600;
 /// Waits between tries to record a finished run while the database is out of reach.
 const FINISH_RETRY_FIRST: Duration = Duration::from_millis(200);
 const FINISH_RETRY_MAX: Duration = Duration::from_secs(10);
+/// Failed tries to record a run together with its transcript before the run is recorded
+/// alone and the transcript stored after it: statements of the transcript that keep
+/// failing must not keep the run unrecorded.
+const TRANSCRIPT_TOGETHER_TRIES: u32 = 3;
 
 pub struct Executor {
     pub store: ScheduleStore,
@@ -189,17 +193,30 @@ impl Executor {
             completion_tokens: outcome.completion_tokens,
             cost: outcome.cost,
         };
+        let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+        let transcript = Transcript {
+            memory: &self.memory,
+            user_id: &schedule.user_id,
+            session_id: &session,
+            events: &outcome.transcript,
+        };
+        // Stored with the run's record, in its transaction; on its own afterwards only
+        // when storing them together keeps failing.
+        let mut together = !outcome.transcript.is_empty();
+        let mut after = false;
+        let mut failures = 0;
         // The result is kept until the database takes it: a database that is away for a
         // while (a server restarting, a network cut) must not cost a second run.
         let mut retry_in = FINISH_RETRY_FIRST;
         loop {
             match self
                 .store
-                .finish(
+                .finish_with(
                     claim,
                     Some(&self.worker_id),
                     &run_outcome,
                     self.scheduler.pause_after_failures,
+                    together.then_some(&transcript),
                 )
                 .await
             {
@@ -208,7 +225,17 @@ impl Executor {
                     tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; result discarded");
                     return;
                 }
+                Err(ScheduleError::Transcript(err)) if !matches!(err, MemoryError::Db(_)) => {
+                    // Refused, not the database failing: the run is recorded without it.
+                    tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript; recording the run without it");
+                    together = false;
+                }
                 Err(err) => {
+                    failures += 1;
+                    if together && failures >= TRANSCRIPT_TOGETHER_TRIES {
+                        together = false;
+                        after = true;
+                    }
                     tracing::error!(
                         run_id = %claim.run_id,
                         %err,
@@ -228,8 +255,7 @@ impl Executor {
                 }
             }
         }
-        if !outcome.transcript.is_empty() {
-            let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+        if after {
             if let Err(err) = self
                 .memory
                 .append(&schedule.user_id, &session, &outcome.transcript)
