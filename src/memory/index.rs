@@ -130,18 +130,6 @@ impl Sql {
         })
     }
 
-    /// Runs it and leaves it ready for its next use, even after an error.
-    pub(super) async fn execute(&self, params: impl libsql::params::IntoParams) -> Result<usize> {
-        match self {
-            Sql::Prepared(statement) => {
-                let result = statement.execute(params).await;
-                statement.reset();
-                Ok(result?)
-            }
-            Sql::Text(conn, sql) => Ok(conn.execute(sql, params).await? as usize),
-        }
-    }
-
     /// The first row's columns, as values.
     pub(super) async fn first_row(
         &self,

@@ -49,9 +49,9 @@ pub(super) struct Statements {
     /// Keeps the pooled connection while the statements live (local only).
     _pooled: Option<Conn>,
     conn: Runner,
-    find_session: Sql,
+    take_sequences: Sql,
+    owner: Sql,
     insert_events: RowsSql,
-    update_session: Sql,
     chunks: ChunkWriter,
 }
 
@@ -66,14 +66,23 @@ impl Statements {
     pub(super) async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             _pooled: None,
-            // The session's owner and last sequence, with that event's content (the
-            // context of the first chunks appended): one statement, not two.
-            find_session: Sql::new(
+            // Takes the sequences for the append's events from the session, if it is the
+            // user's, and returns the last one before them with that event's content (the
+            // context of the first chunks appended): one statement, where a read and a
+            // write would be two round trips holding a server's write lock.
+            take_sequences: Sql::new(
                 conn,
-                "SELECT s.user_id, s.last_sequence, e.content
-                 FROM sessions s
-                 LEFT JOIN events e ON e.session_id = s.session_id AND e.sequence = s.last_sequence
-                 WHERE s.session_id = ?1",
+                "UPDATE sessions SET last_sequence = last_sequence + ?3, updated_at = ?4
+                 WHERE session_id = ?1 AND user_id = ?2
+                 RETURNING last_sequence - ?3,
+                           (SELECT content FROM events
+                            WHERE session_id = ?1 AND sequence = last_sequence - ?3)",
+                prepare,
+            )
+            .await?,
+            owner: Sql::new(
+                conn,
+                "SELECT user_id FROM sessions WHERE session_id = ?1",
                 prepare,
             )
             .await?,
@@ -89,12 +98,6 @@ impl Statements {
                     width: 6,
                     suffix: "",
                 },
-                prepare,
-            )
-            .await?,
-            update_session: Sql::new(
-                conn,
-                "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
                 prepare,
             )
             .await?,
@@ -264,48 +267,46 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
         note_id: None,
     };
     statements.chunks.write(&owner, &sources).await?;
-    let last = sequences.last().copied().unwrap_or(last);
-    statements
-        .update_session
-        .execute(libsql::params![session_id, last, job.now])
-        .await?;
     Ok(sequences)
 }
 
-/// The session's last sequence and that event's content, creating the session on first
-/// use. Refuses a session of another user.
+/// Takes the next sequences of the session for the job's events, creating the session
+/// on first use: returns the last sequence before them and that event's content. Refuses
+/// a session of another user.
 async fn session_sequence(statements: &Statements, job: &Append) -> Result<(i64, Option<String>)> {
-    let found = statements
-        .find_session
-        .first_row([job.session_id.as_str()])
-        .await?
-        .and_then(|row| {
+    let session_id = job.session_id.as_str();
+    let take = || {
+        libsql::params![
+            session_id,
+            job.user_id.as_str(),
+            job.events.len() as i64,
+            job.now
+        ]
+    };
+    let taken = |row: Option<Vec<libsql::Value>>| {
+        row.and_then(|row| {
             let mut columns = row.into_iter();
-            match (columns.next(), columns.next(), columns.next()) {
-                (
-                    Some(libsql::Value::Text(owner)),
-                    Some(libsql::Value::Integer(sequence)),
-                    previous,
-                ) => {
-                    let previous = match previous {
-                        Some(libsql::Value::Text(content)) => Some(content),
-                        _ => None,
-                    };
-                    Some((owner, sequence, previous))
+            match (columns.next(), columns.next()) {
+                (Some(libsql::Value::Integer(last)), Some(libsql::Value::Text(content))) => {
+                    Some((last, Some(content)))
                 }
+                (Some(libsql::Value::Integer(last)), _) => Some((last, None)),
                 _ => None,
             }
-        });
-    match found {
-        Some((owner, sequence, previous)) if owner == job.user_id => Ok((sequence, previous)),
-        Some(_) => Err(MemoryError::SessionOfOtherUser {
-            session_id: job.session_id.clone(),
-        }),
-        // Not found above, in this transaction: a new session, with no event before the
-        // first one appended.
-        None => {
-            create_session(&statements.conn, &job.session_id, &job.user_id, job.now).await?;
-            Ok((0, None))
-        }
+        })
+    };
+    if let Some(found) = taken(statements.take_sequences.first_row(take()).await?) {
+        return Ok(found);
     }
+    // Not the user's session: another user's, or none yet (then created here, in this
+    // transaction, with no event before the first one appended).
+    if statements.owner.first_row([session_id]).await?.is_some() {
+        return Err(MemoryError::SessionOfOtherUser {
+            session_id: job.session_id.clone(),
+        });
+    }
+    create_session(&statements.conn, session_id, &job.user_id, job.now).await?;
+    taken(statements.take_sequences.first_row(take()).await?).ok_or_else(|| {
+        MemoryError::WriteFailed(format!("session `{session_id}` was not there once created"))
+    })
 }
