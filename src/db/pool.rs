@@ -10,7 +10,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use super::runner::{Runner, ServerStream};
-use super::write_tx::{WriteGate, WriteTx};
+use super::write_tx::{Begin, WriteGate, WriteTx};
 
 /// An idle connection and, against a server, what is kept of its stream.
 type Idle = (libsql::Connection, Option<ServerStream>);
@@ -108,7 +108,18 @@ impl Conn {
     /// plain server on the process's write connection (see `db::write_tx`).
     pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
         let runner = self.runner_ref();
-        WriteTx::begin(&runner.conn, runner.write_gate.as_ref()).await
+        WriteTx::begin(&runner.conn, runner.write_gate.as_ref(), Begin::Immediate).await
+    }
+
+    /// As [`Conn::write_tx`], for a transaction whose first statement writes: against a
+    /// plain server it begins with a plain `BEGIN`, and the server's write lock is taken
+    /// by that first statement instead of by `BEGIN`, one network round trip later. (A
+    /// transaction that read first would then fail at its first write if another
+    /// writer had committed since the read, so only a first statement that writes
+    /// qualifies.)
+    pub async fn write_tx_writing_first(&self) -> Result<WriteTx, libsql::Error> {
+        let runner = self.runner_ref();
+        WriteTx::begin(&runner.conn, runner.write_gate.as_ref(), Begin::WritingFirst).await
     }
 }
 

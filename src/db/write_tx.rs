@@ -26,8 +26,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::runner::{Runner, ServerStream};
 
-/// A `BEGIN IMMEDIATE` transaction; against a server it also holds this process's turn
-/// to write. Dropped without commit it rolls back.
+/// A write transaction (`BEGIN IMMEDIATE`, or see [`Begin::WritingFirst`]); against a
+/// server it also holds this process's turn to write. Dropped without commit it rolls
+/// back.
 pub struct WriteTx {
     on: TxOn,
     runner: Runner,
@@ -46,16 +47,33 @@ enum TxOn {
     },
 }
 
+/// How a [`WriteTx`] begins.
+#[derive(Clone, Copy)]
+pub(super) enum Begin {
+    /// `BEGIN IMMEDIATE`: the write lock is taken at once.
+    Immediate,
+    /// The first statement writes: on the server's write connection a plain `BEGIN`, so
+    /// the server takes its write lock at that statement rather than a round trip
+    /// before it. Where no round trip is saved (a local file, libsql's transaction
+    /// through a replica) it begins as [`Begin::Immediate`].
+    WritingFirst,
+}
+
 impl WriteTx {
     pub(super) async fn begin(
         conn: &libsql::Connection,
         gate: Option<&WriteGate>,
+        begin: Begin,
     ) -> Result<Self, libsql::Error> {
         let turn = take_turn(gate, Lane::Queue).await;
         if let Some(home) = gate.and_then(|gate| gate.write_conn.as_ref()) {
             let write_conn = home.take()?;
+            let sql = match begin {
+                Begin::Immediate => "BEGIN IMMEDIATE",
+                Begin::WritingFirst => "BEGIN",
+            };
             // On a failed BEGIN the connection is dropped: its stream's state is unknown.
-            write_conn.conn.execute("BEGIN IMMEDIATE", ()).await?;
+            write_conn.conn.execute(sql, ()).await?;
             return Ok(Self {
                 runner: Runner::new(
                     write_conn.conn.clone(),

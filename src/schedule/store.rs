@@ -566,7 +566,8 @@ impl ScheduleStore {
         };
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let tx = conn.write_tx().await?;
+        // Its first statement moves the occurrence on: a write.
+        let tx = conn.write_tx_writing_first().await?;
         let next = next_occurrence(schedule, scheduled_for, now);
         // Moving the occurrence on comes first: a worker that lost the race to another, or
         // a schedule whose occurrence waits for its running run, finds out in this one
@@ -812,7 +813,8 @@ impl ScheduleStore {
             .as_deref()
             .map(|o| truncate_chars(o.trim(), SUMMARY_CHARS).to_string());
         let conn = self.db.conn().await?;
-        let tx = conn.write_tx().await?;
+        // Its first statement records the run: a write.
+        let tx = conn.write_tx_writing_first().await?;
         let updated = tx
             .execute(
                 "UPDATE schedule_runs SET status = ?2, finished_at = ?3, output_summary = ?4,
