@@ -269,25 +269,41 @@ async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) 
         .collect();
     if kill_one {
         tokio::time::sleep(RUN_FOR / 3).await;
-        let (mut victim, _) = workers.remove(0);
-        // Kill it while it holds a run (worker ids start with the pid), so the kill tests
-        // recovery rather than landing between two runs.
+        // Kill a worker while it holds a run (worker ids start with the pid), so the kill
+        // tests recovery rather than landing between two runs. Whichever worker holds one:
+        // on a file under this load the lock can favour the others for seconds at a time.
         let db = open_db(&config).await.unwrap();
-        let holds_run = format!("wrk-{}-%", victim.0.id());
-        for _ in 0..2_000 {
+        let pids: Vec<u32> = workers.iter().map(|(w, _)| w.0.id()).collect();
+        let mut victim_at = 0;
+        'poll: for _ in 0..2_000 {
             let conn = db.conn().await.unwrap();
-            let held = nightshift::db::query_scalar::<i64>(
-                &conn,
-                "SELECT count(*) FROM schedule_runs WHERE status = 'running' AND worker_id LIKE ?1",
-                [holds_run.as_str()],
-            )
-            .await
-            .unwrap()
-            .unwrap_or(0);
-            if held > 0 {
-                break;
+            let mut rows = conn
+                .query(
+                    "SELECT DISTINCT worker_id FROM schedule_runs WHERE status = 'running'",
+                    (),
+                )
+                .await
+                .unwrap();
+            while let Some(row) = rows.next().await.unwrap() {
+                let worker_id: String = row.get(0).unwrap();
+                if let Some(at) = pids
+                    .iter()
+                    .position(|pid| worker_id.starts_with(&format!("wrk-{pid}-")))
+                {
+                    victim_at = at;
+                    break 'poll;
+                }
             }
         }
+        for (worker, log) in workers.iter_mut() {
+            if let Ok(Some(status)) = worker.0.try_wait() {
+                let log = std::fs::read_to_string(log).unwrap_or_default();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+                panic!("a worker exited before the kill ({status}); its log ends:\n{tail}");
+            }
+        }
+        let (mut victim, _) = workers.remove(victim_at);
         victim.0.kill().unwrap();
         common::wait_for_exit(&mut victim.0, common::EXIT_WITHIN).expect("SIGKILL ends it");
         tokio::time::sleep(RUN_FOR - RUN_FOR / 3).await;
