@@ -119,7 +119,12 @@ impl Conn {
     /// qualifies.)
     pub async fn write_tx_writing_first(&self) -> Result<WriteTx, libsql::Error> {
         let runner = self.runner_ref();
-        WriteTx::begin(&runner.conn, runner.write_gate.as_ref(), Begin::WritingFirst).await
+        WriteTx::begin(
+            &runner.conn,
+            runner.write_gate.as_ref(),
+            Begin::WritingFirst,
+        )
+        .await
     }
 }
 
