@@ -180,7 +180,8 @@ fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
 /// stream.
 async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
     let conn = db.conn().await?;
-    let tx = conn.write_tx().await?;
+    // Its first statement takes the session's sequences: a write.
+    let tx = conn.write_tx_writing_first().await?;
     let statements = Statements::on(&tx.runner(), model, false).await?;
     let job = jobs.first().expect("a group has a job");
     let result = append_in_tx(&statements, &job.append).await;
