@@ -37,7 +37,7 @@ pub enum ScheduleError {
     #[error("user `{user_id}` already has {limit} schedules (scheduler.max_per_user)")]
     TooMany { user_id: String, limit: i64 },
     #[error("cannot store the run's transcript: {0}")]
-    Transcript(#[source] MemoryError),
+    Transcript(MemoryError),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -51,7 +51,7 @@ impl From<libsql::Error> for ScheduleError {
 pub type Result<T, E = ScheduleError> = std::result::Result<T, E>;
 
 /// A finished run's conversation (its goal and the agent's turns), stored by
-/// [`ScheduleStore::finish`] in the transaction that records the run: a run is never kept
+/// [`ScheduleStore::finish_with`] in the transaction that records the run: a run is never kept
 /// without its transcript because a crash came between two transactions.
 pub struct Transcript<'a> {
     pub memory: &'a Memory,
