@@ -1,6 +1,6 @@
 //! Conversation sessions and their append-only events.
 
-use super::writer::{append_in_tx, Append, AppendJob, Statements};
+use super::writer::{append_in_tx, Append, AppendJob, Appended, Statements};
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
 use crate::db::WriteTx;
 
@@ -192,9 +192,9 @@ impl Memory {
         };
         let closed = || MemoryError::WriteFailed("the append writer has stopped".into());
         self.appends.send(job).await.map_err(|_| closed())?;
-        let sequences = answer.await.map_err(|_| closed())??;
-        self.wake_embedder();
-        Ok(sequences)
+        let appended = answer.await.map_err(|_| closed())??;
+        self.appended(&appended);
+        Ok(appended.sequences)
     }
 
     fn prepare_append(&self, user_id: &str, session_id: &str, events: &[NewEvent]) -> Append {
@@ -216,7 +216,7 @@ impl Memory {
         user_id: &str,
         session_id: &str,
         events: &[NewEvent],
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Appended> {
         self.check_appendable(user_id, session_id)?;
         for event in events {
             self.check_event(event)?;
@@ -227,10 +227,12 @@ impl Memory {
         append_in_tx(&statements, &append).await
     }
 
-    /// After the commit of a transaction [`Memory::append_in`] wrote in: its chunks are
-    /// queued for the embedder, which is woken.
-    pub fn appended(&self) {
-        self.wake_embedder();
+    /// After the commit of a transaction [`Memory::append_in`] wrote in: wakes the
+    /// embedder if the append queued chunks for it.
+    pub fn appended(&self, appended: &Appended) {
+        if appended.queued > 0 {
+            self.wake_embedder();
+        }
     }
 
     /// A session, if it exists and (when `owner` is given) belongs to that user. Another

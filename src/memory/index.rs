@@ -410,12 +410,13 @@ impl ChunkWriter {
 
     /// Writes the chunks of `sources` (in order) inside the caller's transaction. A chunk
     /// whose text the session (or note) already holds, or that came earlier in this
-    /// write, is not stored twice: the existing one's `sequence_end` moves on.
+    /// write, is not stored twice: the existing one's `sequence_end` moves on. Returns
+    /// how many chunks were queued for the embedder.
     pub(super) async fn write(
         &self,
         owner: &ChunkOwner<'_>,
         sources: &[ChunkSource<'_>],
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let mut planned: Vec<PlannedChunk> = Vec::new();
         let mut by_hash: std::collections::HashMap<&str, usize> = Default::default();
         for source in sources {
@@ -436,7 +437,7 @@ impl ChunkWriter {
             }
         }
         if planned.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let text = |s: &str| libsql::Value::Text(s.to_string());
         let note = owner.note_id.map_or(libsql::Value::Null, text);
@@ -461,7 +462,7 @@ impl ChunkWriter {
             .filter(|p| !held.contains(&p.chunk.hash))
             .collect();
         if new.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
 
         let rows: Vec<_> = new
@@ -524,6 +525,6 @@ impl ChunkWriter {
         if !queued.is_empty() {
             self.enqueue.execute(&[], &queued).await?;
         }
-        Ok(())
+        Ok(queued.len())
     }
 }

@@ -37,6 +37,7 @@ pub use summarize::{
 };
 pub use summary::{SummaryState, SummaryWrite};
 pub use types::{Event, NewEvent, NewNote, Note, Role, SaveOutcome, Session, SessionKind};
+pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};
 use crate::db::clock::{Clock, SystemClock};

@@ -335,7 +335,8 @@ impl Memory {
         ChunkWriter::prepare(&conn.runner(), self.embedder.model_id(), self.db.is_local())
             .await?
             .write(&owner, &[source])
-            .await
+            .await?;
+        Ok(())
     }
 
     /// Deletes a note with its chunks, FTS rows and vectors.

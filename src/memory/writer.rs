@@ -29,10 +29,18 @@ pub(super) struct Append {
     pub now: i64,
 }
 
+/// What an append stored: its events' sequences, and how many chunks it queued for the
+/// embedder (none when every text was already stored: then there is nothing to wake it
+/// for).
+pub struct Appended {
+    pub sequences: Vec<i64>,
+    pub queued: usize,
+}
+
 /// An append queued to the writer task, with where its outcome goes.
 pub(super) struct AppendJob {
     pub append: Append,
-    pub reply: oneshot::Sender<Result<Vec<i64>>>,
+    pub reply: oneshot::Sender<Result<Appended>>,
 }
 
 /// Starts the writer task; it ends when every sender is dropped.
@@ -152,7 +160,7 @@ async fn run(db: Db, model: String, mut receiver: mpsc::Receiver<AppendJob>) {
     }
 }
 
-fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
+fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Appended>>>) {
     match outcome {
         Ok(results) => {
             for (job, result) in jobs.into_iter().zip(results) {
@@ -178,7 +186,7 @@ fn reply(jobs: Vec<AppendJob>, outcome: Result<Vec<Result<Vec<i64>>>>) {
 
 /// One append in one transaction on a libSQL server, its statements on the transaction's
 /// stream.
-async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
+async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Result<Appended>>> {
     let conn = db.conn().await?;
     // Its first statement takes the session's sequences: a write.
     let tx = conn.write_tx_writing_first().await?;
@@ -195,7 +203,7 @@ async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Re
 }
 
 /// One transaction for the group; per-job results, or the error that sank them all.
-async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Vec<i64>>>> {
+async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Appended>>> {
     let tx = statements
         .conn
         .connection()
@@ -215,7 +223,7 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
     Ok(results)
 }
 
-pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Result<Vec<i64>> {
+pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Result<Appended> {
     let session_id = job.session_id.as_str();
     let (last, previous) = session_sequence(statements, job).await?;
     let sequences: Vec<i64> = (last + 1..).take(job.events.len()).collect();
@@ -267,8 +275,8 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
         user_id: &job.user_id,
         note_id: None,
     };
-    statements.chunks.write(&owner, &sources).await?;
-    Ok(sequences)
+    let queued = statements.chunks.write(&owner, &sources).await?;
+    Ok(Appended { sequences, queued })
 }
 
 /// Takes the next sequences of the session for the job's events, creating the session

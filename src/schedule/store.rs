@@ -901,8 +901,9 @@ impl ScheduleStore {
             ],
         )
         .await?;
+        let mut appended = None;
         if let Some(transcript) = transcript {
-            transcript
+            let stored = transcript
                 .memory
                 .append_in(
                     &tx,
@@ -912,10 +913,11 @@ impl ScheduleStore {
                 )
                 .await
                 .map_err(ScheduleError::Transcript)?;
+            appended = Some((transcript.memory, stored));
         }
         tx.commit().await?;
-        if let Some(transcript) = transcript {
-            transcript.memory.appended();
+        if let Some((memory, stored)) = appended {
+            memory.appended(&stored);
         }
         // Pruned after the commit, on its own: on a server a statement inside the
         // transaction holds the write lock (shared by every worker) for a network round
