@@ -222,8 +222,10 @@ impl Memory {
             self.check_event(event)?;
         }
         let append = self.prepare_append(user_id, session_id, events);
-        let statements =
-            Statements::on(&tx.runner(), self.embedder.model_id(), self.db.is_local()).await?;
+        // Run as text, not prepared, on a file too: each statement runs once here, and
+        // preparing the ones this append does not need (a new session's, the vectors')
+        // would cost as much as running them, in every recorded run.
+        let statements = Statements::on(&tx.runner(), self.embedder.model_id(), false).await?;
         append_in_tx(&statements, &append).await
     }
 

@@ -137,13 +137,7 @@ impl Sql {
     ) -> Result<Option<Vec<libsql::Value>>> {
         let read = |mut rows: libsql::Rows| async move {
             match rows.next().await? {
-                Some(row) => {
-                    let n = row.column_count();
-                    (0..n)
-                        .map(|i| row.get_value(i))
-                        .collect::<std::result::Result<Vec<_>, _>>()
-                        .map(Some)
-                }
+                Some(row) => row_values(&row).map(Some),
                 None => Ok(None),
             }
         };
@@ -311,14 +305,14 @@ async fn read_rows(
     out: &mut Vec<Vec<libsql::Value>>,
 ) -> std::result::Result<(), libsql::Error> {
     while let Some(row) = rows.next().await? {
-        let n = row.column_count();
-        out.push(
-            (0..n)
-                .map(|i| row.get_value(i))
-                .collect::<std::result::Result<_, _>>()?,
-        );
+        out.push(row_values(&row)?);
     }
     Ok(())
+}
+
+/// A row's columns, as values.
+fn row_values(row: &libsql::Row) -> std::result::Result<Vec<libsql::Value>, libsql::Error> {
+    (0..row.column_count()).map(|i| row.get_value(i)).collect()
 }
 
 /// A distinct chunk text of one write: where it first and last appears.
