@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
+use super::matrix::VectorMatrix;
 use crate::embed::blob_to_vector;
 
 /// One session's vectors as a contiguous matrix.
@@ -17,14 +18,12 @@ pub(super) struct SessionVectors {
     /// `sessions.vector_removals` when this copy was made.
     removals: i64,
     last_vector_id: i64,
-    dimensions: usize,
-    chunk_ids: Vec<i64>,
-    data: Vec<f32>,
+    matrix: VectorMatrix,
 }
 
 impl SessionVectors {
     fn bytes(&self) -> usize {
-        self.chunk_ids.len() * 8 + self.data.len() * 4
+        self.matrix.bytes()
     }
 }
 
@@ -99,7 +98,7 @@ impl VectorCache {
         let vectors = self
             .current(conn, session_id, removals, model, query.len())
             .await?;
-        Ok(scan(&vectors, query, k))
+        Ok(vectors.matrix.top_k(query, k))
     }
 
     /// This session's vectors, brought up to date with the database. `removals` is the
@@ -113,9 +112,9 @@ impl VectorCache {
         model: &str,
         dimensions: usize,
     ) -> Result<Arc<SessionVectors>, libsql::Error> {
-        let cached = self
-            .peek(session_id)
-            .filter(|c| c.removals == removals && c.model == model && c.dimensions == dimensions);
+        let cached = self.peek(session_id).filter(|c| {
+            c.removals == removals && c.model == model && c.matrix.dimensions() == dimensions
+        });
         let from = cached.as_ref().map_or(0, |c| c.last_vector_id);
         let mut rows = conn
             .query(
@@ -155,17 +154,13 @@ impl VectorCache {
                 model: model.to_string(),
                 removals,
                 last_vector_id: 0,
-                dimensions,
-                chunk_ids: Vec::new(),
-                data: Vec::new(),
+                matrix: VectorMatrix::new(dimensions),
             },
         };
-        vectors.chunk_ids.reserve(added.len());
-        vectors.data.reserve(added.len() * dimensions);
+        vectors.matrix.reserve(added.len());
         for (vector_id, chunk_id, v) in added {
             vectors.last_vector_id = vector_id;
-            vectors.chunk_ids.push(chunk_id);
-            vectors.data.extend_from_slice(&v);
+            vectors.matrix.push(chunk_id, &v);
         }
         let vectors = Arc::new(vectors);
         self.put(session_id, vectors.clone());
@@ -173,71 +168,10 @@ impl VectorCache {
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent sums let the compiler keep them in SIMD lanes.
-    let mut sums = [0.0f32; 8];
-    let (a8, a_rest) = a.split_at(a.len() - a.len() % 8);
-    let (b8, b_rest) = b.split_at(a8.len());
-    for (x, y) in a8.chunks_exact(8).zip(b8.chunks_exact(8)) {
-        for i in 0..8 {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
-    sums.iter().sum::<f32>() + tail
-}
-
 /// The `k` best chunks over several sessions' matrices, best first.
 pub(super) fn scan_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> Vec<(i64, f32)> {
-    let mut hits: Vec<(i64, f32)> = all.iter().flat_map(|v| scan(v, query, k)).collect();
+    let mut hits: Vec<(i64, f32)> = all.iter().flat_map(|v| v.matrix.top_k(query, k)).collect();
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     hits.truncate(k);
     hits
-}
-
-fn scan(vectors: &SessionVectors, query: &[f32], k: usize) -> Vec<(i64, f32)> {
-    let d = vectors.dimensions;
-    let mut scored: Vec<(i64, f32)> = vectors
-        .data
-        .chunks_exact(d)
-        .zip(&vectors.chunk_ids)
-        .map(|(row, id)| (*id, dot(row, query)))
-        .filter(|(_, score)| *score > 0.0)
-        .collect();
-    let by_score = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
-    if scored.len() > k {
-        scored.select_nth_unstable_by(k, by_score);
-        scored.truncate(k);
-    }
-    scored.sort_by(by_score);
-    scored
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dot_matches_naive_for_any_length() {
-        for n in [0, 1, 7, 8, 9, 257] {
-            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
-            let b: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.25).collect();
-            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-            assert!((dot(&a, &b) - naive).abs() <= 1e-3 * naive.abs().max(1.0));
-        }
-    }
-
-    #[test]
-    fn scan_returns_best_first() {
-        let v = SessionVectors {
-            model: "m".into(),
-            removals: 0,
-            last_vector_id: 3,
-            dimensions: 2,
-            chunk_ids: vec![10, 11, 12],
-            data: vec![1.0, 0.0, 0.6, 0.8, 0.0, 1.0],
-        };
-        let hits = scan(&v, &[0.0, 1.0], 2);
-        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [12, 11]);
-    }
 }
