@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{count, fresh, fts_integrity};
+use common::{config_in, count, fresh, fts_integrity};
+use nightshift::app::open_memory;
 use nightshift::memory::{HitSource, NewEvent, NewNote, Role, SearchRequest};
 
 fn request(user: &str, query: &str, session: Option<&str>) -> SearchRequest {
@@ -126,6 +127,85 @@ async fn vector_leg_never_returns_another_users_rows() {
         .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].text, "my espresso grinder setting is 12");
+}
+
+/// A user whose sessions hold nearly every chunk, and another user whose few chunks match
+/// the query better than any of theirs: `filler` events, then `zebras` (the first user's
+/// matches, each saying "zebra" twice), then the other user's `strong` ("zebra" three
+/// times). Keyword weight only, so a hit scores above 0 only through the keyword leg.
+async fn zebra_crowd(
+    dir: &tempfile::TempDir,
+    filler: usize,
+    zebras: &[&str],
+    strong: usize,
+) -> nightshift::memory::Memory {
+    let mut config = config_in(dir);
+    config.search.max_top_k = 5;
+    config.search.candidates = 5;
+    config.search.vector_weight = 0.0;
+    config.search.keyword_weight = 1.0;
+    config.search.neighbor_weight = 0.0;
+    let memory = open_memory(&config).await.unwrap();
+    let mut mine: Vec<NewEvent> = (0..filler)
+        .map(|i| NewEvent::new(Role::User, format!("ordinary day number {i} at the office")))
+        .collect();
+    mine.extend(zebras.iter().map(|t| NewEvent::new(Role::User, *t)));
+    memory.append("me", "me-chat", &mine).await.unwrap();
+    let theirs: Vec<NewEvent> = (0..strong)
+        .map(|i| NewEvent::new(Role::User, format!("zebra zebra zebra {i}")))
+        .collect();
+    memory.append("them", "them-chat", &theirs).await.unwrap();
+    memory.embed_pending(&|_, _| {}).await.unwrap();
+    memory
+}
+
+fn zebra_request(top_k: usize) -> SearchRequest {
+    SearchRequest {
+        top_k: Some(top_k),
+        ..request("me", "zebra", Some("me-chat"))
+    }
+}
+
+#[tokio::test]
+async fn a_user_holding_nearly_every_chunk_gets_their_best_keyword_matches_only() {
+    let dir = tempfile::TempDir::new().unwrap();
+    // Seven matches in all: fewer than the 10 best asked for, so every one is seen.
+    let zebras = [
+        "a zebra zebra at the zoo",
+        "zebra zebra crossing",
+        "one zebra in a much longer sentence about the zoo and the city",
+    ];
+    let memory = zebra_crowd(&dir, 300, &zebras, 4).await;
+    let hits = memory.search(&zebra_request(2)).await.unwrap();
+    let mut texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    texts.sort();
+    assert_eq!(texts, ["a zebra zebra at the zoo", "zebra zebra crossing"]);
+    assert!(hits.iter().all(|h| h.score > 0.0), "{hits:?}");
+    assert!(hits
+        .iter()
+        .all(|h| h.session_id.as_deref() == Some("me-chat")));
+}
+
+#[tokio::test]
+async fn another_users_better_matches_do_not_crowd_out_a_dominant_users_own() {
+    // The other user's 20 chunks fill the 10 best matches overall, so the user's own must
+    // be looked for within their sessions.
+    let dir = tempfile::TempDir::new().unwrap();
+    let zebras = [
+        "zebra zebra one",
+        "zebra zebra two",
+        "zebra zebra three",
+        "a single zebra among many other words in a long sentence here",
+    ];
+    let memory = zebra_crowd(&dir, 400, &zebras, 20).await;
+    let hits = memory.search(&zebra_request(3)).await.unwrap();
+    let mut texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    texts.sort();
+    assert_eq!(
+        texts,
+        ["zebra zebra one", "zebra zebra three", "zebra zebra two"]
+    );
+    assert!(hits.iter().all(|h| h.score > 0.0), "{hits:?}");
 }
 
 #[tokio::test]

@@ -310,6 +310,12 @@ impl Db {
         matches!(self.inner.target, DbTarget::Local(_))
     }
 
+    /// Reads run in this process, on a local file or an embedded replica (not on a
+    /// server, where each statement is a round trip).
+    pub fn reads_locally(&self) -> bool {
+        !matches!(self.inner.target, DbTarget::Remote { .. })
+    }
+
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
         if let Some((conn, stream)) = self.inner.pool.take() {

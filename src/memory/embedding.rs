@@ -94,6 +94,17 @@ pub async fn stored_embedding(conn: &crate::db::Conn) -> Result<StoredEmbedding>
     })
 }
 
+/// What a search reads before its legs ([`Memory::search_state`]).
+pub(super) struct SearchState {
+    /// Why the vector leg is left out, if it is.
+    pub degraded: Option<String>,
+    /// `vector_removals` of each session in scope that exists.
+    pub removals: HashMap<String, i64>,
+    /// Highest chunk id − lowest + 1: at least the number of chunks (0 when none). Read
+    /// as two subqueries: `max(…) - min(…)` in one select scans the whole table.
+    pub chunk_id_span: i64,
+}
+
 impl Memory {
     /// Wakes this process's embedder after a write queued chunks.
     pub(super) fn wake_embedder(&self) {
@@ -113,16 +124,16 @@ impl Memory {
         })
     }
 
-    /// Whether search must leave out the vector leg, and why (the stored vectors are of
-    /// another model, or a model change is still being re-embedded); and the
-    /// `vector_removals` count of each of `sessions` that exists, which says whether a
-    /// cached copy of its vectors is still whole. One read for both: a search makes it
-    /// before anything else.
-    pub(super) async fn vector_leg_state(
+    /// What a search reads before its legs, in one read: whether it must leave out the
+    /// vector leg, and why (the stored vectors are of another model, or a model change is
+    /// still being re-embedded); the `vector_removals` count of each of `sessions` that
+    /// exists, which says whether a cached copy of its vectors is still whole; and how
+    /// far apart the lowest and highest chunk ids are.
+    pub(super) async fn search_state(
         &self,
         conn: &crate::db::Conn,
         sessions: &[String],
-    ) -> Result<(Option<String>, HashMap<String, i64>)> {
+    ) -> Result<SearchState> {
         let placeholders = super::search::placeholders(1, sessions.len());
         let params: Vec<libsql::Value> = sessions.iter().map(|s| s.as_str().into()).collect();
         let mut rows = conn
@@ -132,19 +143,24 @@ impl Memory {
                      WHERE key IN ('embedding_model', 'embedding_reembed')
                      UNION ALL
                      SELECT 'session', session_id, vector_removals FROM sessions
-                     WHERE session_id IN ({placeholders})"
+                     WHERE session_id IN ({placeholders})
+                     UNION ALL
+                     SELECT 'chunks', '',
+                         (SELECT max(chunk_id) FROM chunks) - (SELECT min(chunk_id) FROM chunks) + 1"
                 ),
                 params,
             )
             .await?;
         let (mut recorded, mut reembedding) = (None, false);
         let mut removals = HashMap::new();
+        let mut chunk_id_span = 0;
         while let Some(row) = rows.next().await? {
             let key = row.get::<String>(1)?;
             match (row.get::<String>(0)?.as_str(), key.as_str()) {
                 ("session", _) => {
                     removals.insert(key, row.get::<i64>(2)?);
                 }
+                ("chunks", _) => chunk_id_span = row.get::<Option<i64>>(2)?.unwrap_or(0),
                 (_, "embedding_model") => recorded = Some(row.get::<String>(2)?),
                 _ => reembedding = true,
             }
@@ -157,7 +173,11 @@ impl Memory {
             _ if reembedding => Some(format!("re-embedding for model `{model}`")),
             _ => None,
         };
-        Ok((off, removals))
+        Ok(SearchState {
+            degraded: off,
+            removals,
+            chunk_id_span,
+        })
     }
 
     /// Makes the configured model the database's: if the recorded one differs, every

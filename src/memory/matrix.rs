@@ -72,6 +72,11 @@ impl VectorMatrix {
         self.chunk_ids.push(chunk_id);
     }
 
+    /// Rows held.
+    pub(super) fn rows(&self) -> usize {
+        self.chunk_ids.len()
+    }
+
     /// Memory held, for the cache's budget.
     pub(super) fn bytes(&self) -> usize {
         self.chunk_ids.len() * 8 + self.data.len() * 4 + self.codes.len() + self.steps.len() * 4
@@ -88,7 +93,7 @@ impl VectorMatrix {
         if self.rounded() && query.iter().all(|x| x.is_finite()) {
             self.best_of(self.candidates(query, k), query, k)
         } else {
-            self.best_of(0..self.chunk_ids.len(), query, k)
+            self.best_of(0..self.rows(), query, k)
         }
     }
 
@@ -98,7 +103,7 @@ impl VectorMatrix {
         if k == 0 || query.len() != self.dimensions {
             return Vec::new();
         }
-        self.best_of(0..self.chunk_ids.len(), query, k)
+        self.best_of(0..self.rows(), query, k)
     }
 
     /// The `k` best of `rows` by their exact score.

@@ -25,6 +25,11 @@ impl SessionVectors {
     fn bytes(&self) -> usize {
         self.matrix.bytes()
     }
+
+    /// Vectors held.
+    pub(super) fn rows(&self) -> usize {
+        self.matrix.rows()
+    }
 }
 
 pub(super) struct VectorCache {
