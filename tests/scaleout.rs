@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::sqld::Sqld;
 use common::KillOnDrop;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -125,8 +126,9 @@ fn start_worker(config: &Path, log: &Path) -> KillOnDrop {
 
 /// Stops the workers with SIGTERM, all of them, then fails if any did not exit cleanly,
 /// showing the end of every worker's log (whether the others went on tells a stall in one
-/// process from one at the server).
-fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>) {
+/// process from one at the server) and, when they share a libSQL server, what the server
+/// still answers and the end of its log.
+fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>, server: Option<&Sqld>) {
     for (worker, _) in &workers {
         Command::new("kill")
             .args(["-TERM", &worker.0.id().to_string()])
@@ -139,12 +141,17 @@ fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>) {
         let status = common::wait_for_exit(&mut worker.0, common::EXIT_WITHIN);
         failed |= status.and_then(|s| s.code()) != Some(0);
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(12).collect();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
         report.push_str(&format!(
             "\n--- {} ({status:?}), last lines, newest first:\n{}\n",
             log.display(),
             tail.join("\n")
         ));
+    }
+    if failed {
+        if let Some(server) = server {
+            report.push_str(&format!("\n--- {}\n", server.report()));
+        }
     }
     assert!(!failed, "a worker did not stop cleanly:{report}");
 }
@@ -243,17 +250,22 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// fail it rather than hang the test run.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(600);
 
-async fn three_workers(database: &str, dir: &TempDir, kill_one: bool) {
+async fn three_workers(database: &str, server: Option<&Sqld>, dir: &TempDir, kill_one: bool) {
     let _turn = ONE_AT_A_TIME.lock().await;
     tokio::time::timeout(
         SCENARIO_LIMIT,
-        three_workers_unbounded(database, dir, kill_one),
+        three_workers_unbounded(database, server, dir, kill_one),
     )
     .await
     .unwrap_or_else(|_| panic!("{database}: the scenario did not finish in {SCENARIO_LIMIT:?}"));
 }
 
-async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) {
+async fn three_workers_unbounded(
+    database: &str,
+    server: Option<&Sqld>,
+    dir: &TempDir,
+    kill_one: bool,
+) {
     let (url, fake) = fake_runtime().await;
     let config_path = write_config(dir.path(), database, &url);
     let config = Config::load(&config_path).unwrap();
@@ -312,7 +324,7 @@ async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) 
     }
     until_recorded(&config, AT_LEAST).await;
     let ran_for = started.elapsed();
-    stop_all(workers);
+    stop_all(workers, server);
 
     let rows = run_rows(&config).await;
     let pending = next_runs(&config).await;
@@ -384,14 +396,14 @@ async fn three_workers_unbounded(database: &str, dir: &TempDir, kill_one: bool) 
 async fn three_workers_on_one_local_file_run_each_occurrence_once() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("shared.db").display().to_string();
-    three_workers(&db, &dir, false).await;
+    three_workers(&db, None, &dir, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_local_file_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("shared.db").display().to_string();
-    three_workers(&db, &dir, true).await;
+    three_workers(&db, None, &dir, true).await;
 }
 
 /// Deliveries per idempotency key.
@@ -498,7 +510,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    stop_all(workers);
+    stop_all(workers, None);
     assert_eq!(delivered().await, 1_000);
     let deliveries = hook_state.deliveries.lock().unwrap().clone();
     assert_eq!(deliveries.len(), 1_000, "every message reached the webhook");
@@ -520,20 +532,20 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_libsql_server_run_each_occurrence_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = common::sqld::Sqld::start();
-    three_workers(&sqld.url, &dir, false).await;
+    let sqld = Sqld::start();
+    three_workers(&sqld.url, Some(&sqld), &dir, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_libsql_server_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = common::sqld::Sqld::start();
-    three_workers(&sqld.url, &dir, true).await;
+    let sqld = Sqld::start();
+    three_workers(&sqld.url, Some(&sqld), &dir, true).await;
 }
 
 /// Two worker processes reach the same consolidation window (cron every minute): one of
 /// them claims it and runs the passes; the other runs none of them.
-async fn one_consolidation_per_window(database: &str, dir: &TempDir) {
+async fn one_consolidation_per_window(database: &str, server: Option<&Sqld>, dir: &TempDir) {
     let _turn = ONE_AT_A_TIME.lock().await;
     let config_path = write_config(dir.path(), database, "http://127.0.0.1:9/goal");
     let text = std::fs::read_to_string(&config_path).unwrap().replace(
@@ -574,7 +586,7 @@ async fn one_consolidation_per_window(database: &str, dir: &TempDir) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    stop_all(workers);
+    stop_all(workers, server);
     assert!(finished > 0, "no consolidation pass ran");
 
     let windows =
@@ -604,12 +616,12 @@ async fn one_consolidation_per_window(database: &str, dir: &TempDir) {
 async fn two_workers_on_one_file_at_one_consolidation_window_run_it_once() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("shared.db").display().to_string();
-    one_consolidation_per_window(&db, &dir).await;
+    one_consolidation_per_window(&db, None, &dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_on_one_libsql_server_at_one_consolidation_window_run_it_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = common::sqld::Sqld::start();
-    one_consolidation_per_window(&sqld.url, &dir).await;
+    let sqld = Sqld::start();
+    one_consolidation_per_window(&sqld.url, Some(&sqld), &dir).await;
 }

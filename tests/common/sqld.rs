@@ -5,10 +5,15 @@ use std::process::Command;
 
 use nightshift::config::Config;
 
-/// A running sqld, stopped when dropped.
+/// A running sqld, stopped when dropped; the data folder it made for itself and its log
+/// are removed then (a scale-out scenario leaves hundreds of megabytes there).
 pub struct Sqld {
     pub url: String,
     pub pid: String,
+    /// sqld's own log (stdout and stderr).
+    pub log: PathBuf,
+    /// The data folder `start-sqld.sh` made (`None` when the test gave one with `-d`).
+    made_dir: Option<PathBuf>,
 }
 
 impl Sqld {
@@ -48,6 +53,8 @@ impl Sqld {
         Sqld {
             url: get("SQLD_URL"),
             pid: get("SQLD_PID"),
+            log: PathBuf::from(get("SQLD_LOG")),
+            made_dir: (!args.contains(&"-d")).then(|| PathBuf::from(get("SQLD_DB_DIR"))),
         }
     }
 
@@ -59,8 +66,43 @@ impl Sqld {
 }
 
 impl Sqld {
+    /// What a failed scenario reports of the server: whether it still answers a health
+    /// check, a read and a write transaction (a server that answers none is stalled as a
+    /// whole; one that answers all but the workers is not stalled at all), and the end of
+    /// its log.
+    pub fn report(&self) -> String {
+        let health = probe(&self.url, "GET", "/health", "");
+        let read = probe(
+            &self.url,
+            "POST",
+            "/v2/pipeline",
+            r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"SELECT 1"}},{"type":"close"}]}"#,
+        );
+        let write = probe(
+            &self.url,
+            "POST",
+            "/v2/pipeline",
+            r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"BEGIN IMMEDIATE"}},{"type":"execute","stmt":{"sql":"ROLLBACK"}},{"type":"close"}]}"#,
+        );
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        format!(
+            "sqld (pid {}): health check: {health}\na read: {read}\nthe write lock: {write}\n\
+             its log ({}) ends:\n{tail}",
+            self.pid,
+            self.log.display()
+        )
+    }
+
     /// Stops the server and waits until it is gone.
     pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Sqld {
+    fn drop(&mut self) {
         let _ = Command::new("kill").arg(&self.pid).status();
         let addr = self.url.trim_start_matches("http://").to_string();
         for _ in 0..600 {
@@ -69,12 +111,42 @@ impl Sqld {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        std::mem::forget(self);
+        if let Some(dir) = &self.made_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        // Kept when the test fails, for a look at what the server said.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 
-impl Drop for Sqld {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(&self.pid).status();
+/// One HTTP/1.1 request to the server with a 5 s limit, as a line saying what came back.
+fn probe(url: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let limit = std::time::Duration::from_secs(5);
+    let attempt = || -> std::io::Result<String> {
+        let mut stream = std::net::TcpStream::connect(addr)?;
+        stream.set_read_timeout(Some(limit))?;
+        stream.set_write_timeout(Some(limit))?;
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        let status = answer.lines().next().unwrap_or("(empty answer)");
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        Ok(format!(
+            "{status} {}",
+            body.chars().take(300).collect::<String>()
+        ))
+    };
+    match attempt() {
+        Ok(status) => status,
+        Err(err) => format!("no answer within {limit:?} ({err})"),
     }
 }
