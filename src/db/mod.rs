@@ -467,10 +467,22 @@ pub async fn query_first_row<T>(
     read: impl FnOnce(&libsql::Row) -> Result<T, libsql::Error>,
 ) -> Result<Option<T>, libsql::Error> {
     let mut rows = conn.query_rows(sql, params).await?;
-    match rows.next().await? {
-        Some(row) => read(&row).map(Some),
-        None => Ok(None),
-    }
+    let first = match rows.next().await? {
+        Some(row) => read(&row)?,
+        None => return Ok(None),
+    };
+    finish_rows(rows).await?;
+    Ok(Some(first))
+}
+
+/// After the row a caller wanted, one more look, for the end of the rows: against a
+/// server, rows read to their end let the response end too, and only then is the
+/// server done with the statement (see `vendor/README.md`); a response left unread
+/// is cut off, and sqld 0.24 was seen to answer that by interrupting the next
+/// statement on the stream. A statement with more rows is simply dropped.
+pub(crate) async fn finish_rows(mut rows: libsql::Rows) -> Result<(), libsql::Error> {
+    rows.next().await?;
+    Ok(())
 }
 
 /// The first column of the first row; `None` when there is no row or the value is NULL.

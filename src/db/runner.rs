@@ -107,6 +107,9 @@ impl Runner {
             // failure started. sqld 0.24 was seen to interrupt the first read on a
             // connection after another connection changed the schema (a worker's first
             // read after migrating a fresh database: ~1 start in 16 on a loaded machine).
+            // It also interrupted the statement after a query whose response the client
+            // cut off unread; the vendored libsql reads every response to its end now
+            // (`vendor/README.md`), and this retry stays for whatever else does it.
             Err(err) if err.to_string().contains("SQLITE_INTERRUPT") => {
                 tracing::debug!(%err, "the server interrupted a read; reading again");
                 self.query_on(stream, sql, params).await

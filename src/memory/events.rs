@@ -2,7 +2,7 @@
 
 use super::writer::{append_in_tx, Append, AppendJob, Appended, Statements};
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
-use crate::db::WriteTx;
+use crate::db::{finish_rows, WriteTx};
 
 /// A JSONL import problem, with the 1-based line it was found on.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +33,9 @@ pub(super) async fn ensure_session(
                 session_id: session_id.to_string(),
             });
         }
-        return Ok(row.get(1)?);
+        let last_sequence = row.get(1)?;
+        finish_rows(rows).await?;
+        return Ok(last_sequence);
     }
     drop(rows);
     create_session(conn, session_id, user_id, now).await?;
@@ -251,6 +253,7 @@ impl Memory {
             Some(row) => row_to_session(&row)?,
             None => return Err(MemoryError::SessionNotFound(session_id.to_string())),
         };
+        finish_rows(rows).await?;
         if owner.is_some_and(|owner| owner != session.user_id) {
             return Err(MemoryError::SessionNotFound(session_id.to_string()));
         }

@@ -136,10 +136,12 @@ impl Sql {
         params: impl libsql::params::IntoParams,
     ) -> Result<Option<Vec<libsql::Value>>> {
         let read = |mut rows: libsql::Rows| async move {
-            match rows.next().await? {
-                Some(row) => row_values(&row).map(Some),
-                None => Ok(None),
-            }
+            let first = match rows.next().await? {
+                Some(row) => row_values(&row)?,
+                None => return Ok(None),
+            };
+            crate::db::finish_rows(rows).await?;
+            Ok(Some(first))
         };
         match self {
             Sql::Prepared(statement) => {

@@ -5,6 +5,7 @@
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
+use crate::db::finish_rows;
 use crate::ids;
 
 const MAX_TAGS: usize = 32;
@@ -385,10 +386,12 @@ impl Memory {
                 libsql::params![note_id, user_id],
             )
             .await?;
-        match rows.next().await? {
-            Some(row) => row_to_note(&row),
-            None => Err(MemoryError::NoteNotFound(note_id.to_string())),
-        }
+        let Some(row) = rows.next().await? else {
+            return Err(MemoryError::NoteNotFound(note_id.to_string()));
+        };
+        let note = row_to_note(&row)?;
+        finish_rows(rows).await?;
+        Ok(note)
     }
 
     /// The user's notes, most recently changed first.

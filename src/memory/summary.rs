@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::{check_id, Memory, MemoryError, Result};
+use crate::db::finish_rows;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryState {
@@ -40,16 +41,18 @@ impl Memory {
                 [session_id],
             )
             .await?;
-        match rows.next().await? {
-            Some(row) => Ok(SummaryState {
-                session_id: session_id.to_string(),
-                summary: row.get(0)?,
-                epoch: row.get(1)?,
-                upper_sequence: row.get(2)?,
-                updated_at: row.get(3)?,
-            }),
-            None => Err(MemoryError::SessionNotFound(session_id.to_string())),
-        }
+        let Some(row) = rows.next().await? else {
+            return Err(MemoryError::SessionNotFound(session_id.to_string()));
+        };
+        let state = SummaryState {
+            session_id: session_id.to_string(),
+            summary: row.get(0)?,
+            epoch: row.get(1)?,
+            upper_sequence: row.get(2)?,
+            updated_at: row.get(3)?,
+        };
+        finish_rows(rows).await?;
+        Ok(state)
     }
 
     /// Writes a summary covering events up to `upper_sequence`, if the stored epoch is
@@ -78,7 +81,7 @@ impl Memory {
             return Err(MemoryError::SessionNotFound(session_id.to_string()));
         };
         let (current_epoch, last_sequence): (i64, i64) = (row.get(0)?, row.get(1)?);
-        drop(rows);
+        finish_rows(rows).await?;
         if current_epoch != expected_epoch {
             tx.rollback().await?;
             return Ok(SummaryWrite::Stale { current_epoch });

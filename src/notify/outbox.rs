@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::db::{query_scalar, Db, DbError};
+use crate::db::{finish_rows, query_scalar, Db, DbError};
 use crate::ids;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -313,10 +313,12 @@ impl Outbox {
                 [message_id],
             )
             .await?;
-        match rows.next().await? {
-            Some(row) => Ok(row_to_message(&row)?),
-            None => Err(OutboxError::NotFound(message_id.to_string())),
-        }
+        let Some(row) = rows.next().await? else {
+            return Err(OutboxError::NotFound(message_id.to_string()));
+        };
+        let message = row_to_message(&row)?;
+        finish_rows(rows).await?;
+        Ok(message)
     }
 
     /// Gives a dead letter a fresh start: pending now, attempts reset, a new lifetime.

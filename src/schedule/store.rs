@@ -9,7 +9,7 @@ use super::types::{
 };
 use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
-use crate::db::{query_first_row, query_scalar, run_to_completion, Db, DbError};
+use crate::db::{finish_rows, query_first_row, query_scalar, run_to_completion, Db, DbError};
 use crate::ids;
 use crate::memory::{Memory, MemoryError, NewEvent};
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
@@ -306,10 +306,12 @@ impl ScheduleStore {
                 [schedule_id],
             )
             .await?;
-        match rows.next().await? {
-            Some(row) => row_to_schedule(&row),
-            None => Err(ScheduleError::NotFound(schedule_id.to_string())),
-        }
+        let Some(row) = rows.next().await? else {
+            return Err(ScheduleError::NotFound(schedule_id.to_string()));
+        };
+        let schedule = row_to_schedule(&row)?;
+        finish_rows(rows).await?;
+        Ok(schedule)
     }
 
     /// Schedules matching the filter, newest first, and how many match in all.
@@ -1097,10 +1099,12 @@ impl ScheduleStore {
                 [run_id],
             )
             .await?;
-        match rows.next().await? {
-            Some(row) => row_to_run(&row),
-            None => Err(ScheduleError::RunNotFound(run_id.to_string())),
-        }
+        let Some(row) = rows.next().await? else {
+            return Err(ScheduleError::RunNotFound(run_id.to_string()));
+        };
+        let run = row_to_run(&row)?;
+        finish_rows(rows).await?;
+        Ok(run)
     }
 
     /// Marks runs this worker still holds as interrupted and releases them (shutdown).
