@@ -920,9 +920,9 @@ fn connections_to(port: u16) -> std::collections::HashSet<u16> {
 }
 
 /// Reads against a server leave their HTTP connection open for the next request: a
-/// response cut off unread cost a new TCP connection per read (the server's CPU), and
-/// sqld 0.24 answered some of those cuts by interrupting the stream's next statement
-/// (`SQLITE_INTERRUPT` on a write inside a transaction, about one in 2,000).
+/// response cut off unread cost a new TCP connection per read, and on a busy server sqld
+/// 0.24 answered some of those cuts by interrupting the stream's next statement
+/// (`SQLITE_INTERRUPT` on a write inside a transaction; see `vendor/README.md`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_against_a_server_keep_their_http_connection() {
     let sqld = Sqld::start();

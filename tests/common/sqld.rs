@@ -121,7 +121,8 @@ impl Drop for Sqld {
     }
 }
 
-/// One HTTP/1.1 request to the server with a 5 s limit, as a line saying what came back.
+/// One HTTP/1.1 request to the server with a 5 s limit: the status line and the start of
+/// the body, or why there was none.
 fn probe(url: &str, method: &str, path: &str, body: &str) -> String {
     use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://");
@@ -147,6 +148,6 @@ fn probe(url: &str, method: &str, path: &str, body: &str) -> String {
     };
     match attempt() {
         Ok(status) => status,
-        Err(err) => format!("no answer within {limit:?} ({err})"),
+        Err(err) => format!("no answer ({err}; waited at most {limit:?})"),
     }
 }
