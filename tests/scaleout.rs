@@ -140,13 +140,7 @@ fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>, server: Option<&Sqld>) {
     for (mut worker, log) in workers {
         let status = common::wait_for_exit(&mut worker.0, common::EXIT_WITHIN);
         failed |= status.and_then(|s| s.code()) != Some(0);
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(30).collect();
-        report.push_str(&format!(
-            "\n--- {} ({status:?}), last lines, newest first:\n{}\n",
-            log.display(),
-            tail.join("\n")
-        ));
+        report.push_str(&format!("\n--- ({status:?}) {}", log_tail(log)));
     }
     if failed {
         if let Some(server) = server {
@@ -257,7 +251,37 @@ async fn three_workers(database: &str, server: Option<&Sqld>, dir: &TempDir, kil
         three_workers_unbounded(database, server, dir, kill_one),
     )
     .await
-    .unwrap_or_else(|_| panic!("{database}: the scenario did not finish in {SCENARIO_LIMIT:?}"));
+    .unwrap_or_else(|_| {
+        panic!(
+            "{database}: the scenario did not finish in {SCENARIO_LIMIT:?}{}",
+            stuck_report(dir, server)
+        )
+    });
+}
+
+/// A worker log's path and its last 30 lines, newest first.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(30).collect();
+    format!(
+        "{}, last lines, newest first:\n{}\n",
+        log.display(),
+        tail.join("\n")
+    )
+}
+
+/// What a stuck scenario shows: the end of each worker's log (a killed worker's too) and,
+/// on a server, what the server still answers.
+fn stuck_report(dir: &TempDir, server: Option<&Sqld>) -> String {
+    let mut report = String::new();
+    for i in 0..3 {
+        let log = dir.path().join(format!("worker-{i}.log"));
+        report.push_str(&format!("\n--- {}", log_tail(&log)));
+    }
+    if let Some(server) = server {
+        report.push_str(&format!("\n--- {}\n", server.report()));
+    }
+    report
 }
 
 async fn three_workers_unbounded(
