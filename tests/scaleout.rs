@@ -176,28 +176,55 @@ async fn create_schedules(config: &Config) -> HashMap<String, (i64, i64)> {
     every
 }
 
-/// Every run row: schedule id → [(scheduled_for, status, attempt, run_id)].
-async fn run_rows(config: &Config) -> BTreeMap<String, Vec<(i64, String, i64, String)>> {
+/// A run row, as the scenarios check it.
+struct RunRow {
+    scheduled_for: i64,
+    status: String,
+    attempt: i64,
+    run_id: String,
+    error: Option<String>,
+}
+
+/// Every run row, by schedule id, oldest occurrence first.
+async fn run_rows(config: &Config) -> BTreeMap<String, Vec<RunRow>> {
     let db = open_db(config).await.unwrap();
     let conn = db.conn().await.unwrap();
     let mut rows = conn
         .query(
-            "SELECT schedule_id, scheduled_for, status, attempt, run_id FROM schedule_runs
-             ORDER BY schedule_id, scheduled_for",
+            "SELECT schedule_id, scheduled_for, status, attempt, run_id, error
+             FROM schedule_runs ORDER BY schedule_id, scheduled_for",
             (),
         )
         .await
         .unwrap();
     let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
     while let Some(row) = rows.next().await.unwrap() {
-        out.entry(row.get::<String>(0).unwrap()).or_default().push((
-            row.get::<i64>(1).unwrap(),
-            row.get::<String>(2).unwrap(),
-            row.get::<i64>(3).unwrap(),
-            row.get::<String>(4).unwrap(),
-        ));
+        out.entry(row.get::<String>(0).unwrap())
+            .or_default()
+            .push(RunRow {
+                scheduled_for: row.get(1).unwrap(),
+                status: row.get(2).unwrap(),
+                attempt: row.get(3).unwrap(),
+                run_id: row.get(4).unwrap(),
+                error: row.get(5).unwrap(),
+            });
     }
     out
+}
+
+/// How many occurrences a row stands for: one, or for the `skipped` row `catch_up =
+/// "all"` records for the missed occurrences it passes over (a worker that fell more
+/// than 100 behind), the count its reason gives.
+fn occurrences_in(schedule_id: &str, run: &RunRow) -> i64 {
+    if run.status != "skipped" {
+        return 1;
+    }
+    let reason = run.error.as_deref().unwrap_or_default();
+    reason
+        .strip_suffix("passed over: catch_up = all runs at most the last 100")
+        .and_then(|_| reason.split_once(" missed occurrence(s) from "))
+        .and_then(|(count, _)| count.parse().ok())
+        .unwrap_or_else(|| panic!("{schedule_id}: skipped, not by catch_up = all: {reason}"))
 }
 
 /// Waits until at least `count` runs have finished (the scenario's own time limit bounds
@@ -353,16 +380,18 @@ async fn three_workers_unbounded(
     let rows = run_rows(&config).await;
     let pending = next_runs(&config).await;
     let calls = fake.calls.lock().unwrap().clone();
-    let mut total = 0;
+    let (mut total, mut passed_over) = (0, 0);
     for (schedule_id, &(step, first)) in &every {
         // None lost: the runs are the schedule's occurrences from its first on, and the
         // next one still pending follows the last run. (A worker that falls behind leaves
-        // occurrences pending, never skipped.)
+        // occurrences pending; one more than 100 behind passes over the oldest, recorded.)
         let runs = rows.get(schedule_id).map(Vec::as_slice).unwrap_or_default();
-        let expected_next = runs.last().map_or(first, |last| last.0 + step);
+        let expected_next = runs.last().map_or(first, |last| {
+            last.scheduled_for + step * occurrences_in(schedule_id, last)
+        });
         if let Some(run) = runs.first() {
             assert_eq!(
-                run.0, first,
+                run.scheduled_for, first,
                 "{schedule_id}: the first occurrence is missing"
             );
         }
@@ -374,38 +403,56 @@ async fn three_workers_unbounded(
             // Consecutive occurrences, each with exactly one row: nothing skipped silently,
             // nothing twice (the table's UNIQUE would refuse a second row anyway).
             assert_eq!(
-                pair[1].0 - pair[0].0,
-                step,
-                "{schedule_id}: a gap or a repeat between {:?} and {:?}",
-                pair[0],
-                pair[1]
+                pair[1].scheduled_for - pair[0].scheduled_for,
+                step * occurrences_in(schedule_id, &pair[0]),
+                "{schedule_id}: a gap or a repeat between {} and {}",
+                pair[0].run_id,
+                pair[1].run_id
             );
         }
-        for (_, status, attempt, run_id) in runs {
-            total += 1;
+        for run in runs {
+            if run.status == "skipped" {
+                passed_over += occurrences_in(schedule_id, run);
+            } else {
+                total += 1;
+            }
             assert!(
-                matches!(status.as_str(), "succeeded" | "interrupted"),
-                "{schedule_id}: {status}"
+                matches!(run.status.as_str(), "succeeded" | "interrupted" | "skipped"),
+                "{schedule_id}: {}",
+                run.status
             );
             // The runtime saw each attempt once: a second call is only ever the recovery
             // of a run whose worker died, and then the run says attempt 2.
-            let seen = calls.get(run_id).copied().unwrap_or(0) as i64;
+            let seen = calls.get(&run.run_id).copied().unwrap_or(0) as i64;
+            let attempts = if run.status == "skipped" {
+                0
+            } else {
+                run.attempt
+            };
             assert!(
-                seen <= *attempt,
-                "{run_id} ran {seen} times in {attempt} attempt(s)"
+                seen <= attempts,
+                "{} ran {seen} times in {attempts} attempt(s)",
+                run.run_id
             );
-            if status == "succeeded" {
-                assert!(seen >= 1, "{run_id} succeeded without reaching the runtime");
+            if run.status == "succeeded" {
+                assert!(
+                    seen >= 1,
+                    "{} succeeded without reaching the runtime",
+                    run.run_id
+                );
             }
         }
     }
-    assert!(total >= AT_LEAST, "only {total} occurrences");
+    assert!(total >= AT_LEAST, "only {total} runs");
     let recovered = rows
         .values()
         .flatten()
-        .filter(|(_, _, attempt, _)| *attempt > 1)
+        .filter(|run| run.attempt > 1)
         .count();
-    eprintln!("{database}: {total} occurrences in {ran_for:.0?}, {recovered} recovered");
+    eprintln!(
+        "{database}: {total} runs in {ran_for:.0?}, {recovered} recovered, \
+         {passed_over} occurrences passed over"
+    );
     if kill_one {
         assert!(
             recovered > 0,

@@ -272,6 +272,48 @@ async fn catch_up_policies_after_downtime() {
     }
 }
 
+/// `catch_up = "all"` after a long downtime runs the last 100 missed occurrences, and the
+/// ones before those are in the history too: one `skipped` run that says how many it
+/// stands for, so every occurrence is accounted for.
+#[tokio::test(start_paused = true)]
+async fn catch_up_all_records_what_it_passes_over() {
+    let h = harness(|c| c.scheduler.history_keep = 1000).await;
+    let mut all = h.every(60, "all");
+    all.catch_up = CatchUp::All;
+    let all = h.store.create(&all).await.unwrap();
+    let first = all.next_run_at.unwrap();
+    // Down for 150 occurrences: the first is claimed, of the 149 after it the last 100
+    // run, and the 49 between are passed over.
+    tokio::time::advance(Duration::from_secs(150 * 60 + 30)).await;
+    let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_millis(10)));
+    tokio::time::sleep(Duration::from_secs(50)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    let mut runs = h.store.runs(&all.schedule_id, 1000).await.unwrap();
+    runs.reverse();
+    let statuses: Vec<RunStatus> = runs.iter().map(|r| r.status).collect();
+    assert_eq!(statuses[..2], [RunStatus::Succeeded, RunStatus::Skipped]);
+    // The last 100 missed, and whatever came due since.
+    assert!(runs.len() >= 102, "{statuses:?}");
+    assert!(
+        statuses[2..].iter().all(|s| *s == RunStatus::Succeeded),
+        "{statuses:?}"
+    );
+    let passed = &runs[1];
+    assert_eq!(passed.scheduled_for, first + 60_000);
+    let reason = passed.error.as_deref().unwrap();
+    assert!(
+        reason.starts_with("49 missed occurrence(s) from "),
+        "{reason}"
+    );
+    // Every occurrence from the first on: a run each, and the 49 in the skipped one.
+    assert_eq!(runs[2].scheduled_for, first + 50 * 60_000);
+    for pair in runs[2..].windows(2) {
+        assert_eq!(pair[1].scheduled_for - pair[0].scheduled_for, 60_000);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn overlapping_occurrence_is_skipped_by_default() {
     let h = harness(|c| {

@@ -9,7 +9,9 @@ use super::types::{
 };
 use super::{Cadence, CadenceError};
 use crate::db::clock::{to_rfc3339, Clock};
-use crate::db::{finish_rows, query_first_row, query_scalar, run_to_completion, Db, DbError};
+use crate::db::{
+    finish_rows, query_first_row, query_scalar, run_to_completion, Db, DbError, WriteTx,
+};
 use crate::ids;
 use crate::memory::{Memory, MemoryError, NewEvent};
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
@@ -570,7 +572,7 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         // Its first statement moves the occurrence on: a write.
         let tx = conn.write_tx_writing_first().await?;
-        let next = next_occurrence(schedule, scheduled_for, now);
+        let AfterClaim { next, passed_over } = after_claim(schedule, scheduled_for, now);
         // Moving the occurrence on comes first: a worker that lost the race to another, or
         // a schedule whose occurrence waits for its running run, finds out in this one
         // statement. Waiting: with buffer_one, or catch_up = "all" (every occurrence runs,
@@ -598,6 +600,17 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
+        if let Some(passed) = passed_over {
+            record_skipped(
+                &tx,
+                &schedule.schedule_id,
+                passed.first,
+                worker_id,
+                now,
+                &passed.reason(),
+            )
+            .await?;
+        }
         // Only overlap = "skip" needs to know about a run still going (buffer_one and
         // catch_up = "all" were left out above; "allow" runs anyway).
         let running: i64 = if schedule.overlap == Overlap::Skip && schedule.catch_up != CatchUp::All
@@ -621,18 +634,13 @@ impl ScheduleStore {
             None
         };
         if let Some(reason) = skip_reason {
-            tx.execute(
-                "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
-                 started_at, finished_at, error) VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6)
-                 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
-                libsql::params![
-                    run_id.as_str(),
-                    schedule.schedule_id.as_str(),
-                    scheduled_for,
-                    worker_id,
-                    now,
-                    reason
-                ],
+            record_skipped(
+                &tx,
+                &schedule.schedule_id,
+                scheduled_for,
+                worker_id,
+                now,
+                reason,
             )
             .await?;
             if next.is_none() {
@@ -1152,6 +1160,33 @@ impl ScheduleStore {
     }
 }
 
+/// Records the occurrence `scheduled_for` as skipped by policy, for `reason`; an
+/// occurrence that already has a run keeps it.
+async fn record_skipped(
+    tx: &WriteTx,
+    schedule_id: &str,
+    scheduled_for: i64,
+    worker_id: &str,
+    now: i64,
+    reason: &str,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         started_at, finished_at, error) VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6)
+         ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+        libsql::params![
+            ids::new_id("run"),
+            schedule_id,
+            scheduled_for,
+            worker_id,
+            now,
+            reason
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// True when `scheduled_for` was missed: a later occurrence is already due.
 fn missed(schedule: &Schedule, scheduled_for: i64, now: i64) -> bool {
     schedule
@@ -1160,27 +1195,74 @@ fn missed(schedule: &Schedule, scheduled_for: i64, now: i64) -> bool {
         .is_some_and(|following| following <= now)
 }
 
+/// What claiming an occurrence does to the schedule, by its catch-up policy.
+struct AfterClaim {
+    /// Where `next_run_at` goes.
+    next: Option<i64>,
+    /// Missed occurrences passed over without a run of their own (`catch_up = "all"`
+    /// beyond its limit).
+    passed_over: Option<PassedOver>,
+}
+
+/// Missed occurrences `catch_up = "all"` passes over, all but the last
+/// [`CATCH_UP_ALL_LIMIT`]: recorded as one `skipped` run at the first of them, so the
+/// schedule's history accounts for every occurrence.
+struct PassedOver {
+    first: i64,
+    last: i64,
+    count: usize,
+}
+
+impl PassedOver {
+    fn reason(&self) -> String {
+        format!(
+            "{} missed occurrence(s) from {} to {} passed over: catch_up = all runs at most \
+             the last {CATCH_UP_ALL_LIMIT}",
+            self.count,
+            to_rfc3339(self.first),
+            to_rfc3339(self.last)
+        )
+    }
+}
+
 /// Where `next_run_at` goes once `scheduled_for` is claimed, by the catch-up policy.
-fn next_occurrence(schedule: &Schedule, scheduled_for: i64, now: i64) -> Option<i64> {
+fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim {
+    let cadence = &schedule.cadence;
     match schedule.catch_up {
         CatchUp::All => {
             // Each missed occurrence runs in turn, but never more than the last 100.
-            let following = schedule.cadence.next_after(scheduled_for)?;
-            if following > now {
-                return Some(following);
-            }
-            let mut recent = Vec::with_capacity(CATCH_UP_ALL_LIMIT);
-            let mut t = following;
-            while t <= now {
+            let mut recent = std::collections::VecDeque::with_capacity(CATCH_UP_ALL_LIMIT);
+            let mut passed_over: Option<PassedOver> = None;
+            let mut at = cadence.next_after(scheduled_for);
+            while let Some(missed) = at.filter(|&t| t <= now) {
                 if recent.len() == CATCH_UP_ALL_LIMIT {
-                    recent.remove(0);
+                    let oldest = recent.pop_front().expect("the limit is above 0");
+                    match &mut passed_over {
+                        Some(passed) => {
+                            passed.last = oldest;
+                            passed.count += 1;
+                        }
+                        None => {
+                            passed_over = Some(PassedOver {
+                                first: oldest,
+                                last: oldest,
+                                count: 1,
+                            })
+                        }
+                    }
                 }
-                recent.push(t);
-                t = schedule.cadence.next_after(t)?;
+                recent.push_back(missed);
+                at = cadence.next_after(missed);
             }
-            recent.first().copied()
+            AfterClaim {
+                next: recent.front().copied().or(at),
+                passed_over,
+            }
         }
         // Missed occurrences fold into this one; the next is the first one after now.
-        CatchUp::Once | CatchUp::Skip => schedule.cadence.next_after(now.max(scheduled_for)),
+        CatchUp::Once | CatchUp::Skip => AfterClaim {
+            next: cadence.next_after(now.max(scheduled_for)),
+            passed_over: None,
+        },
     }
 }
