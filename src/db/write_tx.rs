@@ -21,8 +21,10 @@
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::AbortHandle;
 
 use super::runner::{Runner, ServerStream};
 
@@ -263,10 +265,35 @@ impl WriteGate {
             Lane::Queue => Some(acquire(&self.queue).await),
             Lane::Ahead => None,
         };
+        let turn = acquire(&self.turn).await;
         Turn {
-            _turn: acquire(&self.turn).await,
+            _turn: turn,
             _place: place,
+            watchdog: tokio::spawn(warn_while_held()).abort_handle(),
         }
+    }
+}
+
+/// How long a write may hold the turn before the log says so. sqld takes its write lock
+/// back from a holder idle for 5 s, so a write unfinished after this long is a very long
+/// transaction or a server that stopped granting its lock: sqld 0.24.33 can (README,
+/// "Known issue"), and then only a restart of the server lets writes go on.
+pub(super) const WRITE_STALL_WARNING: Duration = Duration::from_secs(30);
+
+/// Logs, while a write holds the turn, that it has not finished: once after
+/// [`WRITE_STALL_WARNING`], then each time as long again. Aborted when the turn ends.
+async fn warn_while_held() {
+    let mut held = Duration::ZERO;
+    loop {
+        tokio::time::sleep(WRITE_STALL_WARNING).await;
+        held += WRITE_STALL_WARNING;
+        tracing::warn!(
+            held_secs = held.as_secs(),
+            "a write to the database server has not finished: a very long transaction, or a \
+             server that stopped granting its write lock (sqld 0.24.33 can; reads still \
+             answer). If writes do not resume, restart the server: results waiting to be \
+             recorded are kept and retried"
+        );
     }
 }
 
@@ -282,6 +309,14 @@ async fn acquire(semaphore: &Arc<Semaphore>) -> OwnedSemaphorePermit {
 pub(super) struct Turn {
     _turn: OwnedSemaphorePermit,
     _place: Option<OwnedSemaphorePermit>,
+    /// [`warn_while_held`], for this turn.
+    watchdog: AbortHandle,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.watchdog.abort();
+    }
 }
 
 /// This process's turn to write, against a server (`gate` is `None` for a local file).
@@ -303,8 +338,6 @@ impl Deref for WriteTx {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-    use std::time::Duration;
 
     /// A write in the lane ahead goes before the writes queued before it, behind the one
     /// writing.
@@ -337,5 +370,57 @@ mod tests {
             *order.lock().unwrap(),
             ["ahead", "queued 1", "queued 2", "queued 3"]
         );
+    }
+
+    /// What a test's log shows: a writer for `tracing_subscriber` into shared memory.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Captured {
+        fn warnings(&self) -> usize {
+            String::from_utf8_lossy(&self.0.lock().unwrap())
+                .matches("a write to the database server has not finished")
+                .count()
+        }
+    }
+
+    /// A write that holds the turn past [`WRITE_STALL_WARNING`] is reported, again as long
+    /// as it lasts; a write that ends in time, or after its report, is reported no more.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_write_that_does_not_finish_is_reported() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let _subscriber = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .finish(),
+        );
+        let gate = WriteGate::new(None);
+
+        let quick = gate.take(Lane::Queue).await;
+        tokio::time::sleep(WRITE_STALL_WARNING - Duration::from_secs(1)).await;
+        drop(quick);
+        tokio::time::sleep(WRITE_STALL_WARNING * 3).await;
+        assert_eq!(log.warnings(), 0);
+
+        let stuck = gate.take(Lane::Ahead).await;
+        tokio::time::sleep(WRITE_STALL_WARNING + Duration::from_secs(1)).await;
+        assert_eq!(log.warnings(), 1);
+        tokio::time::sleep(WRITE_STALL_WARNING).await;
+        assert_eq!(log.warnings(), 2);
+        drop(stuck);
+        tokio::time::sleep(WRITE_STALL_WARNING * 3).await;
+        assert_eq!(log.warnings(), 2);
     }
 }
