@@ -228,23 +228,31 @@ fn occurrences_in(schedule_id: &str, run: &RunRow) -> i64 {
 }
 
 /// Waits until at least `count` runs have finished (the scenario's own time limit bounds
-/// the wait).
+/// the wait). A read that fails is tried again: the server may be restarting
+/// ([`StallGuard`]).
 async fn until_recorded(config: &Config, count: usize) {
     let db = open_db(config).await.unwrap();
     loop {
-        let conn = db.conn().await.unwrap();
-        let finished = nightshift::db::query_scalar::<i64>(
-            &conn,
-            "SELECT count(*) FROM schedule_runs WHERE status <> 'running'",
-            (),
-        )
-        .await
-        .unwrap()
-        .unwrap_or(0);
+        let finished = match db.conn().await {
+            Ok(conn) => nightshift::db::query_scalar::<i64>(
+                &conn,
+                "SELECT count(*) FROM schedule_runs WHERE status <> 'running'",
+                (),
+            )
+            .await
+            .unwrap_or_else(|err| {
+                eprintln!("cannot count the recorded runs yet: {err}");
+                None
+            })
+            .unwrap_or(0),
+            Err(err) => {
+                eprintln!("cannot count the recorded runs yet: {err}");
+                0
+            }
+        };
         if finished as usize >= count {
             return;
         }
-        drop(conn);
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
@@ -271,7 +279,10 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// fail it rather than hang the test run.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(600);
 
-async fn three_workers(database: &str, server: Option<&Sqld>, dir: &TempDir, kill_one: bool) {
+/// A libSQL server shared by a scenario and its [`StallGuard`], which may restart it.
+type SharedSqld = Arc<Mutex<Sqld>>;
+
+async fn three_workers(database: &str, server: Option<&SharedSqld>, dir: &TempDir, kill_one: bool) {
     let _turn = ONE_AT_A_TIME.lock().await;
     tokio::time::timeout(
         SCENARIO_LIMIT,
@@ -279,11 +290,74 @@ async fn three_workers(database: &str, server: Option<&Sqld>, dir: &TempDir, kil
     )
     .await
     .unwrap_or_else(|_| {
+        let server = server.map(|server| server.lock().unwrap());
         panic!(
             "{database}: the scenario did not finish in {SCENARIO_LIMIT:?}{}",
-            stuck_report(dir, server)
+            stuck_report(dir, server.as_deref())
         )
     });
+}
+
+/// No run recorded for this long, on a server that answers reads and grants no write
+/// lock, is sqld's own write-lock stall.
+const STALLED_AFTER: Duration = Duration::from_secs(30);
+
+/// Restarts sqld when it shows its own write-lock stall: a bug of sqld 0.24.33, not of
+/// nightshift (README, "Known issue"; `scripts/sqld-write-stall.py` reproduces it with no
+/// nightshift at all), after which no write of any client ever finishes. A restart is the
+/// remedy the README gives operators, so the scenario applies it and goes on, and its
+/// checks then also cover the workers across a server restart: nothing run twice, nothing
+/// lost.
+struct StallGuard {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+impl StallGuard {
+    fn start(server: SharedSqld) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut restarts = 0;
+            let (mut recorded, mut since) = (None, std::time::Instant::now());
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(2));
+                // A scenario that failed holding the lock poisons it: watch on regardless.
+                let now = server
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .read_integer("SELECT count(*) FROM schedule_runs WHERE status <> 'running'");
+                if now.is_some() && now != recorded {
+                    (recorded, since) = (now, std::time::Instant::now());
+                    continue;
+                }
+                if since.elapsed() < STALLED_AFTER {
+                    continue;
+                }
+                let mut server = server
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if server.write_lock_stalled() {
+                    eprintln!(
+                        "no run recorded for {STALLED_AFTER:?} and sqld grants no write lock: \
+                         its own write-lock stall (README, \"Known issue\"); restarting it"
+                    );
+                    server.restart();
+                    restarts += 1;
+                }
+                since = std::time::Instant::now();
+            }
+            restarts
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops watching; returns how many times the server was restarted.
+    fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }
 
 /// A worker log's path and its last 30 lines, newest first.
@@ -313,10 +387,11 @@ fn stuck_report(dir: &TempDir, server: Option<&Sqld>) -> String {
 
 async fn three_workers_unbounded(
     database: &str,
-    server: Option<&Sqld>,
+    server: Option<&SharedSqld>,
     dir: &TempDir,
     kill_one: bool,
 ) {
+    let guard = server.cloned().map(StallGuard::start);
     let (url, fake) = fake_runtime().await;
     let config_path = write_config(dir.path(), database, &url);
     let config = Config::load(&config_path).unwrap();
@@ -375,7 +450,11 @@ async fn three_workers_unbounded(
     }
     until_recorded(&config, AT_LEAST).await;
     let ran_for = started.elapsed();
-    stop_all(workers, server);
+    let restarts = guard.map_or(0, StallGuard::stop);
+    stop_all(
+        workers,
+        server.map(|server| server.lock().unwrap()).as_deref(),
+    );
 
     let rows = run_rows(&config).await;
     let pending = next_runs(&config).await;
@@ -451,7 +530,8 @@ async fn three_workers_unbounded(
         .count();
     eprintln!(
         "{database}: {total} runs in {ran_for:.0?}, {recovered} recovered, \
-         {passed_over} occurrences passed over"
+         {passed_over} occurrences passed over, the server restarted {restarts} time(s) \
+         for its write-lock stall"
     );
     if kill_one {
         assert!(
@@ -604,14 +684,16 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
 async fn three_workers_on_one_libsql_server_run_each_occurrence_once() {
     let dir = TempDir::new().unwrap();
     let sqld = Sqld::start();
-    three_workers(&sqld.url, Some(&sqld), &dir, false).await;
+    let url = sqld.url.clone();
+    three_workers(&url, Some(&Arc::new(Mutex::new(sqld))), &dir, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_libsql_server_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
     let sqld = Sqld::start();
-    three_workers(&sqld.url, Some(&sqld), &dir, true).await;
+    let url = sqld.url.clone();
+    three_workers(&url, Some(&Arc::new(Mutex::new(sqld))), &dir, true).await;
 }
 
 /// Two worker processes reach the same consolidation window (cron every minute): one of

@@ -14,6 +14,10 @@ pub struct Sqld {
     pub log: PathBuf,
     /// The data folder `start-sqld.sh` made (`None` when the test gave one with `-d`).
     made_dir: Option<PathBuf>,
+    /// Its data folder, whoever made it.
+    data_dir: PathBuf,
+    /// The logs of the servers [`Sqld::restart`] replaced, removed with the last one's.
+    old_logs: Vec<PathBuf>,
 }
 
 impl Sqld {
@@ -55,6 +59,8 @@ impl Sqld {
             pid: get("SQLD_PID"),
             log: PathBuf::from(get("SQLD_LOG")),
             made_dir: (!args.contains(&"-d")).then(|| PathBuf::from(get("SQLD_DB_DIR"))),
+            data_dir: PathBuf::from(get("SQLD_DB_DIR")),
+            old_logs: Vec::new(),
         }
     }
 
@@ -72,18 +78,8 @@ impl Sqld {
     /// its log.
     pub fn report(&self) -> String {
         let health = probe(&self.url, "GET", "/health", "");
-        let read = probe(
-            &self.url,
-            "POST",
-            "/v2/pipeline",
-            r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"SELECT 1"}},{"type":"close"}]}"#,
-        );
-        let write = probe(
-            &self.url,
-            "POST",
-            "/v2/pipeline",
-            r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"BEGIN IMMEDIATE"}},{"type":"execute","stmt":{"sql":"ROLLBACK"}},{"type":"close"}]}"#,
-        );
+        let read = probe(&self.url, "POST", "/v2/pipeline", SELECT_ONE);
+        let write = probe(&self.url, "POST", "/v2/pipeline", WRITE_LOCK);
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         let tail = lines[lines.len().saturating_sub(30)..].join("\n");
@@ -99,24 +95,71 @@ impl Sqld {
     pub fn stop(self) {
         drop(self);
     }
+
+    /// True when the server shows sqld 0.24.33's write-lock stall (README, "Known
+    /// issue"): it answers a read, and does not grant its write lock within 5 s.
+    pub fn write_lock_stalled(&self) -> bool {
+        let read = probe(&self.url, "POST", "/v2/pipeline", SELECT_ONE);
+        let write = probe(&self.url, "POST", "/v2/pipeline", WRITE_LOCK);
+        read.starts_with("HTTP/1.1 200") && write.starts_with("no answer")
+    }
+
+    /// What the first column of the first row of `sql` holds, as an integer; `None` when
+    /// the server gave no such answer (read over raw HTTP, so it works from any thread).
+    pub fn read_integer(&self, sql: &str) -> Option<i64> {
+        let body = format!(
+            r#"{{"baton":null,"requests":[{{"type":"execute","stmt":{{"sql":{}}}}},{{"type":"close"}}]}}"#,
+            serde_json::Value::from(sql)
+        );
+        let answer = probe(&self.url, "POST", "/v2/pipeline", &body);
+        let (_, rest) = answer.split_once(r#""rows":[[{"type":"integer","value":""#)?;
+        rest.split('"').next()?.parse().ok()
+    }
+
+    /// Kills the server (SIGKILL: stalled, it spins and may not stop on SIGTERM) and
+    /// starts it again on the same port and data, as its operator would.
+    pub fn restart(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", &self.pid]).status();
+        wait_until_closed(&self.url);
+        let port = self.url.rsplit(':').next().unwrap().to_string();
+        let data_dir = self.data_dir.to_str().unwrap().to_string();
+        let back = Self::start_with(&[], &["-d", &data_dir, "-p", &port]);
+        assert_eq!(back.url, self.url, "sqld came back on another address");
+        self.old_logs
+            .push(std::mem::replace(&mut self.log, back.log.clone()));
+        self.pid = back.pid.clone();
+        // The new server is this one now: its drop must not stop it.
+        std::mem::forget(back);
+    }
+}
+
+const SELECT_ONE: &str =
+    r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"SELECT 1"}},{"type":"close"}]}"#;
+const WRITE_LOCK: &str = r#"{"baton":null,"requests":[{"type":"execute","stmt":{"sql":"BEGIN IMMEDIATE"}},{"type":"execute","stmt":{"sql":"ROLLBACK"}},{"type":"close"}]}"#;
+
+/// Waits until nothing listens at the server's address any more.
+fn wait_until_closed(url: &str) {
+    let addr = url.trim_start_matches("http://");
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(addr).is_err() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 impl Drop for Sqld {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg(&self.pid).status();
-        let addr = self.url.trim_start_matches("http://").to_string();
-        for _ in 0..600 {
-            if std::net::TcpStream::connect(&addr).is_err() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        wait_until_closed(&self.url);
         if let Some(dir) = &self.made_dir {
             let _ = std::fs::remove_dir_all(dir);
         }
         // Kept when the test fails, for a look at what the server said.
         if !std::thread::panicking() {
-            let _ = std::fs::remove_file(&self.log);
+            for log in self.old_logs.iter().chain([&self.log]) {
+                let _ = std::fs::remove_file(log);
+            }
         }
     }
 }
