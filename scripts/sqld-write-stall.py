@@ -13,6 +13,7 @@ the log shows why: a checkpoint that waited in sqld's write-lock queue gave up a
 connection closed, yet it was still in the queue; the next holder handed the lock to it
 ("unparking id=N"), and the slot stays "Notified" to a connection that is gone while every
 other writer loops on it. Only a restart of sqld clears it. Python standard library only.
+scripts/sqld-write-stall.log is such a log, from nightshift's scale-out test.
 """
 import json
 import random
