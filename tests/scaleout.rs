@@ -233,25 +233,16 @@ fn occurrences_in(schedule_id: &str, run: &RunRow) -> i64 {
 async fn until_recorded(config: &Config, count: usize) {
     let db = open_db(config).await.unwrap();
     loop {
-        let finished = match db.conn().await {
-            Ok(conn) => nightshift::db::query_scalar::<i64>(
-                &conn,
-                "SELECT count(*) FROM schedule_runs WHERE status <> 'running'",
-                (),
-            )
-            .await
-            .unwrap_or_else(|err| {
-                eprintln!("cannot count the recorded runs yet: {err}");
-                None
-            })
-            .unwrap_or(0),
-            Err(err) => {
-                eprintln!("cannot count the recorded runs yet: {err}");
-                0
-            }
+        let finished = async {
+            let conn = db.conn().await?;
+            let sql = "SELECT count(*) FROM schedule_runs WHERE status <> 'running'";
+            let finished = nightshift::db::query_scalar::<i64>(&conn, sql, ()).await?;
+            Ok::<_, nightshift::db::DbError>(finished.unwrap_or(0))
         };
-        if finished as usize >= count {
-            return;
+        match finished.await {
+            Ok(finished) if finished as usize >= count => return,
+            Ok(_) => {}
+            Err(err) => eprintln!("cannot count the recorded runs yet: {err}"),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

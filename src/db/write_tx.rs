@@ -265,9 +265,8 @@ impl WriteGate {
             Lane::Queue => Some(acquire(&self.queue).await),
             Lane::Ahead => None,
         };
-        let turn = acquire(&self.turn).await;
         Turn {
-            _turn: turn,
+            _turn: acquire(&self.turn).await,
             _place: place,
             watchdog: tokio::spawn(warn_while_held()).abort_handle(),
         }

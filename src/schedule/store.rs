@@ -1237,19 +1237,13 @@ fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim 
             while let Some(missed) = at.filter(|&t| t <= now) {
                 if recent.len() == CATCH_UP_ALL_LIMIT {
                     let oldest = recent.pop_front().expect("the limit is above 0");
-                    match &mut passed_over {
-                        Some(passed) => {
-                            passed.last = oldest;
-                            passed.count += 1;
-                        }
-                        None => {
-                            passed_over = Some(PassedOver {
-                                first: oldest,
-                                last: oldest,
-                                count: 1,
-                            })
-                        }
-                    }
+                    let passed = passed_over.get_or_insert(PassedOver {
+                        first: oldest,
+                        last: oldest,
+                        count: 0,
+                    });
+                    passed.last = oldest;
+                    passed.count += 1;
                 }
                 recent.push_back(missed);
                 at = cadence.next_after(missed);

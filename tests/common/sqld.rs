@@ -12,10 +12,11 @@ pub struct Sqld {
     pub pid: String,
     /// sqld's own log (stdout and stderr).
     pub log: PathBuf,
-    /// The data folder `start-sqld.sh` made (`None` when the test gave one with `-d`).
-    made_dir: Option<PathBuf>,
-    /// Its data folder, whoever made it.
+    /// Its data folder.
     data_dir: PathBuf,
+    /// Whether `start-sqld.sh` made the data folder (the test gave none with `-d`), and
+    /// the drop removes it.
+    made_data_dir: bool,
     /// The logs of the servers [`Sqld::restart`] replaced, removed with the last one's.
     old_logs: Vec<PathBuf>,
 }
@@ -58,8 +59,8 @@ impl Sqld {
             url: get("SQLD_URL"),
             pid: get("SQLD_PID"),
             log: PathBuf::from(get("SQLD_LOG")),
-            made_dir: (!args.contains(&"-d")).then(|| PathBuf::from(get("SQLD_DB_DIR"))),
             data_dir: PathBuf::from(get("SQLD_DB_DIR")),
+            made_data_dir: !args.contains(&"-d"),
             old_logs: Vec::new(),
         }
     }
@@ -107,10 +108,11 @@ impl Sqld {
     /// What the first column of the first row of `sql` holds, as an integer; `None` when
     /// the server gave no such answer (read over raw HTTP, so it works from any thread).
     pub fn read_integer(&self, sql: &str) -> Option<i64> {
-        let body = format!(
-            r#"{{"baton":null,"requests":[{{"type":"execute","stmt":{{"sql":{}}}}},{{"type":"close"}}]}}"#,
-            serde_json::Value::from(sql)
-        );
+        let body = serde_json::json!({
+            "baton": null,
+            "requests": [{"type": "execute", "stmt": {"sql": sql}}, {"type": "close"}],
+        })
+        .to_string();
         let answer = probe(&self.url, "POST", "/v2/pipeline", &body);
         let (_, rest) = answer.split_once(r#""rows":[[{"type":"integer","value":""#)?;
         rest.split('"').next()?.parse().ok()
@@ -152,8 +154,8 @@ impl Drop for Sqld {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg(&self.pid).status();
         wait_until_closed(&self.url);
-        if let Some(dir) = &self.made_dir {
-            let _ = std::fs::remove_dir_all(dir);
+        if self.made_data_dir {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
         }
         // Kept when the test fails, for a look at what the server said.
         if !std::thread::panicking() {
