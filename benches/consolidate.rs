@@ -62,7 +62,10 @@ async fn main() {
             .unwrap();
     }
     let total_events = SESSIONS * EVENTS_PER_SESSION;
-    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    let consolidator = nightshift::app::App::open(&config)
+        .await
+        .unwrap()
+        .consolidator(None);
 
     let started = Instant::now();
     let reports = consolidator

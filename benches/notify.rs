@@ -39,9 +39,11 @@ async fn enqueue(memory: &nightshift::memory::Memory, plan: &NotifyPlan, i: usiz
         priority: Priority::Normal,
         payload,
     };
-    enqueue_in(&conn, plan, message, memory.clock().now_ms())
+    let tx = conn.write_tx().await.unwrap();
+    enqueue_in(&tx, plan, message, memory.clock().now_ms())
         .await
         .unwrap();
+    tx.commit().await.unwrap();
 }
 
 async fn pending(outbox: &Outbox) -> usize {
@@ -71,6 +73,7 @@ async fn main() {
         channel_context_id: None,
         marker: "[NOTIFY]".into(),
         failure_notice_after: 3,
+        max_message_chars: 3500,
         ttl_ms: [86_400_000; 3],
     };
     let wake = Arc::new(Notify::new());

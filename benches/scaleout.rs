@@ -15,13 +15,14 @@ use std::time::{Duration, Instant};
 
 use axum::routing::post;
 use axum::{Json, Router};
+use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::{Config, RuntimeKind};
 use nightshift::db::query_scalar;
 use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
 use nightshift::schedule::types::{CatchUp, NewSchedule, NotifyPolicy};
 use nightshift::schedule::Cadence;
-use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use nightshift::worker::{run_with, WorkerParts};
 use serde_json::{json, Value};
 
 mod common;
@@ -76,22 +77,30 @@ fn config_for(database: &str, runtime_url: &str) -> Config {
 
 /// One claim transaction, timed, for fresh schedules made due with `run_now`.
 async fn claim_times(config: &Config) -> Vec<Duration> {
-    let memory = open_memory(config).await.expect("open");
-    let store = schedule_store(&memory, config);
+    let app = nightshift::app::App::open(config).await.expect("open");
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     let mut times = Vec::with_capacity(CLAIMS);
     for i in 0..CLAIMS {
         let schedule = store
-            .create(&NewSchedule::new(
-                "claimer",
-                format!("claim {i}"),
-                Cadence::Interval {
-                    every_secs: 3600,
-                    anchor: memory.clock().now_ms() + 3_600_000,
-                },
-            ))
+            .create(
+                &Actor::Operator,
+                &NewSchedule::new(
+                    "claimer",
+                    format!("claim {i}"),
+                    Cadence::Interval {
+                        every_secs: 3600,
+                        anchor: memory.clock().now_ms() + 3_600_000,
+                        tz: "UTC".into(),
+                    },
+                ),
+            )
             .await
             .expect("create");
-        let due = store.run_now(&schedule.schedule_id).await.expect("run now");
+        let due = store
+            .run_now(&Actor::Operator, &schedule.schedule_id)
+            .await
+            .expect("run now");
         let start = Instant::now();
         let claim = store.claim(&due, "bench", 60_000).await.expect("claim");
         times.push(start.elapsed());
@@ -133,7 +142,10 @@ async fn runs_per_min(
             ..Default::default()
         };
         tasks.push(tokio::spawn(async move {
-            run_with(&config, parts, async {
+            let app = nightshift::app::App::open(&config)
+                .await
+                .map_err(nightshift::worker::WorkerError::from)?;
+            run_with(&app, parts, async {
                 let _ = stopped.await;
             })
             .await
@@ -178,8 +190,9 @@ async fn runs_per_min(
 
 /// Schedules due every second with every occurrence kept: always more due than done.
 async fn busy_schedules(config: &Config) {
-    let memory = open_memory(config).await.expect("open");
-    let store = schedule_store(&memory, config);
+    let app = nightshift::app::App::open(config).await.expect("open");
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     for i in 0..SCHEDULES {
         let mut new = NewSchedule::new(
             format!("user-{}", i % 30),
@@ -187,11 +200,12 @@ async fn busy_schedules(config: &Config) {
             Cadence::Interval {
                 every_secs: 1,
                 anchor: memory.clock().now_ms(),
+                tz: "UTC".into(),
             },
         );
         new.catch_up = CatchUp::All;
         new.notify = NotifyPolicy::Never;
-        store.create(&new).await.expect("create");
+        store.create(&Actor::Operator, &new).await.expect("create");
     }
 }
 

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use axum::routing::post;
 use axum::{Json, Router};
+use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::{Config, RuntimeKind};
 use nightshift::schedule::types::NewSchedule;
 use nightshift::schedule::Cadence;
-use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use nightshift::worker::{run_with, WorkerParts};
 use serde_json::{json, Value};
 
 mod common;
@@ -46,9 +47,9 @@ async fn setup(dir: &tempfile::TempDir, url: &str, far_future: bool) -> Config {
     config.scheduler.max_concurrent = 16;
     config.runtime.kind = RuntimeKind::Http;
     config.runtime.url = url.to_string();
-    let memory = open_memory(&config).await.unwrap();
-    let store = schedule_store(&memory, &config);
-    let now = memory.clock().now_ms();
+    let app = nightshift::app::App::open(&config).await.unwrap();
+    let store = app.schedules().clone();
+    let now = app.clock().now_ms();
     for i in 0..SCHEDULES {
         let cadence = if far_future {
             Cadence::cron("0 0 1 1 *", "UTC").unwrap()
@@ -58,14 +59,14 @@ async fn setup(dir: &tempfile::TempDir, url: &str, far_future: bool) -> Config {
             Cadence::Interval {
                 every_secs: PERIOD_SECS,
                 anchor,
+                tz: "UTC".into(),
             }
         };
         store
-            .create(&NewSchedule::new(
-                format!("user-{}", i % 100),
-                format!("goal {i}"),
-                cadence,
-            ))
+            .create(
+                &Actor::Operator,
+                &NewSchedule::new(format!("user-{}", i % 100), format!("goal {i}"), cadence),
+            )
             .await
             .unwrap();
     }
@@ -74,9 +75,8 @@ async fn setup(dir: &tempfile::TempDir, url: &str, far_future: bool) -> Config {
 
 async fn run_for(config: &Config, secs: u64) {
     let wait = tokio::time::sleep(Duration::from_secs(secs));
-    run_with(config, WorkerParts::default(), wait)
-        .await
-        .unwrap();
+    let app = nightshift::app::App::open(config).await.unwrap();
+    run_with(&app, WorkerParts::default(), wait).await.unwrap();
 }
 
 #[tokio::main]

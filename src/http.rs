@@ -10,3 +10,49 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs)
 }
+
+/// Why a body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyError {
+    /// More than the limit arrived; the rest was not read.
+    TooLarge { limit: usize },
+    /// The connection failed or timed out mid-body.
+    Read(String),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::TooLarge { limit } => {
+                write!(f, "the answer is larger than the limit of {limit} bytes")
+            }
+            BodyError::Read(reason) => write!(f, "the answer could not be read: {reason}"),
+        }
+    }
+}
+
+/// Reads a response body chunk by chunk, at most `limit` bytes: a peer that sends more is
+/// cut off there, so memory stays bounded whatever it sends.
+pub async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
+    if response
+        .content_length()
+        .is_some_and(|len| len > limit as u64)
+    {
+        return Err(BodyError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| BodyError::Read(e.without_url().to_string()))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}

@@ -1,24 +1,45 @@
 //! nightshift: a long-running worker that gives an AI agent a durable memory and a sense of
 //! time. The binary (`src/main.rs`) is a thin CLI over this library.
 //!
-//! Where things live:
-//! - [`config`]: the typed configuration file and its validation.
-//! - [`db`]: opening the database, the connection pool, migrations, the clock.
-//! - [`embed`]: the `Embedder` trait and its backends.
-//! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
+//! Where things live, from the front doors down (dependencies point down, never up):
+//! - [`app`]: the composition root — opens the database and builds every component once;
+//!   `app::check` is what `config check` checks.
 //! - [`worker`]: the long-running daemon behind `nightshift run`.
+//! - [`consolidate`]: rolling summaries and the overnight passes.
+//! - [`schedule`]: cadences, the schedule store, claims and run records, config sync.
+//! - [`runtime`]: the agent runtimes a due run is sent to.
+//! - [`notify`]: channels, the durable outbox and its sender.
+//! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
+//! - [`embed`]: the `Embedder` trait and its backends.
+//! - [`eval`]: retrieval-quality measurement on LoCoMo.
+//! - [`db`]: opening the database, connections, write transactions, migrations, the clock.
+//! - [`config`]: the typed configuration file and its validation.
+//! - [`spec`]: what callers ask for (a schedule's spec) and its closed vocabularies.
+//! - [`access`]: who acts — a user or the operator — checked by every operation.
+//! - [`input`]: the rules every input passes (text, ids, numbers, instants, sizes).
+//! - [`error`]: error kinds, mapped once per front door (exit codes, HTTP statuses).
+//! - [`text`], [`http`], [`ids`]: small shared helpers.
 
+#[macro_use]
+mod text_enum;
+
+pub mod access;
 pub mod app;
 pub mod config;
 pub mod consolidate;
 pub mod db;
 pub mod embed;
+pub mod error;
 pub mod eval;
 pub mod http;
 pub mod ids;
+pub mod input;
 pub mod memory;
 pub mod notify;
 pub mod runtime;
 pub mod schedule;
+pub mod spec;
 pub mod text;
 pub mod worker;
+
+pub use error::Error;

@@ -35,6 +35,33 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// At most the first `max_bytes` bytes of `text`, never splitting a character.
+pub fn truncate_bytes(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// `text` within `max_bytes`: whole when it fits, else cut on a character boundary with a
+/// note at the end saying how much was left out (the note counts against the limit).
+pub fn cut_with_note(text: &str, max_bytes: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    // The note's own length depends on the number it carries; size it for the largest.
+    let note_for = |left: usize| format!("\n[… {left} more bytes not kept]");
+    let room = max_bytes.saturating_sub(note_for(text.len()).len());
+    let kept = truncate_bytes(text, room);
+    let mut out = kept.to_string();
+    out.push_str(&note_for(text.len() - kept.len()));
+    std::borrow::Cow::Owned(crate::text::truncate_bytes(&out, max_bytes).to_string())
+}
+
 /// The last `max_chars` characters of `text`, never splitting a character.
 pub fn tail_chars(text: &str, max_chars: usize) -> &str {
     let count = text.chars().count();
@@ -203,6 +230,25 @@ mod tests {
         assert_eq!(truncate_chars("héllo", 2), "hé");
         assert_eq!(truncate_chars("日本語", 5), "日本語");
         assert_eq!(truncate_chars("", 3), "");
+    }
+
+    #[test]
+    fn cuts_keep_characters_and_say_so() {
+        assert_eq!(cut_with_note("short", 100), "short");
+        let long = "é".repeat(1000);
+        let cut = cut_with_note(&long, 200);
+        assert!(cut.len() <= 200);
+        assert!(cut.ends_with("more bytes not kept]"), "{cut}");
+        assert_eq!(truncate_bytes("héllo", 2), "h");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_cut_within_its_limit(text in proptest::prelude::any::<String>(), max in 0usize..300) {
+            let cut = cut_with_note(&text, max);
+            proptest::prop_assert!(cut.len() <= max || cut == text);
+            proptest::prop_assert!(truncate_bytes(&text, max).len() <= max);
+        }
     }
 
     #[test]

@@ -2,31 +2,35 @@
 
 mod common;
 
-use nightshift::config::{Config, ScheduleConfig};
+use nightshift::access::Actor;
+use nightshift::config::{Config, ScheduleSpec};
 use nightshift::schedule::store::ScheduleFilter;
 use nightshift::schedule::sync::{sync, SyncReport};
 use nightshift::schedule::types::{NewSchedule, Source};
 use nightshift::schedule::Cadence;
-use nightshift::worker::schedule_store;
 
-fn entry(name: &str, goal: &str, cron: &str) -> ScheduleConfig {
+fn entry(name: &str, goal: &str, cron: &str) -> ScheduleSpec {
     let text = format!(
         "[[schedules]]\nname = \"{name}\"\nuser = \"alice\"\ngoal = \"{goal}\"\ncron = \"{cron}\"\ntz = \"Europe/Lisbon\"\nchannel = \"telegram:123:7\"\n"
     );
-    Config::from_toml(&text).unwrap().schedules.remove(0)
+    toml::from_str::<Config>(&text).unwrap().schedules.remove(0)
 }
 
 #[tokio::test]
 async fn config_schedules_are_added_changed_and_removed() {
-    let (dir, memory) = common::fresh().await;
+    let dir = tempfile::TempDir::new().unwrap();
     let config = common::config_in(&dir);
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
     let mine = store
-        .create(&NewSchedule::new(
-            "alice",
-            "from the CLI",
-            Cadence::cron("0 8 * * *", "UTC").unwrap(),
-        ))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "alice",
+                "from the CLI",
+                Cadence::cron("0 8 * * *", "UTC").unwrap(),
+            ),
+        )
         .await
         .unwrap();
 
@@ -42,7 +46,10 @@ async fn config_schedules_are_added_changed_and_removed() {
             ..Default::default()
         }
     );
-    let (all, total) = store.list(&ScheduleFilter::default()).await.unwrap();
+    let (all, total) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
     assert_eq!(total, 3);
     let digest = all
         .iter()
@@ -73,10 +80,13 @@ async fn config_schedules_are_added_changed_and_removed() {
             added: 1,
             changed: 1,
             removed: 1,
-            unchanged: 0
+            ..Default::default()
         }
     );
-    let (all, _) = store.list(&ScheduleFilter::default()).await.unwrap();
+    let (all, _) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
     let names: Vec<_> = all.iter().filter_map(|s| s.name.clone()).collect();
     assert!(names.contains(&"water".to_string()) && !names.contains(&"backup".to_string()));
     assert_eq!(
@@ -87,17 +97,30 @@ async fn config_schedules_are_added_changed_and_removed() {
         "send the digest, briefly"
     );
     // The CLI's schedule is untouched, and survives an empty file too.
-    assert_eq!(store.get(&mine.schedule_id).await.unwrap(), mine);
+    assert_eq!(
+        store
+            .get(&Actor::Operator, &mine.schedule_id)
+            .await
+            .unwrap(),
+        mine
+    );
     let report = sync(&store, &[], "UTC").await.unwrap();
     assert_eq!(report.removed, 2);
-    assert_eq!(store.get(&mine.schedule_id).await.unwrap(), mine);
+    assert_eq!(
+        store
+            .get(&Actor::Operator, &mine.schedule_id)
+            .await
+            .unwrap(),
+        mine
+    );
 }
 
 #[tokio::test]
 async fn a_bad_entry_changes_nothing() {
-    let (dir, memory) = common::fresh().await;
+    let dir = tempfile::TempDir::new().unwrap();
     let config = common::config_in(&dir);
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
     sync(&store, &[entry("ok", "fine", "0 7 * * *")], "UTC")
         .await
         .unwrap();
@@ -115,7 +138,10 @@ async fn a_bad_entry_changes_nothing() {
         err.to_string().contains("bad") && err.to_string().contains("hour"),
         "{err}"
     );
-    let (all, _) = store.list(&ScheduleFilter::default()).await.unwrap();
+    let (all, _) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].goal, "fine");
 }

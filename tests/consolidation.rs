@@ -5,6 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::consolidate::{Consolidator, Pass};
 use nightshift::db::clock::ManualClock;
@@ -12,18 +13,15 @@ use nightshift::memory::{
     ContextRequest, Event, ExtractiveSummarizer, Memory, NewEvent, NewNote, Role, SearchRequest,
     Strategy, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
-use nightshift::worker::maintenance::claim_window;
 use tempfile::TempDir;
 
 async fn setup() -> (TempDir, Memory, Arc<ManualClock>, Consolidator) {
     let dir = TempDir::new().unwrap();
     let config = common::config_in(&dir);
     let clock = ManualClock::starting_at(1_800_000_000_000);
-    let memory = open_memory(&config)
-        .await
-        .unwrap()
-        .with_clock(clock.clone());
-    let consolidator = nightshift::worker::consolidator(&memory, &config, Some("w".into()));
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
+    let consolidator = app.consolidator(Some("w".into()));
     (dir, memory, clock, consolidator)
 }
 
@@ -87,7 +85,14 @@ async fn two_concurrent_summarizers_one_wins() {
         .filter(|o| matches!(o, SummarizeOutcome::Stale { .. }))
         .count();
     assert_eq!((written, stale), (1, 1), "{outcomes:?}");
-    assert_eq!(memory.read_summary("s").await.unwrap().epoch, 1);
+    assert_eq!(
+        memory
+            .read_summary(&Actor::Operator, "s")
+            .await
+            .unwrap()
+            .epoch,
+        1
+    );
 }
 
 async fn summarize_until_done(memory: &Memory, session: &str, policy: &SummaryPolicy) {
@@ -117,8 +122,14 @@ async fn incremental_summaries_cover_what_a_from_scratch_one_does() {
     memory.append("u", "scratch", &all).await.unwrap();
     summarize_until_done(&memory, "scratch", &policy).await;
 
-    let a = memory.read_summary("incremental").await.unwrap();
-    let b = memory.read_summary("scratch").await.unwrap();
+    let a = memory
+        .read_summary(&Actor::Operator, "incremental")
+        .await
+        .unwrap();
+    let b = memory
+        .read_summary(&Actor::Operator, "scratch")
+        .await
+        .unwrap();
     let lines = |s: &Option<String>| -> Vec<String> {
         s.as_deref()
             .unwrap()
@@ -162,7 +173,7 @@ async fn the_summary_cap_keeps_the_newest() {
         memory.append("u", "s", batch).await.unwrap();
         summarize_until_done(&memory, "s", &policy).await;
     }
-    let state = memory.read_summary("s").await.unwrap();
+    let state = memory.read_summary(&Actor::Operator, "s").await.unwrap();
     let summary = state.summary.unwrap();
     assert!(summary.chars().count() <= 600);
     assert!(!summary.contains("turn 0:"), "the oldest line is gone");
@@ -331,11 +342,9 @@ async fn retention_expires_facts_and_idle_conversations() {
     config.consolidation.fact_retention_days = 1;
     config.consolidation.conversation_retention_days = 30;
     let clock = ManualClock::starting_at(1_800_000_000_000);
-    let memory = open_memory(&config)
-        .await
-        .unwrap()
-        .with_clock(clock.clone());
-    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
+    let consolidator = app.consolidator(None);
     memory
         .append("u", "old", &[NewEvent::new(Role::User, "I hate olives")])
         .await
@@ -355,7 +364,7 @@ async fn retention_expires_facts_and_idle_conversations() {
         ["kept forever"]
     );
     assert!(
-        memory.recall("old", None, 5).await.is_ok(),
+        memory.recall(&Actor::Operator, "old", 5).await.is_ok(),
         "conversation kept within 30 days"
     );
 
@@ -366,10 +375,10 @@ async fn retention_expires_facts_and_idle_conversations() {
         .unwrap();
     consolidator.run(&[Pass::Expiry], None, None).await.unwrap();
     assert!(
-        memory.recall("old", None, 5).await.is_err(),
+        memory.recall(&Actor::Operator, "old", 5).await.is_err(),
         "idle conversation removed"
     );
-    assert!(memory.recall("fresh", None, 5).await.is_ok());
+    assert!(memory.recall(&Actor::Operator, "fresh", 5).await.is_ok());
     common::fts_integrity(&memory).await;
 }
 
@@ -410,7 +419,10 @@ async fn running_consolidation_twice_changes_nothing_the_second_time() {
 async fn futures_summaries(memory: &Memory, n: usize) -> Vec<(i64, Option<String>)> {
     let mut out = Vec::new();
     for s in 0..n {
-        let state = memory.read_summary(&format!("s{s}")).await.unwrap();
+        let state = memory
+            .read_summary(&Actor::Operator, &format!("s{s}"))
+            .await
+            .unwrap();
         out.push((state.epoch, state.summary));
     }
     out
@@ -560,15 +572,17 @@ async fn context_stays_within_budget_and_within_the_user() {
 async fn one_worker_per_consolidation_window() {
     let (dir, _memory, _, a) = setup().await;
     let config = common::config_in(&dir);
-    let other = open_memory(&config).await.unwrap();
-    let b = nightshift::worker::consolidator(&other, &config, Some("b".into()));
+    let b = common::app_with(&config, None)
+        .await
+        .consolidator(Some("b".into()));
     let window = 1_800_000_000_000;
     let (x, y) = tokio::join!(
-        claim_window(&a, "consolidation", window, "a"),
-        claim_window(&b, "consolidation", window, "b")
+        a.claim_window("consolidation", window, "a"),
+        b.claim_window("consolidation", window, "b")
     );
     assert_eq!([x.unwrap(), y.unwrap()].iter().filter(|c| **c).count(), 1);
-    assert!(claim_window(&a, "consolidation", window + 86_400_000, "a")
+    assert!(a
+        .claim_window("consolidation", window + 86_400_000, "a")
         .await
         .unwrap());
 }
@@ -607,8 +621,9 @@ async fn with_a_model_facts_and_summaries_come_from_it() {
     config.runtime.base_url = format!("http://{addr}/v1");
     config.runtime.model = "m".into();
     config.consolidation.summary_budget_tokens = 100;
-    let memory = open_memory(&config).await.unwrap();
-    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    let app = common::app_with(&config, None).await;
+    let memory = app.memory().clone();
+    let consolidator = app.consolidator(None);
     let mut events = turns(12, 10);
     events.push(NewEvent::new(
         Role::User,
@@ -622,7 +637,12 @@ async fn with_a_model_facts_and_summaries_come_from_it() {
     let notes = memory.notes("u").await.unwrap();
     assert_eq!(note_texts(&notes), ["Prefers aisle seats on long flights"]);
     assert_eq!(notes[0].fact_key.as_deref(), Some("preference:seat"));
-    let summary = memory.read_summary("trip").await.unwrap().summary.unwrap();
+    let summary = memory
+        .read_summary(&Actor::Operator, "trip")
+        .await
+        .unwrap()
+        .summary
+        .unwrap();
     assert!(summary.contains("travel plans"), "{summary}");
 }
 
@@ -634,15 +654,13 @@ async fn snapshots_rotate() {
     config.consolidation.snapshot_dir = Some(snapshots.display().to_string());
     config.consolidation.snapshot_keep = 2;
     let clock = ManualClock::starting_at(1_800_000_000_000);
-    let memory = open_memory(&config)
-        .await
-        .unwrap()
-        .with_clock(clock.clone());
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
     memory
         .save_note("u", &NewNote::new("worth keeping"))
         .await
         .unwrap();
-    let consolidator = nightshift::worker::consolidator(&memory, &config, None);
+    let consolidator = app.consolidator(None);
     for _ in 0..3 {
         clock.advance_ms(1_000);
         let report = consolidator

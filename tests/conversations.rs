@@ -3,6 +3,7 @@
 mod common;
 
 use common::{count, fresh, fts_integrity, index_rows};
+use nightshift::access::Actor;
 use nightshift::db::clock::ManualClock;
 use nightshift::memory::{MemoryError, NewEvent, Role, SearchRequest, SessionKind};
 
@@ -23,7 +24,7 @@ async fn append_and_recall_in_order_with_importance_by_role() {
         .unwrap();
     assert_eq!(more, [5]);
 
-    let all = memory.recall("chat-1", None, 50).await.unwrap();
+    let all = memory.recall(&Actor::Operator, "chat-1", 50).await.unwrap();
     assert_eq!(
         all.iter().map(|e| e.sequence).collect::<Vec<_>>(),
         [1, 2, 3, 4, 5]
@@ -32,7 +33,10 @@ async fn append_and_recall_in_order_with_importance_by_role() {
         all.iter().map(|e| e.importance).collect::<Vec<_>>(),
         [0.1, 0.5, 0.5, 0.3, 0.5]
     );
-    let last_two = memory.recall("chat-1", Some("alice"), 2).await.unwrap();
+    let last_two = memory
+        .recall(&Actor::user("alice").unwrap(), "chat-1", 2)
+        .await
+        .unwrap();
     assert_eq!(
         last_two
             .iter()
@@ -67,7 +71,7 @@ async fn concurrent_appends_get_unique_consecutive_sequences() {
     for t in tasks {
         t.await.unwrap();
     }
-    let events = memory.recall("busy", None, 1000).await.unwrap();
+    let events = memory.recall(&Actor::Operator, "busy", 1000).await.unwrap();
     assert_eq!(
         events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
         (1..=80).collect::<Vec<_>>()
@@ -132,11 +136,15 @@ async fn sessions_belong_to_one_user() {
         "{err}"
     );
     assert!(matches!(
-        memory.recall("bobs-chat", Some("alice"), 10).await,
+        memory
+            .recall(&Actor::user("alice").unwrap(), "bobs-chat", 10)
+            .await,
         Err(MemoryError::SessionNotFound(_))
     ));
     assert!(matches!(
-        memory.forget("bobs-chat", Some("alice")).await,
+        memory
+            .forget(&Actor::user("alice").unwrap(), "bobs-chat")
+            .await,
         Err(MemoryError::SessionNotFound(_))
     ));
     let request = SearchRequest {
@@ -151,7 +159,7 @@ async fn sessions_belong_to_one_user() {
     ));
     assert_eq!(
         memory
-            .recall("bobs-chat", Some("bob"), 10)
+            .recall(&Actor::user("bob").unwrap(), "bobs-chat", 10)
             .await
             .unwrap()
             .len(),
@@ -183,7 +191,10 @@ async fn forget_removes_the_session_and_everything_derived() {
     assert_eq!(count(&memory, "SELECT count(*) FROM embed_queue").await, 2);
     memory.embed_pending(&|_, _| {}).await.unwrap();
     assert_eq!(index_rows(&memory, "purple").await, (2, 2, 2));
-    memory.forget("doomed", Some("u")).await.unwrap();
+    memory
+        .forget(&Actor::user("u").unwrap(), "doomed")
+        .await
+        .unwrap();
     assert_eq!(index_rows(&memory, "purple").await, (1, 1, 1));
     assert_eq!(count(&memory, "SELECT count(*) FROM events").await, 1);
     assert_eq!(
@@ -196,11 +207,11 @@ async fn forget_removes_the_session_and_everything_derived() {
     );
     fts_integrity(&memory).await;
     assert!(matches!(
-        memory.recall("doomed", None, 5).await,
+        memory.recall(&Actor::Operator, "doomed", 5).await,
         Err(MemoryError::SessionNotFound(_))
     ));
     assert!(matches!(
-        memory.forget("doomed", None).await,
+        memory.forget(&Actor::Operator, "doomed").await,
         Err(MemoryError::SessionNotFound(_))
     ));
 }
@@ -216,7 +227,7 @@ async fn reserved_sessions_cannot_be_written_or_forgotten_directly() {
         Err(MemoryError::ReservedSession(_))
     ));
     assert!(matches!(
-        memory.forget(&memory_session, None).await,
+        memory.forget(&Actor::Operator, &memory_session).await,
         Err(MemoryError::ReservedSession(_))
     ));
 }
@@ -255,7 +266,11 @@ async fn jsonl_import_is_all_or_nothing_with_line_numbers() {
     }
     assert!(memory.append_jsonl("u", "s", b"\n\n").await.is_err());
     assert_eq!(
-        memory.recall("s", None, 100).await.unwrap().len(),
+        memory
+            .recall(&Actor::Operator, "s", 100)
+            .await
+            .unwrap()
+            .len(),
         2,
         "nothing half-written"
     );
@@ -358,14 +373,18 @@ async fn one_callers_failure_never_undoes_anothers_append() {
     assert_eq!(ok, 30);
     assert_eq!(
         memory
-            .recall("chat", Some("alice"), 100)
+            .recall(&Actor::user("alice").unwrap(), "chat", 100)
             .await
             .unwrap()
             .len(),
         30
     );
     assert_eq!(
-        memory.recall("bobs", Some("bob"), 100).await.unwrap().len(),
+        memory
+            .recall(&Actor::user("bob").unwrap(), "bobs", 100)
+            .await
+            .unwrap()
+            .len(),
         1
     );
     assert_eq!(count(&memory, "SELECT count(*) FROM chunks").await, 31);

@@ -3,6 +3,7 @@
 
 mod common;
 
+use nightshift::access::Actor;
 use nightshift::eval::locomo::{evaluate, EvalError};
 use serde_json::json;
 
@@ -55,7 +56,7 @@ async fn recall_is_measured_through_ingest_and_search() {
     );
     // Turns were stored through the real path, with the speaker and the session's date.
     let events = memory
-        .recall("locomo-t1", Some("locomo-t1"), 10)
+        .recall(&Actor::user("locomo-t1").unwrap(), "locomo-t1", 10)
         .await
         .unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 mod common;
 
 use common::config_in;
-use nightshift::app::{open_db, open_memory, OpenError};
+use nightshift::app::{open_db, open_memory, AppError};
 use nightshift::db::migrate::{self, latest_version};
 use nightshift::db::{query_scalar, DbError};
 use tempfile::TempDir;
@@ -74,7 +74,7 @@ async fn refuses_a_database_from_a_newer_nightshift() {
     assert!(err.to_string().contains("newer"), "{err}");
     assert!(matches!(
         open_memory(&config).await,
-        Err(OpenError::Db(DbError::SchemaTooNew { .. }))
+        Err(AppError::Db(DbError::SchemaTooNew { .. }))
     ));
     assert!(migrate::status(&db).await.is_err());
 }

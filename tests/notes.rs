@@ -244,7 +244,7 @@ async fn search_rejects_bad_requests() {
     let (_dir, memory) = fresh().await;
     assert!(matches!(
         memory.search(&search("u", "   ")).await,
-        Err(MemoryError::EmptyText { .. })
+        Err(MemoryError::Input(_))
     ));
     let mut request = search("u", "tea");
     request.top_k = Some(21);

@@ -12,18 +12,17 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hmac::{Hmac, KeyInit, Mac};
+use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::{ChannelConfig, ChannelKind, Config, UserConfig};
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::memory::Memory;
 use nightshift::notify::channels::Channels;
 use nightshift::notify::outbox::Outbox;
-use nightshift::notify::router::Router as NotifyRouter;
 use nightshift::notify::sender::Sender;
 use nightshift::schedule::store::ScheduleStore;
 use nightshift::schedule::types::{NewSchedule, NotifyPolicy, RunOutcome, RunStatus, Schedule};
 use nightshift::schedule::Cadence;
-use nightshift::worker::schedule_store;
 use serde_json::Value;
 use sha2::Sha256;
 use tempfile::TempDir;
@@ -109,14 +108,9 @@ async fn harness(tweak: impl FnOnce(&mut Config)) -> Harness {
     tweak(&mut config);
     config.validate().unwrap();
     let clock = ManualClock::starting_at(1_800_000_000_000);
-    let memory = open_memory(&config)
-        .await
-        .unwrap()
-        .with_clock(clock.clone());
-    let store = schedule_store(&memory, &config).with_notifications(
-        Arc::new(NotifyRouter::from_config(&config)),
-        Arc::new(Notify::new()),
-    );
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     Harness {
         dir,
         config,
@@ -150,19 +144,26 @@ impl Harness {
         );
         new.name = Some("report".into());
         if let Some(channel) = channel {
-            let (id, context) = nightshift::schedule::sync::split_channel(channel);
+            let (id, context) = nightshift::notify::router::split_channel(channel);
             new.channel_id = Some(id);
             new.channel_context_id = context;
         }
         new.notify = notify;
-        self.store.create(&new).await.unwrap()
+        self.store.create(&Actor::Operator, &new).await.unwrap()
     }
 
     /// Claims and finishes one occurrence of `schedule`; returns the run id.
     async fn finish(&self, schedule: &Schedule, status: RunStatus, output: &str) -> String {
         self.clock.advance_ms(1_000);
-        self.store.run_now(&schedule.schedule_id).await.unwrap();
-        let due = self.store.get(&schedule.schedule_id).await.unwrap();
+        self.store
+            .run_now(&Actor::Operator, &schedule.schedule_id)
+            .await
+            .unwrap();
+        let due = self
+            .store
+            .get(&Actor::Operator, &schedule.schedule_id)
+            .await
+            .unwrap();
         let claim = self.store.claim(&due, "w", 60_000).await.unwrap().unwrap();
         let outcome = RunOutcome {
             status: Some(status),
@@ -179,7 +180,11 @@ impl Harness {
     }
 
     async fn notified(&self, run_id: &str) -> bool {
-        self.store.run(run_id).await.unwrap().notified
+        self.store
+            .run(&Actor::Operator, run_id)
+            .await
+            .unwrap()
+            .notified
     }
 }
 
@@ -444,6 +449,7 @@ async fn repeated_failures_and_pausing_are_announced() {
             "alice".into(),
             UserConfig {
                 default_channel: Some("ops".into()),
+                ..Default::default()
             },
         );
     })
@@ -579,7 +585,7 @@ async fn recording_a_run_keeps_the_newest_history_keep_runs() {
     }
     let kept: Vec<String> = h
         .store
-        .runs(&schedule.schedule_id, 10)
+        .runs(&Actor::Operator, &schedule.schedule_id, 10)
         .await
         .unwrap()
         .into_iter()

@@ -5,13 +5,13 @@ mod common;
 
 use common::sqld::Sqld;
 
+use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::Config;
 use nightshift::db::DbTarget;
 use nightshift::memory::{MemoryError, NewEvent, NewNote, Role, SearchRequest};
 use nightshift::schedule::types::NewSchedule;
 use nightshift::schedule::Cadence;
-use nightshift::worker::schedule_store;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_and_schedules_work_against_a_libsql_server() {
@@ -65,7 +65,10 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
         Err(MemoryError::SessionOfOtherUser { .. })
     ));
     // Forgetting cascades through the server's foreign keys.
-    memory.forget("chat", Some("alice")).await.unwrap();
+    memory
+        .forget(&Actor::user("alice").unwrap(), "chat")
+        .await
+        .unwrap();
     assert_eq!(
         common::count(&memory, "SELECT count(*) FROM events").await,
         0
@@ -105,23 +108,29 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
     for t in tasks {
         t.await.unwrap();
     }
-    let events = memory.recall("busy", None, 100).await.unwrap();
+    let events = memory.recall(&Actor::Operator, "busy", 100).await.unwrap();
     assert_eq!(
         events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
         (1..=10).collect::<Vec<_>>()
     );
 
     // A schedule is claimed once.
-    let store = schedule_store(&memory, &config);
+    let store = common::app_with(&config, None).await.schedules().clone();
     let schedule = store
-        .create(&NewSchedule::new(
-            "alice",
-            "check the hives",
-            Cadence::cron("0 9 * * *", "UTC").unwrap(),
-        ))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "alice",
+                "check the hives",
+                Cadence::cron("0 9 * * *", "UTC").unwrap(),
+            ),
+        )
         .await
         .unwrap();
-    let due = store.run_now(&schedule.schedule_id).await.unwrap();
+    let due = store
+        .run_now(&Actor::Operator, &schedule.schedule_id)
+        .await
+        .unwrap();
     let first = store.claim(&due, "w1", 60_000).await.unwrap();
     let second = store.claim(&due, "w2", 60_000).await.unwrap();
     assert!(first.is_some() && second.is_none());
@@ -234,10 +243,12 @@ fn spawn_worker(
     let parts = nightshift::worker::WorkerParts {
         runtime: Some(runtime),
         worker_id: worker_id.map(str::to_string),
-        ..Default::default()
     };
     let worker = tokio::spawn(async move {
-        nightshift::worker::run_with(&config, parts, async {
+        let app = nightshift::app::App::open(&config)
+            .await
+            .map_err(nightshift::worker::WorkerError::from)?;
+        nightshift::worker::run_with(&app, parts, async {
             let _ = stopped.await;
         })
         .await
@@ -268,20 +279,28 @@ async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and
     config.scheduler.lease_secs = 2;
     config.scheduler.change_check_ms = 100;
     config.consolidation.enabled = false;
-    let memory = open_memory(&config).await.unwrap();
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, None).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     let schedule = store
-        .create(&NewSchedule::new(
-            "u",
-            "write the report",
-            Cadence::Interval {
-                every_secs: 3600,
-                anchor: memory.clock().now_ms() + 3_600_000,
-            },
-        ))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "u",
+                "write the report",
+                Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: memory.clock().now_ms() + 3_600_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
         .await
         .unwrap();
-    store.run_now(&schedule.schedule_id).await.unwrap();
+    store
+        .run_now(&Actor::Operator, &schedule.schedule_id)
+        .await
+        .unwrap();
 
     let runtime = std::sync::Arc::new(HeldRuntime::default());
     let (stop, worker) = spawn_worker(&config, runtime.clone(), Some("wrk-survivor"));
@@ -305,7 +324,7 @@ async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and
     let mut recorded = None;
     for _ in 0..300 {
         let runs = store
-            .runs(&schedule.schedule_id, 10)
+            .runs(&Actor::Operator, &schedule.schedule_id, 10)
             .await
             .unwrap_or_default();
         if let Some(run) = runs.first().filter(|r| r.status.as_str() == "succeeded") {
@@ -336,20 +355,28 @@ async fn a_worker_whose_server_stops_answering_still_exits_and_says_why() {
     let mut config = sqld.config();
     config.scheduler.shutdown_grace_secs = 1;
     config.consolidation.enabled = false;
-    let memory = open_memory(&config).await.unwrap();
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, None).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     let schedule = store
-        .create(&NewSchedule::new(
-            "u",
-            "write the report",
-            Cadence::Interval {
-                every_secs: 3600,
-                anchor: memory.clock().now_ms() + 3_600_000,
-            },
-        ))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "u",
+                "write the report",
+                Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: memory.clock().now_ms() + 3_600_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
         .await
         .unwrap();
-    store.run_now(&schedule.schedule_id).await.unwrap();
+    store
+        .run_now(&Actor::Operator, &schedule.schedule_id)
+        .await
+        .unwrap();
 
     let runtime = std::sync::Arc::new(HeldRuntime::default());
     let (stop, worker) = spawn_worker(&config, runtime.clone(), None);
@@ -485,24 +512,35 @@ async fn a_worker_on_a_replica_runs_what_another_process_asks_for() {
 
     // The other process: no replica.
     let cli_config = sqld.config();
-    let memory = open_memory(&cli_config).await.unwrap();
-    let store = schedule_store(&memory, &cli_config);
+    let app = common::app_with(&cli_config, None).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     let schedule = store
-        .create(&NewSchedule::new(
-            "u",
-            "write the report",
-            Cadence::Interval {
-                every_secs: 3600,
-                anchor: memory.clock().now_ms() + 3_600_000,
-            },
-        ))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "u",
+                "write the report",
+                Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: memory.clock().now_ms() + 3_600_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
         .await
         .unwrap();
-    store.run_now(&schedule.schedule_id).await.unwrap();
+    store
+        .run_now(&Actor::Operator, &schedule.schedule_id)
+        .await
+        .unwrap();
 
     let mut recorded = None;
     for _ in 0..200 {
-        let runs = store.runs(&schedule.schedule_id, 10).await.unwrap();
+        let runs = store
+            .runs(&Actor::Operator, &schedule.schedule_id, 10)
+            .await
+            .unwrap();
         if let Some(run) = runs.first().filter(|r| r.status.as_str() == "succeeded") {
             recorded = Some(run.clone());
             break;
@@ -968,8 +1006,9 @@ async fn transactions_that_read_then_write_are_not_interrupted() {
     // sqld logging at debug level: slower, it leaves the window open far more often.
     let sqld = Sqld::start_with_env(&[("RUST_LOG", "info,libsql_server=debug")]);
     let config = sqld.config();
-    let memory = open_memory(&config).await.unwrap();
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, None).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     let mut failures = Vec::new();
     for i in 0..3_000 {
         // A schedule's creation counts the user's schedules, then inserts one.
@@ -979,9 +1018,10 @@ async fn transactions_that_read_then_write_are_not_interrupted() {
             Cadence::Interval {
                 every_secs: 60,
                 anchor: memory.clock().now_ms(),
+                tz: "UTC".into(),
             },
         );
-        if let Err(err) = store.create(&new).await {
+        if let Err(err) = store.create(&Actor::Operator, &new).await {
             failures.push(format!("#{i}: {err}"));
         }
     }

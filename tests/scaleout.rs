@@ -19,11 +19,11 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
+use nightshift::access::Actor;
 use nightshift::app::{open_db, open_memory};
 use nightshift::config::Config;
 use nightshift::schedule::types::{CatchUp, NewSchedule, NotifyPolicy};
 use nightshift::schedule::Cadence;
-use nightshift::worker::schedule_store;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -154,8 +154,8 @@ fn stop_all(workers: Vec<(KillOnDrop, &PathBuf)>, server: Option<&Sqld>) {
 /// every missed occurrence, so "none lost" can be checked exactly. Returns each one's
 /// period and first occurrence.
 async fn create_schedules(config: &Config) -> HashMap<String, (i64, i64)> {
-    let memory = open_memory(config).await.unwrap();
-    let store = schedule_store(&memory, config);
+    let app = common::app_with(config, None).await;
+    let store = app.schedules().clone();
     let mut every = HashMap::new();
     for i in 0..SCHEDULES {
         let secs = 1 + (i % 2) as i64;
@@ -164,12 +164,13 @@ async fn create_schedules(config: &Config) -> HashMap<String, (i64, i64)> {
             format!("job {i}"),
             Cadence::Interval {
                 every_secs: secs,
-                anchor: memory.clock().now_ms(),
+                anchor: app.clock().now_ms(),
+                tz: "UTC".into(),
             },
         );
         new.catch_up = CatchUp::All;
         new.notify = NotifyPolicy::Never;
-        let schedule = store.create(&new).await.unwrap();
+        let schedule = store.create(&Actor::Operator, &new).await.unwrap();
         let first = schedule.next_run_at.unwrap();
         every.insert(schedule.schedule_id, (secs * 1000, first));
     }
@@ -609,13 +610,11 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         channel_context_id: None,
         marker: "[NOTIFY]".into(),
         failure_notice_after: 3,
+        max_message_chars: 3500,
         ttl_ms: [3_600_000; 3],
     };
     let now = memory.clock().now_ms();
-    let tx = conn
-        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-        .await
-        .unwrap();
+    let tx = conn.write_tx().await.unwrap();
     for i in 0..1_000 {
         nightshift::notify::outbox::enqueue_in(
             &tx,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use nightshift::app::open_memory;
+use nightshift::access::Actor;
 use nightshift::config::Config;
 use nightshift::db::clock::{Clock, TokioClock};
 use nightshift::db::query_scalar;
@@ -17,7 +17,7 @@ use nightshift::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use nightshift::schedule::store::ScheduleStore;
 use nightshift::schedule::types::{CatchUp, NewSchedule, Overlap, RunStatus, ScheduleStatus};
 use nightshift::schedule::Cadence;
-use nightshift::worker::{run_with, schedule_store, WorkerParts};
+use nightshift::worker::{run_with, WorkerParts};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
@@ -85,11 +85,9 @@ async fn harness(tweak: impl FnOnce(&mut Config)) -> Harness {
     config.scheduler.retry_base_secs = 10;
     tweak(&mut config);
     let clock: Arc<dyn Clock> = TokioClock::starting_at(1_800_000_000_000);
-    let memory = open_memory(&config)
-        .await
-        .unwrap()
-        .with_clock(clock.clone());
-    let store = schedule_store(&memory, &config);
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
+    let store = app.schedules().clone();
     Harness {
         _dir: dir,
         config,
@@ -108,6 +106,7 @@ impl Harness {
             Cadence::Interval {
                 every_secs: secs,
                 anchor: now + secs * 1000,
+                tz: "UTC".into(),
             },
         )
     }
@@ -120,13 +119,14 @@ impl Harness {
     ) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
         let (stop, stopped) = oneshot::channel::<()>();
         let config = self.config.clone();
+        let clock = self.clock.clone();
         let parts = WorkerParts {
-            clock: Some(self.clock.clone()),
             runtime: Some(runtime),
             worker_id: Some(id.to_string()),
         };
         let handle = tokio::spawn(async move {
-            run_with(&config, parts, async {
+            let app = common::app_with(&config, Some(clock)).await;
+            run_with(&app, parts, async {
                 let _ = stopped.await;
             })
             .await
@@ -144,7 +144,11 @@ impl Harness {
     }
 
     async fn statuses(&self, schedule_id: &str) -> Vec<RunStatus> {
-        let mut runs = self.store.runs(schedule_id, 1000).await.unwrap();
+        let mut runs = self
+            .store
+            .runs(&Actor::Operator, schedule_id, 1000)
+            .await
+            .unwrap();
         runs.reverse();
         runs.into_iter().map(|r| r.status).collect()
     }
@@ -155,7 +159,7 @@ async fn two_workers_run_each_occurrence_exactly_once() {
     let h = harness(|_| {}).await;
     for i in 0..25 {
         h.store
-            .create(&h.every(60, &format!("job {i}")))
+            .create(&Actor::Operator, &h.every(60, &format!("job {i}")))
             .await
             .unwrap();
     }
@@ -213,7 +217,13 @@ async fn a_worker_behind_a_backlog_passes_over_no_schedule() {
     for i in 0..12 {
         let mut every_second = h.every(1, &format!("job {i}"));
         every_second.catch_up = CatchUp::All;
-        ids.push(h.store.create(&every_second).await.unwrap().schedule_id);
+        ids.push(
+            h.store
+                .create(&Actor::Operator, &every_second)
+                .await
+                .unwrap()
+                .schedule_id,
+        );
     }
     // Twelve occurrences due a second, one run a second.
     let runtime = FakeRuntime::new(Duration::from_secs(1));
@@ -246,9 +256,9 @@ async fn catch_up_policies_after_downtime() {
     let mut all = h.every(60, "all");
     all.catch_up = CatchUp::All;
     let (once, skip, all) = (
-        h.store.create(&once).await.unwrap(),
-        h.store.create(&skip).await.unwrap(),
-        h.store.create(&all).await.unwrap(),
+        h.store.create(&Actor::Operator, &once).await.unwrap(),
+        h.store.create(&Actor::Operator, &skip).await.unwrap(),
+        h.store.create(&Actor::Operator, &all).await.unwrap(),
     );
     // Nobody runs for ten minutes and a half: ten occurrences are missed.
     tokio::time::advance(Duration::from_secs(630)).await;
@@ -267,7 +277,13 @@ async fn catch_up_policies_after_downtime() {
     // Afterwards each is back on its own cadence, in the future.
     let now = h.clock.now_ms();
     for id in [&once.schedule_id, &skip.schedule_id, &all.schedule_id] {
-        let next = h.store.get(id).await.unwrap().next_run_at.unwrap();
+        let next = h
+            .store
+            .get(&Actor::Operator, id)
+            .await
+            .unwrap()
+            .next_run_at
+            .unwrap();
         assert!(next > now && next <= now + 60_000, "{id}");
     }
 }
@@ -280,7 +296,7 @@ async fn catch_up_all_records_what_it_passes_over() {
     let h = harness(|c| c.scheduler.history_keep = 1000).await;
     let mut all = h.every(60, "all");
     all.catch_up = CatchUp::All;
-    let all = h.store.create(&all).await.unwrap();
+    let all = h.store.create(&Actor::Operator, &all).await.unwrap();
     let first = all.next_run_at.unwrap();
     // Down for 150 occurrences: the first is claimed, of the 149 after it the last 100
     // run, and the 49 between are passed over.
@@ -290,7 +306,11 @@ async fn catch_up_all_records_what_it_passes_over() {
     stop.send(()).unwrap();
     worker.await.unwrap();
 
-    let mut runs = h.store.runs(&all.schedule_id, 1000).await.unwrap();
+    let mut runs = h
+        .store
+        .runs(&Actor::Operator, &all.schedule_id, 1000)
+        .await
+        .unwrap();
     runs.reverse();
     let statuses: Vec<RunStatus> = runs.iter().map(|r| r.status).collect();
     assert_eq!(statuses[..2], [RunStatus::Succeeded, RunStatus::Skipped]);
@@ -323,10 +343,14 @@ async fn overlapping_occurrence_is_skipped_by_default() {
         c.scheduler.max_concurrent = 8;
     })
     .await;
-    let schedule = h.store.create(&h.every(60, "slow")).await.unwrap();
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(60, "slow"))
+        .await
+        .unwrap();
     let mut allow = h.every(60, "slow too");
     allow.overlap = Overlap::Allow;
-    let allow = h.store.create(&allow).await.unwrap();
+    let allow = h.store.create(&Actor::Operator, &allow).await.unwrap();
     let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(150)));
     tokio::time::sleep(Duration::from_secs(200)).await;
     stop.send(()).unwrap();
@@ -350,14 +374,18 @@ async fn failures_retry_with_backoff_then_pause_the_schedule() {
     .await;
     let mut failing = h.every(600, "please fail");
     failing.max_attempts = 2;
-    let failing = h.store.create(&failing).await.unwrap();
+    let failing = h.store.create(&Actor::Operator, &failing).await.unwrap();
     let runtime = FakeRuntime::new(Duration::from_millis(10));
     let (stop, worker) = h.worker("w", runtime.clone());
     tokio::time::sleep(Duration::from_secs(3 * 600 + 120)).await;
     stop.send(()).unwrap();
     worker.await.unwrap();
 
-    let runs = h.store.runs(&failing.schedule_id, 10).await.unwrap();
+    let runs = h
+        .store
+        .runs(&Actor::Operator, &failing.schedule_id, 10)
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 3);
     for run in &runs {
         assert_eq!(run.status, RunStatus::Failed);
@@ -365,7 +393,11 @@ async fn failures_retry_with_backoff_then_pause_the_schedule() {
         assert!(run.error.as_deref().unwrap().contains("told to fail"));
     }
     assert_eq!(runtime.total(), 6);
-    let schedule = h.store.get(&failing.schedule_id).await.unwrap();
+    let schedule = h
+        .store
+        .get(&Actor::Operator, &failing.schedule_id)
+        .await
+        .unwrap();
     assert_eq!(schedule.status, ScheduleStatus::Paused);
     assert_eq!(schedule.consecutive_failures, 3);
     assert!(schedule.status_reason.unwrap().contains("3 consecutive"));
@@ -377,27 +409,56 @@ async fn one_shots_complete_or_fail_never_both() {
     let at = h.clock.now_ms() + 90_000;
     let good = h
         .store
-        .create(&NewSchedule::new("u", "remind me", Cadence::Once { at }))
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "u",
+                "remind me",
+                Cadence::Once {
+                    at,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
         .await
         .unwrap();
-    let mut bad = NewSchedule::new("u", "fail please", Cadence::Once { at });
+    let mut bad = NewSchedule::new(
+        "u",
+        "fail please",
+        Cadence::Once {
+            at,
+            tz: "UTC".into(),
+        },
+    );
     bad.max_attempts = 3;
-    let bad = h.store.create(&bad).await.unwrap();
+    let bad = h.store.create(&Actor::Operator, &bad).await.unwrap();
     let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_millis(10)));
     tokio::time::sleep(Duration::from_secs(600)).await;
     stop.send(()).unwrap();
     worker.await.unwrap();
 
-    let good = h.store.get(&good.schedule_id).await.unwrap();
+    let good = h
+        .store
+        .get(&Actor::Operator, &good.schedule_id)
+        .await
+        .unwrap();
     assert_eq!(good.status, ScheduleStatus::Completed);
     assert_eq!(good.next_run_at, None);
-    let bad_runs = h.store.runs(&bad.schedule_id, 10).await.unwrap();
+    let bad_runs = h
+        .store
+        .runs(&Actor::Operator, &bad.schedule_id, 10)
+        .await
+        .unwrap();
     assert_eq!(bad_runs.len(), 1);
     assert_eq!(
         (bad_runs[0].status, bad_runs[0].attempt),
         (RunStatus::Failed, 3)
     );
-    let bad = h.store.get(&bad.schedule_id).await.unwrap();
+    let bad = h
+        .store
+        .get(&Actor::Operator, &bad.schedule_id)
+        .await
+        .unwrap();
     assert_eq!(bad.status, ScheduleStatus::Failed);
 }
 
@@ -407,12 +468,16 @@ async fn a_run_past_its_deadline_is_timed_out() {
     let mut slow = h.every(3600, "slow");
     slow.timeout_secs = Some(30);
     slow.max_attempts = 1;
-    let slow = h.store.create(&slow).await.unwrap();
+    let slow = h.store.create(&Actor::Operator, &slow).await.unwrap();
     let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(120)));
     tokio::time::sleep(Duration::from_secs(3700)).await;
     stop.send(()).unwrap();
     worker.await.unwrap();
-    let runs = h.store.runs(&slow.schedule_id, 10).await.unwrap();
+    let runs = h
+        .store
+        .runs(&Actor::Operator, &slow.schedule_id, 10)
+        .await
+        .unwrap();
     assert_eq!(runs[0].status, RunStatus::TimedOut);
     assert!(runs[0].error.as_deref().unwrap().contains("30s"));
 }
@@ -420,20 +485,24 @@ async fn a_run_past_its_deadline_is_timed_out() {
 #[tokio::test(start_paused = true)]
 async fn a_change_made_elsewhere_is_picked_up_within_a_second() {
     let h = harness(|_| {}).await;
-    let schedule = h.store.create(&h.every(3600, "hourly")).await.unwrap();
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(3600, "hourly"))
+        .await
+        .unwrap();
     let runtime = FakeRuntime::new(Duration::from_millis(10));
     let (stop, worker) = h.worker("w", runtime.clone());
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(runtime.total(), 0);
     // Another process (a second store on the same file) makes it due now.
-    let other = schedule_store(
-        &open_memory(&h.config)
-            .await
-            .unwrap()
-            .with_clock(h.clock.clone()),
-        &h.config,
-    );
-    other.run_now(&schedule.schedule_id).await.unwrap();
+    let other = common::app_with(&h.config, Some(h.clock.clone()))
+        .await
+        .schedules()
+        .clone();
+    other
+        .run_now(&Actor::Operator, &schedule.schedule_id)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(runtime.total(), 1);
     stop.send(()).unwrap();
@@ -447,12 +516,20 @@ async fn shutdown_interrupts_runs_that_outlive_the_grace_period() {
         c.scheduler.default_timeout_secs = 10_000;
     })
     .await;
-    let schedule = h.store.create(&h.every(60, "long")).await.unwrap();
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(60, "long"))
+        .await
+        .unwrap();
     let (stop, worker) = h.worker("w", FakeRuntime::new(Duration::from_secs(3000)));
     tokio::time::sleep(Duration::from_secs(70)).await;
     stop.send(()).unwrap();
     worker.await.unwrap();
-    let runs = h.store.runs(&schedule.schedule_id, 10).await.unwrap();
+    let runs = h
+        .store
+        .runs(&Actor::Operator, &schedule.schedule_id, 10)
+        .await
+        .unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, RunStatus::Interrupted);
     assert_eq!(
@@ -468,7 +545,11 @@ async fn shutdown_interrupts_runs_that_outlive_the_grace_period() {
 #[tokio::test(start_paused = true)]
 async fn a_run_whose_transcript_is_refused_is_still_recorded() {
     let h = harness(|_| {}).await;
-    let schedule = h.store.create(&h.every(60, "tidy up")).await.unwrap();
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(60, "tidy up"))
+        .await
+        .unwrap();
     let session = format!("scheduled:{}", schedule.schedule_id);
     h.memory
         .append(

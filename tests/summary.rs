@@ -3,6 +3,7 @@
 mod common;
 
 use common::fresh;
+use nightshift::access::Actor;
 use nightshift::memory::{MemoryError, NewEvent, Role, SummaryWrite};
 
 #[tokio::test]
@@ -13,7 +14,7 @@ async fn stale_summary_write_is_refused() {
         .collect();
     memory.append("u", "s", &events).await.unwrap();
 
-    let state = memory.read_summary("s").await.unwrap();
+    let state = memory.read_summary(&Actor::Operator, "s").await.unwrap();
     assert_eq!(
         (state.epoch, state.upper_sequence, state.summary.clone()),
         (0, 0, None)
@@ -31,7 +32,7 @@ async fn stale_summary_write_is_refused() {
         .unwrap();
     assert_eq!(stale, SummaryWrite::Stale { current_epoch: 1 });
 
-    let now = memory.read_summary("s").await.unwrap();
+    let now = memory.read_summary(&Actor::Operator, "s").await.unwrap();
     assert_eq!(now.summary.as_deref(), Some("turns 1-4"));
     assert_eq!((now.epoch, now.upper_sequence), (1, 4));
 
@@ -63,7 +64,14 @@ async fn concurrent_writers_from_one_epoch_apply_exactly_once() {
         }
     }
     assert_eq!(applied, 1);
-    assert_eq!(memory.read_summary("s").await.unwrap().epoch, 1);
+    assert_eq!(
+        memory
+            .read_summary(&Actor::Operator, "s")
+            .await
+            .unwrap()
+            .epoch,
+        1
+    );
 }
 
 #[tokio::test]
@@ -79,11 +87,18 @@ async fn bad_summary_writes_change_nothing() {
     ));
     assert!(matches!(
         memory.write_summary("s", 0, "x", 99).await,
-        Err(MemoryError::Invalid { .. })
+        Err(MemoryError::Input(_))
     ));
     assert!(matches!(
         memory.write_summary("s", 0, "", 1).await,
-        Err(MemoryError::EmptyText { .. })
+        Err(MemoryError::Input(_))
     ));
-    assert_eq!(memory.read_summary("s").await.unwrap().epoch, 0);
+    assert_eq!(
+        memory
+            .read_summary(&Actor::Operator, "s")
+            .await
+            .unwrap()
+            .epoch,
+        0
+    );
 }

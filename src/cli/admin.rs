@@ -2,34 +2,49 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use nightshift::app::{open_db, open_memory};
+use nightshift::app::{open_db, App};
 use nightshift::config::Config;
 use nightshift::db::{clock::to_rfc3339, migrate, query_scalar};
+use nightshift::error::{Error, ErrorKind};
 use serde_json::json;
 
 use super::args::{DbCommand, EvalCommand, IndexCommand, OutboxCommand};
-use super::print;
+use super::output::{note, print};
 
-pub fn config_check(path: Option<&Path>, json: bool) -> Result<()> {
-    let path =
-        path.context("no configuration file given: pass PATH, --config or NIGHTSHIFT_CONFIG")?;
-    Config::load(path)?;
-    print(json, &json!({ "path": path, "valid": true }), || {
-        format!("{}: valid", path.display())
-    })
+/// A progress bar (drawn only when stderr is a terminal).
+fn progress_bar(template: &str) -> ProgressBar {
+    let style =
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(0).with_style(style)
 }
 
-pub async fn index(config: &Config, command: IndexCommand, json: bool) -> Result<()> {
+/// Everything `nightshift run` would check of the file, before it touches a database.
+pub fn config_check(path: Option<&Path>, json: bool) -> Result<(), Error> {
+    let path = path.ok_or_else(|| {
+        Error::new(
+            ErrorKind::Config,
+            "no configuration file given: pass PATH, --config or NIGHTSHIFT_CONFIG",
+        )
+    })?;
+    let config = Config::load(path)?;
+    let report = nightshift::app::check::check(&config)?;
+    for warning in &report.warnings {
+        note(warning);
+    }
+    print(
+        json,
+        &json!({ "path": path, "valid": true, "schedules": report.schedules,
+                 "channels": report.channels, "warnings": report.warnings }),
+        || format!("{}: valid", path.display()),
+    )
+}
+
+pub async fn index(app: &App, command: IndexCommand, json: bool) -> Result<(), Error> {
     match command {
         IndexCommand::Rebuild => {
-            let memory = open_memory(config).await?;
-            // indicatif draws only when stderr is a terminal.
-            let bar = ProgressBar::new(0).with_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {elapsed}")
-                    .expect("valid template"),
-            );
+            let memory = app.memory();
+            let bar = progress_bar("{bar:40} {pos}/{len} sessions {elapsed}");
             let report = memory
                 .rebuild_index(&|done, total| {
                     bar.set_length(total as u64);
@@ -38,10 +53,7 @@ pub async fn index(config: &Config, command: IndexCommand, json: bool) -> Result
                 .await?;
             bar.finish_and_clear();
             // Writes made during the rebuild were queued; embed them too.
-            let bar = ProgressBar::new(0).with_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} queued chunks {elapsed}")
-                    .expect("valid template"),
-            );
+            let bar = progress_bar("{bar:40} {pos}/{len} queued chunks {elapsed}");
             let queued = memory
                 .embed_pending(&|done, total| {
                     bar.set_length(total as u64);
@@ -71,7 +83,7 @@ pub async fn index(config: &Config, command: IndexCommand, json: bool) -> Result
     }
 }
 
-pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
+pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<(), Error> {
     match command {
         DbCommand::Migrate => {
             let db = open_db(config).await?;
@@ -113,7 +125,10 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
                     ("chunks", "SELECT count(*) FROM chunks"),
                     ("vectors", "SELECT count(*) FROM chunk_vectors"),
                 ] {
-                    let n: i64 = query_scalar(&conn, sql, ()).await?.unwrap_or(0);
+                    let n: i64 = query_scalar(&conn, sql, ())
+                        .await
+                        .map_err(nightshift::db::DbError::from)?
+                        .unwrap_or(0);
                     counts.insert(name.to_string(), n.into());
                 }
                 let stored = nightshift::memory::stored_embedding(&conn).await?;
@@ -175,9 +190,8 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<()> {
     }
 }
 
-pub async fn outbox(config: &Config, command: OutboxCommand, json: bool) -> Result<()> {
-    let memory = open_memory(config).await?;
-    let outbox = nightshift::notify::outbox::Outbox::new(memory.db().clone());
+pub async fn outbox(app: &App, command: OutboxCommand, json: bool) -> Result<(), Error> {
+    let outbox = app.outbox();
     let show = |m: &nightshift::notify::outbox::Message| {
         format!(
             "{}  {:<9}  {}  {} attempt(s)  {}{}",
@@ -200,37 +214,36 @@ pub async fn outbox(config: &Config, command: OutboxCommand, json: bool) -> Resu
             })
         }
         OutboxCommand::Retry { id } => {
-            let ttl = config.notify.ttl_normal_secs * 1000;
-            let message = outbox.retry(&id, memory.clock().now_ms(), ttl).await?;
+            let ttl = app.config().notify.ttl_normal_secs * 1000;
+            let message = outbox.retry(&id, app.clock().now_ms(), ttl).await?;
             print(json, &message, || format!("{id} is pending again"))
         }
     }
 }
 
 pub async fn consolidate(
-    config: &Config,
+    app: &App,
     passes: Vec<String>,
     user: Option<String>,
     status: bool,
     limit: i64,
     json: bool,
-) -> Result<()> {
+) -> Result<(), Error> {
     use nightshift::consolidate::Pass;
     let passes: Vec<Pass> = if passes.is_empty() {
         Pass::ALL.to_vec()
     } else {
         passes.iter().map(|p| p.parse()).collect::<Result<_, _>>()?
     };
-    let memory = open_memory(config).await?;
-    let consolidator = nightshift::worker::consolidator(&memory, config, None);
+    if let Some(user) = &user {
+        nightshift::input::check_user_id(user)?;
+    }
+    nightshift::input::check_range("--limit", limit, 1..=1000)?;
+    let consolidator = app.consolidator(None);
     let reports = if status {
         consolidator.status(limit).await?
     } else {
-        // indicatif draws only when stderr is a terminal.
-        let bar = ProgressBar::new(0).with_style(
-            ProgressStyle::with_template("{prefix:>10} {bar:30} {pos}/{len} sessions")
-                .expect("valid template"),
-        );
+        let bar = progress_bar("{prefix:>10} {bar:30} {pos}/{len} sessions");
         let progress_bar = bar.clone();
         let progress: nightshift::consolidate::Progress =
             std::sync::Arc::new(move |pass, done, total| {
@@ -265,21 +278,25 @@ pub async fn consolidate(
     })
 }
 
-pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<()> {
+/// Largest LoCoMo file read.
+const EVAL_FILE_LIMIT: usize = 256 * 1024 * 1024;
+
+pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(), Error> {
     use nightshift::eval::locomo;
     let EvalCommand::Locomo { file, k } = command;
     let ks = locomo::parse_ks(&k, config.search.max_top_k)?;
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = super::input::file_arg(&file, EVAL_FILE_LIMIT)?;
+    let text = nightshift::input::utf8(&file.display().to_string(), bytes)?;
     // A scratch database: evaluation never touches the real one.
     let scratch =
         std::env::temp_dir().join(format!("{}.db", nightshift::ids::new_id("nightshift-eval")));
     let mut scratch_config = config.clone();
     scratch_config.database.path = scratch.display().to_string();
     let result = async {
-        let memory = open_memory(&scratch_config).await?;
-        let report = locomo::evaluate(&memory, &text, &ks).await?;
-        anyhow::Ok((report, memory.embedder().model_id().to_string()))
+        let app = App::open(&scratch_config).await?;
+        let memory = app.memory();
+        let report = locomo::evaluate(memory, &text, &ks).await?;
+        Ok::<_, Error>((report, memory.embedder().model_id().to_string()))
     }
     .await;
     for suffix in ["", "-wal", "-shm"] {
@@ -332,9 +349,9 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
     })
 }
 
-pub async fn workers(config: &Config, json: bool) -> Result<()> {
-    let memory = open_memory(config).await?;
-    let lease_ms = config.scheduler.lease_secs * 1000;
+pub async fn workers(app: &App, json: bool) -> Result<(), Error> {
+    let memory = app.memory();
+    let lease_ms = app.config().scheduler.lease_secs * 1000;
     let workers =
         nightshift::worker::registry::list(memory.db(), memory.clock().as_ref(), lease_ms).await?;
     print(json, &workers, || {

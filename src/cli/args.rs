@@ -157,6 +157,9 @@ pub enum MemoryCommand {
     Summary {
         #[arg(long)]
         session: String,
+        /// Only if the session belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
     },
     /// What an agent should put in its prompt for a session, within a token budget.
     Context {
@@ -225,38 +228,67 @@ pub enum ConfigCommand {
 pub enum ScheduleCommand {
     /// Create a schedule; give exactly one of --cron, --every, --at, --when.
     Add(Box<AddArgs>),
-    /// List schedules, newest first.
+    /// List schedules, newest first (every user's, without --user).
     List {
         #[arg(long)]
         user: Option<String>,
         /// active, paused, completed or failed.
         #[arg(long)]
         status: Option<String>,
+        /// At most this many (1..=1000).
         #[arg(long)]
         limit: Option<i64>,
         #[arg(long, default_value_t = 0)]
         offset: i64,
     },
     /// One schedule, with its next runs in its own time zone.
-    Show { id: String },
+    Show {
+        id: String,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Stop running a schedule until resumed.
     Pause {
         id: String,
+        /// Why, shown by `list` and `show`.
+        #[arg(long, alias = "reason")]
+        note: Option<String>,
+        /// Only if the schedule belongs to this user.
         #[arg(long)]
-        reason: Option<String>,
+        user: Option<String>,
     },
-    /// Resume a paused schedule from now.
-    Resume { id: String },
+    /// Resume a paused schedule from now (a one-shot whose time passed runs now).
+    Resume {
+        id: String,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Delete a schedule and its run history.
-    Delete { id: String },
+    Delete {
+        id: String,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// A schedule's runs, newest first.
     Runs {
         id: String,
+        /// At most this many (1..=1000).
         #[arg(long, default_value_t = 20)]
         limit: i64,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Make a schedule due now; a running worker picks it up within a second.
-    RunNow { id: String },
+    RunNow {
+        id: String,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1,19 +1,21 @@
 //! `nightshift memory …`
 
-use std::io::Read;
-
-use anyhow::{Context, Result};
-use nightshift::app::open_memory;
-use nightshift::config::Config;
+use nightshift::access::Actor;
+use nightshift::app::App;
 use nightshift::db::clock::to_rfc3339;
-use nightshift::memory::{ContextRequest, HitSource, NewEvent, NewNote, SearchRequest};
-use serde_json::json;
+use nightshift::error::Error;
+use nightshift::memory::{
+    AppendedEvents, ContextRequest, HitSource, Memory, NewEvent, NewNote, NoteDeleted,
+    SearchRequest, SearchResponse, SessionForgotten,
+};
 
 use super::args::{AppendArgs, MemoryCommand};
-use super::{print, text_arg};
+use super::input::{file_arg, text_arg};
+use super::output::{note, print};
 
-pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<()> {
-    let memory = open_memory(config).await?;
+pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Error> {
+    let memory = app.memory();
+    let max_text = memory.limits().max_text_bytes;
     match command {
         MemoryCommand::Save {
             user,
@@ -23,14 +25,14 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
             text,
         } => {
             let note = NewNote {
-                content: text_arg(text)?,
+                content: text_arg("note", text, max_text)?,
                 tags,
                 key,
                 category,
                 ..Default::default()
             };
             let outcome = memory.save_note(&user, &note).await?;
-            settle_embeddings(&memory).await;
+            settle_embeddings(memory).await;
             print(json, &outcome, || {
                 let verb = if outcome.created { "saved" } else { "replaced" };
                 format!("{verb} {}", outcome.note_id)
@@ -50,21 +52,17 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                 session_id: session,
                 tags,
             };
-            let results = memory.search_detailed(&request).await?;
-            let hits = &results.hits;
-            if let Some(reason) = &results.degraded {
-                eprintln!("note: {reason}");
+            let results = SearchResponse::from(memory.search_detailed(&request).await?);
+            if let Some(reason) = &results.degraded_reason {
+                note(reason);
             }
-            let out = json!({
-                "hits": hits,
-                "degraded": results.degraded.is_some(),
-                "degraded_reason": results.degraded,
-            });
-            print(json, &out, || {
-                if hits.is_empty() {
+            print(json, &results, || {
+                if results.hits.is_empty() {
                     return "no results".to_string();
                 }
-                hits.iter()
+                results
+                    .hits
+                    .iter()
                     .enumerate()
                     .map(|(i, hit)| {
                         let origin = match hit.source {
@@ -92,21 +90,21 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
             note_id,
             text,
         } => {
-            let text = text_arg(text)?;
+            let text = text_arg("note", text, max_text)?;
             let tags = (!tags.is_empty()).then_some(tags);
             let note = memory
                 .update_note(&user, &note_id, &text, tags.as_deref())
                 .await?;
-            settle_embeddings(&memory).await;
+            settle_embeddings(memory).await;
             print(json, &note, || format!("updated {}", note.note_id))
         }
         MemoryCommand::Delete { user, note_id } => {
             memory.delete_note(&user, &note_id).await?;
-            print(
-                json,
-                &json!({ "note_id": note_id, "deleted": true }),
-                || format!("deleted {note_id}"),
-            )
+            let out = NoteDeleted {
+                note_id,
+                deleted: true,
+            };
+            print(json, &out, || format!("deleted {}", out.note_id))
         }
         MemoryCommand::Notes { user } => {
             let notes = memory.notes(&user).await?;
@@ -118,14 +116,15 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                     .join("\n")
             })
         }
-        MemoryCommand::Append(args) => append(&memory, args, json).await,
+        MemoryCommand::Append(args) => append(memory, args, json).await,
         MemoryCommand::Recall {
             session,
             user,
             limit,
         } => {
-            let limit = limit.unwrap_or(config.memory.recall_limit);
-            let events = memory.recall(&session, user.as_deref(), limit).await?;
+            let actor = actor(user)?;
+            let limit = limit.unwrap_or(app.config().memory.recall_limit);
+            let events = memory.recall(&actor, &session, limit).await?;
             print(json, &events, || {
                 events
                     .iter()
@@ -160,8 +159,9 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
                     .join("\n")
             })
         }
-        MemoryCommand::Summary { session } => {
-            let state = memory.read_summary(&session).await?;
+        MemoryCommand::Summary { session, user } => {
+            let actor = actor(user)?;
+            let state = memory.read_summary(&actor, &session).await?;
             print(json, &state, || match &state.summary {
                 Some(summary) => format!(
                     "{summary}\n(epoch {}, up to #{})",
@@ -188,14 +188,25 @@ pub async fn run(config: &Config, command: MemoryCommand, json: bool) -> Result<
             print(json, &context, || context.render())
         }
         MemoryCommand::Forget { session, user } => {
-            memory.forget(&session, user.as_deref()).await?;
-            print(
-                json,
-                &json!({ "session_id": session, "forgotten": true }),
-                || format!("forgot {session}"),
-            )
+            let actor = actor(user)?;
+            memory.forget(&actor, &session).await?;
+            let out = SessionForgotten {
+                session_id: session,
+                forgotten: true,
+            };
+            print(json, &out, || format!("forgot {}", out.session_id))
         }
     }
+}
+
+/// `--user` when given; otherwise the operator, which the CLI says (on stderr) when a
+/// person is watching.
+pub fn actor(user: Option<String>) -> Result<Actor, Error> {
+    let actor = Actor::from_option(user)?;
+    if actor.is_operator() && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        note("acting as the operator (any user's data); pass --user to act as one user");
+    }
+    Ok(actor)
 }
 
 /// How long a CLI write stays to embed what it queued. The write has committed by then;
@@ -204,39 +215,45 @@ const CLI_EMBED_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Embeds queued chunks briefly before the process exits; what is left (or fails) stays
 /// queued for the daemon.
-async fn settle_embeddings(memory: &nightshift::memory::Memory) {
+async fn settle_embeddings(memory: &Memory) {
     if let Err(err) = memory.embed_queued_within(CLI_EMBED_BUDGET).await {
         tracing::warn!(%err, "embedding left to the daemon");
     }
 }
 
-async fn append(memory: &nightshift::memory::Memory, args: AppendArgs, json: bool) -> Result<()> {
+async fn append(memory: &Memory, args: AppendArgs, json: bool) -> Result<(), Error> {
+    let limits = memory.limits();
     let sequences = match (args.file, args.role, args.text) {
         (Some(path), _, _) => {
-            let bytes = if path.as_os_str() == "-" {
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .read_to_end(&mut bytes)
-                    .context("cannot read standard input")?;
-                bytes
-            } else {
-                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?
-            };
+            let bytes = file_arg(&path, limits.max_import_bytes)?;
             memory
                 .append_jsonl(&args.user, &args.session, &bytes)
-                .await
-                .with_context(|| format!("{} not appended", path.display()))?
+                .await?
         }
         (None, Some(role), Some(text)) => {
-            let event = NewEvent::new(role.parse()?, text_arg(text)?);
+            let event = NewEvent::new(
+                role.parse()?,
+                text_arg("event", text, limits.max_text_bytes)?,
+            );
             memory.append(&args.user, &args.session, &[event]).await?
         }
-        _ => anyhow::bail!("give --role and TEXT, or --file"),
+        _ => {
+            return Err(Error::new(
+                nightshift::error::ErrorKind::BadInput,
+                "give --role and TEXT, or --file",
+            ))
+        }
     };
     settle_embeddings(memory).await;
-    print(
-        json,
-        &json!({ "session_id": args.session, "sequences": sequences }),
-        || format!("appended {} event(s) to {}", sequences.len(), args.session),
-    )
+    let out = AppendedEvents {
+        session_id: args.session,
+        sequences,
+    };
+    print(json, &out, || {
+        format!(
+            "appended {} event(s) to {}",
+            out.sequences.len(),
+            out.session_id
+        )
+    })
 }

@@ -1,34 +1,43 @@
-//! The CLI: logging first, then configuration, then the command. `anyhow` lives here only.
+//! The CLI: logging first, then configuration, then the command. One front door among
+//! three: it parses, picks who acts (`--user`, or the operator), calls the library, prints.
 
 mod admin;
 mod args;
+mod input;
 mod memory;
+mod output;
 mod schedule;
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use clap::Parser;
-use nightshift::app::OpenError;
-use nightshift::config::{Config, ConfigError};
-use nightshift::consolidate::ConsolidateError;
-use nightshift::db::DbError;
-use nightshift::embed::EmbedError;
-use nightshift::eval::locomo::EvalError;
-use nightshift::memory::MemoryError;
-use nightshift::notify::outbox::OutboxError;
-use nightshift::schedule::store::ScheduleError;
-use serde::Serialize;
+use nightshift::app::App;
+use nightshift::config::Config;
+use nightshift::error::{Error, ErrorKind};
 
 use args::{Cli, Command, LogFormat};
 
-/// Exit codes, so scripts can tell a typo from an outage.
+/// Exit codes, so scripts can tell a typo from an outage. Every error's kind maps here,
+/// once.
 mod exit {
+    use nightshift::error::ErrorKind;
+
     pub const FAILURE: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const NOT_FOUND: u8 = 3;
     pub const CONFIG: u8 = 4;
+    pub const CONFLICT: u8 = 5;
+
+    pub fn code(kind: ErrorKind) -> u8 {
+        match kind {
+            ErrorKind::BadInput => BAD_INPUT,
+            ErrorKind::NotFound => NOT_FOUND,
+            ErrorKind::Config => CONFIG,
+            ErrorKind::Conflict => CONFLICT,
+            ErrorKind::Unavailable | ErrorKind::Internal => FAILURE,
+        }
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -41,67 +50,37 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    match runtime.block_on(dispatch(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(exit_code(&err))
+    // A fault in nightshift is reported as one (the panic message is printed by the hook)
+    // and exits 1 like any failure: never 101.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(dispatch(cli))
+    }));
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(err)) => {
+            eprintln!("error: {}", nightshift::input::printable(&chain(&err)));
+            ExitCode::from(exit::code(err.kind()))
+        }
+        Err(_) => {
+            eprintln!("error: internal error (above); please report it");
+            ExitCode::from(exit::FAILURE)
         }
     }
 }
 
-fn exit_code(err: &anyhow::Error) -> u8 {
-    for cause in err.chain() {
-        // A model or ONNX Runtime library that is missing or wrong is a setup problem.
-        if let Some(OpenError::Embed(EmbedError::Model(_) | EmbedError::Runtime(_))) =
-            cause.downcast_ref::<OpenError>()
-        {
-            return exit::CONFIG;
+/// An error and its causes, each once.
+fn chain(err: &Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
         }
-        if let Some(err) = cause.downcast_ref::<MemoryError>() {
-            return match err {
-                MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => exit::NOT_FOUND,
-                MemoryError::Db(_) | MemoryError::Embed(_) | MemoryError::WriteFailed(_) => {
-                    exit::FAILURE
-                }
-                _ => exit::BAD_INPUT,
-            };
-        }
-        if let Some(err) = cause.downcast_ref::<ScheduleError>() {
-            return match err {
-                ScheduleError::NotFound(_) | ScheduleError::RunNotFound(_) => exit::NOT_FOUND,
-                ScheduleError::Db(_) => exit::FAILURE,
-                _ => exit::BAD_INPUT,
-            };
-        }
-        if let Some(err) = cause.downcast_ref::<ConsolidateError>() {
-            return match err {
-                ConsolidateError::UnknownPass(_) => exit::BAD_INPUT,
-                _ => exit::FAILURE,
-            };
-        }
-        if let Some(err) = cause.downcast_ref::<EvalError>() {
-            return match err {
-                EvalError::Memory(_) => exit::FAILURE,
-                _ => exit::BAD_INPUT,
-            };
-        }
-        if let Some(err) = cause.downcast_ref::<OutboxError>() {
-            return match err {
-                OutboxError::NotFound(_) => exit::NOT_FOUND,
-                OutboxError::Db(_) => exit::FAILURE,
-                _ => exit::BAD_INPUT,
-            };
-        }
-        if cause.downcast_ref::<ConfigError>().is_some() {
-            return exit::CONFIG;
-        }
-        if let Some(DbError::BadTarget(_) | DbError::Auth { .. }) = cause.downcast_ref::<DbError>()
-        {
-            return exit::CONFIG;
-        }
+        source = cause.source();
     }
-    exit::FAILURE
+    text
 }
 
 fn init_logging(format: LogFormat, daemon: bool) {
@@ -120,49 +99,73 @@ fn init_logging(format: LogFormat, daemon: bool) {
 }
 
 /// The configuration: the file (if any), then `--db` / `NIGHTSHIFT_DB` on top.
-fn load_config(cli: &Cli) -> Result<Config> {
-    let mut config = Config::load_or_default(cli.config.as_deref())?;
-    if let Some(db) = &cli.db {
-        config.database.path = db.clone();
+fn load_config(path: Option<&std::path::Path>, db: Option<String>) -> Result<Config, Error> {
+    let mut config = Config::load_or_default(path)?;
+    if let Some(db) = db {
+        config.database.path = db;
+        config.validate()?;
     }
     Ok(config)
 }
 
-async fn dispatch(cli: Cli) -> Result<()> {
-    if let Command::Config(args::ConfigCommand::Check { path }) = &cli.command {
-        return admin::config_check(path.as_deref().or(cli.config.as_deref()), cli.json);
-    }
-    let config = load_config(&cli)?;
-    match cli.command {
+async fn dispatch(cli: Cli) -> Result<(), Error> {
+    let Cli {
+        config: config_path,
+        db,
+        json,
+        command,
+        ..
+    } = cli;
+    let config = || load_config(config_path.as_deref(), db.clone());
+    match command {
+        Command::Config(args::ConfigCommand::Check { path }) => {
+            admin::config_check(path.as_deref().or(config_path.as_deref()), json)
+        }
         Command::Run => {
-            nightshift::worker::run(&config, shutdown_signal()?).await?;
+            let config = config()?;
+            // Everything `config check` checks, before the database is touched.
+            nightshift::app::check::check(&config)?;
+            let shutdown = shutdown_signal()?;
+            let app = App::open(&config).await?;
+            nightshift::worker::run(&app, shutdown).await?;
             Ok(())
         }
-        Command::Memory(command) => memory::run(&config, command, cli.json).await,
-        Command::Schedule(command) => schedule::run(&config, command, cli.json).await,
+        Command::Db(command) => admin::db(&config()?, command, json).await,
+        Command::Eval(command) => admin::eval(&config()?, command, json).await,
+        Command::Memory(command) => memory::run(&open(config()?).await?, command, json).await,
+        Command::Schedule(command) => schedule::run(&open(config()?).await?, command, json).await,
         Command::Consolidate {
             passes,
             user,
             status,
             limit,
-        } => admin::consolidate(&config, passes, user, status, limit, cli.json).await,
-        Command::Workers => admin::workers(&config, cli.json).await,
-        Command::Eval(command) => admin::eval(&config, command, cli.json).await,
-        Command::Outbox(command) => admin::outbox(&config, command, cli.json).await,
-        Command::Index(command) => admin::index(&config, command, cli.json).await,
-        Command::Db(command) => admin::db(&config, command, cli.json).await,
-        Command::Config(_) => unreachable!("handled before loading the config"),
+        } => admin::consolidate(&open(config()?).await?, passes, user, status, limit, json).await,
+        Command::Workers => admin::workers(&open(config()?).await?, json).await,
+        Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
+        Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,
     }
+}
+
+async fn open(config: Config) -> Result<App, Error> {
+    Ok(App::open(&config).await?)
 }
 
 /// Completes on SIGTERM or SIGINT. The handlers are installed here, before the worker
 /// announces it is running, so a signal sent right after that is never the default
 /// (fatal) one.
 #[cfg(unix)]
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let listen = |kind: SignalKind, name: &str| {
+        signal(kind).map_err(|e| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("cannot listen for {name}: {e}"),
+            )
+        })
+    };
+    let mut term = listen(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = listen(SignalKind::interrupt(), "SIGINT")?;
     Ok(async move {
         tokio::select! {
             _ = term.recv() => tracing::info!("received SIGTERM"),
@@ -172,33 +175,8 @@ fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
 }
 
 #[cfg(not(unix))]
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
     Ok(async {
         let _ = tokio::signal::ctrl_c().await;
     })
-}
-
-/// Prints `value` as JSON, or `human` otherwise.
-fn print<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(value)?);
-    } else {
-        let text = human();
-        if !text.is_empty() {
-            println!("{text}");
-        }
-    }
-    Ok(())
-}
-
-/// A text argument, or standard input when it is `-`.
-fn text_arg(text: String) -> Result<String> {
-    if text != "-" {
-        return Ok(text);
-    }
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .context("cannot read standard input")?;
-    String::from_utf8(bytes).context("standard input is not valid UTF-8")
 }

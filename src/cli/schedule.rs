@@ -1,91 +1,66 @@
 //! `nightshift schedule …`
 
-use anyhow::{bail, Result};
-use chrono::{DateTime, SecondsFormat, Utc};
-use chrono_tz::Tz;
-use nightshift::app::open_memory;
-use nightshift::config::{Config, ScheduleConfig};
-use nightshift::schedule::store::{ScheduleFilter, ScheduleStore};
-use nightshift::schedule::sync::to_new_schedule;
-use nightshift::schedule::types::{Run, Schedule};
-use nightshift::worker::schedule_store;
-use serde_json::{json, Value};
+use nightshift::app::App;
+use nightshift::error::Error;
+use nightshift::input::InputError;
+use nightshift::schedule::spec::ScheduleSpec;
+use nightshift::schedule::store::ScheduleFilter;
+use nightshift::schedule::view::{
+    RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
+};
 
 use super::args::{AddArgs, ScheduleCommand};
-use super::print;
+use super::memory::actor;
+use super::output::print;
 
-fn render(ms: i64, tz: Tz) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms)
-        .map(|t| {
-            t.with_timezone(&tz)
-                .to_rfc3339_opts(SecondsFormat::Secs, true)
-        })
-        .unwrap_or_else(|| ms.to_string())
-}
-
-/// A schedule as JSON, its times as RFC 3339 in its own zone, with its next runs.
-fn schedule_json(schedule: &Schedule, preview: usize) -> Value {
-    let tz = schedule.cadence.zone();
-    let mut value = serde_json::to_value(schedule).expect("schedule serialises");
-    for key in ["created_at", "updated_at", "next_run_at", "last_run_at"] {
-        if let Some(ms) = value[key].as_i64() {
-            value[key] = json!(render(ms, tz));
-        }
-    }
-    let mut upcoming = Vec::new();
-    let mut t = schedule.next_run_at;
-    while let Some(at) = t {
-        if upcoming.len() >= preview {
-            break;
-        }
-        upcoming.push(render(at, tz));
-        t = schedule.cadence.next_after(at);
-    }
-    value["next_runs"] = json!(upcoming);
-    value["timezone"] = json!(tz.name());
-    value
-}
-
-fn run_json(run: &Run) -> Value {
-    let mut value = serde_json::to_value(run).expect("run serialises");
-    for key in ["scheduled_for", "started_at", "finished_at"] {
-        if let Some(ms) = value[key].as_i64() {
-            value[key] = json!(render(ms, Tz::UTC));
-        }
-    }
-    value
-}
-
-fn human(schedule: &Schedule) -> String {
-    let tz = schedule.cadence.zone();
+fn human(view: &ScheduleView) -> String {
+    let note = view
+        .status_reason
+        .as_deref()
+        .map(|reason| format!(" ({reason})"))
+        .unwrap_or_default();
     format!(
-        "{}  {}  {}  {}  next {}\n    {}",
-        schedule.schedule_id,
-        schedule.status,
-        schedule.user_id,
-        schedule
-            .cadence_text
-            .clone()
-            .unwrap_or_else(|| schedule.cadence.describe()),
-        schedule
-            .next_run_at
-            .map_or("-".to_string(), |t| render(t, tz)),
-        schedule.goal
+        "{}  {}{note}  {}  {}  next {}\n    {}",
+        view.schedule_id,
+        view.status,
+        view.user_id,
+        view.description,
+        view.next_run_at.as_deref().unwrap_or("-"),
+        view.goal
     )
 }
 
-pub async fn run(config: &Config, command: ScheduleCommand, json: bool) -> Result<()> {
-    let memory = open_memory(config).await?;
-    let store: ScheduleStore = schedule_store(&memory, config);
+/// A policy flag read as its enum, or bad input naming the flag.
+fn policy<T: std::str::FromStr<Err = String>>(
+    flag: &str,
+    value: Option<String>,
+) -> Result<Option<T>, Error> {
+    value
+        .map(|v| v.parse().map_err(|reason| InputError::new(flag, reason)))
+        .transpose()
+        .map_err(Error::from)
+}
+
+pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), Error> {
+    let store = app.schedules();
     match command {
         ScheduleCommand::Add(args) => {
-            let schedule = store.create(&new_schedule(&store, config, *args)?).await?;
-            let tz = schedule.cadence.zone();
-            let out = json!({
-                "schedule_id": schedule.schedule_id,
-                "next_run_at": schedule.next_run_at.map(|t| render(t, tz)),
-            });
-            print(json, &out, || human(&schedule))
+            let args = *args;
+            let user = args.user.clone();
+            let spec = spec(args)?;
+            // The operator adds it (any configured channel), for the user named.
+            let schedule = app
+                .add_schedule(&nightshift::access::Actor::Operator, &user, &spec)
+                .await?;
+            let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
+            print(json, &view, || {
+                format!(
+                    "{}\n    understood: {}; next runs {}",
+                    human(&view),
+                    view.description,
+                    view.next_runs.join(", ")
+                )
+            })
         }
         ScheduleCommand::List {
             user,
@@ -93,57 +68,66 @@ pub async fn run(config: &Config, command: ScheduleCommand, json: bool) -> Resul
             limit,
             offset,
         } => {
-            let status = status
-                .map(|s| s.parse())
-                .transpose()
-                .map_err(anyhow::Error::msg)?;
             let filter = ScheduleFilter {
                 user_id: user,
-                status,
+                status: policy("--status", status)?,
                 limit,
                 offset,
             };
-            let (schedules, total) = store.list(&filter).await?;
-            let out: Vec<Value> = schedules.iter().map(|s| schedule_json(s, 1)).collect();
+            let actor = nightshift::access::Actor::Operator;
+            let (schedules, total) = store.list(&actor, &filter).await?;
+            let out = ScheduleList {
+                schedules: schedules
+                    .iter()
+                    .map(|s| ScheduleView::new(s, LIST_NEXT_RUNS))
+                    .collect(),
+                total,
+            };
             print(json, &out, || {
-                let mut lines: Vec<String> = schedules.iter().map(human).collect();
-                lines.push(format!("{} of {total} schedule(s)", schedules.len()));
+                let mut lines: Vec<String> = out.schedules.iter().map(human).collect();
+                lines.push(format!("{} of {total} schedule(s)", out.schedules.len()));
                 lines.join("\n")
             })
         }
-        ScheduleCommand::Show { id } => {
-            let schedule = store.get(&id).await?;
-            print(json, &schedule_json(&schedule, 5), || human(&schedule))
-        }
-        ScheduleCommand::Pause { id, reason } => {
-            let schedule = store.pause(&id, reason.as_deref()).await?;
-            print(json, &schedule_json(&schedule, 0), || {
-                format!("paused {id}")
+        ScheduleCommand::Show { id, user } => {
+            let schedule = store.get(&actor(user)?, &id).await?;
+            let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
+            print(json, &view, || {
+                format!(
+                    "{}\n    next runs {}",
+                    human(&view),
+                    view.next_runs.join(", ")
+                )
             })
         }
-        ScheduleCommand::Resume { id } => {
-            let schedule = store.resume(&id).await?;
-            print(json, &schedule_json(&schedule, 1), || human(&schedule))
+        ScheduleCommand::Pause { id, note, user } => {
+            let schedule = store.pause(&actor(user)?, &id, note.as_deref()).await?;
+            let view = ScheduleView::new(&schedule, 0);
+            print(json, &view, || format!("paused {id}"))
         }
-        ScheduleCommand::Delete { id } => {
-            store.delete(&id).await?;
-            print(json, &json!({ "schedule_id": id, "deleted": true }), || {
-                format!("deleted {id}")
-            })
+        ScheduleCommand::Resume { id, user } => {
+            let schedule = store.resume(&actor(user)?, &id).await?;
+            let view = ScheduleView::new(&schedule, LIST_NEXT_RUNS);
+            print(json, &view, || human(&view))
         }
-        ScheduleCommand::Runs { id, limit } => {
-            if limit < 1 {
-                bail!("--limit must be at least 1");
-            }
-            let runs = store.runs(&id, limit).await?;
-            let out: Vec<Value> = runs.iter().map(run_json).collect();
+        ScheduleCommand::Delete { id, user } => {
+            store.delete(&actor(user)?, &id).await?;
+            let out = ScheduleDeleted {
+                schedule_id: id,
+                deleted: true,
+            };
+            print(json, &out, || format!("deleted {}", out.schedule_id))
+        }
+        ScheduleCommand::Runs { id, limit, user } => {
+            let runs = store.runs(&actor(user)?, &id, limit).await?;
+            let out: Vec<RunView> = runs.iter().map(RunView::from).collect();
             print(json, &out, || {
-                runs.iter()
+                out.iter()
                     .map(|r| {
                         format!(
                             "{}  {}  {}  attempt {}  {}",
                             r.run_id,
-                            render(r.scheduled_for, Tz::UTC),
+                            r.scheduled_for,
                             r.status,
                             r.attempt,
                             r.error
@@ -156,24 +140,19 @@ pub async fn run(config: &Config, command: ScheduleCommand, json: bool) -> Resul
                     .join("\n")
             })
         }
-        ScheduleCommand::RunNow { id } => {
-            let schedule = store.run_now(&id).await?;
-            print(json, &schedule_json(&schedule, 1), || {
-                format!("{id} is due now")
-            })
+        ScheduleCommand::RunNow { id, user } => {
+            let schedule = store.run_now(&actor(user)?, &id).await?;
+            let view = ScheduleView::new(&schedule, LIST_NEXT_RUNS);
+            print(json, &view, || format!("{id} is due now"))
         }
     }
 }
 
-/// The CLI's arguments as a schedule, through the same path as the config file's.
-fn new_schedule(
-    store: &ScheduleStore,
-    config: &Config,
-    args: AddArgs,
-) -> Result<nightshift::schedule::types::NewSchedule> {
-    let entry = ScheduleConfig {
-        name: args.name.clone().unwrap_or_default(),
-        user: args.user,
+/// The CLI's flags as the spec every door builds a schedule from.
+fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
+    Ok(ScheduleSpec {
+        user: Some(args.user),
+        name: args.name,
         goal: args.goal,
         cron: args.cron,
         tz: args.tz,
@@ -181,20 +160,12 @@ fn new_schedule(
         at: args.at,
         when: args.when,
         channel: args.channel,
-        notify: args.notify,
-        overlap: args.overlap,
-        catch_up: args.catch_up,
+        notify: policy("--notify", args.notify)?,
+        overlap: policy("--overlap", args.overlap)?,
+        catch_up: policy("--catch-up", args.catch_up)?,
         max_attempts: args.max_attempts,
         timeout_secs: args.timeout_secs,
         max_turns: args.max_turns,
         max_cost: args.max_cost,
-    };
-    let mut new = to_new_schedule(
-        &entry,
-        store.clock().now_ms(),
-        &config.scheduler.default_timezone,
-    )?;
-    new.source = nightshift::schedule::types::Source::Tool;
-    new.name = args.name;
-    Ok(new)
+    })
 }

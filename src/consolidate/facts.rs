@@ -66,7 +66,58 @@ fn topic(rest: &str) -> String {
     words.join(" ")
 }
 
-/// Facts stated in `input` (a user's or tool's words — never the assistant's).
+/// A lower-cased copy of a text (with `’` read as `'`), and where each of its bytes came
+/// from in the original: lower-casing can change a character's length (`İ` becomes two
+/// characters), so an offset found in the copy is never used on the original directly.
+struct Folded {
+    lower: String,
+    /// For each byte of `lower`: where the original character that produced it starts,
+    /// and where it ends.
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+}
+
+impl Folded {
+    fn new(text: &str) -> Self {
+        let mut lower = String::with_capacity(text.len());
+        let mut starts = Vec::with_capacity(text.len());
+        let mut ends = Vec::with_capacity(text.len());
+        for (at, c) in text.char_indices() {
+            let before = lower.len();
+            if c == '’' {
+                lower.push('\'');
+            } else {
+                lower.extend(c.to_lowercase());
+            }
+            for _ in before..lower.len() {
+                starts.push(at);
+                ends.push(at + c.len_utf8());
+            }
+        }
+        Self {
+            lower,
+            starts,
+            ends,
+        }
+    }
+
+    /// The range of the original covering `lower[start..end]`: whole characters.
+    fn original(&self, start: usize, end: usize) -> std::ops::Range<usize> {
+        if start >= end {
+            let at = self
+                .starts
+                .get(start)
+                .copied()
+                .unwrap_or_else(|| self.ends.last().copied().unwrap_or(0));
+            return at..at;
+        }
+        self.starts[start]..self.ends[end - 1]
+    }
+}
+
+/// Facts stated in `input` (a user's or tool's words — never the assistant's), each in the
+/// speaker's own words: phrases are found in a lower-cased copy, and the fact is cut from
+/// the original text.
 pub fn extract(input: &str) -> Vec<Fact> {
     let mut facts: Vec<Fact> = Vec::new();
     for raw in input.split_inclusive(['.', '!', '?', '\n', ';']) {
@@ -78,7 +129,8 @@ pub fn extract(input: &str) -> Vec<Fact> {
         if sentence.len() < 6 {
             continue;
         }
-        let lower = sentence.to_lowercase().replace('’', "'");
+        let folded = Folded::new(&sentence);
+        let lower = folded.lower.as_str();
         let first = lower.split(' ').next().unwrap_or_default();
         if matches!(
             first,
@@ -115,12 +167,6 @@ pub fn extract(input: &str) -> Vec<Fact> {
             }
         }
         found.sort();
-        // Offsets into `lower` are offsets into the sentence when lower-casing kept lengths.
-        let original = if sentence.len() == lower.len() {
-            sentence.as_str()
-        } else {
-            lower.as_str()
-        };
         for (n, (at, index)) in found.iter().enumerate() {
             let (category, phrase, fixed_key) = PATTERNS[*index];
             let end = found.get(n + 1).map_or(lower.len(), |(next, _)| *next);
@@ -144,12 +190,9 @@ pub fn extract(input: &str) -> Vec<Fact> {
                     format!("{category}:{thing}")
                 }
             };
-            let clause = trim_clause(&original[*at..end]);
-            let mut content = crate::text::truncate_chars(clause, MAX_FACT_CHARS).to_string();
-            if let Some(first) = content.get(..1) {
-                content = first.to_uppercase() + &content[1..];
-            }
-            if !facts.iter().any(|f| f.key == key && f.content == content) {
+            let clause = trim_clause(&sentence[folded.original(*at, end)]);
+            let content = capitalize(crate::text::truncate_chars(clause, MAX_FACT_CHARS));
+            if !content.is_empty() && !facts.iter().any(|f| f.key == key && f.content == content) {
                 facts.push(Fact {
                     category,
                     key,
@@ -161,17 +204,28 @@ pub fn extract(input: &str) -> Vec<Fact> {
     facts
 }
 
-/// A clause without the joining words and punctuation that led to the next one.
+/// The text with its first character upper-cased (all of it, for a character whose
+/// upper case is several).
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// A clause without the joining words and punctuation that led to the next one (in any
+/// case: the original text is trimmed as well as the lower-cased one).
 fn trim_clause(clause: &str) -> &str {
     let mut clause = clause.trim();
     loop {
-        let trimmed = clause
-            .trim_end_matches([',', ':', '-'])
-            .trim_end()
-            .trim_end_matches(" and")
-            .trim_end_matches(" but")
-            .trim_end_matches(" so")
-            .trim_end();
+        let mut trimmed = clause.trim_end_matches([',', ':', '-']).trim_end();
+        for joint in [" and", " but", " so"] {
+            let cut = trimmed.len().saturating_sub(joint.len());
+            if trimmed.is_char_boundary(cut) && trimmed[cut..].eq_ignore_ascii_case(joint) {
+                trimmed = trimmed[..cut].trim_end();
+            }
+        }
         if trimmed.len() == clause.len() {
             return trimmed;
         }
@@ -299,6 +353,44 @@ mod tests {
         assert_eq!(facts.len(), 3);
     }
 
+    /// Text whose bytes change length when lower-cased gives its facts as written.
+    #[test]
+    fn facts_keep_the_original_text_whatever_its_case() {
+        let facts = extract("Yes I’m sure I live in İstanbul near İzmir");
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        assert_eq!(facts[0].content, "I live in İstanbul near İzmir");
+        let facts = extract("I’m in café. I live in İstanbul near İzmir");
+        assert_eq!(facts[0].content, "I live in İstanbul near İzmir");
+        let facts = extract("MY NAME IS ΣΟΦΊΑ AND I LIVE IN ΑΘΉΝΑ");
+        assert_eq!(facts.len(), 2, "{facts:?}");
+        assert_eq!(facts[0].content, "MY NAME IS ΣΟΦΊΑ");
+        assert_eq!(facts[1].content, "I LIVE IN ΑΘΉΝΑ");
+    }
+
+    proptest::proptest! {
+        /// Any Unicode text: no panic, and every fact is a piece of the text as written.
+        #[test]
+        fn any_text_gives_facts_from_its_own_words(text in proptest::prelude::any::<String>()) {
+            let written = text::normalize_whitespace(&text);
+            for fact in extract(&text) {
+                let mut tail = fact.content.chars();
+                tail.next();
+                proptest::prop_assert!(written.contains(tail.as_str()), "{:?} not in {:?}", fact.content, text);
+            }
+        }
+
+        /// Sentences built from the patterns with any words around them.
+        #[test]
+        fn patterns_amid_any_words(
+            before in "\\PC{0,20}",
+            after in "\\PC{0,40}",
+            phrase in proptest::sample::select(PATTERNS.iter().map(|p| p.1).collect::<Vec<_>>()),
+        ) {
+            let text = format!("{before} {} {after}", phrase.to_uppercase());
+            let _ = extract(&text);
+        }
+    }
+
     #[test]
     fn similarity() {
         assert!(token_jaccard("I prefer green tea", "i prefer GREEN tea!") > 0.99);
@@ -309,7 +401,22 @@ mod tests {
 /// Where facts come from: patterns, or the model when one is configured.
 #[async_trait::async_trait]
 pub trait FactExtractor: Send + Sync {
-    async fn extract(&self, text: &str) -> Vec<Fact>;
+    /// The facts in `text`; an error when this text cannot be read for facts (it is
+    /// retried by later passes, then skipped and reported).
+    async fn extract(&self, text: &str) -> Result<Vec<Fact>, String>;
+}
+
+/// The pattern extractor, with a fault inside it reported as an error for this one text
+/// rather than taking the pass (and every pass after it) down.
+fn extract_guarded(text: &str) -> Result<Vec<Fact>, String> {
+    std::panic::catch_unwind(|| extract(text)).map_err(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        format!("fact extraction failed on this text: {reason}")
+    })
 }
 
 /// The pattern extractor above.
@@ -317,8 +424,8 @@ pub struct PatternExtractor;
 
 #[async_trait::async_trait]
 impl FactExtractor for PatternExtractor {
-    async fn extract(&self, text: &str) -> Vec<Fact> {
-        extract(text)
+    async fn extract(&self, text: &str) -> Result<Vec<Fact>, String> {
+        extract_guarded(text)
     }
 }
 
@@ -362,7 +469,7 @@ pub fn parse_model_facts(answer: &str) -> Option<Vec<Fact>> {
 
 #[async_trait::async_trait]
 impl FactExtractor for ModelExtractor {
-    async fn extract(&self, input: &str) -> Vec<Fact> {
+    async fn extract(&self, input: &str) -> Result<Vec<Fact>, String> {
         let prompt = format!(
             "Extract lasting facts the speaker states about themselves (preferences, decisions, \
              habits, profile facts such as name, home, job). Answer with JSON only: an array of \
@@ -377,12 +484,12 @@ impl FactExtractor for ModelExtractor {
             .await
         {
             Ok(answer) => match parse_model_facts(&answer) {
-                Some(facts) => return facts,
+                Some(facts) => return Ok(facts),
                 None => tracing::warn!("the model's facts were not readable JSON; using patterns"),
             },
             Err(err) => tracing::warn!(%err, "fact extraction by the model failed; using patterns"),
         }
-        extract(input)
+        extract_guarded(input)
     }
 }
 

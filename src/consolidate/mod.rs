@@ -77,7 +77,30 @@ pub enum ConsolidateError {
     #[error(transparent)]
     Outbox(#[from] crate::notify::outbox::OutboxError),
     #[error(transparent)]
+    Schedule(#[from] crate::schedule::ScheduleError),
+    /// The facts of one event could not be read.
+    #[error("{0}")]
+    Extraction(String),
+    /// A pass that panicked: recorded as failed, and the passes after it still run.
+    #[error("the pass stopped on an internal error: {0}")]
+    Panicked(String),
+    #[error(transparent)]
     Db(#[from] DbError),
+}
+
+impl crate::error::Kind for ConsolidateError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            ConsolidateError::UnknownPass(_) => ErrorKind::BadInput,
+            ConsolidateError::Snapshot(_) => ErrorKind::Unavailable,
+            ConsolidateError::Memory(err) => err.kind(),
+            ConsolidateError::Outbox(err) => err.kind(),
+            ConsolidateError::Db(err) => err.kind(),
+            ConsolidateError::Schedule(err) => err.kind(),
+            ConsolidateError::Panicked(_) | ConsolidateError::Extraction(_) => ErrorKind::Internal,
+        }
+    }
 }
 
 impl From<libsql::Error> for ConsolidateError {

@@ -8,11 +8,12 @@ use serde_json::{json, Map, Value};
 use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
 use super::{ConsolidateError, Pass, Progress};
 use crate::config::ConsolidationConfig;
-use crate::db::{query_scalar, DbTarget};
 use crate::ids;
 use crate::memory::{
     Memory, NewNote, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
+use crate::notify::outbox::Outbox;
+use crate::schedule::ScheduleStore;
 
 /// Cosine and word-overlap thresholds above which two facts are the same fact.
 const SAME_COSINE: f64 = 0.97;
@@ -29,17 +30,43 @@ pub struct PassReport {
     pub error: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct Consolidator {
     pub memory: Memory,
+    /// Whose run history the prune pass trims.
+    pub schedules: ScheduleStore,
+    /// Whose delivered messages the prune pass removes.
+    pub outbox: Outbox,
     pub config: ConsolidationConfig,
-    /// Runs kept per schedule by the prune pass.
-    pub history_keep: i64,
     pub worker_id: Option<String>,
     pub summarizer: Arc<dyn Summarizer>,
     pub extractor: Arc<dyn FactExtractor>,
 }
 
+/// Tries the facts pass gives one event before skipping it (and reporting it).
+pub const FACTS_TRIES: i64 = 3;
+
 type Counts = Map<String, Value>;
+
+/// A pass's counts, and its first error when it failed in part (the facts pass goes on
+/// with the other sessions when one fails).
+struct PassOutcome {
+    counts: Counts,
+    error: Option<String>,
+}
+
+/// What a panicked task's payload says.
+fn panic_text(join: tokio::task::JoinError) -> String {
+    if !join.is_panic() {
+        return join.to_string();
+    }
+    let panic = join.into_panic();
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".into())
+}
 
 fn bump(counts: &mut Counts, key: &str, by: i64) {
     let value = counts.get(key).and_then(Value::as_i64).unwrap_or(0) + by;
@@ -68,8 +95,9 @@ impl Consolidator {
         self.memory.clock().now_ms()
     }
 
-    /// Runs `passes` in order, each recorded; a failed pass is recorded and the next one
-    /// still runs. `user` limits the summaries and facts passes to one user.
+    /// Runs `passes` in order, each recorded. A pass that fails, for any reason (an
+    /// internal fault included), is recorded failed and the passes after it still run.
+    /// `user` limits the summaries and facts passes to one user.
     pub async fn run(
         &self,
         passes: &[Pass],
@@ -80,35 +108,44 @@ impl Consolidator {
         for pass in passes {
             let run_id = ids::new_id("mnt");
             let started_at = self.now();
-            let conn = self.memory.db().conn().await?;
-            conn.execute(
-                "INSERT INTO maintenance_runs (run_id, pass, worker_id, started_at, status)
-                 VALUES (?1, ?2, ?3, ?4, 'running')",
-                libsql::params![
-                    run_id.as_str(),
-                    pass.as_str(),
-                    self.worker_id.as_deref(),
-                    started_at
-                ],
-            )
-            .await?;
-            drop(conn);
-            let result = self.run_pass(*pass, user, progress.as_ref()).await;
+            if let Err(err) = self.record_start(&run_id, *pass, started_at).await {
+                // Without a record the pass still runs: the database may be back by its end.
+                tracing::warn!(pass = pass.as_str(), %err, "cannot record the start of a consolidation pass");
+            }
+            // On a task of its own, so a fault inside a pass is this pass's failure.
+            let this = self.clone();
+            let (pass_owned, user_owned, progress_owned) =
+                (*pass, user.map(str::to_string), progress.clone());
+            let result = tokio::spawn(async move {
+                this.run_pass(pass_owned, user_owned.as_deref(), progress_owned.as_ref())
+                    .await
+            })
+            .await
+            .unwrap_or_else(|join| Err(ConsolidateError::Panicked(panic_text(join))));
             let finished_at = self.now();
             let (status, counts, error) = match result {
-                Ok(counts) => ("succeeded", Value::Object(counts), None),
+                Ok(PassOutcome {
+                    counts,
+                    error: None,
+                }) => ("succeeded", Value::Object(counts), None),
+                Ok(PassOutcome {
+                    counts,
+                    error: Some(error),
+                }) => {
+                    tracing::error!(pass = pass.as_str(), %error, "consolidation pass failed in part");
+                    ("failed", Value::Object(counts), Some(error))
+                }
                 Err(err) => {
                     tracing::error!(pass = pass.as_str(), %err, "consolidation pass failed");
                     ("failed", json!({}), Some(err.to_string()))
                 }
             };
-            let conn = self.memory.db().conn().await?;
-            conn.execute(
-                "UPDATE maintenance_runs SET status = ?2, finished_at = ?3, counts_json = ?4, error = ?5
-                 WHERE run_id = ?1",
-                libsql::params![run_id.as_str(), status, finished_at, counts.to_string(), error.as_deref()],
-            )
-            .await?;
+            if let Err(err) = self
+                .record_end(&run_id, status, finished_at, &counts, error.as_deref())
+                .await
+            {
+                tracing::warn!(pass = pass.as_str(), %err, "cannot record the end of a consolidation pass");
+            }
             tracing::info!(pass = pass.as_str(), status, counts = %counts, "consolidation pass");
             reports.push(PassReport {
                 run_id,
@@ -121,6 +158,59 @@ impl Consolidator {
             });
         }
         Ok(reports)
+    }
+
+    async fn record_start(
+        &self,
+        run_id: &str,
+        pass: Pass,
+        started_at: i64,
+    ) -> Result<(), ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        conn.execute(
+            "INSERT INTO maintenance_runs (run_id, pass, worker_id, started_at, status)
+             VALUES (?1, ?2, ?3, ?4, 'running')",
+            libsql::params![run_id, pass.as_str(), self.worker_id.as_deref(), started_at],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn record_end(
+        &self,
+        run_id: &str,
+        status: &str,
+        finished_at: i64,
+        counts: &Value,
+        error: Option<&str>,
+    ) -> Result<(), ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        conn.execute(
+            "UPDATE maintenance_runs SET status = ?2, finished_at = ?3, counts_json = ?4, error = ?5
+             WHERE run_id = ?1",
+            libsql::params![run_id, status, finished_at, counts.to_string(), error],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Claims the `job` window starting at `window_start` for `worker_id`; false when
+    /// another worker has it. One worker runs each overnight window.
+    pub async fn claim_window(
+        &self,
+        job: &str,
+        window_start: i64,
+        worker_id: &str,
+    ) -> Result<bool, ConsolidateError> {
+        let conn = self.memory.db().conn().await?;
+        let inserted = conn
+            .execute(
+                "INSERT INTO maintenance_windows (job, window_start, worker_id, claimed_at)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                libsql::params![job, window_start, worker_id, self.now()],
+            )
+            .await?;
+        Ok(inserted == 1)
     }
 
     /// Past passes, newest first.
@@ -154,16 +244,20 @@ impl Consolidator {
         pass: Pass,
         user: Option<&str>,
         progress: Option<&Progress>,
-    ) -> Result<Counts, ConsolidateError> {
-        match pass {
-            Pass::Summaries => self.summaries(user, progress).await,
-            Pass::Facts => self.facts(user, progress).await,
-            Pass::Expiry => self.expiry().await,
-            Pass::Prune => self.prune().await,
-            Pass::Backfill => self.backfill().await,
-            Pass::Optimize => self.optimize().await,
-            Pass::Snapshot => self.snapshot().await,
-        }
+    ) -> Result<PassOutcome, ConsolidateError> {
+        let counts = match pass {
+            Pass::Summaries => self.summaries(user, progress).await?,
+            Pass::Facts => return self.facts(user, progress).await,
+            Pass::Expiry => self.expiry().await?,
+            Pass::Prune => self.prune().await?,
+            Pass::Backfill => self.backfill().await?,
+            Pass::Optimize => self.optimize().await?,
+            Pass::Snapshot => self.snapshot().await?,
+        };
+        Ok(PassOutcome {
+            counts,
+            error: None,
+        })
     }
 
     /// Conversation and scheduled-run sessions, optionally of one user.
@@ -254,59 +348,104 @@ impl Consolidator {
         Ok(written)
     }
 
+    /// Facts from every session's new user and tool turns. Each session's cursor moves
+    /// past what was read; an event that fails is tried again by the next passes and, after
+    /// [`FACTS_TRIES`], skipped and reported, so one message never stops the pass for
+    /// good. A session that fails does not stop the others: the pass is then recorded
+    /// failed with its counts.
     async fn facts(
         &self,
         user: Option<&str>,
         progress: Option<&Progress>,
-    ) -> Result<Counts, ConsolidateError> {
+    ) -> Result<PassOutcome, ConsolidateError> {
         let sessions = self.sessions(user).await?;
         let mut counts = Counts::new();
+        let mut first_error = None;
         for (i, (session_id, user_id)) in sessions.iter().enumerate() {
-            let conn = self.memory.db().conn().await?;
-            let cursor: i64 = query_scalar(
-                &conn,
-                "SELECT facts_upper_sequence FROM session_state WHERE session_id = ?1",
-                [session_id.as_str()],
-            )
-            .await?
-            .unwrap_or(0);
-            drop(conn);
-            let events = self.memory.events_after(session_id, cursor).await?;
-            let Some(last) = events.last().map(|e| e.sequence) else {
-                continue;
-            };
-            bump(&mut counts, "sessions", 1);
-            for event in &events {
-                bump(&mut counts, "events", 1);
-                // Facts come from what the user (or a tool) said, never the assistant.
-                if !matches!(event.role, Role::User | Role::Tool) {
-                    continue;
-                }
-                for fact in self.extractor.extract(&event.content).await {
-                    let key = match self.learn(user_id, &fact).await? {
-                        Learned::Saved => "facts_saved",
-                        Learned::Duplicate => "duplicates",
-                        Learned::Superseded => "superseded",
-                        Learned::Tombstoned => "tombstoned",
-                    };
-                    bump(&mut counts, key, 1);
-                }
+            if let Err(err) = self
+                .facts_of_session(session_id, user_id, &mut counts)
+                .await
+            {
+                bump(&mut counts, "sessions_failed", 1);
+                tracing::warn!(%session_id, %err, "facts pass failed for a session");
+                first_error.get_or_insert_with(|| format!("session `{session_id}`: {err}"));
             }
-            // Only now that every fact of these events is stored does the cursor move.
-            let conn = self.memory.db().conn().await?;
-            conn.execute(
-                "UPDATE session_state SET facts_upper_sequence = max(facts_upper_sequence, ?2)
-                 WHERE session_id = ?1",
-                libsql::params![session_id.as_str(), last],
-            )
-            .await?;
             if let Some(progress) = progress {
                 progress(Pass::Facts, i + 1, sessions.len());
             }
             // A long pass shares its thread and can be stopped between sessions.
             tokio::task::yield_now().await;
         }
-        Ok(counts)
+        Ok(PassOutcome {
+            counts,
+            error: first_error,
+        })
+    }
+
+    async fn facts_of_session(
+        &self,
+        session_id: &str,
+        user_id: &str,
+        counts: &mut Counts,
+    ) -> Result<(), ConsolidateError> {
+        let cursor = self.memory.facts_cursor(session_id).await?;
+        let events = self
+            .memory
+            .events_after(session_id, cursor.upper_sequence)
+            .await?;
+        let Some(last) = events.last().map(|e| e.sequence) else {
+            return Ok(());
+        };
+        bump(counts, "sessions", 1);
+        for event in &events {
+            bump(counts, "events", 1);
+            // Facts come from what the user (or a tool) said, never the assistant.
+            if !matches!(event.role, Role::User | Role::Tool) {
+                continue;
+            }
+            if let Err(err) = self.facts_of_event(user_id, &event.content, counts).await {
+                let failures = self
+                    .memory
+                    .record_facts_failure(session_id, event.sequence)
+                    .await?;
+                if failures < FACTS_TRIES {
+                    // Everything before this event is done; this one is tried again.
+                    self.memory
+                        .advance_facts_cursor(session_id, event.sequence - 1)
+                        .await?;
+                    return Err(err);
+                }
+                tracing::error!(%session_id, sequence = event.sequence, %err, tries = failures,
+                    "skipping an event the facts pass cannot read");
+                bump(counts, "events_skipped", 1);
+            }
+        }
+        // Only now that every fact of these events is stored does the cursor move.
+        self.memory.advance_facts_cursor(session_id, last).await?;
+        Ok(())
+    }
+
+    async fn facts_of_event(
+        &self,
+        user_id: &str,
+        content: &str,
+        counts: &mut Counts,
+    ) -> Result<(), ConsolidateError> {
+        let facts = self
+            .extractor
+            .extract(content)
+            .await
+            .map_err(ConsolidateError::Extraction)?;
+        for fact in facts {
+            let key = match self.learn(user_id, &fact).await? {
+                Learned::Saved => "facts_saved",
+                Learned::Duplicate => "duplicates",
+                Learned::Superseded => "superseded",
+                Learned::Tombstoned => "tombstoned",
+            };
+            bump(counts, key, 1);
+        }
+        Ok(())
     }
 
     fn same_fact(&self, a: &str, b: &str) -> Result<bool, ConsolidateError> {
@@ -385,22 +524,11 @@ impl Consolidator {
     async fn expiry(&self) -> Result<Counts, ConsolidateError> {
         let now = self.now();
         let mut counts = Counts::new();
-        let conn = self.memory.db().conn().await?;
-        let expired = conn
-            .execute(
-                "DELETE FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                [now],
-            )
-            .await?;
+        let expired = self.memory.expire_notes(now).await?;
         bump(&mut counts, "notes_expired", expired as i64);
         if self.config.conversation_retention_days > 0 {
             let cutoff = now - self.config.conversation_retention_days * 86_400_000;
-            let removed = conn
-                .execute(
-                    "DELETE FROM sessions WHERE kind != 'memory' AND updated_at < ?1",
-                    [cutoff],
-                )
-                .await?;
+            let removed = self.memory.remove_idle_sessions(cutoff).await?;
             bump(&mut counts, "sessions_removed", removed as i64);
         }
         Ok(counts)
@@ -408,24 +536,10 @@ impl Consolidator {
 
     async fn prune(&self) -> Result<Counts, ConsolidateError> {
         let mut counts = Counts::new();
-        let conn = self.memory.db().conn().await?;
-        let runs = conn
-            .execute(
-                "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
-                     SELECT run_id FROM (
-                         SELECT run_id, row_number() OVER (
-                             PARTITION BY schedule_id ORDER BY scheduled_for DESC) AS n
-                         FROM schedule_runs)
-                     WHERE n > ?1)",
-                [self.history_keep],
-            )
-            .await?;
+        let runs = self.schedules.prune_runs(None).await?;
         bump(&mut counts, "runs_pruned", runs as i64);
         let cutoff = self.now() - self.config.outbox_retention_days * 86_400_000;
-        drop(conn);
-        let delivered = crate::notify::outbox::Outbox::new(self.memory.db().clone())
-            .prune_delivered(cutoff)
-            .await?;
+        let delivered = self.outbox.prune_delivered(cutoff).await?;
         bump(&mut counts, "outbox_pruned", delivered as i64);
         Ok(counts)
     }
@@ -442,19 +556,11 @@ impl Consolidator {
     }
 
     async fn optimize(&self) -> Result<Counts, ConsolidateError> {
-        let conn = self.memory.db().conn().await?;
-        conn.execute(
-            "INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')",
-            (),
-        )
-        .await?;
+        self.memory.optimize_index().await?;
         let mut counts = Counts::new();
-        if matches!(self.memory.db().target(), DbTarget::Local(_)) {
-            let mut rows = conn.query("PRAGMA wal_checkpoint(TRUNCATE)", ()).await?;
-            if let Some(row) = rows.next().await? {
-                counts.insert("wal_busy".into(), json!(row.get::<i64>(0)?));
-                counts.insert("wal_pages_checkpointed".into(), json!(row.get::<i64>(2)?));
-            }
+        if let Some((busy, pages)) = self.memory.db().checkpoint().await? {
+            counts.insert("wal_busy".into(), json!(busy));
+            counts.insert("wal_pages_checkpointed".into(), json!(pages));
         }
         counts.insert("fts_optimized".into(), json!(true));
         Ok(counts)
@@ -467,7 +573,7 @@ impl Consolidator {
             counts.insert("skipped".into(), json!("no consolidation.snapshot_dir"));
             return Ok(counts);
         };
-        if !matches!(self.memory.db().target(), DbTarget::Local(_)) {
+        if !self.memory.db().is_local() {
             // VACUUM INTO would write on the server's disk, not here.
             counts.insert(
                 "skipped".into(),
@@ -475,15 +581,14 @@ impl Consolidator {
             );
             return Ok(counts);
         }
-        std::fs::create_dir_all(dir)
-            .map_err(|e| ConsolidateError::Snapshot(format!("{dir}: {e}")))?;
+        // Snapshots carry the database's privacy: a folder and files only the owner reads.
+        crate::db::create_private_dir(std::path::Path::new(dir))
+            .map_err(ConsolidateError::Snapshot)?;
         let stamp = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(self.now())
             .unwrap_or_default()
             .format("%Y%m%dT%H%M%S%3fZ");
         let path = std::path::Path::new(dir).join(format!("nightshift-{stamp}.db"));
-        let conn = self.memory.db().conn().await?;
-        conn.execute("VACUUM INTO ?1", [path.display().to_string()])
-            .await?;
+        self.memory.db().snapshot_into(&path).await?;
         counts.insert("snapshot".into(), json!(path.display().to_string()));
         let mut snapshots: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| ConsolidateError::Snapshot(e.to_string()))?

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "running_by_schedule",
         sql: include_str!("../../migrations/0007_running_by_schedule.sql"),
     },
+    Migration {
+        version: 8,
+        name: "facts_retries",
+        sql: include_str!("../../migrations/0008_facts_retries.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -166,8 +166,50 @@ pub enum DbError {
     },
     #[error("database has {0} unapplied migration(s); run `nightshift db migrate`")]
     NotMigrated(usize),
+    #[error("stored {what} cannot be read: {reason}")]
+    Corrupt { what: String, reason: String },
     #[error("database error: {0}")]
     Sql(#[from] libsql::Error),
+}
+
+impl crate::error::Kind for DbError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            DbError::BadTarget(_)
+            | DbError::Auth { .. }
+            | DbError::SchemaTooNew { .. }
+            | DbError::ChecksumMismatch { .. }
+            | DbError::NotMigrated(_) => ErrorKind::Config,
+            DbError::Open { .. } => ErrorKind::Unavailable,
+            DbError::Corrupt { .. } => ErrorKind::Internal,
+            DbError::Sql(err) => sql_kind(err),
+        }
+    }
+}
+
+/// A statement's failure: the database busy or out of reach (worth retrying) or a fault.
+fn sql_kind(err: &libsql::Error) -> crate::error::ErrorKind {
+    use crate::error::ErrorKind;
+    let text = err.to_string();
+    let transient = [
+        "database is locked",
+        "SQLITE_BUSY",
+        "SQLITE_INTERRUPT",
+        "STREAM_EXPIRED",
+        "connection",
+        "Connection",
+        "error sending request",
+        "Hrana",
+        "timed out",
+    ];
+    if matches!(err, libsql::Error::ConnectionFailed(_))
+        || transient.iter().any(|needle| text.contains(needle))
+    {
+        ErrorKind::Unavailable
+    } else {
+        ErrorKind::Internal
+    }
 }
 
 /// Options that shape every connection.
@@ -212,11 +254,7 @@ impl Db {
         };
         let database = match target {
             DbTarget::Local(path) => {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        open_err(format!("cannot create folder {}: {e}", parent.display()))
-                    })?;
-                }
+                create_private_file(path).map_err(open_err)?;
                 libsql::Builder::new_local(path)
                     .build()
                     .await
@@ -235,11 +273,7 @@ impl Db {
                 sync_interval,
                 ..
             } => {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        open_err(format!("cannot create folder {}: {e}", parent.display()))
-                    })?;
-                }
+                create_private_file(path).map_err(open_err)?;
                 let url = target.server_url().unwrap_or_default();
                 let database = libsql::Builder::new_remote_replica(path, url, auth_token.clone())
                     .read_your_writes(true)
@@ -337,6 +371,39 @@ impl Db {
         Ok(self.wrap(conn, stream))
     }
 
+    /// Writes a consistent copy of a local database to `path` (`VACUUM INTO`), readable by
+    /// its owner only, like the database.
+    pub async fn snapshot_into(&self, path: &std::path::Path) -> Result<(), DbError> {
+        if !self.is_local() {
+            return Err(DbError::BadTarget(
+                "snapshots are written for a local database file only".into(),
+            ));
+        }
+        create_private_file(path).map_err(|reason| DbError::Open {
+            target: path.display().to_string(),
+            reason,
+        })?;
+        let conn = self.conn().await?;
+        conn.execute("VACUUM INTO ?1", [path.display().to_string()])
+            .await?;
+        Ok(())
+    }
+
+    /// Checkpoints a local database's WAL into the main file, truncating it: returns
+    /// (busy, pages checkpointed), or `None` on a server.
+    pub async fn checkpoint(&self) -> Result<Option<(i64, i64)>, DbError> {
+        if !self.is_local() {
+            return Ok(None);
+        }
+        let conn = self.conn().await?;
+        Ok(
+            query_first_row(&conn, "PRAGMA wal_checkpoint(TRUNCATE)", (), |row| {
+                Ok((row.get::<i64>(0)?, row.get::<i64>(2)?))
+            })
+            .await?,
+        )
+    }
+
     fn wrap(&self, conn: libsql::Connection, stream: Option<runner::ServerStream>) -> Conn {
         Conn::new(
             conn,
@@ -344,6 +411,38 @@ impl Db {
             self.inner.pool.clone(),
             self.inner.write_gate.clone(),
         )
+    }
+}
+
+/// Creates `path`'s missing folders readable by their owner only (0700), whatever the umask.
+pub fn create_private_dir(path: &std::path::Path) -> Result<(), String> {
+    if path.as_os_str().is_empty() || path.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(path)
+        .map_err(|e| format!("cannot create folder {}: {e}", path.display()))
+}
+
+/// Creates `path` empty and readable by its owner only (0600), in a private folder, unless
+/// it exists. A database holds private conversations: its file, and the WAL and
+/// shared-memory files SQLite gives the same mode, are never created readable by others.
+pub fn create_private_file(path: &std::path::Path) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        create_private_dir(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create {}: {e}", path.display())),
     }
 }
 
@@ -483,6 +582,68 @@ pub async fn query_first_row<T>(
 pub(crate) async fn finish_rows(mut rows: libsql::Rows) -> Result<(), libsql::Error> {
     rows.next().await?;
     Ok(())
+}
+
+/// A record read from a row by column position; `COLUMNS` is the select list it reads, so
+/// the positions and the list are written in one place.
+pub trait FromRow: Sized {
+    const COLUMNS: &'static str;
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError>;
+}
+
+/// Every row `sql` returns, as records.
+pub async fn fetch_all<T: FromRow>(
+    conn: &(impl Queryable + ?Sized),
+    sql: &str,
+    params: impl libsql::params::IntoParams + Send,
+) -> Result<Vec<T>, DbError> {
+    let mut rows = conn.query_rows(sql, params).await?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await? {
+        out.push(T::from_row(&row)?);
+    }
+    Ok(out)
+}
+
+/// The first row `sql` returns, as a record; `None` when there is none.
+pub async fn fetch_optional<T: FromRow>(
+    conn: &(impl Queryable + ?Sized),
+    sql: &str,
+    params: impl libsql::params::IntoParams + Send,
+) -> Result<Option<T>, DbError> {
+    let mut rows = conn.query_rows(sql, params).await?;
+    let first = match rows.next().await? {
+        Some(row) => T::from_row(&row)?,
+        None => return Ok(None),
+    };
+    finish_rows(rows).await?;
+    Ok(Some(first))
+}
+
+/// A stored text column read as one of a closed set of names (see `text_enum!`).
+pub fn text_column<T: std::str::FromStr<Err = String>>(
+    row: &libsql::Row,
+    index: i32,
+    what: &str,
+) -> Result<T, DbError> {
+    let text: String = row.get(index)?;
+    text.parse().map_err(|reason| DbError::Corrupt {
+        what: what.to_string(),
+        reason,
+    })
+}
+
+/// A stored JSON column read as `T`.
+pub fn json_column<T: serde::de::DeserializeOwned>(
+    row: &libsql::Row,
+    index: i32,
+    what: &str,
+) -> Result<T, DbError> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|e| DbError::Corrupt {
+        what: what.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// The first column of the first row; `None` when there is no row or the value is NULL.

@@ -21,6 +21,16 @@ pub enum EmbedError {
     Runtime(String),
 }
 
+impl crate::error::Kind for EmbedError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            EmbedError::Failed(_) => crate::error::ErrorKind::Internal,
+            // A missing or wrong model or ONNX Runtime library is a setup problem.
+            EmbedError::Model(_) | EmbedError::Runtime(_) => crate::error::ErrorKind::Config,
+        }
+    }
+}
+
 pub trait Embedder: Send + Sync {
     /// Identifies the model and its settings; vectors of different ids are never compared.
     fn model_id(&self) -> &str;

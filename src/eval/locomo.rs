@@ -24,6 +24,15 @@ pub enum EvalError {
     Memory(#[from] MemoryError),
 }
 
+impl crate::error::Kind for EvalError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            EvalError::Memory(err) => err.kind(),
+            _ => crate::error::ErrorKind::BadInput,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CategoryScore {
     pub questions: usize,

@@ -17,7 +17,7 @@ const SALIENT_IMPORTANCE: f64 = 0.85;
 /// Fused score (0..1) a search hit needs to count as relevant.
 const RELEVANCE_THRESHOLD: f64 = 0.3;
 pub const DEFAULT_BUDGET: usize = 2000;
-pub const MAX_BUDGET: usize = 8000;
+pub const MAX_BUDGET: usize = crate::input::MAX_CONTEXT_BUDGET;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,12 +42,12 @@ impl FromStr for Strategy {
             "token_window" => Strategy::TokenWindow,
             "summary_buffer" => Strategy::SummaryBuffer,
             other => {
-                return Err(MemoryError::Invalid {
-                    what: "strategy",
-                    reason: format!(
+                return Err(MemoryError::invalid(
+                    "strategy",
+                    format!(
                         "`{other}` is not one of all, buffer_window, token_window, summary_buffer"
                     ),
-                })
+                ))
             }
         })
     }
@@ -57,7 +57,7 @@ impl FromStr for Strategy {
 pub struct ContextRequest {
     pub user_id: String,
     pub session_id: String,
-    /// Tokens, clamped to 1..=8000; 2000 when `None`.
+    /// Tokens, 1..=8000; 2000 when `None`.
     pub budget_tokens: Option<usize>,
     /// What relevant memories should be about; the last user turn when `None`.
     pub query: Option<String>,
@@ -126,10 +126,19 @@ impl Memory {
         // Another user's session is reported exactly like a missing one.
         self.session(&request.session_id, Some(&request.user_id))
             .await?;
-        let budget = request
-            .budget_tokens
-            .unwrap_or(DEFAULT_BUDGET)
-            .clamp(1, MAX_BUDGET);
+        let budget = crate::input::check_range(
+            "budget",
+            request.budget_tokens.unwrap_or(DEFAULT_BUDGET),
+            1..=MAX_BUDGET,
+        )?;
+        if let Some(query) = &request.query {
+            crate::input::check_text(
+                "query",
+                query,
+                crate::input::MAX_QUERY_BYTES,
+                crate::input::Lines::Many,
+            )?;
+        }
         let mut filler = Filler {
             budget,
             used: 0,
@@ -142,7 +151,7 @@ impl Memory {
             .await?;
 
         if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
-            if let Some(summary) = self.read_summary(&request.session_id).await?.summary {
+            if let Some(summary) = self.summary_state(&request.session_id).await?.summary {
                 // The summary gets a share of the budget (its newest part when longer),
                 // so recent turns and memories keep room.
                 let share = if strategy == Strategy::All {

@@ -2,7 +2,11 @@
 
 use super::writer::{append_in_tx, Append, AppendJob, Appended, Statements};
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
+use crate::access::Actor;
 use crate::db::{finish_rows, WriteTx};
+
+/// Most events one recall returns.
+pub const MAX_RECALL: usize = 10_000;
 
 /// A JSONL import problem, with the 1-based line it was found on.
 #[derive(Debug, thiserror::Error)]
@@ -10,6 +14,12 @@ use crate::db::{finish_rows, WriteTx};
 pub struct JsonlError {
     pub line: usize,
     pub reason: String,
+}
+
+impl crate::error::Kind for JsonlError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::BadInput
+    }
 }
 
 /// Makes sure `session_id` exists and belongs to `user_id`, creating it if needed, inside
@@ -107,19 +117,43 @@ impl Memory {
         self.check_text("event content", &event.content)?;
         if let Some(importance) = event.importance {
             if !(0.0..=1.0).contains(&importance) {
-                return Err(MemoryError::Invalid {
-                    what: "importance",
-                    reason: format!("must be between 0 and 1, got {importance}"),
-                });
+                return Err(MemoryError::invalid(
+                    "importance",
+                    format!("must be between 0 and 1, got {importance}"),
+                ));
             }
         }
         if let Some(at) = event.created_at {
-            if at < 0 {
-                return Err(MemoryError::Invalid {
-                    what: "created_at",
-                    reason: format!("must be unix milliseconds, got {at}"),
-                });
+            crate::input::check_instant("created_at", at)?;
+        }
+        if let Some(payload) = &event.payload {
+            let len = serde_json::to_string(payload).map_or(usize::MAX, |p| p.len());
+            if len > self.limits.max_payload_bytes {
+                return Err(MemoryError::invalid(
+                    "payload",
+                    format!(
+                        "is {len} bytes of JSON, over the limit of {} bytes (memory.max_payload_bytes)",
+                        self.limits.max_payload_bytes
+                    ),
+                ));
             }
+        }
+        Ok(())
+    }
+
+    /// At most `memory.max_batch_events` events in one append, and at least one.
+    fn check_batch(&self, count: usize) -> Result<()> {
+        if count == 0 {
+            return Err(MemoryError::invalid("events", "there are none"));
+        }
+        if count > self.limits.max_batch_events {
+            return Err(MemoryError::invalid(
+                "events",
+                format!(
+                    "{count} in one append, over the limit of {} (memory.max_batch_events)",
+                    self.limits.max_batch_events
+                ),
+            ));
         }
         Ok(())
     }
@@ -143,6 +177,7 @@ impl Memory {
         events: &[NewEvent],
     ) -> Result<Vec<i64>> {
         self.check_appendable(user_id, session_id)?;
+        self.check_batch(events.len())?;
         for event in events {
             self.check_event(event)?;
         }
@@ -158,6 +193,16 @@ impl Memory {
         jsonl: &[u8],
     ) -> Result<Vec<i64>> {
         self.check_appendable(user_id, session_id)?;
+        if jsonl.len() > self.limits.max_import_bytes {
+            return Err(MemoryError::invalid(
+                "JSONL input",
+                format!(
+                    "is {} bytes, over the limit of {} bytes (memory.max_import_bytes)",
+                    jsonl.len(),
+                    self.limits.max_import_bytes
+                ),
+            ));
+        }
         let mut events = Vec::new();
         for (index, line) in jsonl.split(|b| *b == b'\n').enumerate() {
             let at = |reason: String| JsonlError {
@@ -172,11 +217,16 @@ impl Memory {
                 serde_json::from_str(line).map_err(|e| at(format!("invalid event: {e}")))?;
             self.check_event(&event).map_err(|e| at(e.to_string()))?;
             events.push(event);
+            if events.len() > self.limits.max_batch_events {
+                return Err(at(format!(
+                    "more than {} events in one append (memory.max_batch_events)",
+                    self.limits.max_batch_events
+                ))
+                .into());
+            }
         }
         if events.is_empty() {
-            return Err(MemoryError::EmptyText {
-                what: "the JSONL input (no events)",
-            });
+            return Err(MemoryError::invalid("JSONL input", "holds no events"));
         }
         self.append_checked(user_id, session_id, &events).await
     }
@@ -260,14 +310,16 @@ impl Memory {
         Ok(session)
     }
 
-    /// The last `limit` events of a session, oldest first.
+    /// The last `limit` (1..=10000) events of a session the actor may see, oldest first.
     pub async fn recall(
         &self,
+        actor: &Actor,
         session_id: &str,
-        owner: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Event>> {
-        self.session(session_id, owner).await?;
+        check_id("session id", session_id)?;
+        crate::input::check_range("limit", limit, 1..=MAX_RECALL)?;
+        self.session(session_id, actor.user_id()).await?;
         self.last_events(session_id, limit).await
     }
 
@@ -312,9 +364,10 @@ impl Memory {
         Ok(sessions)
     }
 
-    /// Deletes a session and everything derived from it: events, state, summary, chunks,
-    /// their FTS rows and vectors.
-    pub async fn forget(&self, session_id: &str, owner: Option<&str>) -> Result<()> {
+    /// Deletes a session the actor may see and everything derived from it: events, state,
+    /// summary, chunks, their FTS rows and vectors.
+    pub async fn forget(&self, actor: &Actor, session_id: &str) -> Result<()> {
+        let owner = actor.user_id();
         check_id("session id", session_id)?;
         if SessionKind::of(session_id) == SessionKind::Memory {
             return Err(MemoryError::ReservedSession(session_id.to_string()));

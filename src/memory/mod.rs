@@ -17,6 +17,7 @@ mod search;
 mod summarize;
 mod summary;
 mod types;
+mod upkeep;
 mod vectors;
 mod writer;
 
@@ -26,43 +27,41 @@ pub use index::CONTEXT_CHARS;
 use std::sync::Arc;
 
 pub use chunking::chunk_text;
-pub use context::{Context, ContextItem, ContextRequest, Strategy};
+pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET, MAX_BUDGET};
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
-pub use events::JsonlError;
+pub use events::{JsonlError, MAX_RECALL};
 pub use fts_query::keyword_expression;
 pub use matrix::VectorMatrix;
 pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
-pub use search::{HitSource, SearchHit, SearchRequest, SearchResults};
+pub use search::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};
 pub use summarize::{
     estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
 pub use summary::{SummaryState, SummaryWrite};
-pub use types::{Event, NewEvent, NewNote, Note, Role, SaveOutcome, Session, SessionKind};
+pub use types::{
+    AppendedEvents, Event, NewEvent, NewNote, Note, NoteDeleted, Role, SaveOutcome, Session,
+    SessionForgotten, SessionKind,
+};
+pub use upkeep::FactsCursor;
 pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};
 use crate::db::clock::{Clock, SystemClock};
 use crate::db::{Db, DbError};
 use crate::embed::{EmbedError, Embedder};
+use crate::error::{ErrorKind, Kind};
+use crate::input::{self, InputError, Lines};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
-    #[error("{what} is empty")]
-    EmptyText { what: &'static str },
-    #[error("{what} is {len} bytes, over the limit of {max} bytes (memory.max_text_bytes)")]
-    TooLarge {
-        what: &'static str,
-        len: usize,
-        max: usize,
-    },
-    #[error("invalid {what}: {reason}")]
-    Invalid { what: &'static str, reason: String },
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("no note `{0}` for this user")]
     NoteNotFound(String),
     #[error("no session `{0}`")]
     SessionNotFound(String),
-    #[error("session `{session_id}` belongs to another user")]
+    #[error("session id `{session_id}` is in use by another user; choose another")]
     SessionOfOtherUser { session_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
     ReservedSession(String),
@@ -74,6 +73,28 @@ pub enum MemoryError {
     Embed(#[from] EmbedError),
     #[error(transparent)]
     Db(#[from] DbError),
+}
+
+impl MemoryError {
+    /// Bad input in `what`, for `reason`.
+    pub fn invalid(what: &str, reason: impl Into<String>) -> Self {
+        MemoryError::Input(InputError::new(what, reason))
+    }
+}
+
+impl Kind for MemoryError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            MemoryError::Input(_) | MemoryError::ReservedSession(_) | MemoryError::Jsonl(_) => {
+                ErrorKind::BadInput
+            }
+            MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => ErrorKind::NotFound,
+            MemoryError::SessionOfOtherUser { .. } => ErrorKind::Conflict,
+            MemoryError::WriteFailed(_) => ErrorKind::Internal,
+            MemoryError::Embed(err) => err.kind(),
+            MemoryError::Db(err) => err.kind(),
+        }
+    }
 }
 
 impl From<libsql::Error> for MemoryError {
@@ -162,6 +183,11 @@ impl Memory {
         &self.db
     }
 
+    /// The limits its writes are checked against.
+    pub fn limits(&self) -> &MemoryConfig {
+        &self.limits
+    }
+
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
     }
@@ -197,41 +223,15 @@ impl Memory {
         Ok(())
     }
 
-    /// Rejects empty, oversized or control-character-only text before anything is written.
+    /// Checks a note's or event's text by the common rule, within `memory.max_text_bytes`.
     fn check_text(&self, what: &'static str, text: &str) -> Result<()> {
-        if text.trim().is_empty() {
-            return Err(MemoryError::EmptyText { what });
-        }
-        if text.len() > self.limits.max_text_bytes {
-            return Err(MemoryError::TooLarge {
-                what,
-                len: text.len(),
-                max: self.limits.max_text_bytes,
-            });
-        }
+        input::check_text(what, text, self.limits.max_text_bytes, Lines::Many)?;
         Ok(())
     }
 }
 
-/// Rejects identifiers that are empty, too long, or contain control characters.
+/// An identifier (user, session, note key…) by the common rule.
 fn check_id(what: &'static str, id: &str) -> Result<()> {
-    if id.trim().is_empty() {
-        return Err(MemoryError::Invalid {
-            what,
-            reason: "must not be empty".into(),
-        });
-    }
-    if id.len() > 256 {
-        return Err(MemoryError::Invalid {
-            what,
-            reason: format!("is {} bytes, over the limit of 256", id.len()),
-        });
-    }
-    if id.chars().any(char::is_control) {
-        return Err(MemoryError::Invalid {
-            what,
-            reason: "must not contain control characters".into(),
-        });
-    }
+    input::check_id(what, id)?;
     Ok(())
 }

@@ -20,22 +20,22 @@ fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
             || tag.chars().count() > MAX_TAG_CHARS
             || tag.chars().any(char::is_control)
         {
-            return Err(MemoryError::Invalid {
-                what: "tag",
-                reason: format!(
+            return Err(MemoryError::invalid(
+                "tag",
+                format!(
                     "`{tag}` must be 1..={MAX_TAG_CHARS} characters without control characters"
                 ),
-            });
+            ));
         }
         if !out.iter().any(|t| t == tag) {
             out.push(tag.to_string());
         }
     }
     if out.len() > MAX_TAGS {
-        return Err(MemoryError::Invalid {
-            what: "tags",
-            reason: format!("{} tags, at most {MAX_TAGS}", out.len()),
-        });
+        return Err(MemoryError::invalid(
+            "tags",
+            format!("{} tags, at most {MAX_TAGS}", out.len()),
+        ));
     }
     Ok(out)
 }

@@ -68,6 +68,25 @@ pub struct SearchResults {
     pub degraded: Option<String>,
 }
 
+/// A search as every front door answers it: the hits, and whether (and why) the vector
+/// leg was left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    pub hits: Vec<SearchHit>,
+    pub degraded: bool,
+    pub degraded_reason: Option<String>,
+}
+
+impl From<SearchResults> for SearchResponse {
+    fn from(results: SearchResults) -> Self {
+        Self {
+            hits: results.hits,
+            degraded: results.degraded.is_some(),
+            degraded_reason: results.degraded,
+        }
+    }
+}
+
 /// Scores per chunk from each leg, before fusion.
 #[derive(Default, Clone, Copy)]
 struct LegScores {
@@ -150,13 +169,18 @@ impl Memory {
     ) -> Result<SearchResults> {
         let user_id = request.user_id.as_str();
         check_id("user id", user_id)?;
-        self.check_text("query", &request.query)?;
+        crate::input::check_text(
+            "query",
+            &request.query,
+            crate::input::MAX_QUERY_BYTES,
+            crate::input::Lines::Many,
+        )?;
         let top_k = request.top_k.unwrap_or(self.search.default_top_k);
         if top_k == 0 || top_k > self.search.max_top_k {
-            return Err(MemoryError::Invalid {
-                what: "top_k",
-                reason: format!("must be 1..={}, got {top_k}", self.search.max_top_k),
-            });
+            return Err(MemoryError::invalid(
+                "top_k",
+                format!("must be 1..={}, got {top_k}", self.search.max_top_k),
+            ));
         }
         let mut sessions = vec![SessionKind::memory_session(user_id)];
         if let Some(session_id) = &request.session_id {

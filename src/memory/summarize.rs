@@ -121,7 +121,7 @@ impl Memory {
         policy: &SummaryPolicy,
         summarizer: &dyn Summarizer,
     ) -> Result<SummarizeOutcome> {
-        let state = self.read_summary(session_id).await?;
+        let state = self.summary_state(session_id).await?;
         let events = self.events_after(session_id, state.upper_sequence).await?;
         let summary_tokens = state.summary.as_deref().map_or(0, estimate_tokens);
         let unsummarized_tokens: usize = events.iter().map(|e| estimate_tokens(&e.content)).sum();

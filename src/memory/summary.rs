@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::{check_id, Memory, MemoryError, Result};
+use crate::access::Actor;
 use crate::db::finish_rows;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,8 +32,15 @@ pub enum SummaryWrite {
 }
 
 impl Memory {
-    pub async fn read_summary(&self, session_id: &str) -> Result<SummaryState> {
+    /// The rolling summary of a session the actor may see.
+    pub async fn read_summary(&self, actor: &Actor, session_id: &str) -> Result<SummaryState> {
         check_id("session id", session_id)?;
+        self.session(session_id, actor.user_id()).await?;
+        self.summary_state(session_id).await
+    }
+
+    /// The rolling summary of a session the caller has already checked.
+    pub(crate) async fn summary_state(&self, session_id: &str) -> Result<SummaryState> {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
@@ -88,12 +96,10 @@ impl Memory {
         }
         if !(0..=last_sequence).contains(&upper_sequence) {
             tx.rollback().await?;
-            return Err(MemoryError::Invalid {
-                what: "upper_sequence",
-                reason: format!(
-                    "must be 0..={last_sequence} for this session, got {upper_sequence}"
-                ),
-            });
+            return Err(MemoryError::invalid(
+                "upper_sequence",
+                format!("must be 0..={last_sequence} for this session, got {upper_sequence}"),
+            ));
         }
         tx.execute(
             "UPDATE session_state

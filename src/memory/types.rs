@@ -45,10 +45,10 @@ impl FromStr for Role {
             "assistant" => Ok(Role::Assistant),
             "tool" => Ok(Role::Tool),
             "system" => Ok(Role::System),
-            other => Err(MemoryError::Invalid {
-                what: "role",
-                reason: format!("`{other}` is not one of user, assistant, tool, system"),
-            }),
+            other => Err(MemoryError::invalid(
+                "role",
+                format!("`{other}` is not one of user, assistant, tool, system"),
+            )),
         }
     }
 }
@@ -189,4 +189,26 @@ pub struct SaveOutcome {
     pub note_id: String,
     /// False when a note with the same key was replaced.
     pub created: bool,
+}
+
+/// What deleting a note answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoteDeleted {
+    pub note_id: String,
+    pub deleted: bool,
+}
+
+/// What appending to a session answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppendedEvents {
+    pub session_id: String,
+    /// The sequence each event was given, in order.
+    pub sequences: Vec<i64>,
+}
+
+/// What forgetting a session answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionForgotten {
+    pub session_id: String,
+    pub forgotten: bool,
 }

@@ -12,6 +12,9 @@ use super::outbox::Message;
 use crate::config::{ChannelConfig, ChannelKind};
 use crate::text::truncate_chars;
 
+/// Bytes of a channel's error answer read (its reason is kept to 200 characters).
+const ERROR_BODY_LIMIT: usize = 16 * 1024;
+
 /// Telegram refuses messages over 4,096 characters.
 const TELEGRAM_LIMIT: usize = 4096;
 
@@ -37,6 +40,17 @@ pub enum ChannelError {
     },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+}
+
+impl crate::error::Kind for ChannelError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            ChannelError::MissingEnv { .. } | ChannelError::SecretFile { .. } => {
+                crate::error::ErrorKind::Config
+            }
+            ChannelError::Client(_) => crate::error::ErrorKind::Internal,
+        }
+    }
 }
 
 /// Why a delivery did not go through.
@@ -94,6 +108,53 @@ fn load_secret(id: &str, config: &ChannelConfig) -> Result<Option<Secret>, Chann
         return Ok(Some(Secret(value.trim().to_string())));
     }
     Ok(None)
+}
+
+/// Checks a channel context for its kind: a Telegram chat id (`-100123`, `@name`, with
+/// `:THREAD` digits), an ntfy topic (letters, digits, `-` and `_`, at most 64). The context
+/// ends up in a URL or a request, so nothing else gets through.
+pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
+    let digits = |s: &str, max: usize| {
+        !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit())
+    };
+    match kind {
+        ChannelKind::Telegram => {
+            let (chat, thread) = match context.split_once(':') {
+                Some((chat, thread)) => (chat, Some(thread)),
+                None => (context, None),
+            };
+            let chat_ok = match chat.strip_prefix('@') {
+                Some(name) => {
+                    (5..=32).contains(&name.len())
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                }
+                None => digits(chat.strip_prefix('-').unwrap_or(chat), 20),
+            };
+            if !chat_ok || thread.is_some_and(|t| !digits(t, 20)) {
+                return Err(format!(
+                    "`{}` is not a Telegram chat: use a chat id (-100123) or @channelname, \
+                     optionally :THREAD",
+                    crate::input::printable(context)
+                ));
+            }
+        }
+        ChannelKind::Ntfy => {
+            let ok = (1..=64).contains(&context.len())
+                && context
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !ok {
+                return Err(format!(
+                    "`{}` is not an ntfy topic: use 1 to 64 letters, digits, - or _",
+                    crate::input::printable(context)
+                ));
+            }
+        }
+        ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Log => {
+            crate::input::check_id("channel context", context).map_err(|e| e.reason)?;
+        }
+    }
+    Ok(())
 }
 
 /// The text a person reads: the summary line, then the output.
@@ -220,6 +281,7 @@ impl Channels {
                 "telegram needs a chat id as the channel context (chat or chat:thread)",
             ));
         };
+        check_context(ChannelKind::Telegram, context).map_err(DeliveryError::permanent)?;
         let (chat, thread) = match context.split_once(':') {
             Some((chat, thread)) => (chat, thread.parse::<i64>().ok()),
             None => (context, None),
@@ -270,6 +332,7 @@ impl Channels {
                 "ntfy needs a topic as the channel context",
             ));
         };
+        check_context(ChannelKind::Ntfy, topic).map_err(DeliveryError::permanent)?;
         let server = channel
             .url
             .as_deref()
@@ -332,7 +395,11 @@ impl Channels {
             return Ok(());
         }
         let retry_after = crate::http::retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
+        // Only the start of an error body is kept: a channel cannot make this read grow.
+        let body = crate::http::read_body(response, ERROR_BODY_LIMIT)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         // Telegram says how long to wait in its JSON body.
         let retry_after = retry_after.or_else(|| {
             serde_json::from_str::<Value>(&body).ok()?["parameters"]["retry_after"]
@@ -364,6 +431,20 @@ mod tests {
         let parts = split_text(&lines, TELEGRAM_LIMIT);
         assert!(parts[0].ends_with('\n'));
         assert_eq!(parts.concat(), lines);
+    }
+
+    #[test]
+    fn contexts_are_checked_for_their_channel() {
+        for ok in ["-1001234567", "12345", "@my_channel", "-100123:42"] {
+            assert!(check_context(ChannelKind::Telegram, ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "abc", "-100:x", "@ab", "123/../x", "1 2"] {
+            assert!(check_context(ChannelKind::Telegram, bad).is_err(), "{bad}");
+        }
+        assert!(check_context(ChannelKind::Ntfy, "alerts_1-a").is_ok());
+        for bad in ["", "a/b", "../admin", "a?x=1", &"x".repeat(65)] {
+            assert!(check_context(ChannelKind::Ntfy, bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct NotifyPlan {
     pub channel_context_id: Option<String>,
     pub marker: String,
     pub failure_notice_after: i64,
+    /// Characters of a run's output a message carries at most.
+    pub max_message_chars: usize,
     /// Lifetime of a message by priority (high, normal, low), milliseconds.
     pub ttl_ms: [i64; 3],
 }
@@ -59,7 +61,7 @@ pub struct NewMessage<'a> {
 /// Writes a message inside the caller's transaction (the one recording the run). The
 /// idempotency key makes a second write of the same message a no-op.
 pub async fn enqueue_in(
-    conn: &libsql::Connection,
+    conn: &crate::db::WriteTx,
     plan: &NotifyPlan,
     message: NewMessage<'_>,
     now: i64,
@@ -149,6 +151,18 @@ pub enum OutboxError {
     BadStatus(String),
     #[error(transparent)]
     Db(#[from] DbError),
+}
+
+impl crate::error::Kind for OutboxError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            OutboxError::NotFound(_) => ErrorKind::NotFound,
+            OutboxError::NotDead(..) => ErrorKind::Conflict,
+            OutboxError::BadStatus(_) => ErrorKind::BadInput,
+            OutboxError::Db(err) => err.kind(),
+        }
+    }
 }
 
 impl From<libsql::Error> for OutboxError {

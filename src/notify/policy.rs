@@ -1,18 +1,18 @@
 //! Whether a finished run is worth telling the user about, and what to say.
 
-use crate::schedule::types::{NotifyPolicy, RunStatus};
+pub use crate::spec::NotifyPolicy;
 
-/// The text to send for a run, or `None` when the policy says stay quiet. With the
-/// conditional policy the output must start with `marker`, which is stripped.
+/// The text to send for a run that ended in `success` (or not), or `None` when the policy
+/// says stay quiet. With the conditional policy the output must start with `marker`,
+/// which is stripped.
 pub fn run_message(
     policy: NotifyPolicy,
-    status: RunStatus,
+    success: bool,
     output: Option<&str>,
     previous_success: Option<&str>,
     marker: &str,
 ) -> Option<String> {
     let output = output.unwrap_or_default();
-    let success = status.is_success();
     match policy {
         NotifyPolicy::Never => None,
         NotifyPolicy::Always => Some(output.to_string()),
@@ -33,12 +33,14 @@ pub fn run_message(
 mod tests {
     use super::*;
     use NotifyPolicy::*;
-    use RunStatus::*;
 
-    /// Policy, status, output, previous successful output, expected message.
+    const SUCCEEDED: bool = true;
+    const FAILED: bool = false;
+
+    /// Policy, success, output, previous successful output, expected message.
     type Case<'a> = (
         NotifyPolicy,
-        RunStatus,
+        bool,
         &'a str,
         Option<&'a str>,
         Option<&'a str>,
@@ -48,31 +50,31 @@ mod tests {
     fn policy_matrix() {
         let m = "[NOTIFY]";
         let cases: &[Case] = &[
-            (Always, Succeeded, "ok", None, Some("ok")),
-            (Always, Failed, "", None, Some("")),
-            (Never, Failed, "boom", None, None),
-            (OnFailure, Succeeded, "ok", None, None),
-            (OnFailure, TimedOut, "", None, Some("")),
-            (OnFailure, Interrupted, "", None, Some("")),
-            (OnChange, Succeeded, "42 items", Some("42 items"), None),
+            (Always, SUCCEEDED, "ok", None, Some("ok")),
+            (Always, FAILED, "", None, Some("")),
+            (Never, FAILED, "boom", None, None),
+            (OnFailure, SUCCEEDED, "ok", None, None),
+            (OnFailure, FAILED, "", None, Some("")),
+            (OnFailure, FAILED, "", None, Some("")),
+            (OnChange, SUCCEEDED, "42 items", Some("42 items"), None),
             (
                 OnChange,
-                Succeeded,
+                SUCCEEDED,
                 "43 items",
                 Some("42 items"),
                 Some("43 items"),
             ),
-            (OnChange, Succeeded, "first", None, Some("first")),
-            (OnChange, Failed, "", Some("x"), Some("")),
+            (OnChange, SUCCEEDED, "first", None, Some("first")),
+            (OnChange, FAILED, "", Some("x"), Some("")),
             (
                 Conditional,
-                Succeeded,
+                SUCCEEDED,
                 "[NOTIFY] rain at 3pm",
                 None,
                 Some("rain at 3pm"),
             ),
-            (Conditional, Succeeded, "nothing to report", None, None),
-            (Conditional, Succeeded, "note: [NOTIFY] later", None, None),
+            (Conditional, SUCCEEDED, "nothing to report", None, None),
+            (Conditional, SUCCEEDED, "note: [NOTIFY] later", None, None),
         ];
         for (policy, status, output, previous, expected) in cases {
             assert_eq!(

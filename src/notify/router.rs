@@ -5,8 +5,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::outbox::NotifyPlan;
 use crate::config::{Config, NotifyConfig};
-use crate::schedule::sync::split_channel;
-use crate::schedule::types::Schedule;
+
+/// `ID` or `ID:CONTEXT` (the context may itself contain colons, as `chat:thread` does).
+pub fn split_channel(channel: &str) -> (String, Option<String>) {
+    match channel.split_once(':') {
+        Some((id, context)) => (id.to_string(), Some(context.to_string())),
+        None => (channel.to_string(), None),
+    }
+}
+
+/// Who a message is for and where it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipient<'a> {
+    pub user_id: &'a str,
+    /// For the log line when its channel is not configured.
+    pub schedule_id: &'a str,
+    pub channel_id: Option<&'a str>,
+    pub channel_context_id: Option<&'a str>,
+}
 
 #[derive(Debug, Clone)]
 pub struct Router {
@@ -30,29 +46,25 @@ impl Router {
         }
     }
 
-    pub fn plan(&self, schedule: &Schedule) -> NotifyPlan {
-        let origin = schedule
+    pub fn plan(&self, to: &Recipient<'_>) -> NotifyPlan {
+        let origin = to
             .channel_id
-            .as_ref()
             .filter(|id| self.channels.contains(*id))
-            .map(|id| (id.clone(), schedule.channel_context_id.clone()));
+            .map(|id| (id.to_string(), to.channel_context_id.map(str::to_string)));
         if origin.is_none() {
-            if let Some(id) = &schedule.channel_id {
-                tracing::warn!(schedule_id = %schedule.schedule_id, channel = %id, "schedule names a channel that is not configured; using the user's default");
+            if let Some(id) = to.channel_id {
+                tracing::warn!(schedule_id = %to.schedule_id, channel = %id, "schedule names a channel that is not configured; using the user's default");
             }
         }
         let (channel_id, channel_context_id) = origin
-            .or_else(|| {
-                self.user_defaults
-                    .get(&schedule.user_id)
-                    .map(|c| split_channel(c))
-            })
+            .or_else(|| self.user_defaults.get(to.user_id).map(|c| split_channel(c)))
             .unwrap_or_else(|| ("log".to_string(), None));
         NotifyPlan {
             channel_id,
             channel_context_id,
             marker: self.notify.marker.clone(),
             failure_notice_after: self.notify.failure_notice_after,
+            max_message_chars: self.notify.max_message_chars,
             ttl_ms: [
                 self.notify.ttl_high_secs * 1000,
                 self.notify.ttl_normal_secs * 1000,

@@ -65,8 +65,23 @@ impl AgentRuntime for HttpRuntime {
                 return outcome;
             }
         };
-        outcome.turn_count = answer.turn_count.unwrap_or(1);
-        outcome.cost = answer.cost.unwrap_or(0.0);
+        let turn_count = answer.turn_count.unwrap_or(1);
+        let cost = answer.cost.unwrap_or(0.0);
+        let sensible = (0..=1_000_000).contains(&turn_count)
+            && cost.is_finite()
+            && (0.0..=1e9).contains(&cost);
+        if !sensible
+        {
+            outcome.error = Some(RuntimeError::BadAnswer {
+                url: self.url.clone(),
+                reason: format!(
+                    "turn_count {turn_count} and cost {cost} must be non-negative counts and amounts"
+                ),
+            });
+            return outcome;
+        }
+        outcome.turn_count = turn_count;
+        outcome.cost = cost;
         if !answer.output.trim().is_empty() {
             outcome
                 .transcript

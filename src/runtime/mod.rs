@@ -36,12 +36,40 @@ pub enum RuntimeError {
     BadAnswer { url: String, reason: String },
     #[error("stopped after {turns} turns (max_turns) without a final answer")]
     TooManyTurns { turns: i64 },
+    #[error("the model asked for {calls} tool calls {scope}, over the limit of {limit} ({key})")]
+    TooManyToolCalls {
+        calls: usize,
+        scope: &'static str,
+        limit: usize,
+        key: &'static str,
+    },
+    #[error(
+        "no answer within the run's deadline of {secs}s (timeout_secs); the attempt was stopped"
+    )]
+    Deadline { secs: u64 },
     #[error("cost {cost:.6} went over max_cost {max_cost:.6}")]
     TooExpensive { cost: f64, max_cost: f64 },
     #[error("the runtime reported failure: {0}")]
     Reported(String),
     #[error("invalid runtime configuration: {0}")]
     Config(String),
+}
+
+impl crate::error::Kind for RuntimeError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            RuntimeError::NotConfigured | RuntimeError::Config(_) => ErrorKind::Config,
+            RuntimeError::Unreachable { .. }
+            | RuntimeError::Status { .. }
+            | RuntimeError::Deadline { .. } => ErrorKind::Unavailable,
+            RuntimeError::BadAnswer { .. }
+            | RuntimeError::TooManyTurns { .. }
+            | RuntimeError::TooManyToolCalls { .. }
+            | RuntimeError::TooExpensive { .. }
+            | RuntimeError::Reported(_) => ErrorKind::Internal,
+        }
+    }
 }
 
 /// What a runtime is asked to do.

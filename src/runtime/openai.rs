@@ -16,6 +16,31 @@ pub struct OpenAiRuntime {
     client: JsonClient,
     prompt_price: f64,
     completion_price: f64,
+    max_tool_calls_per_turn: usize,
+    max_tool_calls_per_run: usize,
+}
+
+/// Most tokens one answer may report using; more (or fewer than none) makes it a bad
+/// answer rather than a cost.
+const MAX_TOKENS_PER_ANSWER: i64 = 100_000_000;
+
+/// The usage an answer reports, checked: absent counts are 0, negative, fractional or
+/// absurd ones are refused.
+fn usage(answer: &serde_json::Value) -> Result<(i64, i64), String> {
+    let count = |name: &str| -> Result<i64, String> {
+        match &answer["usage"][name] {
+            serde_json::Value::Null => Ok(0),
+            value => value
+                .as_i64()
+                .filter(|n| (0..=MAX_TOKENS_PER_ANSWER).contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "usage.{name} is {value}, not a count from 0 to {MAX_TOKENS_PER_ANSWER}"
+                    )
+                }),
+        }
+    };
+    Ok((count("prompt_tokens")?, count("completion_tokens")?))
 }
 
 impl OpenAiRuntime {
@@ -34,6 +59,8 @@ impl OpenAiRuntime {
             client: JsonClient::new(config, key)?,
             prompt_price: config.prompt_price_per_mtok / 1e6,
             completion_price: config.completion_price_per_mtok / 1e6,
+            max_tool_calls_per_turn: config.max_tool_calls_per_turn,
+            max_tool_calls_per_run: config.max_tool_calls_per_run,
         })
     }
 
@@ -47,6 +74,7 @@ impl OpenAiRuntime {
             ],
         });
         let answer = self.client.post(&self.url, &body).await?;
+        usage(&answer).map_err(|reason| self.bad(reason))?;
         answer["choices"][0]["message"]["content"]
             .as_str()
             .map(str::to_string)
@@ -78,6 +106,7 @@ impl AgentRuntime for OpenAiRuntime {
             json!({"role": "user", "content": request.goal}),
         ];
         let tools = tools::definitions();
+        let mut tool_calls = 0usize;
         loop {
             if outcome.turn_count >= request.max_turns {
                 outcome.error = Some(RuntimeError::TooManyTurns {
@@ -94,9 +123,15 @@ impl AgentRuntime for OpenAiRuntime {
                     return outcome;
                 }
             };
-            let usage = &answer["usage"];
-            outcome.prompt_tokens += usage["prompt_tokens"].as_i64().unwrap_or(0);
-            outcome.completion_tokens += usage["completion_tokens"].as_i64().unwrap_or(0);
+            let (prompt, completion) = match usage(&answer) {
+                Ok(usage) => usage,
+                Err(reason) => {
+                    outcome.error = Some(self.bad(reason));
+                    return outcome;
+                }
+            };
+            outcome.prompt_tokens = outcome.prompt_tokens.saturating_add(prompt);
+            outcome.completion_tokens = outcome.completion_tokens.saturating_add(completion);
             outcome.cost = outcome.prompt_tokens as f64 * self.prompt_price
                 + outcome.completion_tokens as f64 * self.completion_price;
             if let Some(max_cost) = request.max_cost {
@@ -124,6 +159,25 @@ impl AgentRuntime for OpenAiRuntime {
                         .push(NewEvent::new(Role::Assistant, content.clone()));
                 }
                 outcome.output = content;
+                return outcome;
+            }
+            if calls.len() > self.max_tool_calls_per_turn {
+                outcome.error = Some(RuntimeError::TooManyToolCalls {
+                    calls: calls.len(),
+                    scope: "in one turn",
+                    limit: self.max_tool_calls_per_turn,
+                    key: "runtime.max_tool_calls_per_turn",
+                });
+                return outcome;
+            }
+            tool_calls += calls.len();
+            if tool_calls > self.max_tool_calls_per_run {
+                outcome.error = Some(RuntimeError::TooManyToolCalls {
+                    calls: tool_calls,
+                    scope: "in one run",
+                    limit: self.max_tool_calls_per_run,
+                    key: "runtime.max_tool_calls_per_run",
+                });
                 return outcome;
             }
             let mut assistant = NewEvent::new(

@@ -11,12 +11,16 @@ use crate::config::RuntimeConfig;
 /// Longest Retry-After honoured; a server asking for more gets this.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
+/// Bytes of an error answer read (300 characters of it are kept).
+const ERROR_BODY_LIMIT: usize = 16 * 1024;
 
 #[derive(Clone)]
 pub(super) struct JsonClient {
     client: reqwest::Client,
     max_retries: u32,
     bearer: Option<String>,
+    /// Largest answer read; a larger one fails the request without being read whole.
+    max_response_bytes: usize,
 }
 
 impl JsonClient {
@@ -33,6 +37,7 @@ impl JsonClient {
             client,
             max_retries: config.max_retries,
             bearer,
+            max_response_bytes: config.max_response_bytes,
         })
     }
 
@@ -59,18 +64,31 @@ impl JsonClient {
                 Ok(response) => {
                     let status = response.status();
                     if status.is_success() {
-                        let text = response.text().await.map_err(|e| RuntimeError::BadAnswer {
-                            url: url.to_string(),
-                            reason: error_chain(&e),
-                        })?;
-                        return serde_json::from_str(&text).map_err(|e| RuntimeError::BadAnswer {
-                            url: url.to_string(),
-                            reason: format!("not JSON ({e})"),
+                        let body = crate::http::read_body(response, self.max_response_bytes)
+                            .await
+                            .map_err(|e| RuntimeError::BadAnswer {
+                                url: url.to_string(),
+                                reason: match e {
+                                    crate::http::BodyError::TooLarge { .. } => {
+                                        format!("{e} (runtime.max_response_bytes)")
+                                    }
+                                    other => other.to_string(),
+                                },
+                            })?;
+                        return serde_json::from_slice(&body).map_err(|e| {
+                            RuntimeError::BadAnswer {
+                                url: url.to_string(),
+                                reason: format!("not JSON ({e})"),
+                            }
                         });
                     }
                     let retry_after = crate::http::retry_after(response.headers())
                         .map(|d| d.min(MAX_RETRY_AFTER));
-                    let body = response.text().await.unwrap_or_default();
+                    // Only the start of an error answer is kept.
+                    let body = crate::http::read_body(response, ERROR_BODY_LIMIT)
+                        .await
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default();
                     let failure = RuntimeError::Status {
                         url: url.to_string(),
                         status: status.as_u16(),

@@ -96,31 +96,113 @@ impl CronSpec {
         }
     }
 
-    /// The first occurrence strictly after `after`, in UTC.
+    /// The first occurrence strictly after `after`, in UTC. Local times resolve to
+    /// instants in order (a gap to its end, a fold to its first pass), so each day's
+    /// candidates are searched by bisection: a few zone lookups a call, however many
+    /// times of day the expression has.
     pub fn next_after(&self, after: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
-        let local = after.with_timezone(&tz).naive_local();
-        // Clock changes move local time by at most a few hours; earlier candidates on the
-        // first day cannot be after `after`.
-        let floor = local - Duration::hours(3);
-        let mut date = local.date();
+        let hours: Vec<u32> = bits(self.hours as u64, 0, 23).collect();
+        let minutes: Vec<u32> = bits(self.minutes, 0, 59).collect();
+        let per_day = hours.len() * minutes.len();
+        if per_day == 0 {
+            return None;
+        }
+        let at = |date: NaiveDate, i: usize| {
+            date.and_hms_opt(hours[i / minutes.len()], minutes[i % minutes.len()], 0)
+        };
+        let mut date = after.with_timezone(&tz).naive_local().date();
         for _ in 0..SEARCH_DAYS {
             if self.day_matches(date) {
-                for hour in bits(self.hours as u64, 0, 23) {
-                    for minute in bits(self.minutes, 0, 59) {
-                        let naive = date.and_hms_opt(hour, minute, 0)?;
-                        if naive < floor {
-                            continue;
-                        }
-                        let instant = resolve_local(naive, tz);
-                        if instant > after {
-                            return Some(instant);
-                        }
+                // The first candidate of the day whose instant is after `after`.
+                let (mut low, mut high) = (0, per_day);
+                while low < high {
+                    let mid = (low + high) / 2;
+                    if resolve_local(at(date, mid)?, tz) <= after {
+                        low = mid + 1;
+                    } else {
+                        high = mid;
                     }
+                }
+                if low < per_day {
+                    return Some(resolve_local(at(date, low)?, tz));
                 }
             }
             date = date.succ_opt()?;
         }
         None
+    }
+}
+
+const DAY_NAMES: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
+impl CronSpec {
+    /// The expression in plain words where it has a common shape ("at 09:00 on Monday to
+    /// Friday", "every 15 minutes", "every hour at :30 on Saturday and Sunday"); the
+    /// expression itself otherwise.
+    pub fn describe(&self, expr: &str) -> String {
+        let fallback = || format!("cron `{}`", expr.trim());
+        let minutes: Vec<u32> = bits(self.minutes, 0, 59).collect();
+        let hours: Vec<u32> = bits(self.hours as u64, 0, 23).collect();
+        let every_month = bits(self.months as u64, 1, 12).count() == 12;
+        if !every_month || self.dom_restricted {
+            return fallback();
+        }
+        let time = match (minutes.as_slice(), hours.len()) {
+            ([minute], 24) => format!("every hour at :{minute:02}"),
+            ([minute], 1..=4) => {
+                let times: Vec<String> = hours
+                    .iter()
+                    .map(|h| format!("{h:02}:{minute:02}"))
+                    .collect();
+                format!("at {}", join_words(&times))
+            }
+            (_, 24) if minutes.len() > 1 => {
+                let step = minutes[1] - minutes[0];
+                let regular = minutes[0] == 0
+                    && 60 % step == 0
+                    && minutes.windows(2).all(|w| w[1] - w[0] == step);
+                if !regular {
+                    return fallback();
+                }
+                format!("every {step} minutes")
+            }
+            _ => return fallback(),
+        };
+        if !self.dow_restricted {
+            return if time.starts_with("every") {
+                time
+            } else {
+                format!("{time} every day")
+            };
+        }
+        let days: Vec<u32> = bits(self.days_of_week as u64, 0, 6).collect();
+        let contiguous = days.len() >= 3 && days.windows(2).all(|w| w[1] == w[0] + 1);
+        let names: Vec<String> = days
+            .iter()
+            .map(|d| DAY_NAMES[*d as usize].to_string())
+            .collect();
+        if contiguous {
+            format!("{time} on {} to {}", names[0], names[names.len() - 1])
+        } else {
+            format!("{time} on {}", join_words(&names))
+        }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -204,7 +286,11 @@ fn parse_field(field: &str, min: u32, max: u32, names: &[&str]) -> Result<u64, S
         let mut v = low;
         while v <= high {
             set |= 1 << v;
-            v += step;
+            // A step past the field's end ends the loop (checked: any u32 step is read).
+            let Some(next) = v.checked_add(step) else {
+                break;
+            };
+            v = next;
         }
     }
     Ok(set)
@@ -300,6 +386,48 @@ mod tests {
             next("@hourly", "2026-01-01T00:30:00Z", "UTC"),
             "2026-01-01T01:00:00+00:00"
         );
+    }
+
+    #[test]
+    fn descriptions_in_words() {
+        for (expr, words) in [
+            ("0 9 * * 1-5", "at 09:00 on Monday to Friday"),
+            ("30 7 * * *", "at 07:30 every day"),
+            ("0 15 * * 1,5", "at 15:00 on Monday and Friday"),
+            ("*/15 * * * *", "every 15 minutes"),
+            ("30 * * * 0,6", "every hour at :30 on Sunday and Saturday"),
+            ("0 0 1 * *", "cron `0 0 1 * *`"),
+            ("7,11 * * * *", "cron `7,11 * * * *`"),
+        ] {
+            assert_eq!(
+                CronSpec::parse(expr).unwrap().describe(expr),
+                words,
+                "{expr}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text parses to a cron expression or is refused naming what was wrong; the
+        /// next occurrence of one that parses is always later.
+        #[test]
+        fn any_text_parses_or_is_refused(text in proptest::prelude::any::<String>()) {
+            if let Ok(spec) = CronSpec::parse(&text) {
+                let after = utc("2026-01-01T00:00:00Z");
+                if let Some(next) = spec.next_after(after, Tz::UTC) {
+                    proptest::prop_assert!(next > after);
+                }
+                let _ = spec.describe(&text);
+            }
+        }
+
+        #[test]
+        fn any_field_of_numbers_steps_and_ranges(
+            a in 0u32..100, b in 0u32..100, step in proptest::prelude::any::<u32>(),
+        ) {
+            let expr = format!("{a}-{b}/{step} * * * *");
+            let _ = CronSpec::parse(&expr);
+        }
     }
 
     #[test]

@@ -7,10 +7,23 @@ use chrono_tz::Tz;
 
 use super::cadence::{Cadence, CadenceError};
 use super::cron::resolve_local;
+use crate::input::MAX_DURATION_SECS;
 
 /// Reads `text`, with "now" and the user's zone to resolve relative times.
 pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
-    let not_understood = || CadenceError::NotUnderstood(text.to_string());
+    let not_understood = || CadenceError::NotUnderstood(crate::input::printable(text).into_owned());
+    let contradiction = |reason: String| CadenceError::Contradiction {
+        text: crate::input::printable(text.trim()).into_owned(),
+        reason,
+    };
+    // "in N units" and "every N units": checked, at most ten years.
+    let seconds = |n: &str, unit: &str| -> Result<i64, CadenceError> {
+        let n = amount(n).ok_or_else(not_understood)?;
+        let unit = unit_secs(unit).ok_or_else(not_understood)?;
+        n.checked_mul(unit)
+            .filter(|s| *s <= MAX_DURATION_SECS)
+            .ok_or_else(|| CadenceError::DurationTooLong(format!("{n} x {unit}s")))
+    };
     let cleaned = text
         .trim()
         .trim_end_matches(['.', '!'])
@@ -32,36 +45,41 @@ pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
 
     match head.as_slice() {
         ["in", n, unit] | ["in", n, unit, "from", "now"] => {
-            let secs = amount(n).ok_or_else(not_understood)?
-                * unit_secs(unit).ok_or_else(not_understood)?;
             if time.is_some() {
                 return Err(not_understood());
             }
-            Ok(Cadence::Once {
-                at: now_ms + secs * 1000,
-            })
+            let secs = seconds(n, unit)?;
+            let at = now_ms
+                .checked_add(secs * 1000)
+                .ok_or_else(|| CadenceError::DurationTooLong(text.trim().to_string()))?;
+            Ok(Cadence::once(at, tz))
         }
         ["every", n, unit]
             if amount(n).is_some() && unit_secs(unit).is_some() && time.is_none() =>
         {
-            let secs = amount(n).expect("checked") * unit_secs(unit).expect("checked");
-            Ok(Cadence::Interval {
-                every_secs: secs,
-                anchor: now_ms + secs * 1000,
-            })
+            let secs = seconds(n, unit)?;
+            Cadence::every(secs, now_ms, tz)
+                .ok_or_else(|| CadenceError::DurationTooLong(text.trim().to_string()))
         }
         ["every", unit] | ["each", unit]
             if matches!(*unit, "second" | "minute" | "hour") && time.is_none() =>
         {
             let secs = unit_secs(unit).expect("checked");
-            Ok(Cadence::Interval {
-                every_secs: secs,
-                anchor: now_ms + secs * 1000,
-            })
+            Cadence::every(secs, now_ms, tz).ok_or_else(not_understood)
         }
         ["hourly"] if time.is_none() => Cadence::cron("0 * * * *", &zone),
-        ["daily"] | ["every", "day"] | ["each", "day"] | ["every", "morning"] => cron("*", time),
-        ["every", "evening"] => cron("*", time.or(NaiveTime::from_hms_opt(18, 0, 0))),
+        ["daily"] | ["every", "day"] | ["each", "day"] => cron("*", time),
+        ["every", part] | ["each", part] if day_part(part).is_some() => {
+            let (default, hours, name) = day_part(part).expect("checked");
+            let t = time.unwrap_or(default);
+            if !hours.contains(&t.hour_of()) {
+                return Err(contradiction(format!(
+                    "{} is not in the {name}",
+                    t.format("%H:%M")
+                )));
+            }
+            cron("*", Some(t))
+        }
         ["every", "weekday"] | ["weekdays"] | ["on", "weekdays"] | ["every", "workday"] => {
             cron("1-5", time)
         }
@@ -87,9 +105,10 @@ pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
         ["tomorrow"] => {
             let date = now.with_timezone(&tz).date_naive() + Duration::days(1);
             let t = time.unwrap_or(NaiveTime::from_hms_opt(9, 0, 0).expect("valid"));
-            Ok(Cadence::Once {
-                at: resolve_local(date.and_time(t), tz).timestamp_millis(),
-            })
+            Ok(Cadence::once(
+                resolve_local(date.and_time(t), tz).timestamp_millis(),
+                tz,
+            ))
         }
         ["today"] | [] => {
             let t = time.ok_or_else(not_understood)?;
@@ -99,12 +118,23 @@ pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
                 // A bare "at 5pm" that has passed today means tomorrow.
                 at = resolve_local((today + Duration::days(1)).and_time(t), tz);
             }
-            Ok(Cadence::Once {
-                at: at.timestamp_millis(),
-            })
+            Ok(Cadence::once(at.timestamp_millis(), tz))
         }
         _ => Err(not_understood()),
     }
+}
+
+/// "morning", "afternoon", "evening", "night": the time it means when none is given, the
+/// hours it covers (a time given outside them contradicts the phrase), and its name.
+fn day_part(word: &str) -> Option<(NaiveTime, std::ops::RangeInclusive<u32>, &'static str)> {
+    let at = |h| NaiveTime::from_hms_opt(h, 0, 0).expect("valid hour");
+    Some(match word {
+        "morning" => (at(9), 0..=11, "morning"),
+        "afternoon" => (at(14), 12..=17, "afternoon"),
+        "evening" => (at(18), 16..=23, "evening"),
+        "night" => (at(21), 18..=23, "night"),
+        _ => return None,
+    })
 }
 
 trait HourMinute {
@@ -129,9 +159,7 @@ fn once_on(day: Weekday, time: Option<NaiveTime>, now: DateTime<Utc>, tz: Tz) ->
         if date.weekday() == day {
             let at = resolve_local(date.and_time(t), tz);
             if at > now {
-                return Some(Cadence::Once {
-                    at: at.timestamp_millis(),
-                });
+                return Some(Cadence::once(at.timestamp_millis(), tz));
             }
         }
     }
@@ -254,7 +282,7 @@ mod tests {
     fn show(c: &Cadence) -> String {
         match c {
             Cadence::Cron { expr, tz } => format!("cron {expr} {tz}"),
-            Cadence::Once { at } => format!(
+            Cadence::Once { at, .. } => format!(
                 "once {}",
                 DateTime::<Utc>::from_timestamp_millis(*at)
                     .unwrap()
@@ -306,6 +334,10 @@ mod tests {
             ("today at 5pm", "once Mon 2026-11-23 17:00"),
             ("on friday at 5pm", "once Fri 2026-11-27 17:00"),
             ("in an hour", "once Mon 2026-11-23 11:00"),
+            ("every morning", "cron 0 9 * * * America/New_York"),
+            ("every morning at 7:15", "cron 15 7 * * * America/New_York"),
+            ("every evening at 8pm", "cron 0 20 * * * America/New_York"),
+            ("daily at 5", "cron 0 5 * * * America/New_York"),
         ];
         for (text, expected) in cases {
             let c = parse(text, NOW, ny()).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -322,8 +354,53 @@ mod tests {
             "at 25:00",
             "tomorrow at 13pm",
             "in two fortnights",
+            "in 9223372036854775807 seconds",
+            "every 2305843009213693952 seconds",
+            "in 99999999999999999999 hours",
         ] {
             assert!(parse(text, NOW, ny()).is_err(), "{text}");
+        }
+        for text in [
+            "every morning at 7pm",
+            "every evening at 7am",
+            "every night at noon",
+        ] {
+            assert!(
+                matches!(
+                    parse(text, NOW, ny()),
+                    Err(CadenceError::Contradiction { .. })
+                ),
+                "{text}"
+            );
+        }
+        assert!(matches!(
+            parse("in 9223372036854775807 seconds", NOW, ny()),
+            Err(CadenceError::DurationTooLong(_))
+        ));
+    }
+
+    proptest::proptest! {
+        /// Any text is a cadence or an error: never a panic, never an instant out of range.
+        #[test]
+        fn any_text_is_a_cadence_or_an_error(text in proptest::prelude::any::<String>()) {
+            if let Ok(cadence) = parse(&text, NOW, ny()) {
+                if let Some(next) = cadence.next_after(NOW) {
+                    proptest::prop_assert!(next <= crate::input::MAX_INSTANT_MS);
+                }
+            }
+        }
+
+        /// Phrases built from the parser's own words, with any number in them.
+        #[test]
+        fn phrases_with_any_numbers(
+            lead in proptest::sample::select(vec!["in", "every", "each"]),
+            n in proptest::prelude::any::<u64>(),
+            unit in proptest::sample::select(vec!["seconds", "minutes", "hours", "days", "weeks"]),
+        ) {
+            let text = format!("{lead} {n} {unit}");
+            if let Ok(cadence) = parse(&text, NOW, ny()) {
+                proptest::prop_assert!(cadence.next_after(NOW).is_some());
+            }
         }
     }
 }

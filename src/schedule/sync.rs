@@ -1,84 +1,90 @@
 //! Schedules declared in the config file (`[[schedules]]`, source `config`) are synced at
 //! start: added, changed, removed when gone from the file. Schedules made through the CLI
-//! are never touched. A config schedule is identified by its name.
+//! or the API are never touched. A config schedule is identified by its name.
+//!
+//! All or nothing: every entry is resolved and checked first (as `config check` does),
+//! then every change is made in one transaction. A one-shot whose time has passed is
+//! reported and left out, not fatal: the file may keep a reminder that already ran.
 
-use super::cadence::{Cadence, CadenceInput};
-use super::store::{ScheduleError, ScheduleFilter, ScheduleStore};
+use serde::Serialize;
+
+use super::spec::{to_new_schedule, ScheduleSpec};
+use super::store::ScheduleStore;
 use super::types::{NewSchedule, Schedule, Source};
-use crate::config::ScheduleConfig;
+use super::validate::{check_cadence, check_fields, StoreLimits};
+use super::{Cadence, CadenceError, Result, ScheduleError};
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct SyncReport {
     pub added: usize,
     pub changed: usize,
     pub removed: usize,
     pub unchanged: usize,
+    /// Config one-shots whose time has passed, by name: not created.
+    pub expired: Vec<String>,
 }
 
-fn invalid(name: &str, what: &str, reason: String) -> ScheduleError {
-    let reason = if name.is_empty() {
-        format!("{what}: {reason}")
-    } else {
-        format!("`{name}`: {what}: {reason}")
+/// A config entry, resolved and checked.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// Ready to store.
+    Valid(Box<NewSchedule>),
+    /// A one-shot whose time has passed: reported, left out.
+    Expired { name: String, reason: String },
+}
+
+/// An entry's error as a config error, with the key path of the field that was wrong.
+fn entry_error(index: usize, name: &str, err: ScheduleError) -> ScheduleError {
+    let (field, reason) = match &err {
+        ScheduleError::Cadence { field, source } => (Some(field.to_string()), source.to_string()),
+        ScheduleError::Input(input) => (
+            Some(match input.field.as_str() {
+                "user id" => "user".to_string(),
+                other => other.replace(' ', "_"),
+            }),
+            input.reason.clone(),
+        ),
+        other => (None, other.to_string()),
     };
-    ScheduleError::Invalid {
-        what: "schedule",
+    let key = match field {
+        Some(field) => format!("schedules[{index}].{field}"),
+        None => format!("schedules[{index}]"),
+    };
+    ScheduleError::Config {
+        key,
+        name: crate::input::printable(name).into_owned(),
         reason,
     }
 }
 
-/// The schedule a config entry describes.
-pub fn to_new_schedule(
-    entry: &ScheduleConfig,
+/// Resolves and checks every entry, as `nightshift run` would, without a database: the
+/// first one that cannot be used is an error naming it (`schedules[1] (`name`): …`).
+pub fn check_entries(
+    entries: &[ScheduleSpec],
     now_ms: i64,
     default_tz: &str,
-) -> Result<NewSchedule, ScheduleError> {
-    let input = CadenceInput {
-        cron: entry.cron.as_deref(),
-        tz: entry.tz.as_deref(),
-        every: entry.every.as_deref(),
-        at: entry.at.as_deref(),
-        when: entry.when.as_deref(),
-    };
-    let (cadence, cadence_text) = input
-        .resolve(now_ms, default_tz)
-        .map_err(|e| invalid(&entry.name, "cadence", e.to_string()))?;
-    let mut new = NewSchedule::new(entry.user.clone(), entry.goal.clone(), cadence);
-    new.name = Some(entry.name.clone());
-    new.cadence_text = cadence_text;
-    new.source = Source::Config;
-    if let Some(channel) = &entry.channel {
-        let (id, context) = split_channel(channel);
-        new.channel_id = Some(id);
-        new.channel_context_id = context;
+    limits: &StoreLimits,
+) -> Result<Vec<Entry>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (index, spec) in entries.iter().enumerate() {
+        let name = spec.name.clone().unwrap_or_default();
+        let user = spec.user.clone().unwrap_or_default();
+        let new = to_new_schedule(spec, &user, Source::Config, now_ms, default_tz)
+            .and_then(|new| check_fields(&new).map(|()| new))
+            .map_err(|err| entry_error(index, &name, err))?;
+        match check_cadence(&new, now_ms, limits) {
+            Ok(()) => out.push(Entry::Valid(Box::new(new))),
+            Err(ScheduleError::Cadence {
+                source: source @ CadenceError::InPast(_),
+                ..
+            }) if matches!(new.cadence, Cadence::Once { .. }) => out.push(Entry::Expired {
+                name,
+                reason: source.to_string(),
+            }),
+            Err(err) => return Err(entry_error(index, &name, err)),
+        }
     }
-    let parse = |what: &str, value: &Option<String>| {
-        value.as_deref().map(|v| (what.to_string(), v.to_string()))
-    };
-    if let Some((what, v)) = parse("notify", &entry.notify) {
-        new.notify = v.parse().map_err(|e| invalid(&entry.name, &what, e))?;
-    }
-    if let Some((what, v)) = parse("overlap", &entry.overlap) {
-        new.overlap = v.parse().map_err(|e| invalid(&entry.name, &what, e))?;
-    }
-    if let Some((what, v)) = parse("catch_up", &entry.catch_up) {
-        new.catch_up = v.parse().map_err(|e| invalid(&entry.name, &what, e))?;
-    }
-    if let Some(n) = entry.max_attempts {
-        new.max_attempts = n;
-    }
-    new.timeout_secs = entry.timeout_secs;
-    new.max_turns = entry.max_turns;
-    new.max_cost = entry.max_cost;
-    Ok(new)
-}
-
-/// `ID` or `ID:CONTEXT` (the context may itself contain colons, as `chat:thread` does).
-pub fn split_channel(channel: &str) -> (String, Option<String>) {
-    match channel.split_once(':') {
-        Some((id, context)) => (id.to_string(), Some(context.to_string())),
-        None => (channel.to_string(), None),
-    }
+    Ok(out)
 }
 
 /// Same definition, ignoring what depends on when it was created (an interval's anchor,
@@ -87,9 +93,18 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
     let same_cadence = match (&existing.cadence_text, &new.cadence_text) {
         (Some(a), Some(b)) => a == b && existing.cadence.zone() == new.cadence.zone(),
         (None, None) => match (&existing.cadence, &new.cadence) {
-            (Cadence::Interval { every_secs: a, .. }, Cadence::Interval { every_secs: b, .. }) => {
-                a == b
-            }
+            (
+                Cadence::Interval {
+                    every_secs: a,
+                    tz: za,
+                    ..
+                },
+                Cadence::Interval {
+                    every_secs: b,
+                    tz: zb,
+                    ..
+                },
+            ) => a == b && za == zb,
             (a, b) => a == b,
         },
         _ => false,
@@ -108,43 +123,76 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
         && existing.channel_context_id == new.channel_context_id
 }
 
-/// Brings the database's config schedules in line with `entries`.
+/// Brings the database's config schedules in line with `entries`, all or nothing.
 pub async fn sync(
     store: &ScheduleStore,
-    entries: &[ScheduleConfig],
+    entries: &[ScheduleSpec],
     default_tz: &str,
-) -> Result<SyncReport, ScheduleError> {
+) -> Result<SyncReport> {
     let now = store.clock().now_ms();
-    let (all, _) = store.list(&ScheduleFilter::default()).await?;
-    let existing: Vec<&Schedule> = all.iter().filter(|s| s.source == Source::Config).collect();
+    let checked = check_entries(entries, now, default_tz, store.limits())?;
+    let existing = store.all_of_source(Source::Config).await?;
     let mut report = SyncReport::default();
-    // Validate every entry before changing anything.
-    let wanted: Vec<NewSchedule> = entries
-        .iter()
-        .map(|e| to_new_schedule(e, now, default_tz))
-        .collect::<Result<_, _>>()?;
-    for new in &wanted {
-        let name = new.name.as_deref().unwrap_or_default();
-        match existing.iter().find(|s| s.name.as_deref() == Some(name)) {
-            Some(current) if same_definition(current, new) => report.unchanged += 1,
-            Some(current) => {
-                // Changed: replace it, so every field and the next run follow the file.
-                store.delete(&current.schedule_id).await?;
-                store.create(new).await?;
-                report.changed += 1;
+    let mut remove: Vec<&str> = Vec::new();
+    let mut create: Vec<(usize, &NewSchedule)> = Vec::new();
+    for (index, entry) in checked.iter().enumerate() {
+        match entry {
+            Entry::Expired { name, reason } => {
+                tracing::warn!(schedule = %name, %reason, "config one-shot not created: its time has passed");
+                report.expired.push(name.clone());
             }
-            None => {
-                store.create(new).await?;
-                report.added += 1;
+            Entry::Valid(new) => {
+                let current = existing.iter().find(|s| s.name == new.name);
+                match current {
+                    Some(current) if same_definition(current, new) => report.unchanged += 1,
+                    Some(current) => {
+                        // Changed: replaced, so every field and the next run follow the file.
+                        remove.push(&current.schedule_id);
+                        create.push((index, new));
+                        report.changed += 1;
+                    }
+                    None => {
+                        create.push((index, new));
+                        report.added += 1;
+                    }
+                }
             }
         }
     }
-    for gone in existing
-        .iter()
-        .filter(|s| !wanted.iter().any(|w| w.name == s.name))
-    {
-        store.delete(&gone.schedule_id).await?;
+    let named = |name: &Option<String>| {
+        checked.iter().any(|entry| match entry {
+            Entry::Valid(new) => &new.name == name,
+            Entry::Expired { name: expired, .. } => name.as_deref() == Some(expired.as_str()),
+        })
+    };
+    for gone in existing.iter().filter(|s| !named(&s.name)) {
+        remove.push(&gone.schedule_id);
         report.removed += 1;
+    }
+    if remove.is_empty() && create.is_empty() {
+        return Ok(report);
+    }
+    let conn = store.db().conn().await?;
+    let tx = conn.write_tx().await?;
+    let applied = async {
+        for schedule_id in &remove {
+            store.delete_in(&tx, schedule_id).await?;
+        }
+        for (index, new) in &create {
+            store
+                .create_in(&tx, new, now)
+                .await
+                .map_err(|err| entry_error(*index, new.name.as_deref().unwrap_or_default(), err))?;
+        }
+        Ok::<(), ScheduleError>(())
+    }
+    .await;
+    match applied {
+        Ok(()) => tx.commit().await?,
+        Err(err) => {
+            tx.rollback().await?;
+            return Err(err);
+        }
     }
     Ok(report)
 }

@@ -4,55 +4,8 @@ use serde::Serialize;
 
 use super::Cadence;
 
-/// A closed set of names stored as text: parsing names the allowed values on error.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
+pub use crate::spec::{CatchUp, NotifyPolicy, Overlap};
 
-        impl $name {
-            pub const ALL: &'static [&'static str] = &[$($text),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        "`{other}` is not one of {}",
-                        Self::ALL.join(", ")
-                    )),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-text_enum!(
-    /// What happens when an occurrence is due while the previous run still runs.
-    Overlap { Skip => "skip", Allow => "allow", BufferOne => "buffer_one" }
-);
-text_enum!(
-    /// What happens to occurrences missed while no worker ran.
-    CatchUp { Once => "once", Skip => "skip", All => "all" }
-);
 text_enum!(
     ScheduleStatus { Active => "active", Paused => "paused", Completed => "completed", Failed => "failed" }
 );
@@ -65,16 +18,6 @@ text_enum!(
         Cancelled => "cancelled",
         Interrupted => "interrupted",
         Skipped => "skipped",
-    }
-);
-text_enum!(
-    /// When the user is told about a run.
-    NotifyPolicy {
-        Always => "always",
-        OnFailure => "on_failure",
-        OnChange => "on_change",
-        Never => "never",
-        Conditional => "conditional",
     }
 );
 text_enum!(

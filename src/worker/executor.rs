@@ -13,8 +13,9 @@ use crate::memory::{
     SummaryPolicy,
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
-use crate::schedule::store::{ScheduleError, ScheduleStore, Transcript};
+use crate::schedule::store::{ScheduleStore, Transcript};
 use crate::schedule::types::{Claim, RunOutcome, RunStatus, ScheduleStatus};
+use crate::schedule::ScheduleError;
 
 /// Longest wait between attempts.
 const MAX_BACKOFF_SECS: i64 = 3600;
@@ -105,10 +106,9 @@ impl Executor {
                     Err(_) => (
                         RunStatus::TimedOut,
                         GoalOutcome {
-                            error: Some(RuntimeError::Reported(format!(
-                                "no answer within the {}s deadline",
-                                deadline.as_secs()
-                            ))),
+                            error: Some(RuntimeError::Deadline {
+                                secs: deadline.as_secs(),
+                            }),
                             ..Default::default()
                         },
                     ),
@@ -143,11 +143,13 @@ impl Executor {
     /// a first run, the user's notes relevant to the goal. Within the configured budget.
     async fn context(&self, user_id: &str, goal: &str, schedule_id: &str) -> String {
         let budget = self.runtime_config.context_budget_tokens;
+        // A goal may be longer than a query: its start is what memories should be about.
+        let query = crate::text::truncate_bytes(goal, crate::input::MAX_QUERY_BYTES).to_string();
         let request = ContextRequest {
             user_id: user_id.to_string(),
             session_id: format!("{}{schedule_id}", SessionKind::SCHEDULED_PREFIX),
             budget_tokens: Some(budget),
-            query: Some(goal.to_string()),
+            query: Some(query.clone()),
             strategy: Strategy::All,
         };
         match self.memory.context(&request).await {
@@ -157,7 +159,7 @@ impl Executor {
         }
         let request = SearchRequest {
             user_id: user_id.to_string(),
-            query: goal.to_string(),
+            query,
             ..Default::default()
         };
         let mut context = String::new();
@@ -194,15 +196,37 @@ impl Executor {
             cost: outcome.cost,
         };
         let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+        // Each turn kept within the size any event may have, the rest cut with a note: a
+        // long answer must not cost the run its transcript.
+        let max_text = self.memory.limits().max_text_bytes;
+        let max_payload = self.memory.limits().max_payload_bytes;
+        let events: Vec<_> = outcome
+            .transcript
+            .iter()
+            .filter(|event| !event.content.trim().is_empty())
+            .map(|event| {
+                let mut event = event.clone();
+                event.content = crate::text::cut_with_note(&event.content, max_text).into_owned();
+                let payload_len = event.payload.as_ref().map_or(0, |p| {
+                    serde_json::to_string(p).map_or(usize::MAX, |t| t.len())
+                });
+                if payload_len > max_payload {
+                    event.payload = Some(serde_json::json!({
+                        "omitted": format!("{payload_len} bytes, over memory.max_payload_bytes")
+                    }));
+                }
+                event
+            })
+            .collect();
         let transcript = Transcript {
             memory: &self.memory,
             user_id: &schedule.user_id,
             session_id: &session,
-            events: &outcome.transcript,
+            events: &events,
         };
         // Stored with the run's record, in its transaction; on its own afterwards only
         // when storing them together keeps failing.
-        let mut together = !outcome.transcript.is_empty();
+        let mut together = !events.is_empty();
         let mut after = false;
         let mut failures = 0;
         // The result is kept until the database takes it: a database that is away for a
@@ -258,7 +282,7 @@ impl Executor {
         if after {
             if let Err(err) = self
                 .memory
-                .append(&schedule.user_id, &session, &outcome.transcript)
+                .append(&schedule.user_id, &session, &events)
                 .await
             {
                 tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript");
@@ -269,7 +293,7 @@ impl Executor {
             None
         } else {
             self.store
-                .get(&schedule.schedule_id)
+                .load(&schedule.schedule_id)
                 .await
                 .ok()
                 .filter(|s| s.status == ScheduleStatus::Paused)

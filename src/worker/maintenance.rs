@@ -14,25 +14,6 @@ use crate::schedule::Cadence;
 /// How often quiet sessions are looked for.
 const QUIET_CHECK: Duration = Duration::from_secs(60);
 
-/// Claims the `job` window starting at `window_start` for `worker_id`; false when another
-/// worker has it.
-pub async fn claim_window(
-    consolidator: &Consolidator,
-    job: &str,
-    window_start: i64,
-    worker_id: &str,
-) -> Result<bool, crate::db::DbError> {
-    let conn = consolidator.memory.db().conn().await?;
-    let inserted = conn
-        .execute(
-            "INSERT INTO maintenance_windows (job, window_start, worker_id, claimed_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT DO NOTHING",
-            libsql::params![job, window_start, worker_id, consolidator.memory.clock().now_ms()],
-        )
-        .await?;
-    Ok(inserted == 1)
-}
-
 pub async fn run(consolidator: Arc<Consolidator>, worker_id: String, stop: CancellationToken) {
     let config = consolidator.config.clone();
     let cadence = match Cadence::cron(&config.cron, &config.timezone) {
@@ -58,7 +39,10 @@ pub async fn run(consolidator: Arc<Consolidator>, worker_id: String, stop: Cance
         match next {
             Some(window) if now >= window => {
                 next = cadence.next_after(window.max(now));
-                match claim_window(&consolidator, "consolidation", window, &worker_id).await {
+                match consolidator
+                    .claim_window("consolidation", window, &worker_id)
+                    .await
+                {
                     Ok(true) => {
                         tracing::info!("starting the overnight consolidation");
                         if let Err(err) = consolidator.run(&Pass::ALL, None, None).await {

@@ -18,36 +18,33 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::app::{open_memory, OpenError};
-use crate::config::Config;
-use crate::consolidate::facts::{FactExtractor, ModelExtractor, PatternExtractor};
-use crate::consolidate::Consolidator;
-use crate::db::clock::Clock;
+use crate::app::{App, AppError};
+use crate::error::{ErrorKind, Kind};
 use crate::ids;
-use crate::notify::channels::{ChannelError, Channels};
-use crate::notify::outbox::Outbox;
-use crate::notify::router::Router;
 use crate::notify::sender::Sender;
-use crate::runtime::{self, AgentRuntime, RuntimeError};
-use crate::schedule::store::{ScheduleError, ScheduleStore, StoreLimits};
+use crate::runtime::AgentRuntime;
 use crate::schedule::sync;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
+    /// A component could not be built or started (a config error, the database away…).
     #[error(transparent)]
-    Open(#[from] OpenError),
-    #[error(transparent)]
-    Schedule(#[from] ScheduleError),
-    #[error(transparent)]
-    Runtime(#[from] RuntimeError),
-    #[error(transparent)]
-    Channel(#[from] ChannelError),
+    Start(#[from] AppError),
     #[error(
         "the database did not answer within {secs}s while shutting down; the runs and \
          messages this worker still holds are taken over by other workers once their \
          leases run out"
     )]
     ShutdownStalled { secs: u64 },
+}
+
+impl Kind for WorkerError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            WorkerError::Start(err) => err.kind(),
+            WorkerError::ShutdownStalled { .. } => ErrorKind::Unavailable,
+        }
+    }
 }
 
 /// How long each last step of a shutdown may take once the grace period is over (waiting
@@ -59,99 +56,46 @@ const SHUTDOWN_FINAL: Duration = Duration::from_secs(10);
 /// Pieces a caller (or a test) may supply instead of the defaults.
 #[derive(Default)]
 pub struct WorkerParts {
-    pub clock: Option<Arc<dyn Clock>>,
     pub runtime: Option<Arc<dyn AgentRuntime>>,
     pub worker_id: Option<String>,
 }
 
-/// Builds the schedule store the configuration describes.
-pub fn schedule_store(memory: &crate::memory::Memory, config: &Config) -> ScheduleStore {
-    ScheduleStore::new(
-        memory.db().clone(),
-        memory.clock().clone(),
-        StoreLimits {
-            min_interval_secs: config.scheduler.min_interval_secs,
-            max_per_user: config.scheduler.max_per_user,
-            history_keep: config.scheduler.history_keep,
-        },
-    )
-}
-
-/// The consolidator the configuration describes: summaries and facts by the model when an
-/// `openai` runtime is configured, extractive and pattern-based otherwise.
-pub fn consolidator(
-    memory: &crate::memory::Memory,
-    config: &Config,
-    worker_id: Option<String>,
-) -> Consolidator {
-    Consolidator {
-        memory: memory.clone(),
-        config: config.consolidation.clone(),
-        history_keep: config.scheduler.history_keep,
-        worker_id,
-        summarizer: runtime::summarizer(&config.runtime),
-        extractor: fact_extractor(&config.runtime),
-    }
-}
-
-/// Facts are extracted by the model when an `openai` runtime is configured.
-fn fact_extractor(config: &crate::config::RuntimeConfig) -> Arc<dyn FactExtractor> {
-    if config.kind == crate::config::RuntimeKind::Openai {
-        match runtime::OpenAiRuntime::new(config) {
-            Ok(runtime) => return Arc::new(ModelExtractor { runtime }),
-            Err(err) => tracing::warn!(%err, "cannot use the model for fact extraction"),
-        }
-    }
-    Arc::new(PatternExtractor)
-}
-
-/// Runs until `shutdown` completes.
-pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), WorkerError> {
-    run_with(config, WorkerParts::default(), shutdown).await
+/// Runs the worker on `app` until `shutdown` completes.
+pub async fn run(app: &App, shutdown: impl Future<Output = ()>) -> Result<(), WorkerError> {
+    run_with(app, WorkerParts::default(), shutdown).await
 }
 
 pub async fn run_with(
-    config: &Config,
+    app: &App,
     parts: WorkerParts,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WorkerError> {
-    let mut memory = open_memory(config).await?;
-    if let Some(clock) = parts.clock {
-        memory = memory.with_clock(clock);
-    }
-    let outbox_wake = Arc::new(Notify::new());
-    let router = Arc::new(Router::from_config(config));
-    let store = schedule_store(&memory, config).with_notifications(router, outbox_wake.clone());
-    let channels = Channels::from_config(
-        &config.channels,
-        Duration::from_secs(config.notify.timeout_secs),
-    )?;
-    let report = sync::sync(
-        &store,
-        &config.schedules,
-        &config.scheduler.default_timezone,
-    )
-    .await?;
+    let config = app.config();
+    let memory = app.memory();
+    let store = app.schedules();
+    // Secrets first: a missing key or token is a configuration error before anything runs.
+    let runtime = match parts.runtime {
+        Some(runtime) => runtime,
+        None => app.runtime().map_err(AppError::from)?,
+    };
+    let channels = app.channels().map_err(AppError::from)?;
+    let report = sync::sync(store, &config.schedules, &config.scheduler.default_timezone)
+        .await
+        .map_err(AppError::from)?;
     tracing::info!(
         added = report.added,
         changed = report.changed,
         removed = report.removed,
         unchanged = report.unchanged,
+        expired = report.expired.len(),
         "synced schedules from the config file"
     );
     // A model change found here is re-embedded in the background by the embedder below.
-    memory
-        .adopt_model()
-        .await
-        .map_err(|e| WorkerError::Open(OpenError::Memory(e)))?;
-    let runtime = match parts.runtime {
-        Some(runtime) => runtime,
-        None => runtime::from_config(&config.runtime)?,
-    };
+    memory.adopt_model().await.map_err(AppError::from)?;
     let worker_id = parts
         .worker_id
         .unwrap_or_else(|| ids::new_id(&format!("wrk-{}", std::process::id())));
-    let consolidation = Arc::new(consolidator(&memory, config, Some(worker_id.clone())));
+    let consolidation = Arc::new(app.consolidator(Some(worker_id.clone())));
     let executor = Arc::new(executor::Executor {
         store: store.clone(),
         memory: memory.clone(),
@@ -174,12 +118,12 @@ pub async fn run_with(
     let hard_stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let sender = Sender {
-        outbox: Outbox::new(memory.db().clone()),
+        outbox: app.outbox().clone(),
         channels,
         config: config.notify.clone(),
         owner: worker_id.clone(),
         clock: memory.clock().clone(),
-        wake: outbox_wake,
+        wake: app.outbox_wake().clone(),
     };
     // The sender outlives the scheduler loop so the last runs' messages still go out.
     let sender_stop = CancellationToken::new();
@@ -200,7 +144,7 @@ pub async fn run_with(
     });
     registry::register(memory.db(), memory.clock().as_ref(), &worker_id)
         .await
-        .map_err(|e| WorkerError::Open(OpenError::Db(e)))?;
+        .map_err(AppError::from)?;
     let heartbeat_task = {
         let (db, clock, worker_id, stop) = (
             memory.db().clone(),

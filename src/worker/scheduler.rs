@@ -140,7 +140,7 @@ impl Scheduler {
         stop: &CancellationToken,
         hard_stop: &CancellationToken,
         tracker: &TaskTracker,
-    ) -> Result<bool, crate::schedule::store::ScheduleError> {
+    ) -> Result<bool, crate::schedule::ScheduleError> {
         let worker = &self.executor.worker_id;
         let lease_ms = self.executor.lease_ms();
         if may_recover {

@@ -3,8 +3,11 @@
 
 pub mod sqld;
 
-use nightshift::app::open_memory;
+use std::sync::Arc;
+
+use nightshift::app::{open_memory, App, AppParts};
 use nightshift::config::Config;
+use nightshift::db::clock::Clock;
 use nightshift::db::query_scalar;
 use nightshift::memory::Memory;
 use tempfile::TempDir;
@@ -17,6 +20,13 @@ pub fn config_in(dir: &TempDir) -> Config {
 
 pub async fn memory_in(dir: &TempDir) -> Memory {
     open_memory(&config_in(dir)).await.expect("open memory")
+}
+
+/// The whole app on `config`, stamping times with `clock` when given.
+pub async fn app_with(config: &Config, clock: Option<Arc<dyn Clock>>) -> App {
+    App::open_with(config, AppParts { clock })
+        .await
+        .expect("open the app")
 }
 
 pub async fn fresh() -> (TempDir, Memory) {

@@ -1,9 +1,13 @@
 //! Typed configuration. Every key has a default, unknown keys are rejected, and every value
 //! is checked so a bad file fails at start with the key's name rather than at 3 a.m.
 
+mod validate;
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub use crate::spec::ScheduleSpec;
 
 /// Where the database lives when neither `--db`, `NIGHTSHIFT_DB` nor `[database] path` say.
 pub const DEFAULT_DB_PATH: &str = "data/nightshift.db";
@@ -18,7 +22,13 @@ pub enum ConfigError {
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("invalid config value `{key}`: {reason}")]
-    Invalid { key: &'static str, reason: String },
+    Invalid { key: String, reason: String },
+}
+
+impl crate::error::Kind for ConfigError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        crate::error::ErrorKind::Config
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -31,7 +41,7 @@ pub struct Config {
     pub scheduler: SchedulerConfig,
     pub runtime: RuntimeConfig,
     /// Schedules declared here are synced into the database at start (source `config`).
-    pub schedules: Vec<ScheduleConfig>,
+    pub schedules: Vec<ScheduleSpec>,
     pub notify: NotifyConfig,
     pub consolidation: ConsolidationConfig,
     /// Notification channels by id: a schedule's `channel_id` selects one.
@@ -61,6 +71,8 @@ pub struct NotifyConfig {
     pub max_in_flight: usize,
     /// How long one delivery may take, seconds.
     pub timeout_secs: u64,
+    /// Characters of a run's output one message carries at most (the run keeps more).
+    pub max_message_chars: usize,
 }
 
 impl Default for NotifyConfig {
@@ -76,6 +88,7 @@ impl Default for NotifyConfig {
             ttl_low_secs: 6 * 3600,
             max_in_flight: 8,
             timeout_secs: 15,
+            max_message_chars: 3500,
         }
     }
 }
@@ -159,6 +172,9 @@ pub struct UserConfig {
     /// Where this user's notifications go when a schedule names no channel:
     /// `ID` or `ID:CONTEXT`.
     pub default_channel: Option<String>,
+    /// Channel ids this user's own schedules (added with their token) may notify through,
+    /// besides the default channel's and the log.
+    pub channels: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -216,6 +232,12 @@ pub struct MemoryConfig {
     pub chunk_overlap_chars: usize,
     /// Events returned by `memory recall` when no `--limit` is given.
     pub recall_limit: usize,
+    /// Largest `payload` an event may carry, in bytes of its JSON.
+    pub max_payload_bytes: usize,
+    /// Largest JSONL input one append reads, in bytes.
+    pub max_import_bytes: usize,
+    /// Most events one append may carry.
+    pub max_batch_events: usize,
 }
 
 impl Default for MemoryConfig {
@@ -225,6 +247,9 @@ impl Default for MemoryConfig {
             chunk_chars: 640,
             chunk_overlap_chars: 96,
             recall_limit: 50,
+            max_payload_bytes: 65_536,
+            max_import_bytes: 16 * 1024 * 1024,
+            max_batch_events: 10_000,
         }
     }
 }
@@ -341,6 +366,8 @@ pub struct SchedulerConfig {
     pub change_check_ms: u64,
     /// Zone for schedules created without `--tz` (an IANA name).
     pub default_timezone: String,
+    /// Largest runtime answer kept with a run, in bytes; the rest is cut with a note.
+    pub max_output_bytes: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -357,6 +384,7 @@ impl Default for SchedulerConfig {
             shutdown_grace_secs: 30,
             change_check_ms: 500,
             default_timezone: "UTC".to_string(),
+            max_output_bytes: 65_536,
         }
     }
 }
@@ -396,6 +424,11 @@ pub struct RuntimeConfig {
     pub context_budget_tokens: usize,
     /// Tool-loop turns when a schedule sets no `max_turns`.
     pub default_max_turns: i64,
+    /// Largest answer read from the runtime, in bytes; a larger one fails the attempt.
+    pub max_response_bytes: usize,
+    /// Tool calls the model may ask for in one turn, and in one run.
+    pub max_tool_calls_per_turn: usize,
+    pub max_tool_calls_per_run: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -413,32 +446,11 @@ impl Default for RuntimeConfig {
             completion_price_per_mtok: 0.0,
             context_budget_tokens: 2000,
             default_max_turns: 8,
+            max_response_bytes: 8 * 1024 * 1024,
+            max_tool_calls_per_turn: 16,
+            max_tool_calls_per_run: 64,
         }
     }
-}
-
-/// A `[[schedules]]` entry. Exactly one of `cron`, `every`, `at`, `when` gives the cadence.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleConfig {
-    /// Identifies the schedule across restarts: change the name and it is a new schedule.
-    pub name: String,
-    pub user: String,
-    pub goal: String,
-    pub cron: Option<String>,
-    pub tz: Option<String>,
-    pub every: Option<String>,
-    pub at: Option<String>,
-    pub when: Option<String>,
-    /// `ID` or `ID:CONTEXT`.
-    pub channel: Option<String>,
-    pub notify: Option<String>,
-    pub overlap: Option<String>,
-    pub catch_up: Option<String>,
-    pub max_attempts: Option<i64>,
-    pub timeout_secs: Option<i64>,
-    pub max_turns: Option<i64>,
-    pub max_cost: Option<f64>,
 }
 
 impl Config {
@@ -475,340 +487,10 @@ impl Config {
         Ok(config)
     }
 
+    /// Checks every value on its own and against the others; the checks that need other
+    /// modules (cadences, files that must exist, secrets) are `app::check`'s.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        fn invalid(key: &'static str, reason: impl Into<String>) -> Result<(), ConfigError> {
-            Err(ConfigError::Invalid {
-                key,
-                reason: reason.into(),
-            })
-        }
-        let db = &self.database;
-        if db.path.trim().is_empty() {
-            return invalid("database.path", "must not be empty");
-        }
-        if db.sync_interval_secs == 0 || db.sync_interval_secs > 3600 {
-            return invalid(
-                "database.sync_interval_secs",
-                format!("must be 1..=3600, got {}", db.sync_interval_secs),
-            );
-        }
-        if db
-            .replica_path
-            .as_deref()
-            .is_some_and(|p| p.trim().is_empty())
-        {
-            return invalid("database.replica_path", "must not be empty when set");
-        }
-        if db.pool_size == 0 || db.pool_size > 256 {
-            return invalid(
-                "database.pool_size",
-                format!("must be 1..=256, got {}", db.pool_size),
-            );
-        }
-        let mem = &self.memory;
-        if mem.max_text_bytes == 0 || mem.max_text_bytes > 16 * 1024 * 1024 {
-            return invalid(
-                "memory.max_text_bytes",
-                format!("must be 1..=16777216, got {}", mem.max_text_bytes),
-            );
-        }
-        if mem.chunk_chars < 32 {
-            return invalid(
-                "memory.chunk_chars",
-                format!("must be at least 32, got {}", mem.chunk_chars),
-            );
-        }
-        if mem.chunk_overlap_chars >= mem.chunk_chars / 2 {
-            return invalid(
-                "memory.chunk_overlap_chars",
-                format!(
-                    "must be less than half of memory.chunk_chars ({}), got {}",
-                    mem.chunk_chars, mem.chunk_overlap_chars
-                ),
-            );
-        }
-        if mem.recall_limit == 0 {
-            return invalid("memory.recall_limit", "must be at least 1");
-        }
-        let search = &self.search;
-        if search.max_top_k == 0 || search.max_top_k > 1000 {
-            return invalid(
-                "search.max_top_k",
-                format!("must be 1..=1000, got {}", search.max_top_k),
-            );
-        }
-        if search.default_top_k == 0 || search.default_top_k > search.max_top_k {
-            return invalid(
-                "search.default_top_k",
-                format!(
-                    "must be 1..=search.max_top_k ({}), got {}",
-                    search.max_top_k, search.default_top_k
-                ),
-            );
-        }
-        for (key, weight) in [
-            ("search.vector_weight", search.vector_weight),
-            ("search.keyword_weight", search.keyword_weight),
-            ("search.context_weight", search.context_weight),
-            ("search.neighbor_weight", search.neighbor_weight),
-        ] {
-            if !(0.0..=1.0).contains(&weight) {
-                return invalid(key, format!("must be between 0 and 1, got {weight}"));
-            }
-        }
-        if search.vector_weight + search.keyword_weight <= 0.0 {
-            return invalid(
-                "search.keyword_weight",
-                "search.vector_weight and search.keyword_weight must not both be 0",
-            );
-        }
-        if search.candidates < search.max_top_k {
-            return invalid(
-                "search.candidates",
-                format!(
-                    "must be at least search.max_top_k ({}), got {}",
-                    search.max_top_k, search.candidates
-                ),
-            );
-        }
-        let sched = &self.scheduler;
-        for (key, value, min) in [
-            ("scheduler.min_interval_secs", sched.min_interval_secs, 1),
-            ("scheduler.max_per_user", sched.max_per_user, 1),
-            ("scheduler.lease_secs", sched.lease_secs, 2),
-            ("scheduler.history_keep", sched.history_keep, 1),
-            (
-                "scheduler.default_timeout_secs",
-                sched.default_timeout_secs,
-                1,
-            ),
-            ("scheduler.retry_base_secs", sched.retry_base_secs, 1),
-            (
-                "scheduler.pause_after_failures",
-                sched.pause_after_failures,
-                1,
-            ),
-            (
-                "scheduler.shutdown_grace_secs",
-                sched.shutdown_grace_secs,
-                0,
-            ),
-        ] {
-            if value < min {
-                return invalid(key, format!("must be at least {min}, got {value}"));
-            }
-        }
-        if sched.max_concurrent == 0 || sched.max_concurrent > 1024 {
-            return invalid(
-                "scheduler.max_concurrent",
-                format!("must be 1..=1024, got {}", sched.max_concurrent),
-            );
-        }
-        if !(10..=60_000).contains(&sched.change_check_ms) {
-            return invalid(
-                "scheduler.change_check_ms",
-                format!("must be 10..=60000, got {}", sched.change_check_ms),
-            );
-        }
-        if sched.default_timezone.parse::<chrono_tz::Tz>().is_err() {
-            return invalid(
-                "scheduler.default_timezone",
-                format!("unknown time zone `{}`", sched.default_timezone),
-            );
-        }
-        let rt = &self.runtime;
-        match rt.kind {
-            RuntimeKind::Openai if rt.base_url.is_empty() || rt.model.is_empty() => {
-                return invalid(
-                    "runtime.base_url",
-                    "kind = \"openai\" needs base_url and model",
-                );
-            }
-            RuntimeKind::Http if rt.url.is_empty() => {
-                return invalid("runtime.url", "kind = \"http\" needs url");
-            }
-            _ => {}
-        }
-        if rt.timeout_secs == 0 {
-            return invalid("runtime.timeout_secs", "must be at least 1");
-        }
-        if rt.default_max_turns < 1 {
-            return invalid("runtime.default_max_turns", "must be at least 1");
-        }
-        if rt.prompt_price_per_mtok < 0.0 || rt.completion_price_per_mtok < 0.0 {
-            return invalid(
-                "runtime.prompt_price_per_mtok",
-                "prices must not be negative",
-            );
-        }
-        let mut names = std::collections::HashSet::new();
-        for schedule in &self.schedules {
-            if !names.insert(schedule.name.as_str()) {
-                return invalid(
-                    "schedules.name",
-                    format!("`{}` is declared twice", schedule.name),
-                );
-            }
-            let cadences = [
-                &schedule.cron,
-                &schedule.every,
-                &schedule.at,
-                &schedule.when,
-            ]
-            .iter()
-            .filter(|c| c.is_some())
-            .count();
-            if cadences != 1 {
-                return invalid(
-                    "schedules",
-                    format!(
-                        "`{}` needs exactly one of cron, every, at, when",
-                        schedule.name
-                    ),
-                );
-            }
-        }
-        let notify = &self.notify;
-        for (key, value, min) in [
-            (
-                "notify.failure_notice_after",
-                notify.failure_notice_after,
-                1,
-            ),
-            ("notify.max_attempts", notify.max_attempts, 1),
-            ("notify.backoff_base_ms", notify.backoff_base_ms, 1),
-            (
-                "notify.backoff_max_ms",
-                notify.backoff_max_ms,
-                notify.backoff_base_ms,
-            ),
-            ("notify.ttl_high_secs", notify.ttl_high_secs, 1),
-            ("notify.ttl_normal_secs", notify.ttl_normal_secs, 1),
-            ("notify.ttl_low_secs", notify.ttl_low_secs, 1),
-        ] {
-            if value < min {
-                return invalid(key, format!("must be at least {min}, got {value}"));
-            }
-        }
-        if notify.max_in_flight == 0 || notify.timeout_secs == 0 {
-            return invalid(
-                "notify.max_in_flight",
-                "max_in_flight and timeout_secs must be at least 1",
-            );
-        }
-        for (id, channel) in &self.channels {
-            if id.is_empty() || id.contains(':') {
-                return invalid(
-                    "channels",
-                    format!("channel id `{id}` must be non-empty and without `:`"),
-                );
-            }
-            let needs_url = matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
-            if needs_url && channel.url.as_deref().is_none_or(str::is_empty) {
-                return invalid("channels.url", format!("channel `{id}` needs a url"));
-            }
-            if channel.kind == ChannelKind::Telegram
-                && channel.secret_env.is_none()
-                && channel.secret_file.is_none()
-            {
-                return invalid(
-                    "channels.secret_env",
-                    format!(
-                        "telegram channel `{id}` needs secret_env or secret_file (the bot token)"
-                    ),
-                );
-            }
-            if channel.secret_env.is_some() && channel.secret_file.is_some() {
-                return invalid(
-                    "channels.secret_env",
-                    format!("channel `{id}`: give secret_env or secret_file, not both"),
-                );
-            }
-        }
-        for (user, settings) in &self.users {
-            if let Some(channel) = &settings.default_channel {
-                let id = channel.split(':').next().unwrap_or_default();
-                if !self.channels.contains_key(id) {
-                    return invalid(
-                        "users.default_channel",
-                        format!("user `{user}`: no channel `{id}` is configured"),
-                    );
-                }
-            }
-        }
-        let cons = &self.consolidation;
-        if let Err(err) = crate::schedule::cron::CronSpec::parse(&cons.cron) {
-            return invalid("consolidation.cron", err.to_string());
-        }
-        if cons.timezone.parse::<chrono_tz::Tz>().is_err() {
-            return invalid(
-                "consolidation.timezone",
-                format!("unknown time zone `{}`", cons.timezone),
-            );
-        }
-        if cons.summary_budget_tokens == 0
-            || cons.summary_min_turns == 0
-            || cons.max_summary_chars < 100
-        {
-            return invalid(
-                "consolidation.summary_budget_tokens",
-                "summary_budget_tokens and summary_min_turns must be at least 1, max_summary_chars at least 100",
-            );
-        }
-        if !(0.0 < cons.summary_target_ratio
-            && cons.summary_target_ratio < cons.summary_trigger_ratio
-            && cons.summary_trigger_ratio <= 1.0)
-        {
-            return invalid(
-                "consolidation.summary_trigger_ratio",
-                "need 0 < summary_target_ratio < summary_trigger_ratio <= 1",
-            );
-        }
-        for (key, value) in [
-            ("consolidation.quiet_minutes", cons.quiet_minutes),
-            (
-                "consolidation.fact_retention_days",
-                cons.fact_retention_days,
-            ),
-            (
-                "consolidation.conversation_retention_days",
-                cons.conversation_retention_days,
-            ),
-            (
-                "consolidation.outbox_retention_days",
-                cons.outbox_retention_days,
-            ),
-        ] {
-            if value < 0 {
-                return invalid(key, format!("must not be negative, got {value}"));
-            }
-        }
-        let emb = &self.embedding;
-        if !(16..=4096).contains(&emb.dimensions) {
-            return invalid(
-                "embedding.dimensions",
-                format!("must be 16..=4096, got {}", emb.dimensions),
-            );
-        }
-        if !(8..=512).contains(&emb.max_length) {
-            return invalid(
-                "embedding.max_length",
-                format!("must be 8..=512, got {}", emb.max_length),
-            );
-        }
-        if !(1..=1024).contains(&emb.batch_size) {
-            return invalid(
-                "embedding.batch_size",
-                format!("must be 1..=1024, got {}", emb.batch_size),
-            );
-        }
-        if emb.threads > 256 {
-            return invalid(
-                "embedding.threads",
-                format!("must be 0..=256, got {}", emb.threads),
-            );
-        }
-        Ok(())
+        validate::validate(self)
     }
 }
 

@@ -1,0 +1,243 @@
+//! The composition root: from a validated configuration to the database, the memory store,
+//! the schedule store, the outbox, the notification router and the consolidator, each built
+//! once. The CLI, the worker and the HTTP API all take an [`App`].
+//!
+//! Secrets are not read here: the runtime's API key and the channels' tokens are loaded by
+//! [`App::runtime`] and [`App::channels`], which the worker calls at start, so a CLI command
+//! run from an operator's shell does not need the service's secrets.
+
+pub mod check;
+mod schedules;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::config::{Config, ConfigError};
+use crate::consolidate::facts::{FactExtractor, ModelExtractor, PatternExtractor};
+use crate::consolidate::Consolidator;
+use crate::db::clock::Clock;
+use crate::db::{migrate, Db, DbError, DbOptions, DbTarget};
+use crate::embed::{self, EmbedError};
+use crate::error::{ErrorKind, Kind};
+use crate::memory::{Memory, MemoryError};
+use crate::notify::channels::{ChannelError, Channels};
+use crate::notify::outbox::Outbox;
+use crate::notify::router::Router;
+use crate::runtime::{self, AgentRuntime, RuntimeError};
+use crate::schedule::validate::StoreLimits;
+use crate::schedule::{ScheduleError, ScheduleStore};
+
+/// Why the app could not be opened; its kind is the kind of what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+}
+
+impl Kind for AppError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            AppError::Config(err) => err.kind(),
+            AppError::Db(err) => err.kind(),
+            AppError::Embed(err) => err.kind(),
+            AppError::Memory(err) => err.kind(),
+            AppError::Schedule(err) => err.kind(),
+            AppError::Runtime(err) => err.kind(),
+            AppError::Channel(err) => err.kind(),
+        }
+    }
+}
+
+/// Pieces a test may supply instead of the defaults.
+#[derive(Default)]
+pub struct AppParts {
+    /// Stamps and compares every time (the scheduler's tests run on a paused clock).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+/// Everything nightshift is made of, built once. Cheap to clone.
+#[derive(Clone)]
+pub struct App {
+    config: Arc<Config>,
+    memory: Memory,
+    schedules: ScheduleStore,
+    outbox: Outbox,
+    router: Arc<Router>,
+    /// Woken when a message is written to the outbox by this process.
+    outbox_wake: Arc<Notify>,
+}
+
+impl App {
+    /// Opens the configured database (migrating it) and builds every component.
+    pub async fn open(config: &Config) -> Result<App, AppError> {
+        Self::open_with(config, AppParts::default()).await
+    }
+
+    pub async fn open_with(config: &Config, parts: AppParts) -> Result<App, AppError> {
+        config.validate()?;
+        check::structure(config)?;
+        // The model first: a missing or wrong one is refused before the database is touched.
+        let embedder = embed::from_config(&config.embedding)?;
+        let db = open_db(config).await?;
+        migrate::migrate(&db).await?;
+        let mut memory = Memory::new(db, embedder, config.memory.clone(), config.search.clone())
+            .await?
+            .with_embed_batch_size(config.embedding.batch_size);
+        if let Some(clock) = parts.clock {
+            memory = memory.with_clock(clock);
+        }
+        let router = Arc::new(Router::from_config(config));
+        let outbox_wake = Arc::new(Notify::new());
+        let schedules = ScheduleStore::new(
+            memory.db().clone(),
+            memory.clock().clone(),
+            store_limits(config),
+        )
+        .with_notifications(router.clone(), outbox_wake.clone());
+        Ok(App {
+            config: Arc::new(config.clone()),
+            outbox: Outbox::new(memory.db().clone()),
+            memory,
+            schedules,
+            router,
+            outbox_wake,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    pub fn db(&self) -> &Db {
+        self.memory.db()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        self.memory.clock()
+    }
+
+    pub fn schedules(&self) -> &ScheduleStore {
+        &self.schedules
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    pub fn router(&self) -> &Arc<Router> {
+        &self.router
+    }
+
+    pub fn outbox_wake(&self) -> &Arc<Notify> {
+        &self.outbox_wake
+    }
+
+    /// The configured agent runtime; reads its API key from the environment.
+    pub fn runtime(&self) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
+        runtime::from_config(&self.config.runtime)
+    }
+
+    /// The configured channels; reads their secrets.
+    pub fn channels(&self) -> Result<Channels, ChannelError> {
+        Channels::from_config(
+            &self.config.channels,
+            Duration::from_secs(self.config.notify.timeout_secs),
+        )
+    }
+
+    /// The consolidator: summaries and facts by the model when an `openai` runtime is
+    /// configured (and its key is set), extractive and pattern-based otherwise.
+    /// `worker_id` is recorded with the passes it runs.
+    pub fn consolidator(&self, worker_id: Option<String>) -> Consolidator {
+        Consolidator {
+            memory: self.memory.clone(),
+            schedules: self.schedules.clone(),
+            outbox: self.outbox.clone(),
+            config: self.config.consolidation.clone(),
+            worker_id,
+            summarizer: runtime::summarizer(&self.config.runtime),
+            extractor: fact_extractor(&self.config.runtime),
+        }
+    }
+}
+
+/// The schedule store's limits from the configuration.
+fn store_limits(config: &Config) -> StoreLimits {
+    StoreLimits {
+        min_interval_secs: config.scheduler.min_interval_secs,
+        max_per_user: config.scheduler.max_per_user,
+        history_keep: config.scheduler.history_keep,
+        max_output_bytes: config.scheduler.max_output_bytes,
+    }
+}
+
+/// Facts are extracted by the model when an `openai` runtime is configured.
+fn fact_extractor(config: &crate::config::RuntimeConfig) -> Arc<dyn FactExtractor> {
+    if config.kind == crate::config::RuntimeKind::Openai {
+        match runtime::OpenAiRuntime::new(config) {
+            Ok(runtime) => return Arc::new(ModelExtractor { runtime }),
+            Err(err) => tracing::warn!(%err, "cannot use the model for fact extraction"),
+        }
+    }
+    Arc::new(PatternExtractor)
+}
+
+/// The database's auth token: `NIGHTSHIFT_DB_AUTH_TOKEN`, else `database.auth_token_file`.
+pub fn db_auth_token(config: &Config) -> Result<Option<String>, DbError> {
+    if let Ok(token) = std::env::var("NIGHTSHIFT_DB_AUTH_TOKEN") {
+        return Ok(Some(token));
+    }
+    let Some(file) = &config.database.auth_token_file else {
+        return Ok(None);
+    };
+    let path = crate::config::credential_path(file);
+    let token = std::fs::read_to_string(&path).map_err(|e| {
+        DbError::BadTarget(format!(
+            "cannot read database.auth_token_file {}: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(Some(token.trim().to_string()))
+}
+
+/// Where the configured database is.
+pub fn db_target(config: &Config) -> Result<DbTarget, DbError> {
+    DbTarget::parse(&config.database.path)?
+        .with_auth_token(db_auth_token(config)?)
+        .with_replica(
+            config.database.replica_path.as_deref(),
+            Duration::from_secs(config.database.sync_interval_secs),
+        )
+}
+
+/// Opens the configured database without touching its schema (`db status`, `db migrate`).
+pub async fn open_db(config: &Config) -> Result<Db, DbError> {
+    let options = DbOptions {
+        busy_timeout: Duration::from_millis(config.database.busy_timeout_ms),
+        pool_size: config.database.pool_size,
+    };
+    Db::open(&db_target(config)?, options).await
+}
+
+/// The memory store alone (tests and benchmarks that need nothing else).
+pub async fn open_memory(config: &Config) -> Result<Memory, AppError> {
+    Ok(App::open(config).await?.memory)
+}

@@ -1,0 +1,555 @@
+//! Every value of the configuration checked on its own and against the others, each with
+//! a documented range, so no value from the file can overflow a computation later (a lease
+//! in milliseconds, a backoff, a cache size). A bad value is reported by its key path.
+
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+
+use super::{ChannelKind, Config, ConfigError, RuntimeKind};
+use crate::input::{self, Lines};
+
+const MIB: usize = 1024 * 1024;
+const DAY_SECS: i64 = 86_400;
+
+fn invalid(key: impl Into<String>, reason: impl Into<String>) -> Result<(), ConfigError> {
+    Err(ConfigError::Invalid {
+        key: key.into(),
+        reason: reason.into(),
+    })
+}
+
+fn range<T: PartialOrd + Display + Copy>(
+    key: &str,
+    value: T,
+    range: RangeInclusive<T>,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        invalid(
+            key,
+            format!("must be {}..={}, got {value}", range.start(), range.end()),
+        )
+    }
+}
+
+fn fraction(key: &str, value: f64) -> Result<(), ConfigError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        invalid(key, format!("must be between 0 and 1, got {value}"))
+    }
+}
+
+fn zone(key: &str, name: &str) -> Result<(), ConfigError> {
+    match name.parse::<chrono_tz::Tz>() {
+        Ok(_) => Ok(()),
+        Err(_) => invalid(
+            key,
+            format!(
+                "unknown time zone `{}` (use an IANA name such as Europe/Lisbon)",
+                input::printable(name)
+            ),
+        ),
+    }
+}
+
+fn not_blank(key: &str, value: &str) -> Result<(), ConfigError> {
+    input::check_text(key, value, 4096, Lines::One).or_else(|e| invalid(key, e.reason))
+}
+
+/// An `http://` or `https://` URL.
+fn http_url(key: &str, value: &str) -> Result<(), ConfigError> {
+    not_blank(key, value)?;
+    match reqwest::Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
+        Ok(url) => invalid(
+            key,
+            format!("`{}` is not an http:// or https:// URL", url.scheme()),
+        ),
+        Err(err) => invalid(key, format!("not a URL: {err}")),
+    }
+}
+
+pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
+    database(config)?;
+    memory(config)?;
+    search(config)?;
+    embedding(config)?;
+    scheduler(config)?;
+    runtime(config)?;
+    notify(config)?;
+    channels_and_users(config)?;
+    consolidation(config)?;
+    schedules(config)?;
+    Ok(())
+}
+
+fn database(config: &Config) -> Result<(), ConfigError> {
+    let db = &config.database;
+    not_blank("database.path", &db.path)?;
+    range("database.busy_timeout_ms", db.busy_timeout_ms, 0..=600_000)?;
+    range("database.pool_size", db.pool_size, 1..=256)?;
+    range(
+        "database.sync_interval_secs",
+        db.sync_interval_secs,
+        1..=3600,
+    )?;
+    if let Some(path) = &db.auth_token_file {
+        not_blank("database.auth_token_file", path)?;
+    }
+    if let Some(path) = &db.replica_path {
+        not_blank("database.replica_path", path)?;
+    }
+    Ok(())
+}
+
+fn memory(config: &Config) -> Result<(), ConfigError> {
+    let mem = &config.memory;
+    range("memory.max_text_bytes", mem.max_text_bytes, 1..=16 * MIB)?;
+    range("memory.chunk_chars", mem.chunk_chars, 32..=100_000)?;
+    if mem.chunk_overlap_chars >= mem.chunk_chars / 2 {
+        return invalid(
+            "memory.chunk_overlap_chars",
+            format!(
+                "must be less than half of memory.chunk_chars ({}), got {}",
+                mem.chunk_chars, mem.chunk_overlap_chars
+            ),
+        );
+    }
+    range("memory.recall_limit", mem.recall_limit, 1..=10_000)?;
+    range(
+        "memory.max_payload_bytes",
+        mem.max_payload_bytes,
+        1..=16 * MIB,
+    )?;
+    range(
+        "memory.max_import_bytes",
+        mem.max_import_bytes,
+        1..=1024 * MIB,
+    )?;
+    range(
+        "memory.max_batch_events",
+        mem.max_batch_events,
+        1..=1_000_000,
+    )?;
+    Ok(())
+}
+
+fn search(config: &Config) -> Result<(), ConfigError> {
+    let search = &config.search;
+    range("search.max_top_k", search.max_top_k, 1..=1000)?;
+    range(
+        "search.default_top_k",
+        search.default_top_k,
+        1..=search.max_top_k,
+    )?;
+    fraction("search.vector_weight", search.vector_weight)?;
+    fraction("search.keyword_weight", search.keyword_weight)?;
+    fraction("search.context_weight", search.context_weight)?;
+    fraction("search.neighbor_weight", search.neighbor_weight)?;
+    if search.vector_weight + search.keyword_weight <= 0.0 {
+        return invalid(
+            "search.keyword_weight",
+            "search.vector_weight and search.keyword_weight must not both be 0",
+        );
+    }
+    range(
+        "search.candidates",
+        search.candidates,
+        search.max_top_k..=100_000,
+    )?;
+    range(
+        "search.vector_cache_mib",
+        search.vector_cache_mib,
+        0..=1_048_576,
+    )?;
+    Ok(())
+}
+
+fn embedding(config: &Config) -> Result<(), ConfigError> {
+    let emb = &config.embedding;
+    range("embedding.dimensions", emb.dimensions, 16..=4096)?;
+    range("embedding.max_length", emb.max_length, 8..=512)?;
+    range("embedding.batch_size", emb.batch_size, 1..=1024)?;
+    range("embedding.threads", emb.threads, 0..=256)?;
+    Ok(())
+}
+
+fn scheduler(config: &Config) -> Result<(), ConfigError> {
+    let s = &config.scheduler;
+    range(
+        "scheduler.min_interval_secs",
+        s.min_interval_secs,
+        1..=DAY_SECS,
+    )?;
+    range("scheduler.max_per_user", s.max_per_user, 1..=100_000)?;
+    range("scheduler.max_concurrent", s.max_concurrent, 1..=1024)?;
+    range("scheduler.lease_secs", s.lease_secs, 2..=DAY_SECS)?;
+    range("scheduler.history_keep", s.history_keep, 1..=100_000)?;
+    range(
+        "scheduler.default_timeout_secs",
+        s.default_timeout_secs,
+        1..=DAY_SECS,
+    )?;
+    range("scheduler.retry_base_secs", s.retry_base_secs, 1..=DAY_SECS)?;
+    range(
+        "scheduler.pause_after_failures",
+        s.pause_after_failures,
+        1..=1000,
+    )?;
+    range(
+        "scheduler.shutdown_grace_secs",
+        s.shutdown_grace_secs,
+        0..=3600,
+    )?;
+    range("scheduler.change_check_ms", s.change_check_ms, 10..=60_000)?;
+    zone("scheduler.default_timezone", &s.default_timezone)?;
+    range(
+        "scheduler.max_output_bytes",
+        s.max_output_bytes,
+        1024..=16 * MIB,
+    )?;
+    Ok(())
+}
+
+fn runtime(config: &Config) -> Result<(), ConfigError> {
+    let rt = &config.runtime;
+    match rt.kind {
+        RuntimeKind::Openai => {
+            http_url("runtime.base_url", &rt.base_url)?;
+            not_blank("runtime.model", &rt.model)?;
+        }
+        RuntimeKind::Http => http_url("runtime.url", &rt.url)?,
+        RuntimeKind::None => {}
+    }
+    if let Some(var) = &rt.api_key_env {
+        not_blank("runtime.api_key_env", var)?;
+    }
+    range("runtime.timeout_secs", rt.timeout_secs, 1..=86_400)?;
+    range(
+        "runtime.connect_timeout_secs",
+        rt.connect_timeout_secs,
+        1..=3600,
+    )?;
+    range("runtime.max_retries", rt.max_retries, 0..=20)?;
+    for (key, price) in [
+        ("runtime.prompt_price_per_mtok", rt.prompt_price_per_mtok),
+        (
+            "runtime.completion_price_per_mtok",
+            rt.completion_price_per_mtok,
+        ),
+    ] {
+        if input::check_amount(key, price, 1_000_000.0).is_err() {
+            return invalid(
+                key,
+                format!("must be a price from 0 to 1000000, got {price}"),
+            );
+        }
+    }
+    range(
+        "runtime.context_budget_tokens",
+        rt.context_budget_tokens,
+        1..=input::MAX_CONTEXT_BUDGET,
+    )?;
+    range("runtime.default_max_turns", rt.default_max_turns, 1..=1000)?;
+    range(
+        "runtime.max_response_bytes",
+        rt.max_response_bytes,
+        1024..=1024 * MIB,
+    )?;
+    range(
+        "runtime.max_tool_calls_per_turn",
+        rt.max_tool_calls_per_turn,
+        1..=1000,
+    )?;
+    range(
+        "runtime.max_tool_calls_per_run",
+        rt.max_tool_calls_per_run,
+        1..=100_000,
+    )?;
+    Ok(())
+}
+
+fn notify(config: &Config) -> Result<(), ConfigError> {
+    let n = &config.notify;
+    input::check_text("notify.marker", &n.marker, 64, Lines::One)
+        .or_else(|e| invalid("notify.marker", e.reason))?;
+    range(
+        "notify.failure_notice_after",
+        n.failure_notice_after,
+        1..=1000,
+    )?;
+    range("notify.max_attempts", n.max_attempts, 1..=1000)?;
+    range(
+        "notify.backoff_base_ms",
+        n.backoff_base_ms,
+        1..=DAY_SECS * 1000,
+    )?;
+    range(
+        "notify.backoff_max_ms",
+        n.backoff_max_ms,
+        n.backoff_base_ms..=30 * DAY_SECS * 1000,
+    )?;
+    for (key, value) in [
+        ("notify.ttl_high_secs", n.ttl_high_secs),
+        ("notify.ttl_normal_secs", n.ttl_normal_secs),
+        ("notify.ttl_low_secs", n.ttl_low_secs),
+    ] {
+        range(key, value, 1..=365 * DAY_SECS)?;
+    }
+    range("notify.max_in_flight", n.max_in_flight, 1..=1024)?;
+    range("notify.timeout_secs", n.timeout_secs, 1..=3600)?;
+    range(
+        "notify.max_message_chars",
+        n.max_message_chars,
+        100..=100_000,
+    )?;
+    Ok(())
+}
+
+fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
+    for (id, channel) in &config.channels {
+        let key = format!("channels.{}", input::printable(id));
+        if id.is_empty() || id.contains(':') || input::check_id("channel id", id).is_err() {
+            return invalid(
+                &key,
+                "a channel id must be non-empty, one line, and without `:`",
+            );
+        }
+        if let Some(url) = &channel.url {
+            http_url(&format!("{key}.url"), url)?;
+        }
+        let needs_url = matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
+        if needs_url && channel.url.is_none() {
+            return invalid(format!("{key}.url"), "this kind of channel needs a url");
+        }
+        if channel.kind == ChannelKind::Telegram
+            && channel.secret_env.is_none()
+            && channel.secret_file.is_none()
+        {
+            return invalid(
+                format!("{key}.secret_env"),
+                "a telegram channel needs secret_env or secret_file (the bot token)",
+            );
+        }
+        if channel.secret_env.is_some() && channel.secret_file.is_some() {
+            return invalid(
+                format!("{key}.secret_env"),
+                "give secret_env or secret_file, not both",
+            );
+        }
+    }
+    for (user, settings) in &config.users {
+        let key = format!("users.{}", input::printable(user));
+        if let Err(err) = input::check_user_id(user) {
+            return invalid(&key, err.reason);
+        }
+        for id in &settings.channels {
+            if !config.channels.contains_key(id) && id != "log" {
+                return invalid(
+                    format!("{key}.channels"),
+                    format!("no channel `{}` is configured", input::printable(id)),
+                );
+            }
+        }
+        if let Some(channel) = &settings.default_channel {
+            let id = channel.split(':').next().unwrap_or_default();
+            if !config.channels.contains_key(id) {
+                return invalid(
+                    format!("{key}.default_channel"),
+                    format!("no channel `{}` is configured", input::printable(id)),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn consolidation(config: &Config) -> Result<(), ConfigError> {
+    let c = &config.consolidation;
+    not_blank("consolidation.cron", &c.cron)?;
+    zone("consolidation.timezone", &c.timezone)?;
+    range("consolidation.quiet_minutes", c.quiet_minutes, 0..=525_600)?;
+    range(
+        "consolidation.summary_budget_tokens",
+        c.summary_budget_tokens,
+        1..=1_000_000,
+    )?;
+    range(
+        "consolidation.summary_min_turns",
+        c.summary_min_turns,
+        1..=10_000,
+    )?;
+    range(
+        "consolidation.max_summary_chars",
+        c.max_summary_chars,
+        100..=1_000_000,
+    )?;
+    if !(0.0 < c.summary_target_ratio
+        && c.summary_target_ratio < c.summary_trigger_ratio
+        && c.summary_trigger_ratio <= 1.0)
+    {
+        return invalid(
+            "consolidation.summary_trigger_ratio",
+            "need 0 < summary_target_ratio < summary_trigger_ratio <= 1",
+        );
+    }
+    for (key, value) in [
+        ("consolidation.fact_retention_days", c.fact_retention_days),
+        (
+            "consolidation.conversation_retention_days",
+            c.conversation_retention_days,
+        ),
+        (
+            "consolidation.outbox_retention_days",
+            c.outbox_retention_days,
+        ),
+    ] {
+        range(key, value, 0..=36_500)?;
+    }
+    if let Some(dir) = &c.snapshot_dir {
+        not_blank("consolidation.snapshot_dir", dir)?;
+    }
+    range("consolidation.snapshot_keep", c.snapshot_keep, 1..=10_000)?;
+    Ok(())
+}
+
+/// The shape of each `[[schedules]]` entry; what it resolves to is `app::check`'s.
+fn schedules(config: &Config) -> Result<(), ConfigError> {
+    let mut names = std::collections::HashSet::new();
+    for (i, entry) in config.schedules.iter().enumerate() {
+        let key = |field: &str| format!("schedules[{i}].{field}");
+        let Some(name) = &entry.name else {
+            return invalid(key("name"), "every config schedule needs a name");
+        };
+        input::check_text("name", name, input::MAX_NAME_BYTES, Lines::One)
+            .or_else(|e| invalid(key("name"), e.reason))?;
+        if !names.insert(name.as_str()) {
+            return invalid(
+                key("name"),
+                format!("`{}` is declared twice", input::printable(name)),
+            );
+        }
+        let Some(user) = &entry.user else {
+            return invalid(key("user"), "every config schedule needs a user");
+        };
+        input::check_user_id(user).or_else(|e| invalid(key("user"), e.reason))?;
+        if entry.cadences_given() != 1 {
+            return invalid(key("cron"), "give exactly one of cron, every, at, when");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every numeric key of the file, with the section it is in.
+    const NUMERIC_KEYS: &[(&str, &str)] = &[
+        ("database", "busy_timeout_ms"),
+        ("database", "pool_size"),
+        ("database", "sync_interval_secs"),
+        ("memory", "max_text_bytes"),
+        ("memory", "chunk_chars"),
+        ("memory", "chunk_overlap_chars"),
+        ("memory", "recall_limit"),
+        ("memory", "max_payload_bytes"),
+        ("memory", "max_import_bytes"),
+        ("memory", "max_batch_events"),
+        ("search", "default_top_k"),
+        ("search", "max_top_k"),
+        ("search", "candidates"),
+        ("search", "vector_cache_mib"),
+        ("embedding", "dimensions"),
+        ("embedding", "max_length"),
+        ("embedding", "batch_size"),
+        ("embedding", "threads"),
+        ("scheduler", "min_interval_secs"),
+        ("scheduler", "max_per_user"),
+        ("scheduler", "max_concurrent"),
+        ("scheduler", "lease_secs"),
+        ("scheduler", "history_keep"),
+        ("scheduler", "default_timeout_secs"),
+        ("scheduler", "retry_base_secs"),
+        ("scheduler", "pause_after_failures"),
+        ("scheduler", "shutdown_grace_secs"),
+        ("scheduler", "change_check_ms"),
+        ("scheduler", "max_output_bytes"),
+        ("runtime", "timeout_secs"),
+        ("runtime", "connect_timeout_secs"),
+        ("runtime", "max_retries"),
+        ("runtime", "context_budget_tokens"),
+        ("runtime", "default_max_turns"),
+        ("runtime", "max_response_bytes"),
+        ("runtime", "max_tool_calls_per_turn"),
+        ("runtime", "max_tool_calls_per_run"),
+        ("notify", "failure_notice_after"),
+        ("notify", "max_attempts"),
+        ("notify", "backoff_base_ms"),
+        ("notify", "backoff_max_ms"),
+        ("notify", "ttl_high_secs"),
+        ("notify", "ttl_normal_secs"),
+        ("notify", "ttl_low_secs"),
+        ("notify", "max_in_flight"),
+        ("notify", "timeout_secs"),
+        ("notify", "max_message_chars"),
+        ("consolidation", "quiet_minutes"),
+        ("consolidation", "summary_budget_tokens"),
+        ("consolidation", "summary_min_turns"),
+        ("consolidation", "max_summary_chars"),
+        ("consolidation", "fact_retention_days"),
+        ("consolidation", "conversation_retention_days"),
+        ("consolidation", "outbox_retention_days"),
+        ("consolidation", "snapshot_keep"),
+    ];
+
+    proptest! {
+        /// Any integer for any numeric key gives a valid configuration or an error naming
+        /// that key; what is accepted stays within the bounds the code computes with
+        /// (milliseconds of a lease or a timeout never overflow).
+        #[test]
+        fn any_integer_for_any_key(
+            index in 0..NUMERIC_KEYS.len(),
+            value in prop_oneof![any::<i64>(), -2i64..100_000, Just(i64::MAX), Just(i64::MIN)],
+        ) {
+            let (section, key) = NUMERIC_KEYS[index];
+            let text = format!("[{section}]\n{key} = {value}\n");
+            match Config::from_toml(&text) {
+                Ok(config) => {
+                    let s = &config.scheduler;
+                    prop_assert!(s.lease_secs.checked_mul(1000).is_some());
+                    prop_assert!(s.default_timeout_secs.checked_mul(1000).is_some());
+                    prop_assert!(config.notify.ttl_high_secs.checked_mul(1000).is_some());
+                    prop_assert!(config.consolidation.fact_retention_days.checked_mul(86_400_000).is_some());
+                    prop_assert!(config.consolidation.quiet_minutes.checked_mul(60_000).is_some());
+                }
+                Err(err) => {
+                    let text = err.to_string();
+                    prop_assert!(text.contains(key), "{text}");
+                }
+            }
+        }
+
+        /// Any text at all is a configuration or an error; never a panic.
+        #[test]
+        fn any_text_is_a_config_or_an_error(text in any::<String>()) {
+            let _ = Config::from_toml(&text);
+        }
+    }
+
+    /// The list above names real keys (a typo would make the property test vacuous).
+    #[test]
+    fn every_listed_key_exists() {
+        for (section, key) in NUMERIC_KEYS {
+            let text = format!("[{section}]\n{key} = -1\n");
+            let err = Config::from_toml(&text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(!err.contains("unknown field"), "[{section}] {key}: {err}");
+        }
+    }
+}

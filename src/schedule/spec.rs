@@ -1,0 +1,106 @@
+//! From what a caller asks for ([`ScheduleSpec`]: the CLI's flags, a config entry, an API
+//! body) to a schedule to store: the cadence resolved from whichever way it was given,
+//! every error naming the field it came from.
+
+use chrono_tz::Tz;
+
+use super::cadence::{parse_duration, parse_instant, parse_zone, Cadence};
+use super::types::{NewSchedule, Source};
+use super::{Result, ScheduleError};
+use crate::input::printable;
+use crate::notify::router::split_channel;
+pub use crate::spec::ScheduleSpec;
+
+/// The ways a caller says when; exactly one of `cron`, `every`, `at`, `when` is given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CadenceSpec<'a> {
+    pub cron: Option<&'a str>,
+    pub tz: Option<&'a str>,
+    pub every: Option<&'a str>,
+    pub at: Option<&'a str>,
+    pub when: Option<&'a str>,
+}
+
+impl<'a> CadenceSpec<'a> {
+    pub fn of(spec: &'a ScheduleSpec) -> Self {
+        Self {
+            cron: spec.cron.as_deref(),
+            tz: spec.tz.as_deref(),
+            every: spec.every.as_deref(),
+            at: spec.at.as_deref(),
+            when: spec.when.as_deref(),
+        }
+    }
+
+    /// The cadence and, for natural language, the caller's own words.
+    pub fn resolve(&self, now_ms: i64, default_tz: &str) -> Result<(Cadence, Option<String>)> {
+        let field = |field: &'static str| move |source| ScheduleError::Cadence { field, source };
+        let tz_name = self.tz.unwrap_or(default_tz);
+        let tz: Tz = parse_zone(tz_name).map_err(field("tz"))?;
+        match (self.cron, self.every, self.at, self.when) {
+            (Some(expr), None, None, None) => {
+                Ok((Cadence::cron(expr, tz.name()).map_err(field("cron"))?, None))
+            }
+            (None, Some(every), None, None) => {
+                let every_secs = parse_duration(every).map_err(field("every"))?;
+                let cadence = Cadence::every(every_secs, now_ms, tz).ok_or_else(|| {
+                    ScheduleError::Cadence {
+                        field: "every",
+                        source: super::CadenceError::DurationTooLong(printable(every).into_owned()),
+                    }
+                })?;
+                Ok((cadence, None))
+            }
+            (None, None, Some(at), None) => {
+                let at = parse_instant(at, tz).map_err(field("at"))?;
+                Ok((Cadence::once(at, tz), None))
+            }
+            (None, None, None, Some(text)) => Ok((
+                super::natural::parse(text, now_ms, tz).map_err(field("when"))?,
+                Some(text.trim().to_string()),
+            )),
+            _ => Err(ScheduleError::Input(crate::input::InputError::new(
+                "cadence",
+                "give exactly one of cron, every, at, when",
+            ))),
+        }
+    }
+}
+
+/// The schedule a spec describes, for `user_id`, made by `source`. Resolves the cadence
+/// against `now_ms` (relative phrases, an interval's first run); the checks that depend
+/// on limits are [`super::validate`]'s.
+pub fn to_new_schedule(
+    spec: &ScheduleSpec,
+    user_id: &str,
+    source: Source,
+    now_ms: i64,
+    default_tz: &str,
+) -> Result<NewSchedule> {
+    let (cadence, cadence_text) = CadenceSpec::of(spec).resolve(now_ms, default_tz)?;
+    let mut new = NewSchedule::new(user_id, spec.goal.clone(), cadence);
+    new.name = spec.name.clone();
+    new.cadence_text = cadence_text;
+    new.source = source;
+    if let Some(channel) = &spec.channel {
+        let (id, context) = split_channel(channel);
+        new.channel_id = Some(id);
+        new.channel_context_id = context;
+    }
+    if let Some(notify) = spec.notify {
+        new.notify = notify;
+    }
+    if let Some(overlap) = spec.overlap {
+        new.overlap = overlap;
+    }
+    if let Some(catch_up) = spec.catch_up {
+        new.catch_up = catch_up;
+    }
+    if let Some(n) = spec.max_attempts {
+        new.max_attempts = n;
+    }
+    new.timeout_secs = spec.timeout_secs;
+    new.max_turns = spec.max_turns;
+    new.max_cost = spec.max_cost;
+    Ok(new)
+}

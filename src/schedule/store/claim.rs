@@ -1,0 +1,451 @@
+//! The claim that makes each occurrence run on exactly one worker: one transaction moves
+//! `next_run_at` on only if it is still what the worker saw, and inserts the run row,
+//! unique per occurrence. Policies (overlap, catch-up) decide here whether the occurrence
+//! runs or is recorded as skipped.
+
+use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
+use crate::db::{clock::to_rfc3339, query_scalar, WriteTx};
+use crate::ids;
+use crate::schedule::types::{CatchUp, Claim, Overlap, Schedule};
+use crate::schedule::{Cadence, Result};
+
+/// Missed occurrences run at most, for `catch_up = "all"`.
+pub const CATCH_UP_ALL_LIMIT: usize = 100;
+
+impl ScheduleStore {
+    /// Claims the occurrence `schedule.next_run_at` for `worker_id`, in one transaction:
+    /// moves `next_run_at` on only if it is still what this worker saw, and inserts the
+    /// run row, unique per occurrence. `None` when another worker got there first, or the
+    /// occurrence was skipped by policy (recorded as a `skipped` run).
+    pub async fn claim(
+        &self,
+        schedule: &Schedule,
+        worker_id: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>> {
+        let Some(scheduled_for) = schedule.next_run_at else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        // Worked out before the transaction: it holds the write lock.
+        let AfterClaim { next, passed_over } = after_claim(schedule, scheduled_for, now);
+        let conn = self.db.conn().await?;
+        // Its first statement moves the occurrence on: a write.
+        let tx = conn.write_tx_writing_first().await?;
+        // Moving the occurrence on comes first: a worker that lost the race to another, or
+        // a schedule whose occurrence waits for its running run, finds out in this one
+        // statement. Waiting: with buffer_one, or catch_up = "all" (every occurrence runs,
+        // one after another), an occurrence due while the previous one runs stays pending
+        // and runs when that run finishes; with buffer_one, further occurrences missed
+        // meanwhile fold into it.
+        let moved = tx
+            .execute(
+                &format!(
+                    "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5
+                     WHERE schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'
+                     AND NOT {WAITS_BEHIND_RUNNING}"
+                ),
+                libsql::params![
+                    schedule.schedule_id.as_str(),
+                    scheduled_for,
+                    next,
+                    // A one-shot stays active until its run finishes (then completed or failed).
+                    "active",
+                    now
+                ],
+            )
+            .await?;
+        if moved == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        if let Some(passed) = passed_over {
+            record_skipped(
+                &tx,
+                &schedule.schedule_id,
+                passed.first,
+                worker_id,
+                now,
+                &passed.reason(),
+            )
+            .await?;
+        }
+        // Only overlap = "skip" needs to know about a run still going (buffer_one and
+        // catch_up = "all" were left out above; "allow" runs anyway).
+        let running: i64 = if schedule.overlap == Overlap::Skip && schedule.catch_up != CatchUp::All
+        {
+            query_scalar(
+                &tx,
+                "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
+                [schedule.schedule_id.as_str()],
+            )
+            .await?
+            .unwrap_or(0)
+        } else {
+            0
+        };
+        let run_id = ids::new_id("run");
+        let skip_reason = if running > 0 && schedule.overlap == Overlap::Skip {
+            Some("the previous run was still running (overlap = skip)")
+        } else if schedule.catch_up == CatchUp::Skip && missed(schedule, scheduled_for, now) {
+            Some("missed while no worker was running (catch_up = skip)")
+        } else {
+            None
+        };
+        if let Some(reason) = skip_reason {
+            record_skipped(
+                &tx,
+                &schedule.schedule_id,
+                scheduled_for,
+                worker_id,
+                now,
+                reason,
+            )
+            .await?;
+            if next.is_none() {
+                tx.execute(
+                    "UPDATE schedules SET status = 'completed', status_reason = ?2 WHERE schedule_id = ?1",
+                    libsql::params![schedule.schedule_id.as_str(), reason],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            return Ok(None);
+        }
+        let inserted = tx
+            .execute(
+                "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, attempt, status,
+                 worker_id, lease_expires_at, started_at) VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6)
+                 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+                libsql::params![
+                    run_id.as_str(),
+                    schedule.schedule_id.as_str(),
+                    scheduled_for,
+                    worker_id,
+                    now + lease_ms,
+                    now
+                ],
+            )
+            .await?;
+        if inserted == 0 {
+            // This occurrence already has a run (it was claimed before): never again.
+            tx.commit().await?;
+            return Ok(None);
+        }
+        tx.commit().await?;
+        let mut schedule = schedule.clone();
+        schedule.next_run_at = next;
+        Ok(Some(Claim {
+            run_id,
+            schedule,
+            scheduled_for,
+            attempt: 1,
+        }))
+    }
+}
+
+/// Records the occurrence `scheduled_for` as skipped by policy, for `reason`; an
+/// occurrence that already has a run keeps it.
+async fn record_skipped(
+    tx: &WriteTx,
+    schedule_id: &str,
+    scheduled_for: i64,
+    worker_id: &str,
+    now: i64,
+    reason: &str,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         started_at, finished_at, error) VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6)
+         ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+        libsql::params![
+            ids::new_id("run"),
+            schedule_id,
+            scheduled_for,
+            worker_id,
+            now,
+            reason
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// True when `scheduled_for` was missed: a later occurrence is already due.
+fn missed(schedule: &Schedule, scheduled_for: i64, now: i64) -> bool {
+    schedule
+        .cadence
+        .next_after(scheduled_for)
+        .is_some_and(|following| following <= now)
+}
+
+/// What claiming an occurrence does to the schedule, by its catch-up policy.
+struct AfterClaim {
+    /// Where `next_run_at` goes.
+    next: Option<i64>,
+    /// Missed occurrences passed over without a run of their own (`catch_up = "all"`
+    /// beyond its limit).
+    passed_over: Option<PassedOver>,
+}
+
+/// Missed occurrences `catch_up = "all"` passes over, all but the last
+/// [`CATCH_UP_ALL_LIMIT`]: recorded as one `skipped` run at the first of them, so the
+/// schedule's history accounts for every occurrence.
+struct PassedOver {
+    first: i64,
+    last: i64,
+    count: usize,
+    /// The count stopped at [`MAX_COUNTED_STEPS`]: there were more.
+    at_least: bool,
+}
+
+impl PassedOver {
+    fn reason(&self) -> String {
+        format!(
+            "{}{} missed occurrence(s) from {} to {} passed over: catch_up = all runs at most \
+             the last {CATCH_UP_ALL_LIMIT}",
+            if self.at_least { "at least " } else { "" },
+            self.count,
+            to_rfc3339(self.first),
+            to_rfc3339(self.last)
+        )
+    }
+}
+
+/// Where `next_run_at` goes once `scheduled_for` is claimed, by the catch-up policy.
+fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim {
+    let cadence = &schedule.cadence;
+    match schedule.catch_up {
+        // Each missed occurrence runs in turn, but never more than the last 100.
+        CatchUp::All => {
+            let missed = missed_since(cadence, scheduled_for, now);
+            AfterClaim {
+                next: missed.recent.first().copied().or(missed.after_now),
+                passed_over: missed.passed_over,
+            }
+        }
+        // Missed occurrences fold into this one; the next is the first one after now.
+        CatchUp::Once | CatchUp::Skip => AfterClaim {
+            next: cadence.next_after(now.max(scheduled_for)),
+            passed_over: None,
+        },
+    }
+}
+
+/// The occurrences after `scheduled_for` that are already due at `now`.
+struct Missed {
+    /// The last [`CATCH_UP_ALL_LIMIT`] of them, oldest first.
+    recent: Vec<i64>,
+    /// The ones before those.
+    passed_over: Option<PassedOver>,
+    /// The first occurrence after `now`.
+    after_now: Option<i64>,
+}
+
+/// Finds the missed occurrences without walking every one of them when there are many:
+/// an interval's are counted by arithmetic, a cron expression's from a window before
+/// `now` that widens until it holds the last [`CATCH_UP_ALL_LIMIT`] (a worker that was
+/// down for a year must not walk half a million minutes while holding up the others).
+fn missed_since(cadence: &Cadence, scheduled_for: i64, now: i64) -> Missed {
+    let after_now = cadence.next_after(now);
+    // Walks from `from` (exclusive) up to `now`, keeping the last LIMIT.
+    let walk = |from: i64| {
+        let mut recent = std::collections::VecDeque::with_capacity(CATCH_UP_ALL_LIMIT + 1);
+        let mut dropped: Option<(i64, i64, usize)> = None;
+        let mut at = cadence.next_after(from);
+        while let Some(t) = at.filter(|&t| t <= now) {
+            recent.push_back(t);
+            if recent.len() > CATCH_UP_ALL_LIMIT {
+                let oldest = recent.pop_front().expect("over the limit");
+                let d = dropped.get_or_insert((oldest, oldest, 0));
+                d.1 = oldest;
+                d.2 += 1;
+            }
+            at = cadence.next_after(t);
+        }
+        (Vec::from(recent), dropped)
+    };
+    if let Cadence::Interval {
+        every_secs, anchor, ..
+    } = cadence
+    {
+        let every = every_secs.saturating_mul(1000).max(1);
+        // Occurrences k with scheduled_for < anchor + k*every <= now.
+        let first_k = if scheduled_for < *anchor {
+            0
+        } else {
+            (scheduled_for - anchor) / every + 1
+        };
+        let last_k = if now < *anchor {
+            -1
+        } else {
+            (now - anchor) / every
+        };
+        let count = (last_k - first_k + 1).max(0);
+        let keep = count.min(CATCH_UP_ALL_LIMIT as i64);
+        let recent: Vec<i64> = ((last_k - keep + 1)..=last_k)
+            .filter_map(|k| anchor.checked_add(k.checked_mul(every)?))
+            .collect();
+        let passed = count - keep;
+        let passed_over = (passed > 0).then(|| PassedOver {
+            first: anchor + first_k * every,
+            last: anchor + (first_k + passed - 1) * every,
+            count: passed as usize,
+            at_least: false,
+        });
+        return Missed {
+            recent,
+            passed_over,
+            after_now,
+        };
+    }
+    // A cron expression: look back from `now` in a window that doubles until it holds
+    // more than the limit (or reaches back to `scheduled_for`).
+    let mut window: i64 = 3_600_000;
+    loop {
+        let from = now.saturating_sub(window);
+        if from <= scheduled_for {
+            let (recent, dropped) = walk(scheduled_for);
+            return Missed {
+                recent,
+                passed_over: dropped.map(|(first, last, count)| PassedOver {
+                    first,
+                    last,
+                    count,
+                    at_least: false,
+                }),
+                after_now,
+            };
+        }
+        let (recent, dropped) = walk(from);
+        if let Some((_, last_dropped, in_window)) = dropped {
+            // More than the limit in the window: those before the last LIMIT, and every
+            // occurrence between `scheduled_for` and the window, are passed over. The
+            // ones before the window are counted up to a bound (each is a step of the
+            // cron evaluator), past which the count says "at least".
+            let mut count = in_window;
+            let mut first = None;
+            let mut at = cadence.next_after(scheduled_for);
+            let mut steps = 0usize;
+            let mut at_least = false;
+            while let Some(t) = at.filter(|&t| t <= from) {
+                first.get_or_insert(t);
+                count += 1;
+                steps += 1;
+                if steps >= MAX_COUNTED_STEPS {
+                    at_least = true;
+                    break;
+                }
+                at = cadence.next_after(t);
+            }
+            return Missed {
+                recent,
+                passed_over: Some(PassedOver {
+                    first: first.unwrap_or(last_dropped),
+                    last: last_dropped,
+                    count,
+                    at_least,
+                }),
+                after_now,
+            };
+        }
+        window = window.saturating_mul(2);
+    }
+}
+
+/// Occurrences before the look-back window counted one by one at most (ten weeks of
+/// every-minute occurrences); past that the record says "at least".
+const MAX_COUNTED_STEPS: usize = 100_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(cadence: Cadence) -> Schedule {
+        let mut new = crate::schedule::types::NewSchedule::new("u", "g", cadence);
+        new.catch_up = CatchUp::All;
+        Schedule {
+            schedule_id: "sch-1".into(),
+            user_id: new.user_id,
+            name: None,
+            goal: new.goal,
+            cadence: new.cadence,
+            cadence_text: None,
+            source: new.source,
+            notify: new.notify,
+            overlap: new.overlap,
+            catch_up: new.catch_up,
+            max_attempts: 3,
+            timeout_secs: None,
+            max_turns: None,
+            max_cost: None,
+            status: crate::schedule::types::ScheduleStatus::Active,
+            status_reason: None,
+            created_at: 0,
+            updated_at: 0,
+            next_run_at: None,
+            last_run_at: None,
+            last_run_status: None,
+            consecutive_failures: 0,
+            channel_id: None,
+            channel_context_id: None,
+        }
+    }
+
+    /// The arithmetic and windowed searches agree with walking every occurrence.
+    #[test]
+    fn missed_occurrences_match_a_walk_of_every_one() {
+        let start = 1_767_225_600_000; // 2026-01-01
+        let cadences = [
+            Cadence::Interval {
+                every_secs: 60,
+                anchor: start,
+                tz: "UTC".into(),
+            },
+            Cadence::cron("*/5 * * * *", "UTC").unwrap(),
+            Cadence::cron("0 9 * * 1-5", "Europe/Lisbon").unwrap(),
+        ];
+        for cadence in cadences {
+            let s = schedule(cadence.clone());
+            for hours in [0i64, 1, 5, 30, 200, 2000] {
+                let now = start + hours * 3_600_000 + 1234;
+                let first = cadence.next_after(start - 1).unwrap();
+                let mut all = Vec::new();
+                let mut at = cadence.next_after(first);
+                while let Some(t) = at.filter(|&t| t <= now) {
+                    all.push(t);
+                    at = cadence.next_after(t);
+                }
+                let after = after_claim(&s, first, now);
+                let keep = all.len().min(CATCH_UP_ALL_LIMIT);
+                let expected_next = all[all.len() - keep..]
+                    .first()
+                    .copied()
+                    .or(cadence.next_after(now));
+                assert_eq!(after.next, expected_next, "{cadence:?} {hours}h");
+                let passed = all.len() - keep;
+                match after.passed_over {
+                    None => assert_eq!(passed, 0, "{cadence:?} {hours}h"),
+                    Some(p) => {
+                        assert_eq!(p.count, passed, "{cadence:?} {hours}h");
+                        assert_eq!(p.first, all[0]);
+                        assert_eq!(p.last, all[passed - 1]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Months of missed occurrences are accounted for within a bounded amount of work.
+    #[test]
+    fn a_long_downtime_is_bounded() {
+        let start = 1_767_225_600_000;
+        let s = schedule(Cadence::cron("*/5 * * * *", "UTC").unwrap());
+        let now = start + 120 * 86_400_000;
+        let after = after_claim(&s, start, now);
+        let passed = after.passed_over.unwrap();
+        assert_eq!(passed.count, 120 * 288 - CATCH_UP_ALL_LIMIT);
+        assert!(!passed.at_least);
+        assert_eq!(after.next, Some(now - 99 * 300_000));
+    }
+}

@@ -1,0 +1,104 @@
+//! New schedules: validated, counted against the user's limit, and stored with their first
+//! run, in one transaction (or inside a caller's, for config sync's all-or-nothing).
+
+use super::ScheduleStore;
+use crate::access::Actor;
+use crate::db::{query_scalar, WriteTx};
+use crate::ids;
+use crate::input::InputError;
+use crate::schedule::types::{NewSchedule, Schedule};
+use crate::schedule::validate::check_new;
+use crate::schedule::{Result, ScheduleError};
+
+const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, cadence_json,
+    cadence_text, source, notify, overlap, catch_up, max_attempts, timeout_secs, max_turns,
+    max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
+    last_run_status, consecutive_failures, channel_id, channel_context_id)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
+    ?15, ?16, NULL, NULL, 0, ?17, ?18)";
+
+impl ScheduleStore {
+    /// Validates and stores a schedule for the actor; its first run is the cadence's next
+    /// occurrence. A user may create schedules only for themselves.
+    pub async fn create(&self, actor: &Actor, new: &NewSchedule) -> Result<Schedule> {
+        if !actor.may_act_for(&new.user_id) {
+            return Err(
+                InputError::new("user", "a user may create schedules only for themselves").into(),
+            );
+        }
+        let now = self.clock.now_ms();
+        check_new(new, now, &self.limits)?;
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let schedule_id = match self.create_in(&tx, new, now).await {
+            Ok(id) => id,
+            Err(err) => {
+                tx.rollback().await?;
+                return Err(err);
+            }
+        };
+        tx.commit().await?;
+        self.load(&schedule_id).await
+    }
+
+    /// Stores an already validated schedule inside the caller's transaction; returns its
+    /// id. Refused when the user is at their limit.
+    pub(crate) async fn create_in(
+        &self,
+        tx: &WriteTx,
+        new: &NewSchedule,
+        now: i64,
+    ) -> Result<String> {
+        let count: i64 = query_scalar(
+            tx,
+            "SELECT count(*) FROM schedules WHERE user_id = ?1 AND status IN ('active', 'paused')",
+            [new.user_id.as_str()],
+        )
+        .await?
+        .unwrap_or(0);
+        if count >= self.limits.max_per_user {
+            return Err(ScheduleError::TooMany {
+                user_id: new.user_id.clone(),
+                limit: self.limits.max_per_user,
+            });
+        }
+        let schedule_id = ids::new_id("sch");
+        let cadence_json = serde_json::to_string(&new.cadence)
+            .map_err(|e| InputError::new("cadence", format!("cannot be stored: {e}")))?;
+        tx.execute(
+            INSERT,
+            libsql::params![
+                schedule_id.as_str(),
+                new.user_id.as_str(),
+                new.name.as_deref(),
+                new.goal.as_str(),
+                cadence_json,
+                new.cadence_text.as_deref(),
+                new.source.as_str(),
+                new.notify.as_str(),
+                new.overlap.as_str(),
+                new.catch_up.as_str(),
+                new.max_attempts,
+                new.timeout_secs,
+                new.max_turns,
+                new.max_cost,
+                now,
+                new.cadence.next_after(now),
+                new.channel_id.as_deref(),
+                new.channel_context_id.as_deref()
+            ],
+        )
+        .await?;
+        Ok(schedule_id)
+    }
+
+    /// Deletes a schedule inside the caller's transaction (config sync).
+    pub(crate) async fn delete_in(&self, tx: &WriteTx, schedule_id: &str) -> Result<()> {
+        tx.execute(
+            "DELETE FROM schedules WHERE schedule_id = ?1",
+            [schedule_id],
+        )
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,219 @@
+//! Recording a finished attempt: the run row, the schedule's counters and status, the
+//! run's transcript and the messages it calls for, in one transaction.
+
+use super::ScheduleStore;
+use crate::db::query_scalar;
+use crate::memory::{Memory, NewEvent};
+use crate::notify::router::Recipient;
+use crate::schedule::types::{Claim, RunOutcome, RunStatus};
+use crate::schedule::{Cadence, Result, ScheduleError};
+use crate::text::{cut_with_note, truncate_chars};
+
+/// Characters of output kept in `output_summary`.
+const SUMMARY_CHARS: usize = 500;
+
+/// A finished run's conversation (its goal and the agent's turns), stored by
+/// [`ScheduleStore::finish_with`] in the transaction that records the run: a run is never kept
+/// without its transcript because a crash came between two transactions.
+pub struct Transcript<'a> {
+    pub memory: &'a Memory,
+    pub user_id: &'a str,
+    pub session_id: &'a str,
+    pub events: &'a [NewEvent],
+}
+
+impl ScheduleStore {
+    /// Records a finished attempt and updates the schedule, in one transaction. `worker`
+    /// is the worker that must still hold the run (`None`: whoever holds it). Returns
+    /// false when the run was no longer this worker's to finish.
+    pub async fn finish(
+        &self,
+        claim: &Claim,
+        worker: Option<&str>,
+        outcome: &RunOutcome,
+        pause_after_failures: i64,
+    ) -> Result<bool> {
+        self.finish_with(claim, worker, outcome, pause_after_failures, None)
+            .await
+    }
+
+    /// As [`ScheduleStore::finish`], storing the run's transcript in the same
+    /// transaction. A transcript that cannot be stored fails it all
+    /// ([`ScheduleError::Transcript`]), nothing written.
+    pub async fn finish_with(
+        &self,
+        claim: &Claim,
+        worker: Option<&str>,
+        outcome: &RunOutcome,
+        pause_after_failures: i64,
+        transcript: Option<&Transcript<'_>>,
+    ) -> Result<bool> {
+        let now = self.clock.now_ms();
+        let status = outcome.status.unwrap_or(RunStatus::Failed);
+        // A runtime's answer is kept up to a documented size, the rest cut with a note.
+        let output = outcome
+            .output
+            .as_deref()
+            .map(|o| cut_with_note(o, self.limits.max_output_bytes));
+        let summary = output
+            .as_deref()
+            .map(|o| truncate_chars(o.trim(), SUMMARY_CHARS).to_string());
+        let conn = self.db.conn().await?;
+        // Its first statement records the run: a write.
+        let tx = conn.write_tx_writing_first().await?;
+        let updated = tx
+            .execute(
+                "UPDATE schedule_runs SET status = ?2, finished_at = ?3, output_summary = ?4,
+                 output = ?5, error = ?6, turn_count = ?7, prompt_tokens = ?8,
+                 completion_tokens = ?9, cost = ?10, lease_expires_at = NULL
+                 WHERE run_id = ?1 AND status = 'running' AND (?11 IS NULL OR worker_id = ?11)",
+                libsql::params![
+                    claim.run_id.as_str(),
+                    status.as_str(),
+                    now,
+                    summary,
+                    output.as_deref(),
+                    outcome.error.as_deref(),
+                    outcome.turn_count,
+                    outcome.prompt_tokens,
+                    outcome.completion_tokens,
+                    outcome.cost,
+                    worker
+                ],
+            )
+            .await?;
+        if updated == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let one_shot = matches!(claim.schedule.cadence, Cadence::Once { .. });
+        let (failures, new_status, reason): (i64, Option<&str>, Option<String>) =
+            if status.is_success() {
+                (0, one_shot.then_some("completed"), None)
+            } else {
+                let failures: i64 = query_scalar(
+                    &tx,
+                    "SELECT consecutive_failures + 1 FROM schedules WHERE schedule_id = ?1",
+                    [claim.schedule.schedule_id.as_str()],
+                )
+                .await?
+                .unwrap_or(1);
+                if one_shot {
+                    (
+                        failures,
+                        Some("failed"),
+                        Some(format!("the one-shot run ended {status}")),
+                    )
+                } else if failures >= pause_after_failures {
+                    (
+                        failures,
+                        Some("paused"),
+                        Some(format!("paused after {failures} consecutive failed runs")),
+                    )
+                } else {
+                    (failures, None, None)
+                }
+            };
+        let mut announced = false;
+        if let Some((router, _)) = &self.notifications {
+            let plan = router.plan(&Recipient {
+                user_id: &claim.schedule.user_id,
+                schedule_id: &claim.schedule.schedule_id,
+                channel_id: claim.schedule.channel_id.as_deref(),
+                channel_context_id: claim.schedule.channel_context_id.as_deref(),
+            });
+            announced = self
+                .announce(
+                    &tx,
+                    claim,
+                    &plan,
+                    status,
+                    outcome,
+                    output.as_deref(),
+                    failures,
+                    new_status.is_some_and(|s| s == "paused"),
+                    reason.as_deref(),
+                    now,
+                )
+                .await?;
+        }
+        tx.execute(
+            "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
+             status = CASE WHEN ?5 IS NOT NULL AND status = 'active' THEN ?5 ELSE status END,
+             status_reason = CASE WHEN ?5 IS NOT NULL AND status = 'active' THEN ?6 ELSE status_reason END,
+             updated_at = ?2
+             WHERE schedule_id = ?1",
+            libsql::params![
+                claim.schedule.schedule_id.as_str(),
+                now,
+                status.as_str(),
+                failures,
+                new_status,
+                reason
+            ],
+        )
+        .await?;
+        let mut appended = None;
+        if let Some(transcript) = transcript {
+            let stored = transcript
+                .memory
+                .append_in(
+                    &tx,
+                    transcript.user_id,
+                    transcript.session_id,
+                    transcript.events,
+                )
+                .await
+                .map_err(ScheduleError::Transcript)?;
+            appended = Some((transcript.memory, stored));
+        }
+        tx.commit().await?;
+        if let Some((memory, stored)) = appended {
+            memory.appended(&stored);
+        }
+        // Pruned after the commit, on its own: on a server a statement inside the
+        // transaction holds the write lock (shared by every worker) for a network round
+        // trip, and a statement on its own only while the server runs it. A prune lost to
+        // a crash here is done by the schedule's next finished run.
+        drop(conn);
+        if let Err(err) = self.prune_runs(Some(&claim.schedule.schedule_id)).await {
+            tracing::warn!(schedule_id = %claim.schedule.schedule_id, %err, "cannot prune the schedule's run history");
+        }
+        if announced {
+            if let Some((_, sender)) = &self.notifications {
+                sender.notify_one();
+            }
+        }
+        Ok(true)
+    }
+
+    /// Deletes finished runs beyond the newest `history_keep` of one schedule, or of every
+    /// schedule (the consolidation's prune pass). Returns how many went.
+    pub async fn prune_runs(&self, schedule_id: Option<&str>) -> Result<u64> {
+        let conn = self.db.conn().await?;
+        let deleted = match schedule_id {
+            Some(schedule_id) => {
+                conn.execute(
+                    "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
+                     AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
+                                        ORDER BY scheduled_for DESC LIMIT ?2)",
+                    libsql::params![schedule_id, self.limits.history_keep],
+                )
+                .await?
+            }
+            None => {
+                conn.execute(
+                    "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
+                         SELECT run_id FROM (
+                             SELECT run_id, row_number() OVER (
+                                 PARTITION BY schedule_id ORDER BY scheduled_for DESC) AS n
+                             FROM schedule_runs)
+                         WHERE n > ?1)",
+                    [self.limits.history_keep],
+                )
+                .await?
+            }
+        };
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,163 @@
+//! Schedules and runs in the database (seed 000's SchedulerStore), one concern a file:
+//!
+//! - [`create`](self::create): new schedules, one at a time or inside a caller's transaction;
+//! - [`query`](self::query): reading schedules and runs, what is due, when to wake;
+//! - [`control`](self::control): pause, resume, run now, delete — a user's own only;
+//! - [`claim`](self::claim): the claim that makes each occurrence run on exactly one worker;
+//! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
+//! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown.
+
+mod announce;
+mod claim;
+mod control;
+mod create;
+mod finish;
+mod query;
+mod recovery;
+
+use std::sync::Arc;
+
+pub use finish::Transcript;
+pub use query::{NextWake, ScheduleFilter};
+
+use super::types::{Run, Schedule};
+use super::validate::StoreLimits;
+use super::{Result, ScheduleError};
+use crate::access::Actor;
+use crate::db::clock::Clock;
+use crate::db::{json_column, text_column, Db, DbError, FromRow};
+use crate::notify::router::Router;
+
+#[derive(Clone)]
+pub struct ScheduleStore {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    limits: StoreLimits,
+    /// Where finished runs are announced (the outbox), and who to wake when one is.
+    notifications: Option<(Arc<Router>, Arc<tokio::sync::Notify>)>,
+}
+
+/// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
+/// going: with `overlap = "buffer_one"` or `catch_up = "all"` a claim would only find the
+/// running run and give up, so the scheduler does not try (the claim checks again, inside
+/// its transaction, for a run that started meanwhile).
+const WAITS_BEHIND_RUNNING: &str =
+    "((schedules.overlap = 'buffer_one' OR schedules.catch_up = 'all')
+     AND EXISTS (SELECT 1 FROM schedule_runs r
+                 WHERE r.schedule_id = schedules.schedule_id AND r.status = 'running'))";
+
+impl FromRow for Schedule {
+    const COLUMNS: &'static str =
+        "schedule_id, user_id, name, goal, cadence_json, cadence_text, source, notify,
+        overlap, catch_up, max_attempts, timeout_secs, max_turns, max_cost, status, status_reason,
+        created_at, updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures,
+        channel_id, channel_context_id";
+
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        let last: Option<String> = row.get(20)?;
+        Ok(Schedule {
+            schedule_id: row.get(0)?,
+            user_id: row.get(1)?,
+            name: row.get(2)?,
+            goal: row.get(3)?,
+            cadence: json_column(row, 4, "cadence")?,
+            cadence_text: row.get(5)?,
+            source: text_column(row, 6, "schedule source")?,
+            notify: text_column(row, 7, "notify policy")?,
+            overlap: text_column(row, 8, "overlap policy")?,
+            catch_up: text_column(row, 9, "catch-up policy")?,
+            max_attempts: row.get(10)?,
+            timeout_secs: row.get(11)?,
+            max_turns: row.get(12)?,
+            max_cost: row.get(13)?,
+            status: text_column(row, 14, "schedule status")?,
+            status_reason: row.get(15)?,
+            created_at: row.get(16)?,
+            updated_at: row.get(17)?,
+            next_run_at: row.get(18)?,
+            last_run_at: row.get(19)?,
+            last_run_status: last
+                .map(|s| {
+                    s.parse().map_err(|reason| DbError::Corrupt {
+                        what: "run status".into(),
+                        reason,
+                    })
+                })
+                .transpose()?,
+            consecutive_failures: row.get(21)?,
+            channel_id: row.get(22)?,
+            channel_context_id: row.get(23)?,
+        })
+    }
+}
+
+impl FromRow for Run {
+    const COLUMNS: &'static str = "run_id, schedule_id, scheduled_for, attempt, status, worker_id,
+        started_at, finished_at, output_summary, output, error, turn_count, prompt_tokens,
+        completion_tokens, cost, notified";
+
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        Ok(Run {
+            run_id: row.get(0)?,
+            schedule_id: row.get(1)?,
+            scheduled_for: row.get(2)?,
+            attempt: row.get(3)?,
+            status: text_column(row, 4, "run status")?,
+            worker_id: row.get(5)?,
+            started_at: row.get(6)?,
+            finished_at: row.get(7)?,
+            output_summary: row.get(8)?,
+            output: row.get(9)?,
+            error: row.get(10)?,
+            turn_count: row.get(11)?,
+            prompt_tokens: row.get(12)?,
+            completion_tokens: row.get(13)?,
+            cost: row.get(14)?,
+            notified: row.get::<i64>(15)? != 0,
+        })
+    }
+}
+
+impl ScheduleStore {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, limits: StoreLimits) -> Self {
+        Self {
+            db,
+            clock,
+            limits,
+            notifications: None,
+        }
+    }
+
+    /// Records a notification in the outbox with every finished run, in the same
+    /// transaction, and wakes `sender` after the commit.
+    pub fn with_notifications(
+        mut self,
+        router: Arc<Router>,
+        sender: Arc<tokio::sync::Notify>,
+    ) -> Self {
+        self.notifications = Some((router, sender));
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn limits(&self) -> &StoreLimits {
+        &self.limits
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// A schedule the actor may act on; another user's is reported exactly like one that
+    /// does not exist.
+    pub async fn get(&self, actor: &Actor, schedule_id: &str) -> Result<Schedule> {
+        let schedule = self.load(schedule_id).await?;
+        if !actor.may_act_for(&schedule.user_id) {
+            return Err(ScheduleError::NotFound(schedule_id.to_string()));
+        }
+        Ok(schedule)
+    }
+}

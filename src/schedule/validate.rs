@@ -1,0 +1,90 @@
+//! The checks a schedule passes before it is stored or changed, the same for every door:
+//! the user id, goal and name by the common text rules, every number within its documented
+//! range, and the cadence (it must run, within ten years, never more often than the
+//! minimum interval).
+
+use super::types::NewSchedule;
+use super::{Result, ScheduleError};
+use crate::input::{self, Lines};
+
+/// Largest goal accepted, in bytes.
+pub const MAX_GOAL_BYTES: usize = 16 * 1024;
+/// Attempts of one occurrence.
+pub const MAX_ATTEMPTS: i64 = 20;
+/// Longest deadline of one attempt: a day.
+pub const MAX_TIMEOUT_SECS: i64 = 86_400;
+/// Most tool-loop turns one run may take.
+pub const MAX_TURNS: i64 = 1000;
+/// Highest cost limit accepted.
+pub const MAX_COST: f64 = 1_000_000.0;
+
+/// Limits the store enforces.
+#[derive(Debug, Clone)]
+pub struct StoreLimits {
+    pub min_interval_secs: i64,
+    pub max_per_user: i64,
+    /// Finished runs kept per schedule; older ones go when a run is recorded.
+    pub history_keep: i64,
+    /// Largest runtime answer kept with a run, in bytes; the rest is cut with a note.
+    pub max_output_bytes: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self {
+            min_interval_secs: 60,
+            max_per_user: 50,
+            history_keep: 50,
+            max_output_bytes: 65_536,
+        }
+    }
+}
+
+/// Everything about a schedule but its cadence's timing (see [`check_cadence`]).
+pub fn check_fields(new: &NewSchedule) -> Result<()> {
+    input::check_user_id(&new.user_id)?;
+    input::check_text("goal", &new.goal, MAX_GOAL_BYTES, Lines::Many)?;
+    if let Some(name) = &new.name {
+        input::check_text("name", name, input::MAX_NAME_BYTES, Lines::One)?;
+    }
+    if let Some(text) = &new.cadence_text {
+        input::check_text("when", text, input::MAX_QUERY_BYTES, Lines::One)?;
+    }
+    input::check_range("max_attempts", new.max_attempts, 1..=MAX_ATTEMPTS)?;
+    if let Some(t) = new.timeout_secs {
+        input::check_range("timeout_secs", t, 1..=MAX_TIMEOUT_SECS)?;
+    }
+    if let Some(t) = new.max_turns {
+        input::check_range("max_turns", t, 1..=MAX_TURNS)?;
+    }
+    if let Some(c) = new.max_cost {
+        input::check_amount("max_cost", c, MAX_COST)?;
+    }
+    if let Some(id) = &new.channel_id {
+        input::check_id("channel", id)?;
+    }
+    if let Some(context) = &new.channel_context_id {
+        input::check_id("channel context", context)?;
+    }
+    Ok(())
+}
+
+/// The cadence must run after `now`, within ten years, no more often than the minimum.
+pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Result<()> {
+    // The field the caller used, so the error names it.
+    let field = match (&new.cadence_text, &new.cadence) {
+        (Some(_), _) => "when",
+        (None, super::Cadence::Cron { .. }) => "cron",
+        (None, super::Cadence::Once { .. }) => "at",
+        (None, super::Cadence::Interval { .. }) => "every",
+    };
+    new.cadence
+        .validate(now_ms, limits.min_interval_secs)
+        .map_err(|source| ScheduleError::Cadence { field, source })
+}
+
+/// Both: what `create` checks before it writes.
+pub fn check_new(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Result<()> {
+    check_fields(new)?;
+    check_cadence(new, now_ms, limits)
+}

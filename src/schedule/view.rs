@@ -1,0 +1,156 @@
+//! Schedules and runs as every front door shows them (the CLI's `--json`, the HTTP API, the
+//! MCP tools): times as RFC 3339 in the schedule's own zone, the cadence in words, and the
+//! next runs.
+
+use chrono_tz::Tz;
+use serde::Serialize;
+
+use super::cadence::render;
+use super::types::{
+    CatchUp, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
+};
+use super::Cadence;
+
+/// Next runs a listing shows per schedule; `show` shows [`SHOW_NEXT_RUNS`].
+pub const LIST_NEXT_RUNS: usize = 1;
+pub const SHOW_NEXT_RUNS: usize = 5;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleView {
+    pub schedule_id: String,
+    pub user_id: String,
+    pub name: Option<String>,
+    pub goal: String,
+    pub cadence: Cadence,
+    /// The caller's own words, when the cadence came from natural language.
+    pub cadence_text: Option<String>,
+    /// The cadence in plain words.
+    pub description: String,
+    /// The zone every time below is shown in.
+    pub timezone: String,
+    pub source: Source,
+    pub notify: NotifyPolicy,
+    pub overlap: Overlap,
+    pub catch_up: CatchUp,
+    pub max_attempts: i64,
+    pub timeout_secs: Option<i64>,
+    pub max_turns: Option<i64>,
+    pub max_cost: Option<f64>,
+    pub status: ScheduleStatus,
+    /// Why it is paused, completed or failed (a pause's note).
+    pub status_reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub next_run_at: Option<String>,
+    pub last_run_at: Option<String>,
+    pub last_run_status: Option<RunStatus>,
+    pub consecutive_failures: i64,
+    pub channel_id: Option<String>,
+    pub channel_context_id: Option<String>,
+    /// The next occurrences, first `next_run_at`.
+    pub next_runs: Vec<String>,
+}
+
+impl ScheduleView {
+    /// The schedule with up to `preview` next runs.
+    pub fn new(schedule: &Schedule, preview: usize) -> Self {
+        let tz = schedule.cadence.zone();
+        let mut next_runs = Vec::new();
+        let mut t = schedule.next_run_at;
+        while let Some(at) = t {
+            if next_runs.len() >= preview {
+                break;
+            }
+            next_runs.push(render(at, tz));
+            t = schedule.cadence.next_after(at);
+        }
+        let show = |ms: i64| render(ms, tz);
+        Self {
+            schedule_id: schedule.schedule_id.clone(),
+            user_id: schedule.user_id.clone(),
+            name: schedule.name.clone(),
+            goal: schedule.goal.clone(),
+            cadence: schedule.cadence.clone(),
+            cadence_text: schedule.cadence_text.clone(),
+            description: schedule.cadence.describe(),
+            timezone: tz.name().to_string(),
+            source: schedule.source,
+            notify: schedule.notify,
+            overlap: schedule.overlap,
+            catch_up: schedule.catch_up,
+            max_attempts: schedule.max_attempts,
+            timeout_secs: schedule.timeout_secs,
+            max_turns: schedule.max_turns,
+            max_cost: schedule.max_cost,
+            status: schedule.status,
+            status_reason: schedule.status_reason.clone(),
+            created_at: show(schedule.created_at),
+            updated_at: show(schedule.updated_at),
+            next_run_at: schedule.next_run_at.map(show),
+            last_run_at: schedule.last_run_at.map(show),
+            last_run_status: schedule.last_run_status,
+            consecutive_failures: schedule.consecutive_failures,
+            channel_id: schedule.channel_id.clone(),
+            channel_context_id: schedule.channel_context_id.clone(),
+            next_runs,
+        }
+    }
+}
+
+/// A page of schedules and how many match in all.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleList {
+    pub schedules: Vec<ScheduleView>,
+    pub total: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunView {
+    pub run_id: String,
+    pub schedule_id: String,
+    pub scheduled_for: String,
+    pub attempt: i64,
+    pub status: RunStatus,
+    pub worker_id: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub output_summary: Option<String>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub turn_count: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+    pub notified: bool,
+}
+
+impl From<&Run> for RunView {
+    fn from(run: &Run) -> Self {
+        let show = |ms: i64| render(ms, Tz::UTC);
+        Self {
+            run_id: run.run_id.clone(),
+            schedule_id: run.schedule_id.clone(),
+            scheduled_for: show(run.scheduled_for),
+            attempt: run.attempt,
+            status: run.status,
+            worker_id: run.worker_id.clone(),
+            started_at: run.started_at.map(show),
+            finished_at: run.finished_at.map(show),
+            output_summary: run.output_summary.clone(),
+            output: run.output.clone(),
+            error: run.error.clone(),
+            turn_count: run.turn_count,
+            prompt_tokens: run.prompt_tokens,
+            completion_tokens: run.completion_tokens,
+            cost: run.cost,
+            notified: run.notified,
+        }
+    }
+}
+
+/// What deleting a schedule answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleDeleted {
+    pub schedule_id: String,
+    pub deleted: bool,
+}

@@ -1,0 +1,83 @@
+//! What a caller asks for, before it is checked: a schedule as the CLI's flags, a config
+//! file's `[[schedules]]` entry or an API body describe it, and the closed vocabularies
+//! its policies use. Kept below every other module (the configuration uses it), with no
+//! dependency of its own.
+
+use serde::{Deserialize, Serialize};
+
+text_enum!(
+    /// What happens when an occurrence is due while the previous run still runs.
+    Overlap { Skip => "skip", Allow => "allow", BufferOne => "buffer_one" }
+);
+text_enum!(
+    /// What happens to occurrences missed while no worker ran.
+    CatchUp { Once => "once", Skip => "skip", All => "all" }
+);
+text_enum!(
+    /// When the user is told about a run.
+    NotifyPolicy {
+        Always => "always",
+        OnFailure => "on_failure",
+        OnChange => "on_change",
+        Never => "never",
+        Conditional => "conditional",
+    }
+);
+
+/// A schedule as a caller describes it. Exactly one of `cron` (with `tz`), `every`, `at`,
+/// `when` gives the cadence; `tz` is also the zone `at` and `when` are read in and every
+/// time is shown in. Unset policies take their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSpec {
+    /// Whose schedule it is. Required in the config file; a user's token or `--user`
+    /// gives it elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Required in the config file, where it identifies the entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub goal: String,
+    /// A 5-field cron expression (minute hour day-of-month month day-of-week).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// An IANA time zone (default `scheduler.default_timezone`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// A fixed interval such as `30s`, `15m`, `2h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    /// One run at an instant: RFC 3339, or `YYYY-MM-DD HH:MM` in `tz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// Natural language: "every weekday at 9am", "in 2 hours".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// Where to tell the user: `ID` or `ID:CONTEXT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifyPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<Overlap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<CatchUp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+}
+
+impl ScheduleSpec {
+    /// How many of the four ways of giving a cadence are used (one is right).
+    pub fn cadences_given(&self) -> usize {
+        [&self.cron, &self.every, &self.at, &self.when]
+            .iter()
+            .filter(|c| c.is_some())
+            .count()
+    }
+}
