@@ -431,7 +431,7 @@ fn schedule_commands_through_the_cli() {
     assert_eq!(shown["timezone"], "America/New_York");
     assert_eq!(json(d, &["schedule", "pause", &id])["status"], "paused");
     assert_eq!(
-        json(d, &["schedule", "list", "--status", "paused"])
+        json(d, &["schedule", "list", "--status", "paused"])["schedules"]
             .as_array()
             .unwrap()
             .len(),
@@ -465,7 +465,11 @@ fn schedule_commands_through_the_cli() {
         ],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(json(d, &["schedule", "list"]), Value::Array(vec![]));
+    assert_eq!(
+        json(d, &["schedule", "list"])["schedules"],
+        Value::Array(vec![])
+    );
+    assert_eq!(json(d, &["schedule", "list"])["total"], 0);
 }
 
 #[test]

@@ -164,3 +164,81 @@ fn config_file_rejects_ambiguous_schedules() {
         .to_string()
         .contains("colour"));
 }
+
+fn spec(text: &str) -> Vec<ScheduleSpec> {
+    toml::from_str::<Config>(text).unwrap().schedules
+}
+
+/// Every entry is checked before anything changes: one too frequent (or unreadable) entry
+/// names itself and not even the valid ones are created.
+#[tokio::test]
+async fn sync_is_all_or_nothing_and_names_the_entry() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
+    let entries = spec(
+        "[[schedules]]\nname = \"fine\"\nuser = \"u\"\ngoal = \"g\"\nevery = \"1h\"\n\
+         [[schedules]]\nname = \"eager\"\nuser = \"u\"\ngoal = \"g\"\nevery = \"30s\"\n",
+    );
+    let err = sync(&store, &entries, "UTC").await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("schedules[1].every") && text.contains("eager"),
+        "{text}"
+    );
+    assert_eq!(
+        nightshift::error::Kind::kind(&err),
+        nightshift::error::ErrorKind::Config
+    );
+    let (all, _) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
+    assert!(all.is_empty(), "nothing was created");
+}
+
+/// A config one-shot whose time has passed is reported and left out; the rest sync.
+#[tokio::test]
+async fn a_past_config_one_shot_is_reported_not_fatal() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
+    let entries = spec(
+        "[[schedules]]\nname = \"fine\"\nuser = \"u\"\ngoal = \"g\"\nevery = \"1h\"\n\
+         [[schedules]]\nname = \"gone\"\nuser = \"u\"\ngoal = \"g\"\nat = \"2001-01-01T00:00:00Z\"\n",
+    );
+    let report = sync(&store, &entries, "UTC").await.unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(report.expired, ["gone"]);
+}
+
+/// A one-shot phrase read in a zone follows that zone: changing `tz` changes the instant.
+#[tokio::test]
+async fn a_config_one_shot_follows_its_zone() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
+    let entry = |tz: &str| {
+        spec(&format!(
+            "[[schedules]]\nname = \"friday\"\nuser = \"u\"\ngoal = \"g\"\nwhen = \"on friday at 5pm\"\ntz = \"{tz}\"\n"
+        ))
+    };
+    sync(&store, &entry("Asia/Tokyo"), "UTC").await.unwrap();
+    let (tokyo, _) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
+    let report = sync(&store, &entry("America/Los_Angeles"), "UTC")
+        .await
+        .unwrap();
+    assert_eq!(report.changed, 1, "{report:?}");
+    let (la, _) = store
+        .list(&Actor::Operator, &ScheduleFilter::default())
+        .await
+        .unwrap();
+    assert_ne!(tokyo[0].next_run_at, la[0].next_run_at);
+    assert_eq!(la[0].cadence.zone().name(), "America/Los_Angeles");
+}

@@ -505,7 +505,7 @@ async fn context_stays_within_budget_and_within_the_user() {
     // Relevance uses vectors, which the background queue computes after the writes.
     memory.embed_pending(&|_, _| {}).await.unwrap();
 
-    for budget in [1, 10, 50, 300, 2000, 9000] {
+    for budget in [1, 10, 50, 300, 2000, 8000] {
         for strategy in [
             Strategy::All,
             Strategy::BufferWindow,
@@ -683,4 +683,159 @@ async fn snapshots_rotate() {
         restored.notes("u").await.unwrap()[0].content,
         "worth keeping"
     );
+}
+
+/// Text whose byte length changes when its case does is read for facts as written, and
+/// the pass succeeds.
+#[tokio::test]
+async fn facts_in_any_unicode_are_kept_as_written() {
+    let (_dir, memory, _, consolidator) = setup().await;
+    memory
+        .append(
+            "alice",
+            "t2",
+            &[NewEvent::new(
+                Role::User,
+                "Yes I’m sure I live in İstanbul near İzmir",
+            )],
+        )
+        .await
+        .unwrap();
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded", "{:?}", reports[0].error);
+    let notes = memory.notes("alice").await.unwrap();
+    assert_eq!(note_texts(&notes), ["I live in İstanbul near İzmir"]);
+}
+
+/// An extractor that fails on one message: the pass is recorded failed, the passes after
+/// it run, the other sessions' facts are kept, and after three tries the message is
+/// skipped and reported, so consolidation goes on for good. A pass that panics is
+/// recorded failed too.
+#[tokio::test]
+async fn one_bad_message_never_stops_consolidation_for_good() {
+    struct Picky;
+    #[async_trait]
+    impl nightshift::consolidate::facts::FactExtractor for Picky {
+        async fn extract(
+            &self,
+            text: &str,
+        ) -> Result<Vec<nightshift::consolidate::facts::Fact>, String> {
+            if text.contains("poison") {
+                return Err("cannot read this one".into());
+            }
+            if text.contains("explode") {
+                panic!("the extractor broke");
+            }
+            Ok(nightshift::consolidate::facts::extract(text))
+        }
+    }
+    let (_dir, memory, _, mut consolidator) = setup().await;
+    consolidator.extractor = Arc::new(Picky);
+    memory
+        .append(
+            "alice",
+            "a-bad",
+            &[
+                NewEvent::new(Role::User, "I prefer green tea"),
+                NewEvent::new(Role::User, "poison pill"),
+                NewEvent::new(Role::User, "I usually cycle to work"),
+            ],
+        )
+        .await
+        .unwrap();
+    memory
+        .append(
+            "alice",
+            "b-good",
+            &[NewEvent::new(Role::User, "My name is Ana")],
+        )
+        .await
+        .unwrap();
+    for attempt in 1..=2 {
+        let reports = consolidator
+            .run(&[Pass::Facts, Pass::Expiry], None, None)
+            .await
+            .unwrap();
+        assert_eq!(reports[0].status, "failed", "attempt {attempt}");
+        assert!(reports[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("cannot read this one"));
+        assert_eq!(reports[1].status, "succeeded", "the next pass still runs");
+    }
+    // Third try: skipped and reported; the pass succeeds and goes past it.
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded", "{:?}", reports[0].error);
+    assert_eq!(reports[0].counts["events_skipped"], 1);
+    assert_eq!(
+        note_texts(&memory.notes("alice").await.unwrap()),
+        [
+            "I prefer green tea",
+            "I usually cycle to work",
+            "My name is Ana"
+        ]
+    );
+    // Nothing left to try: the next pass is quiet.
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded");
+    assert!(reports[0].counts.get("events_skipped").is_none());
+
+    // A pass that panics is recorded failed; the ones after it run, and nothing is left
+    // recorded as running.
+    memory
+        .append(
+            "alice",
+            "c-boom",
+            &[NewEvent::new(Role::User, "explode now")],
+        )
+        .await
+        .unwrap();
+    let reports = consolidator
+        .run(&[Pass::Facts, Pass::Expiry], None, None)
+        .await
+        .unwrap();
+    assert_eq!(reports[1].status, "succeeded");
+    let running = common::count(
+        &memory,
+        "SELECT count(*) FROM maintenance_runs WHERE status = 'running'",
+    )
+    .await;
+    assert_eq!(running, 0);
+}
+
+/// Snapshots carry the database's privacy: 0600 files in a 0700 folder, whatever the
+/// process's umask; the database and its WAL are 0600 too.
+#[cfg(unix)]
+#[tokio::test]
+async fn database_files_and_snapshots_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.database.path = dir.path().join("nested/data/n.db").display().to_string();
+    let snapshots = dir.path().join("snaps");
+    config.consolidation.snapshot_dir = Some(snapshots.display().to_string());
+    let app = common::app_with(&config, None).await;
+    app.memory()
+        .save_note("u", &NewNote::new("private"))
+        .await
+        .unwrap();
+    let reports = app
+        .consolidator(None)
+        .run(&[Pass::Snapshot], None, None)
+        .await
+        .unwrap();
+    assert_eq!(reports[0].status, "succeeded", "{:?}", reports[0].error);
+    assert_eq!(mode(&snapshots), 0o700);
+    for entry in std::fs::read_dir(&snapshots).unwrap() {
+        assert_eq!(mode(&entry.unwrap().path()), 0o600);
+    }
+    let db = dir.path().join("nested/data/n.db");
+    assert_eq!(mode(&db), 0o600);
+    assert_eq!(mode(db.parent().unwrap()), 0o700);
+    let wal = dir.path().join("nested/data/n.db-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
 }

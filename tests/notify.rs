@@ -490,6 +490,8 @@ async fn telegram_splits_long_messages_and_targets_threads() {
             "tg".into(),
             channel(ChannelKind::Telegram, &url, Some("NS_TEST_TG_TOKEN")),
         );
+        // Messages carry up to 10,000 characters of output here (3,500 by default).
+        c.notify.max_message_chars = 10_000;
     })
     .await;
     server.answer(|_| axum::Json(serde_json::json!({"ok": true, "result": {}})).into_response());

@@ -614,7 +614,7 @@ fn the_cli_works_against_a_server_directly_and_through_a_replica() {
         );
         let id = added["schedule_id"].as_str().unwrap().to_string();
         let listed = nightshift(via_replica, &["schedule", "list", "--user", user]);
-        assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+        assert_eq!(listed["schedules"].as_array().unwrap().len(), 1, "{listed}");
         let shown = nightshift(via_replica, &["schedule", "run-now", &id]);
         assert_eq!(shown["schedule_id"], id.as_str());
         let status = nightshift(via_replica, &["db", "status"]);
@@ -1031,4 +1031,37 @@ async fn transactions_that_read_then_write_are_not_interrupted() {
         failures.len(),
         &failures[..failures.len().min(5)]
     );
+}
+
+/// The text rule holds on a server as on a file: NUL and control-only text refused,
+/// nothing stored; what is accepted comes back byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_comes_back_intact_or_is_refused_on_a_server() {
+    let sqld = Sqld::start();
+    let memory = open_memory(&sqld.config()).await.unwrap();
+    for bad in ["abc\0def", "\0\0\0", "\u{7}\u{1b}"] {
+        assert!(matches!(
+            memory.save_note("alice", &NewNote::new(bad)).await,
+            Err(MemoryError::Input(_))
+        ));
+        assert!(matches!(
+            memory
+                .append("alice", "s", &[NewEvent::new(Role::User, bad)])
+                .await,
+            Err(MemoryError::Input(_))
+        ));
+    }
+    assert!(memory.notes("alice").await.unwrap().is_empty());
+    let text = "tabs\tand\nnewlines\r\n, accents: çéü, and 🦀";
+    memory
+        .save_note("alice", &NewNote::new(text))
+        .await
+        .unwrap();
+    memory
+        .append("alice", "s", &[NewEvent::new(Role::User, text)])
+        .await
+        .unwrap();
+    assert_eq!(memory.notes("alice").await.unwrap()[0].content, text);
+    let events = memory.recall(&Actor::Operator, "s", 10).await.unwrap();
+    assert_eq!(events[0].content, text);
 }

@@ -367,3 +367,131 @@ async fn openai_limits_turns_and_cost() {
     );
     assert_eq!(outcome.turn_count, 2);
 }
+
+/// A runtime's usage is checked: negative, fractional or absurd counts make its answer bad,
+/// so a cost can never go negative and slip under `max_cost`.
+#[tokio::test]
+async fn usage_that_cannot_be_true_is_a_bad_answer() {
+    let (_dir, memory) = common::fresh().await;
+    for usage in [
+        json!({"prompt_tokens": -1000000, "completion_tokens": 5}),
+        json!({"prompt_tokens": 1.5, "completion_tokens": 5}),
+        json!({"prompt_tokens": "many", "completion_tokens": 5}),
+        json!({"prompt_tokens": 10, "completion_tokens": 1e12}),
+    ] {
+        let (url, _) = serve("/v1/chat/completions", move |_, _| {
+            Json(
+                json!({"choices": [{"message": {"role": "assistant", "content": "done"}}],
+                        "usage": usage.clone()}),
+            )
+            .into_response()
+        })
+        .await;
+        let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+        let outcome = runtime.run_goal(&request("u"), &memory).await;
+        assert!(
+            matches!(&outcome.error, Some(RuntimeError::BadAnswer { reason, .. }) if reason.contains("usage")),
+            "{:?}",
+            outcome.error
+        );
+        assert!(outcome.cost >= 0.0 && outcome.prompt_tokens >= 0);
+    }
+}
+
+/// 300 tool calls in one turn run none of them: the turn is over the per-turn cap.
+#[tokio::test]
+async fn tool_calls_are_capped_per_turn_and_per_run() {
+    let (_dir, memory) = common::fresh().await;
+    let calls: Vec<Value> = (0..300)
+        .map(|i| {
+            tool_call(
+                &format!("c{i}"),
+                "memory_save",
+                json!({"content": format!("note {i}")}),
+            )
+        })
+        .collect();
+    let (url, _) = serve("/v1/chat/completions", move |_, _| {
+        Json(json!({"choices": [{"message": {"role": "assistant", "content": null,
+                    "tool_calls": calls.clone()}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+        .into_response()
+    })
+    .await;
+    let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+    let mut two_turns = request("u");
+    two_turns.max_turns = 2;
+    let outcome = runtime.run_goal(&two_turns, &memory).await;
+    assert!(
+        matches!(
+            outcome.error,
+            Some(RuntimeError::TooManyToolCalls { calls: 300, .. })
+        ),
+        "{:?}",
+        outcome.error
+    );
+    assert!(memory.notes("u").await.unwrap().is_empty(), "no tool ran");
+
+    // Within the per-turn cap, but more turns than the run allows in all.
+    let (url, _) = serve("/v1/chat/completions", |_, _| {
+        let calls: Vec<Value> = (0..10)
+            .map(|i| tool_call(&format!("c{i}"), "memory_search", json!({"query": "x"})))
+            .collect();
+        Json(
+            json!({"choices": [{"message": {"role": "assistant", "content": null,
+                    "tool_calls": calls}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+        )
+        .into_response()
+    })
+    .await;
+    let mut config = openai_config(format!("{url}/v1"));
+    config.max_tool_calls_per_run = 25;
+    let runtime = OpenAiRuntime::new(&config).unwrap();
+    let mut many_turns = request("u");
+    many_turns.max_turns = 100;
+    let outcome = runtime.run_goal(&many_turns, &memory).await;
+    assert!(
+        matches!(
+            outcome.error,
+            Some(RuntimeError::TooManyToolCalls {
+                scope: "in one run",
+                ..
+            })
+        ),
+        "{:?}",
+        outcome.error
+    );
+    assert_eq!(outcome.turn_count, 3);
+}
+
+/// An answer larger than `runtime.max_response_bytes` fails the request without being
+/// read whole; one that never ends is cut by the timeout.
+#[tokio::test]
+async fn answers_are_read_up_to_their_limit() {
+    let (_dir, memory) = common::fresh().await;
+    let (url, _) = serve("/goal", |_, _| {
+        Json(json!({"output": "x".repeat(3 << 20)})).into_response()
+    })
+    .await;
+    let mut config = http_config(format!("{url}/goal"));
+    config.max_response_bytes = 1 << 20;
+    let runtime = HttpRuntime::new(&config).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert!(
+        matches!(&outcome.error, Some(RuntimeError::BadAnswer { reason, .. }) if reason.contains("max_response_bytes")),
+        "{:?}",
+        outcome.error
+    );
+
+    // Negative or non-finite figures from the goal protocol are refused as well.
+    let (url, _) = serve("/goal", |_, _| {
+        Json(json!({"output": "ok", "cost": -5.0, "turn_count": 1})).into_response()
+    })
+    .await;
+    let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert!(
+        matches!(outcome.error, Some(RuntimeError::BadAnswer { .. })),
+        "{:?}",
+        outcome.error
+    );
+}

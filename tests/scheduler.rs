@@ -479,7 +479,9 @@ async fn a_run_past_its_deadline_is_timed_out() {
         .await
         .unwrap();
     assert_eq!(runs[0].status, RunStatus::TimedOut);
-    assert!(runs[0].error.as_deref().unwrap().contains("30s"));
+    let error = runs[0].error.as_deref().unwrap();
+    assert!(error.contains("deadline of 30s"), "{error}");
+    assert!(!error.contains("reported failure"), "{error}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -577,4 +579,120 @@ async fn a_run_whose_transcript_is_refused_is_still_recorded() {
         ))
         .await;
     assert_eq!(events, 1, "only mallory's own event");
+}
+
+/// A one-shot paused before its time and resumed after it runs then (as catch-up would),
+/// and is completed only by that run: a reminder is never dropped unseen.
+#[tokio::test(start_paused = true)]
+async fn a_paused_one_shot_resumed_after_its_time_still_runs() {
+    let h = harness(|_| {}).await;
+    let at = h.clock.now_ms() + 3_000;
+    let once = h
+        .store
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "u",
+                "remind me",
+                Cadence::Once {
+                    at,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    h.store
+        .pause(&Actor::Operator, &once.schedule_id, Some("away"))
+        .await
+        .unwrap();
+    let runtime = FakeRuntime::new(Duration::from_millis(10));
+    let (stop, worker) = h.worker("w", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(runtime.total(), 0, "paused: nothing ran");
+    let resumed = h
+        .store
+        .resume(&Actor::Operator, &once.schedule_id)
+        .await
+        .unwrap();
+    assert_eq!(resumed.status, ScheduleStatus::Active);
+    assert_eq!(resumed.next_run_at, Some(at), "due at once, as itself");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    assert_eq!(runtime.total(), 1);
+    let done = h
+        .store
+        .get(&Actor::Operator, &once.schedule_id)
+        .await
+        .unwrap();
+    assert_eq!(done.status, ScheduleStatus::Completed);
+    assert_eq!(h.statuses(&once.schedule_id).await, [RunStatus::Succeeded]);
+}
+
+/// A runtime answering far more than a run keeps: the answer is stored cut with a note,
+/// and the message to the user carries a bounded part of it.
+#[tokio::test(start_paused = true)]
+async fn a_huge_answer_is_kept_bounded_and_sent_bounded() {
+    struct Verbose;
+    #[async_trait]
+    impl AgentRuntime for Verbose {
+        async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+            let output = "é".repeat(1_000_000);
+            GoalOutcome {
+                transcript: vec![
+                    NewEvent::new(Role::User, request.goal.clone()),
+                    NewEvent::new(Role::Assistant, output.clone()),
+                ],
+                output,
+                turn_count: 1,
+                ..Default::default()
+            }
+        }
+    }
+    let h = harness(|_| {}).await;
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(3600, "talk a lot"))
+        .await
+        .unwrap();
+    let (stop, worker) = h.worker("w", Arc::new(Verbose));
+    tokio::time::sleep(Duration::from_secs(3700)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let runs = h
+        .store
+        .runs(&Actor::Operator, &schedule.schedule_id, 10)
+        .await
+        .unwrap();
+    let output = runs[0].output.as_deref().unwrap();
+    assert!(
+        output.len() <= h.config.scheduler.max_output_bytes,
+        "{}",
+        output.len()
+    );
+    assert!(output.ends_with("more bytes not kept]"));
+    let payload: String = {
+        let conn = h.memory.db().conn().await.unwrap();
+        query_scalar(&conn, "SELECT payload_json FROM outbox LIMIT 1", ())
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(payload["output_truncated"], true);
+    assert!(
+        payload["output"].as_str().unwrap().chars().count() <= h.config.notify.max_message_chars
+    );
+    // The transcript was kept too, within the size of an event.
+    let longest = h
+        .scalar(&format!(
+            "SELECT max(length(CAST(content AS BLOB))) FROM events WHERE session_id = 'scheduled:{}'",
+            schedule.schedule_id
+        ))
+        .await;
+    assert!(
+        longest > 0 && longest <= h.config.memory.max_text_bytes as i64,
+        "{longest}"
+    );
 }

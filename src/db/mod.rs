@@ -273,7 +273,11 @@ impl Db {
                 sync_interval,
                 ..
             } => {
-                create_private_file(path).map_err(open_err)?;
+                // libsql makes the replica's files itself (an empty file is not a replica
+                // it can sync): a private folder now, private files once they exist.
+                if let Some(parent) = path.parent() {
+                    create_private_dir(parent).map_err(open_err)?;
+                }
                 let url = target.server_url().unwrap_or_default();
                 let database = libsql::Builder::new_remote_replica(path, url, auth_token.clone())
                     .read_your_writes(true)
@@ -284,6 +288,7 @@ impl Db {
                 // Catch up before the first read, so a fresh replica is not an empty
                 // database; an unreachable server or a bad token fails here.
                 database.sync().await.map_err(|e| replica_err(target, e))?;
+                make_private(path);
                 database
             }
         };
@@ -443,6 +448,23 @@ pub fn create_private_file(path: &std::path::Path) -> Result<(), String> {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(format!("cannot create {}: {e}", path.display())),
+    }
+}
+
+/// Makes a database file and the files beside it (`-wal`, `-shm`, a replica's `-info`)
+/// readable by their owner only, where they exist.
+fn make_private(path: &std::path::Path) {
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm", "-info", "-client_wal_index"] {
+        use std::os::unix::fs::PermissionsExt;
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        if file.exists() {
+            if let Err(err) =
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+            {
+                tracing::warn!(file = %file.display(), %err, "cannot make a database file private");
+            }
+        }
     }
 }
 

@@ -225,7 +225,17 @@ impl Memory {
 
     /// Checks a note's or event's text by the common rule, within `memory.max_text_bytes`.
     fn check_text(&self, what: &'static str, text: &str) -> Result<()> {
-        input::check_text(what, text, self.limits.max_text_bytes, Lines::Many)?;
+        let max = self.limits.max_text_bytes;
+        if text.len() > max {
+            return Err(MemoryError::invalid(
+                what,
+                format!(
+                    "is {} bytes, over the limit of {max} bytes (memory.max_text_bytes)",
+                    text.len()
+                ),
+            ));
+        }
+        input::check_text(what, text, max, Lines::Many)?;
         Ok(())
     }
 }

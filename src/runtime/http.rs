@@ -70,8 +70,7 @@ impl AgentRuntime for HttpRuntime {
         let sensible = (0..=1_000_000).contains(&turn_count)
             && cost.is_finite()
             && (0.0..=1e9).contains(&cost);
-        if !sensible
-        {
+        if !sensible {
             outcome.error = Some(RuntimeError::BadAnswer {
                 url: self.url.clone(),
                 reason: format!(
