@@ -238,10 +238,7 @@ async fn main() {
     .unwrap();
     let start = Instant::now();
     for (i, text) in texts.iter().enumerate() {
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await
-            .unwrap();
+        let tx = conn.write_tx().await.unwrap();
         tx.execute(
             "INSERT INTO plain_events VALUES ('plain', ?1, 'user', ?2, ?3)",
             libsql::params![i as i64, text.as_str(), 0i64],

@@ -273,11 +273,11 @@ async fn copy_memory(from: &Memory, to: &Memory) {
                 .collect();
             values.push(format!("({})", columns.join(",")));
             if let Some(sql) = flush(&mut values, false) {
-                target.execute_batch(&sql).await.expect("copy");
+                target.execute(&sql, ()).await.expect("copy");
             }
         }
         if let Some(sql) = flush(&mut values, true) {
-            target.execute_batch(&sql).await.expect("copy");
+            target.execute(&sql, ()).await.expect("copy");
         }
     }
 }

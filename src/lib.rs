@@ -31,7 +31,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod eval;
-pub mod http;
+pub(crate) mod http;
 pub mod ids;
 pub mod input;
 pub mod memory;

@@ -37,10 +37,6 @@ impl ManualClock {
     pub fn advance_ms(&self, ms: i64) {
         self.now.fetch_add(ms, Ordering::SeqCst);
     }
-
-    pub fn set_ms(&self, ms: i64) {
-        self.now.store(ms, Ordering::SeqCst);
-    }
 }
 
 impl Clock for ManualClock {

@@ -87,7 +87,7 @@ struct Applied {
     applied_at: i64,
 }
 
-async fn applied(conn: &libsql::Connection) -> Result<Vec<Applied>, DbError> {
+async fn applied(conn: &super::Conn) -> Result<Vec<Applied>, DbError> {
     conn.execute(CREATE_TABLE, ()).await?;
     let mut rows = conn
         .query(

@@ -6,7 +6,6 @@
 //! stream idle for 10 s; a pooled connection idle that long starts a new one on its next
 //! statement (`db::runner`) and keeps the statements it has described.
 
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use super::runner::{Runner, ServerStream};
@@ -125,14 +124,6 @@ impl Conn {
             Begin::WritingFirst,
         )
         .await
-    }
-}
-
-impl Deref for Conn {
-    type Target = libsql::Connection;
-
-    fn deref(&self) -> &libsql::Connection {
-        &self.runner_ref().conn
     }
 }
 

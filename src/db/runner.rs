@@ -211,7 +211,19 @@ impl Runner {
         }
     }
 
-    pub fn connection(&self) -> &libsql::Connection {
-        &self.conn
+    /// Prepares a statement on this connection, for a caller that runs it many times (a
+    /// local file's writer). Not on a server: there a connection keeps what it described.
+    pub(crate) async fn prepare(&self, sql: &str) -> Result<libsql::Statement, libsql::Error> {
+        self.conn.prepare(sql).await
+    }
+
+    /// Begins a write transaction on this connection (see [`Conn::write_tx`](super::Conn::write_tx)).
+    pub(crate) async fn write_tx(&self) -> Result<super::WriteTx, libsql::Error> {
+        super::WriteTx::begin(
+            &self.conn,
+            self.write_gate.as_ref(),
+            super::write_tx::Begin::Immediate,
+        )
+        .await
     }
 }

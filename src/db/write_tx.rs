@@ -108,6 +108,21 @@ impl WriteTx {
         self.runner.query(sql, params).await
     }
 
+    /// Runs one statement inside the transaction; returns the rows it changed.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        params: impl libsql::params::IntoParams,
+    ) -> Result<u64, libsql::Error> {
+        self.runner.execute(sql, params).await
+    }
+
+    /// Runs several statements (a migration's script) inside the transaction.
+    pub(crate) async fn execute_batch(&self, sql: &str) -> Result<(), libsql::Error> {
+        self.runner.conn.execute_batch(sql).await?;
+        Ok(())
+    }
+
     /// The transaction as statements run on it (for statements kept across calls).
     pub fn runner(&self) -> Runner {
         self.runner.clone()
@@ -323,14 +338,6 @@ pub(super) async fn take_turn(gate: Option<&WriteGate>, lane: Lane) -> Option<Tu
     match gate {
         Some(gate) => Some(gate.take(lane).await),
         None => None,
-    }
-}
-
-impl Deref for WriteTx {
-    type Target = libsql::Connection;
-
-    fn deref(&self) -> &libsql::Connection {
-        self.runner.connection()
     }
 }
 

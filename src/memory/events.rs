@@ -3,7 +3,7 @@
 use super::writer::{append_in_tx, Append, AppendJob, Appended, Statements};
 use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
 use crate::access::Actor;
-use crate::db::{finish_rows, WriteTx};
+use crate::db::{fetch_all, fetch_optional, finish_rows, json_column, DbError, FromRow, WriteTx};
 
 /// Most events one recall returns.
 pub const MAX_RECALL: usize = 10_000;
@@ -79,38 +79,44 @@ pub(super) async fn create_session(
     Ok(())
 }
 
-fn row_to_session(row: &libsql::Row) -> Result<Session> {
-    let session_id: String = row.get(0)?;
-    Ok(Session {
-        kind: SessionKind::of(&session_id),
-        session_id,
-        user_id: row.get(1)?,
-        title: row.get(2)?,
-        created_at: row.get(3)?,
-        updated_at: row.get(4)?,
-        last_sequence: row.get(5)?,
-    })
+impl FromRow for Session {
+    const COLUMNS: &'static str =
+        "session_id, user_id, title, created_at, updated_at, last_sequence";
+
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        let session_id: String = row.get(0)?;
+        Ok(Session {
+            kind: SessionKind::of(&session_id),
+            session_id,
+            user_id: row.get(1)?,
+            title: row.get(2)?,
+            created_at: row.get(3)?,
+            updated_at: row.get(4)?,
+            last_sequence: row.get(5)?,
+        })
+    }
 }
 
-/// Columns `row_to_event` reads, in order.
-pub(super) const EVENT_COLUMNS: &str =
-    "sequence, role, content, payload_json, importance, created_at";
+impl FromRow for Event {
+    const COLUMNS: &'static str =
+        "session_id, sequence, role, content, payload_json, importance, created_at";
 
-pub(super) fn row_to_event(session_id: &str, row: &libsql::Row) -> Result<Event> {
-    let role: String = row.get(1)?;
-    let payload: String = row.get(3)?;
-    Ok(Event {
-        session_id: session_id.to_string(),
-        sequence: row.get(0)?,
-        role: role.parse::<Role>()?,
-        content: row.get(2)?,
-        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-        importance: row.get(4)?,
-        created_at: row.get(5)?,
-    })
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        let role: String = row.get(2)?;
+        Ok(Event {
+            session_id: row.get(0)?,
+            sequence: row.get(1)?,
+            role: role.parse::<Role>().map_err(|e| DbError::Corrupt {
+                what: "event role".into(),
+                reason: e.to_string(),
+            })?,
+            content: row.get(3)?,
+            payload: json_column(row, 4, "event payload")?,
+            importance: row.get(5)?,
+            created_at: row.get(6)?,
+        })
+    }
 }
-
-const SESSION_COLUMNS: &str = "session_id, user_id, title, created_at, updated_at, last_sequence";
 
 impl Memory {
     fn check_event(&self, event: &NewEvent) -> Result<()> {
@@ -293,17 +299,16 @@ impl Memory {
     /// user's session is reported exactly like a missing one.
     pub async fn session(&self, session_id: &str, owner: Option<&str>) -> Result<Session> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?1"),
-                [session_id],
-            )
-            .await?;
-        let session = match rows.next().await? {
-            Some(row) => row_to_session(&row)?,
-            None => return Err(MemoryError::SessionNotFound(session_id.to_string())),
-        };
-        finish_rows(rows).await?;
+        let session: Session = fetch_optional(
+            &conn,
+            &format!(
+                "SELECT {} FROM sessions WHERE session_id = ?1",
+                Session::COLUMNS
+            ),
+            [session_id],
+        )
+        .await?
+        .ok_or_else(|| MemoryError::SessionNotFound(session_id.to_string()))?;
         if owner.is_some_and(|owner| owner != session.user_id) {
             return Err(MemoryError::SessionNotFound(session_id.to_string()));
         }
@@ -326,19 +331,15 @@ impl Memory {
     /// The last `limit` events of a session the caller has already checked, oldest first.
     pub(super) async fn last_events(&self, session_id: &str, limit: usize) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1
-                     ORDER BY sequence DESC LIMIT ?2"
-                ),
-                libsql::params![session_id, limit as i64],
-            )
-            .await?;
-        let mut events = Vec::new();
-        while let Some(row) = rows.next().await? {
-            events.push(row_to_event(session_id, &row)?);
-        }
+        let mut events: Vec<Event> = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM events WHERE session_id = ?1 ORDER BY sequence DESC LIMIT ?2",
+                Event::COLUMNS
+            ),
+            libsql::params![session_id, limit as i64],
+        )
+        .await?;
         events.reverse();
         Ok(events)
     }
@@ -347,21 +348,16 @@ impl Memory {
     pub async fn sessions(&self, user_id: &str) -> Result<Vec<Session>> {
         check_id("user id", user_id)?;
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions
-                     WHERE user_id = ?1 AND kind != 'memory'
-                     ORDER BY updated_at DESC, session_id"
-                ),
-                [user_id],
-            )
-            .await?;
-        let mut sessions = Vec::new();
-        while let Some(row) = rows.next().await? {
-            sessions.push(row_to_session(&row)?);
-        }
-        Ok(sessions)
+        Ok(fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM sessions WHERE user_id = ?1 AND kind != 'memory'
+                 ORDER BY updated_at DESC, session_id",
+                Session::COLUMNS
+            ),
+            [user_id],
+        )
+        .await?)
     }
 
     /// Deletes a session the actor may see and everything derived from it: events, state,

@@ -124,7 +124,7 @@ pub(super) enum Sql {
 impl Sql {
     pub(super) async fn new(conn: &Runner, sql: &'static str, prepare: bool) -> Result<Self> {
         Ok(if prepare {
-            Sql::Prepared(conn.connection().prepare(sql).await?)
+            Sql::Prepared(conn.prepare(sql).await?)
         } else {
             Sql::Text(conn.clone(), sql)
         })
@@ -200,7 +200,7 @@ impl RowsSql {
         Ok(if prepare {
             let sql = Self::sql(template, shared, &shape, 1);
             RowsSql::Prepared {
-                statement: conn.connection().prepare(&sql).await?,
+                statement: conn.prepare(&sql).await?,
                 shared,
             }
         } else {

@@ -5,7 +5,7 @@
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
-use crate::db::finish_rows;
+use crate::db::{fetch_all, fetch_optional, json_column, DbError, FromRow};
 use crate::ids;
 
 const MAX_TAGS: usize = 32;
@@ -40,25 +40,26 @@ fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-pub(super) fn row_to_note(row: &libsql::Row) -> Result<Note> {
-    let tags: String = row.get(3)?;
-    Ok(Note {
-        note_id: row.get(0)?,
-        user_id: row.get(1)?,
-        content: row.get(2)?,
-        tags: serde_json::from_str(&tags).unwrap_or_default(),
-        key: row.get(4)?,
-        category: row.get(5)?,
-        created_at: row.get(6)?,
-        updated_at: row.get(7)?,
-        source: row.get(8)?,
-        fact_key: row.get(9)?,
-        superseded_by: row.get(10)?,
-    })
-}
+impl FromRow for Note {
+    const COLUMNS: &'static str = "note_id, user_id, content, tags_json, key, category,
+        created_at, updated_at, source, fact_key, superseded_by";
 
-pub(super) const NOTE_COLUMNS: &str = "note_id, user_id, content, tags_json, key, category,
-    created_at, updated_at, source, fact_key, superseded_by";
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        Ok(Note {
+            note_id: row.get(0)?,
+            user_id: row.get(1)?,
+            content: row.get(2)?,
+            tags: json_column(row, 3, "note tags")?,
+            key: row.get(4)?,
+            category: row.get(5)?,
+            created_at: row.get(6)?,
+            updated_at: row.get(7)?,
+            source: row.get(8)?,
+            fact_key: row.get(9)?,
+            superseded_by: row.get(10)?,
+        })
+    }
+}
 
 /// The hash a tombstone keeps of a deleted note: its text, lower-cased and with
 /// whitespace collapsed, so the same fact in other spacing or case matches.
@@ -380,37 +381,31 @@ impl Memory {
     /// One of the user's notes.
     pub async fn note(&self, user_id: &str, note_id: &str) -> Result<Note> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!("SELECT {NOTE_COLUMNS} FROM notes WHERE note_id = ?1 AND user_id = ?2"),
-                libsql::params![note_id, user_id],
-            )
-            .await?;
-        let Some(row) = rows.next().await? else {
-            return Err(MemoryError::NoteNotFound(note_id.to_string()));
-        };
-        let note = row_to_note(&row)?;
-        finish_rows(rows).await?;
-        Ok(note)
+        fetch_optional(
+            &conn,
+            &format!(
+                "SELECT {} FROM notes WHERE note_id = ?1 AND user_id = ?2",
+                Note::COLUMNS
+            ),
+            libsql::params![note_id, user_id],
+        )
+        .await?
+        .ok_or_else(|| MemoryError::NoteNotFound(note_id.to_string()))
     }
 
     /// The user's notes, most recently changed first.
     pub async fn notes(&self, user_id: &str) -> Result<Vec<Note>> {
         check_id("user id", user_id)?;
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT {NOTE_COLUMNS} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL
-                     ORDER BY updated_at DESC, note_id DESC"
-                ),
-                [user_id],
-            )
-            .await?;
-        let mut notes = Vec::new();
-        while let Some(row) = rows.next().await? {
-            notes.push(row_to_note(&row)?);
-        }
-        Ok(notes)
+        Ok(fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL
+                 ORDER BY updated_at DESC, note_id DESC",
+                Note::COLUMNS
+            ),
+            [user_id],
+        )
+        .await?)
     }
 }

@@ -144,7 +144,10 @@ impl Memory {
     }
 }
 
-async fn last_sequence(conn: &libsql::Connection, session_id: &str) -> Result<Option<i64>> {
+async fn last_sequence(
+    conn: &(impl crate::db::Queryable + ?Sized),
+    session_id: &str,
+) -> Result<Option<i64>> {
     Ok(crate::db::query_scalar(
         conn,
         "SELECT last_sequence FROM sessions WHERE session_id = ?1",
@@ -154,21 +157,21 @@ async fn last_sequence(conn: &libsql::Connection, session_id: &str) -> Result<Op
 }
 
 async fn read_sources(
-    conn: &libsql::Connection,
+    conn: &(impl crate::db::Queryable + ?Sized),
     session_id: &str,
     user_id: &str,
 ) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     let mut rows = if SessionKind::of(session_id) == SessionKind::Memory {
         // Notes are ordered by when they were written, which is also their index order.
-        conn.query(
+        conn.query_rows(
             "SELECT note_id, 0, updated_at, content FROM notes
              WHERE user_id = ?1 AND superseded_by IS NULL ORDER BY updated_at, note_id",
             [user_id],
         )
         .await?
     } else {
-        conn.query(
+        conn.query_rows(
             "SELECT NULL, sequence, created_at, content FROM events WHERE session_id = ?1
              ORDER BY sequence",
             [session_id],

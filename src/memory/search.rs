@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
-use super::notes::{row_to_note, NOTE_COLUMNS};
 use super::{check_id, vectors, Memory, MemoryError, Result, SessionKind};
 
 #[derive(Debug, Clone, Default)]
@@ -452,18 +451,18 @@ impl Memory {
             let placeholders = placeholders(3, note_ids.len());
             let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
             params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
-            let mut rows = conn
-                .query(
-                    &format!(
-                        "SELECT {NOTE_COLUMNS} FROM notes
-                         WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
-                           AND note_id IN ({placeholders})"
-                    ),
-                    params,
-                )
-                .await?;
-            while let Some(row) = rows.next().await? {
-                let note = row_to_note(&row)?;
+            let notes: Vec<super::Note> = crate::db::fetch_all(
+                conn,
+                &format!(
+                    "SELECT {} FROM notes
+                     WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
+                       AND note_id IN ({placeholders})",
+                    <super::Note as crate::db::FromRow>::COLUMNS
+                ),
+                params,
+            )
+            .await?;
+            for note in notes {
                 if !tags.iter().all(|t| note.tags.contains(t)) {
                     continue;
                 }

@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::events::{row_to_event, EVENT_COLUMNS};
 use super::{Event, Memory, Result, SummaryWrite};
 use crate::text::truncate_chars;
 
@@ -170,20 +169,15 @@ impl Memory {
     /// Events of a session after `sequence`, oldest first.
     pub async fn events_after(&self, session_id: &str, sequence: i64) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND sequence > ?2
-                     ORDER BY sequence"
-                ),
-                libsql::params![session_id, sequence],
-            )
-            .await?;
-        let mut events = Vec::new();
-        while let Some(row) = rows.next().await? {
-            events.push(row_to_event(session_id, &row)?);
-        }
-        Ok(events)
+        Ok(crate::db::fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM events WHERE session_id = ?1 AND sequence > ?2 ORDER BY sequence",
+                <Event as crate::db::FromRow>::COLUMNS
+            ),
+            libsql::params![session_id, sequence],
+        )
+        .await?)
     }
 }
 

@@ -204,11 +204,7 @@ async fn write_remote(db: &Db, model: &str, jobs: &[AppendJob]) -> Result<Vec<Re
 
 /// One transaction for the group; per-job results, or the error that sank them all.
 async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<Result<Appended>>> {
-    let tx = statements
-        .conn
-        .connection()
-        .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-        .await?;
+    let tx = statements.conn.write_tx().await?;
     let mut results = Vec::with_capacity(jobs.len());
     for job in jobs {
         tx.execute("SAVEPOINT append_job", ()).await?;

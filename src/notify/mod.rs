@@ -4,6 +4,6 @@
 
 pub mod channels;
 pub mod outbox;
-pub mod policy;
+pub(crate) mod policy;
 pub mod router;
 pub mod sender;

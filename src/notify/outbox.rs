@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::db::{finish_rows, query_scalar, Db, DbError};
+use crate::db::{fetch_optional, json_column, query_scalar, Db, DbError, FromRow};
 use crate::ids;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,32 +113,33 @@ pub struct Message {
     pub delivered_at: Option<i64>,
 }
 
-const COLUMNS: &str = "message_id, idempotency_key, kind, run_id, schedule_id, user_id, channel_id,
-    channel_context_id, priority, payload_json, status, attempts, progress, next_attempt_at,
-    expires_at, last_error, created_at, delivered_at";
+impl FromRow for Message {
+    const COLUMNS: &'static str = "message_id, idempotency_key, kind, run_id, schedule_id,
+        user_id, channel_id, channel_context_id, priority, payload_json, status, attempts,
+        progress, next_attempt_at, expires_at, last_error, created_at, delivered_at";
 
-fn row_to_message(row: &libsql::Row) -> Result<Message, libsql::Error> {
-    let payload: String = row.get(9)?;
-    Ok(Message {
-        message_id: row.get(0)?,
-        idempotency_key: row.get(1)?,
-        kind: row.get(2)?,
-        run_id: row.get(3)?,
-        schedule_id: row.get(4)?,
-        user_id: row.get(5)?,
-        channel_id: row.get(6)?,
-        channel_context_id: row.get(7)?,
-        priority: row.get(8)?,
-        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
-        status: row.get(10)?,
-        attempts: row.get(11)?,
-        progress: row.get(12)?,
-        next_attempt_at: row.get(13)?,
-        expires_at: row.get(14)?,
-        last_error: row.get(15)?,
-        created_at: row.get(16)?,
-        delivered_at: row.get(17)?,
-    })
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        Ok(Message {
+            message_id: row.get(0)?,
+            idempotency_key: row.get(1)?,
+            kind: row.get(2)?,
+            run_id: row.get(3)?,
+            schedule_id: row.get(4)?,
+            user_id: row.get(5)?,
+            channel_id: row.get(6)?,
+            channel_context_id: row.get(7)?,
+            priority: row.get(8)?,
+            payload: json_column(row, 9, "message payload")?,
+            status: row.get(10)?,
+            attempts: row.get(11)?,
+            progress: row.get(12)?,
+            next_attempt_at: row.get(13)?,
+            expires_at: row.get(14)?,
+            last_error: row.get(15)?,
+            created_at: row.get(16)?,
+            delivered_at: row.get(17)?,
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +151,8 @@ pub enum OutboxError {
     #[error("invalid outbox status `{0}`: use pending, delivered or dead")]
     BadStatus(String),
     #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error(transparent)]
     Db(#[from] DbError),
 }
 
@@ -159,7 +162,7 @@ impl crate::error::Kind for OutboxError {
         match self {
             OutboxError::NotFound(_) => ErrorKind::NotFound,
             OutboxError::NotDead(..) => ErrorKind::Conflict,
-            OutboxError::BadStatus(_) => ErrorKind::BadInput,
+            OutboxError::BadStatus(_) | OutboxError::Input(_) => ErrorKind::BadInput,
             OutboxError::Db(err) => err.kind(),
         }
     }
@@ -208,14 +211,15 @@ impl Outbox {
                          ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END,
                                   next_attempt_at
                          LIMIT ?4)
-                     RETURNING {COLUMNS}"
+                     RETURNING {}",
+                    Message::COLUMNS
                 ),
                 libsql::params![owner, now + lease_ms, now, limit],
             )
             .await?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().await? {
-            out.push(row_to_message(&row)?);
+            out.push(Message::from_row(&row)?);
         }
         Ok(out)
     }
@@ -299,40 +303,42 @@ impl Outbox {
     ) -> Result<Vec<Message>, OutboxError> {
         if let Some(status) = status {
             if !matches!(status, "pending" | "delivered" | "dead") {
-                return Err(OutboxError::BadStatus(status.to_string()));
+                return Err(OutboxError::BadStatus(
+                    crate::input::printable(status).into_owned(),
+                ));
             }
         }
+        crate::input::check_range("limit", limit, 1..=1000)?;
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR status = ?1)
-                     ORDER BY created_at DESC, message_id DESC LIMIT ?2"
+                    "SELECT {} FROM outbox WHERE (?1 IS NULL OR status = ?1)
+                     ORDER BY created_at DESC, message_id DESC LIMIT ?2",
+                    Message::COLUMNS
                 ),
                 libsql::params![status, limit],
             )
             .await?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().await? {
-            out.push(row_to_message(&row)?);
+            out.push(Message::from_row(&row)?);
         }
         Ok(out)
     }
 
     pub async fn get(&self, message_id: &str) -> Result<Message, OutboxError> {
         let conn = self.db.conn().await?;
-        let mut rows = conn
-            .query(
-                &format!("SELECT {COLUMNS} FROM outbox WHERE message_id = ?1"),
-                [message_id],
-            )
-            .await?;
-        let Some(row) = rows.next().await? else {
-            return Err(OutboxError::NotFound(message_id.to_string()));
-        };
-        let message = row_to_message(&row)?;
-        finish_rows(rows).await?;
-        Ok(message)
+        fetch_optional(
+            &conn,
+            &format!(
+                "SELECT {} FROM outbox WHERE message_id = ?1",
+                Message::COLUMNS
+            ),
+            [message_id],
+        )
+        .await?
+        .ok_or_else(|| OutboxError::NotFound(message_id.to_string()))
     }
 
     /// Gives a dead letter a fresh start: pending now, attempts reset, a new lifetime.

@@ -10,14 +10,14 @@
 //! - [`view`]: schedules and runs as the front doors show them.
 
 pub mod cadence;
-pub mod cron;
+pub(crate) mod cron;
 mod error;
-pub mod natural;
+pub(crate) mod natural;
 pub mod spec;
 pub mod store;
 pub mod sync;
 pub mod types;
-pub mod validate;
+pub(crate) mod validate;
 pub mod view;
 
 pub use cadence::{Cadence, CadenceError};

@@ -308,5 +308,20 @@ impl Executor {
                 paused,
             })
             .await;
+        // The schedule's session is summarized once the run is recorded, on its own task:
+        // a model-written summary takes a while, and the run's slot is free meanwhile. A
+        // summary lost to a shutdown is written by the next run or the quiet-session check.
+        if let Some((policy, summarizer)) = self.summaries.as_ref().filter(|_| !events.is_empty()) {
+            let (memory, policy, summarizer) =
+                (self.memory.clone(), policy.clone(), summarizer.clone());
+            tokio::spawn(async move {
+                if let Err(err) = memory
+                    .summarize_session(&session, &policy, summarizer.as_ref())
+                    .await
+                {
+                    tracing::warn!(%session, %err, "cannot summarize the schedule's session");
+                }
+            });
+        }
     }
 }

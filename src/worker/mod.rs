@@ -3,11 +3,11 @@
 //! Then it stops claiming, lets running work finish within a grace period, marks what is
 //! still running `interrupted`, and returns.
 
-pub mod executor;
-pub mod listener;
-pub mod maintenance;
+mod executor;
+mod listener;
+mod maintenance;
 pub mod registry;
-pub mod scheduler;
+mod scheduler;
 mod systemd;
 
 use std::future::Future;
@@ -36,6 +36,8 @@ pub enum WorkerError {
          leases run out"
     )]
     ShutdownStalled { secs: u64 },
+    #[error("{task} stopped unexpectedly; the worker shut down so it can be restarted")]
+    TaskStopped { task: &'static str },
 }
 
 impl Kind for WorkerError {
@@ -43,6 +45,7 @@ impl Kind for WorkerError {
         match self {
             WorkerError::Start(err) => err.kind(),
             WorkerError::ShutdownStalled { .. } => ErrorKind::Unavailable,
+            WorkerError::TaskStopped { .. } => ErrorKind::Internal,
         }
     }
 }
@@ -168,12 +171,31 @@ pub async fn run_with(
     tracing::info!(database = %memory.db().target(), %worker_id, "nightshift is running");
     systemd::ready();
 
-    shutdown.await;
+    let mut loop_task = loop_task;
+    let mut sender_task = sender_task;
+    // A loop that ends before it is told to (a fault inside it) stops the worker: better a
+    // restart by systemd than a worker that looks alive and runs nothing.
+    let ended_early = tokio::select! {
+        _ = shutdown => None,
+        ended = &mut loop_task => Some(("the scheduler loop", ended)),
+        ended = &mut sender_task => Some(("the outbox sender", ended)),
+    };
+    if let Some((task, ended)) = &ended_early {
+        let why = match ended {
+            Err(err) if err.is_panic() => "an internal error (logged above)".to_string(),
+            Err(err) => err.to_string(),
+            Ok(()) => "no reason".to_string(),
+        };
+        tracing::error!(task, %why, "a worker task stopped unexpectedly; shutting down");
+    }
     systemd::stopping();
     tracing::info!("shutting down: no new runs are claimed");
     stop.cancel();
     tracker.close();
-    let mut tasks = vec![loop_task, embedder_task];
+    let mut tasks = vec![embedder_task];
+    if !matches!(ended_early, Some(("the scheduler loop", _))) {
+        tasks.push(loop_task);
+    }
     tasks.extend(maintenance_task);
     let aborts: Vec<_> = tasks.iter().map(|task| task.abort_handle()).collect();
     let stopping = async {
@@ -200,8 +222,11 @@ pub async fn run_with(
         }
     }
     sender_stop.cancel();
+    let sender_ended = matches!(ended_early, Some(("the outbox sender", _)));
     let held = async {
-        let _ = sender_task.await;
+        if !sender_ended {
+            let _ = sender_task.await;
+        }
         let _ = heartbeat_task.await;
         // Retried (within the bound on this step): a database busy for a moment must not
         // leave the runs held until their leases run out.
@@ -234,6 +259,9 @@ pub async fn run_with(
         return Err(WorkerError::ShutdownStalled {
             secs: SHUTDOWN_FINAL.as_secs(),
         });
+    }
+    if let Some((task, _)) = ended_early {
+        return Err(WorkerError::TaskStopped { task });
     }
     tracing::info!("stopped");
     Ok(())
