@@ -299,9 +299,28 @@ fn config_is_checked_with_the_key_named() {
     // …and documents the defaults, not other values.
     let shipped = nightshift::config::Config::load(&example).unwrap();
     let defaults = nightshift::config::Config::default();
-    assert_eq!(shipped.search, defaults.search);
-    assert_eq!(shipped.embedding, defaults.embedding);
-    assert_eq!(shipped.memory, defaults.memory);
+    assert_eq!(shipped, defaults);
+    // …and names every key the configuration has.
+    let text = std::fs::read_to_string(&example).unwrap();
+    let keys = toml::to_string(&defaults).unwrap();
+    let mut section = String::new();
+    for line in keys.lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            // Tables of named entries are shown by an example entry.
+            let shown = text.contains(&format!("[{section}]"))
+                || text.contains(&format!("[{section}."));
+            assert!(shown, "[{section}] is not in the example");
+        } else if line == "schedules = []" {
+            assert!(text.contains("[[schedules]]"), "[[schedules]] is not in the example");
+        } else if let Some((key, _)) = line.split_once(" = ") {
+            let documented = text.lines().any(|l| {
+                let l = l.trim_start_matches(['#', ' ']);
+                l.starts_with(&format!("{key} =")) || l.starts_with(&format!("{key}="))
+            });
+            assert!(documented, "[{section}] {key} is not in config/nightshift.toml");
+        }
+    }
 }
 
 #[test]

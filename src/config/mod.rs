@@ -5,7 +5,7 @@ mod validate;
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::spec::ScheduleSpec;
 
@@ -31,7 +31,7 @@ impl crate::error::Kind for ConfigError {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub database: DatabaseConfig,
@@ -50,7 +50,7 @@ pub struct Config {
     pub users: std::collections::BTreeMap<String, UserConfig>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NotifyConfig {
     /// With `notify = "conditional"`, a run notifies only when its output starts with this
@@ -93,7 +93,7 @@ impl Default for NotifyConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ConsolidationConfig {
     /// Run the overnight passes from the worker.
@@ -142,7 +142,7 @@ impl Default for ConsolidationConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelKind {
     Webhook,
@@ -154,7 +154,7 @@ pub enum ChannelKind {
 
 /// A `[channels.<id>]` entry. Secrets are never written here: only the names of the
 /// environment variables or files that hold them.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     pub kind: ChannelKind,
@@ -166,7 +166,7 @@ pub struct ChannelConfig {
     pub secret_file: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct UserConfig {
     /// Where this user's notifications go when a schedule names no channel:
@@ -177,7 +177,7 @@ pub struct UserConfig {
     pub channels: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     /// Path of the embedded database file (its folder is created on first use), or the
@@ -221,7 +221,7 @@ pub fn credential_path(path: &str) -> PathBuf {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
     /// Largest event or note accepted, in bytes of UTF-8.
@@ -254,7 +254,7 @@ impl Default for MemoryConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
     pub default_top_k: usize,
@@ -290,7 +290,7 @@ impl Default for SearchConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingConfig {
     /// `hash`: blake3 feature hashing of words and character trigrams, no model needed.
@@ -325,7 +325,7 @@ impl Default for EmbeddingConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbeddingBackend {
     Hash,
@@ -341,7 +341,7 @@ impl EmbeddingBackend {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
     /// No cadence may run more often than this.
@@ -389,7 +389,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RuntimeKind {
     /// No runtime: due runs fail with a clear error.
@@ -400,7 +400,7 @@ pub enum RuntimeKind {
     Http,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeConfig {
     pub kind: RuntimeKind,
