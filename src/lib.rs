@@ -4,7 +4,9 @@
 //! Where things live, from the front doors down (dependencies point down, never up):
 //! - [`app`]: the composition root — opens the database and builds every component once;
 //!   `app::check` is what `config check` checks.
-//! - [`worker`]: the long-running daemon behind `nightshift run`.
+//! - [`api`]: the HTTP API (REST under `/v1`, OpenAPI, health, metrics) — a front door.
+//! - [`daemon`]: `nightshift run` — the worker and the API server under one shutdown.
+//! - [`worker`]: the long-running worker: scheduler loop, runs, outbox sender, upkeep.
 //! - [`consolidate`]: rolling summaries and the overnight passes.
 //! - [`schedule`]: cadences, the schedule store, claims and run records, config sync.
 //! - [`runtime`]: the agent runtimes a due run is sent to.
@@ -18,19 +20,25 @@
 //! - [`access`]: who acts — a user or the operator — checked by every operation.
 //! - [`input`]: the rules every input passes (text, ids, numbers, instants, sizes).
 //! - [`error`]: error kinds, mapped once per front door (exit codes, HTTP statuses).
+//! - [`tokens`]: API tokens — created, listed, revoked, checked.
+//! - [`telemetry`]: metrics recorded by every module, rendered by `/metrics`.
+//! - [`health`]: the scheduler loop's heartbeat, for readiness.
 //! - [`text`], [`http`], [`ids`]: small shared helpers.
 
 #[macro_use]
 mod text_enum;
 
 pub mod access;
+pub mod api;
 pub mod app;
 pub mod config;
 pub mod consolidate;
+pub mod daemon;
 pub mod db;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod health;
 pub(crate) mod http;
 pub mod ids;
 pub mod input;
@@ -39,7 +47,9 @@ pub mod notify;
 pub mod runtime;
 pub mod schedule;
 pub mod spec;
+pub mod telemetry;
 pub mod text;
+pub mod tokens;
 pub mod worker;
 
 pub use error::Error;

@@ -27,7 +27,7 @@ text_enum!(
 /// A schedule as a caller describes it. Exactly one of `cron` (with `tz`), `every`, `at`,
 /// `when` gives the cadence; `tz` is also the zone `at` and `when` are read in and every
 /// time is shown in. Unset policies take their defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
     /// Whose schedule it is. Required in the config file; a user's token or `--user`

@@ -308,17 +308,23 @@ fn config_is_checked_with_the_key_named() {
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             section = name.to_string();
             // Tables of named entries are shown by an example entry.
-            let shown = text.contains(&format!("[{section}]"))
-                || text.contains(&format!("[{section}."));
+            let shown =
+                text.contains(&format!("[{section}]")) || text.contains(&format!("[{section}."));
             assert!(shown, "[{section}] is not in the example");
         } else if line == "schedules = []" {
-            assert!(text.contains("[[schedules]]"), "[[schedules]] is not in the example");
+            assert!(
+                text.contains("[[schedules]]"),
+                "[[schedules]] is not in the example"
+            );
         } else if let Some((key, _)) = line.split_once(" = ") {
             let documented = text.lines().any(|l| {
                 let l = l.trim_start_matches(['#', ' ']);
                 l.starts_with(&format!("{key} =")) || l.starts_with(&format!("{key}="))
             });
-            assert!(documented, "[{section}] {key} is not in config/nightshift.toml");
+            assert!(
+                documented,
+                "[{section}] {key} is not in config/nightshift.toml"
+            );
         }
     }
 }

@@ -7,7 +7,9 @@
 //! run from an operator's shell does not need the service's secrets.
 
 pub mod check;
+pub mod db_status;
 mod schedules;
+pub mod status;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +81,9 @@ pub struct App {
     router: Arc<Router>,
     /// Woken when a message is written to the outbox by this process.
     outbox_wake: Arc<Notify>,
+    /// The scheduler loop's heartbeat, for readiness.
+    liveness: Arc<crate::health::Liveness>,
+    tokens: crate::tokens::TokenStore,
 }
 
 impl App {
@@ -111,6 +116,8 @@ impl App {
         Ok(App {
             config: Arc::new(config.clone()),
             outbox: Outbox::new(memory.db().clone()),
+            liveness: Arc::new(crate::health::Liveness::default()),
+            tokens: crate::tokens::TokenStore::new(memory.db().clone(), memory.clock().clone()),
             memory,
             schedules,
             router,
@@ -148,6 +155,14 @@ impl App {
 
     pub fn outbox_wake(&self) -> &Arc<Notify> {
         &self.outbox_wake
+    }
+
+    pub fn liveness(&self) -> &Arc<crate::health::Liveness> {
+        &self.liveness
+    }
+
+    pub fn tokens(&self) -> &crate::tokens::TokenStore {
+        &self.tokens
     }
 
     /// The configured agent runtime; reads its API key from the environment.

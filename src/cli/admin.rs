@@ -5,11 +5,11 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressStyle};
 use nightshift::app::{open_db, App};
 use nightshift::config::Config;
-use nightshift::db::{clock::to_rfc3339, migrate, query_scalar};
+use nightshift::db::{clock::to_rfc3339, migrate};
 use nightshift::error::{Error, ErrorKind};
 use serde_json::json;
 
-use super::args::{DbCommand, EvalCommand, IndexCommand, OutboxCommand};
+use super::args::{DbCommand, EvalCommand, IndexCommand, OutboxCommand, TokenCommand};
 use super::output::{note, print};
 
 /// A progress bar (drawn only when stderr is a terminal).
@@ -101,83 +101,41 @@ pub async fn db(config: &Config, command: DbCommand, json: bool) -> Result<(), E
         }
         DbCommand::Status => {
             let db = open_db(config).await?;
-            let migrations = migrate::status(&db).await?;
-            let current = migrations.iter().all(|m| m.applied_at.is_some());
-            let schema_version = migrations
-                .iter()
-                .filter(|m| m.applied_at.is_some())
-                .map(|m| m.version)
-                .max()
-                .unwrap_or(0);
-            let mut counts = serde_json::Map::new();
-            let mut embedding_model = None;
-            let mut embedding_pending = 0i64;
-            let mut reembedding = false;
-            if current {
-                let conn = db.conn().await?;
-                for (name, sql) in [
-                    (
-                        "sessions",
-                        "SELECT count(*) FROM sessions WHERE kind != 'memory'",
-                    ),
-                    ("events", "SELECT count(*) FROM events"),
-                    ("notes", "SELECT count(*) FROM notes"),
-                    ("chunks", "SELECT count(*) FROM chunks"),
-                    ("vectors", "SELECT count(*) FROM chunk_vectors"),
-                ] {
-                    let n: i64 = query_scalar(&conn, sql, ())
-                        .await
-                        .map_err(nightshift::db::DbError::from)?
-                        .unwrap_or(0);
-                    counts.insert(name.to_string(), n.into());
-                }
-                let stored = nightshift::memory::stored_embedding(&conn).await?;
-                embedding_model = stored.model;
-                embedding_pending = stored.pending;
-                reembedding = stored.reembedding;
-            }
-            let backend = config.embedding.backend.as_str();
-            let status = json!({
-                "database": db.target().to_string(),
-                "schema_version": schema_version,
-                "binary_schema_version": migrate::latest_version(),
-                "up_to_date": current,
-                "migrations": migrations,
-                "counts": counts,
-                "embedding_model": embedding_model,
-                "embedding": {
-                    "backend": backend,
-                    "model": embedding_model,
-                    "pending": embedding_pending,
-                    "reembedding": reembedding,
-                },
-            });
+            let status =
+                nightshift::app::db_status::db_status(&db, config.embedding.backend.as_str())
+                    .await?;
             print(json, &status, || {
                 let mut out = vec![
-                    format!("database:       {}", db.target()),
+                    format!("database:       {}", status.database),
                     format!(
-                        "schema version: {schema_version} (this binary: {}){}",
-                        migrate::latest_version(),
-                        if current {
+                        "schema version: {} (this binary: {}){}",
+                        status.schema_version,
+                        status.binary_schema_version,
+                        if status.up_to_date {
                             ""
                         } else {
                             " — run `nightshift db migrate`"
                         }
                     ),
                 ];
-                for m in &migrations {
+                for m in &status.migrations {
                     let when = m.applied_at.map_or("pending".to_string(), to_rfc3339);
                     out.push(format!("  {:04} {:<20} {when}", m.version, m.name));
                 }
-                for (name, n) in &counts {
+                for (name, n) in &status.counts {
                     out.push(format!("{name:<15} {n}"));
                 }
-                out.push(format!("embedding backend: {backend} (configured)"));
-                if let Some(model) = &embedding_model {
+                let embedding = &status.embedding;
+                out.push(format!(
+                    "embedding backend: {} (configured)",
+                    embedding.backend
+                ));
+                if let Some(model) = &embedding.model {
                     out.push(format!("embedding model: {model}"));
                     out.push(format!(
-                        "waiting for a vector: {embedding_pending} chunk(s){}",
-                        if reembedding {
+                        "waiting for a vector: {} chunk(s){}",
+                        embedding.pending,
+                        if embedding.reembedding {
                             " — re-embedding after a model change; search uses keywords until done"
                         } else {
                             ""
@@ -376,4 +334,69 @@ pub async fn workers(app: &App, json: bool) -> Result<(), Error> {
             .collect::<Vec<_>>()
             .join("\n")
     })
+}
+
+pub async fn token(app: &App, command: TokenCommand, json: bool) -> Result<(), Error> {
+    use nightshift::tokens::{NewToken, TokenInfo};
+    let show = |t: &TokenInfo| {
+        format!(
+            "{}  {:<5}  {}  {}  created {}  last used {}  {}",
+            t.token_id,
+            match t.scope {
+                nightshift::tokens::Scope::Admin => "admin",
+                nightshift::tokens::Scope::User => "user",
+            },
+            t.user_id.as_deref().unwrap_or("-"),
+            t.name.as_deref().unwrap_or("-"),
+            to_rfc3339(t.created_at),
+            t.last_used_at.map_or("never".to_string(), to_rfc3339),
+            match (t.revoked_at, t.expires_at) {
+                (Some(at), _) => format!("revoked {}", to_rfc3339(at)),
+                (None, Some(at)) => format!("expires {}", to_rfc3339(at)),
+                (None, None) => "no expiry".to_string(),
+            }
+        )
+    };
+    match command {
+        TokenCommand::Create {
+            user,
+            admin: _,
+            name,
+            expires,
+        } => {
+            let expires_in_secs = expires
+                .map(|text| {
+                    nightshift::schedule::cadence::parse_duration(&text)
+                        .map_err(|e| nightshift::input::InputError::new("--expires", e.to_string()))
+                })
+                .transpose()?;
+            let created = app
+                .tokens()
+                .create(&NewToken {
+                    user_id: user,
+                    name,
+                    expires_in_secs,
+                })
+                .await?;
+            if !json {
+                note("the secret is shown this once; keep it where the agent can read it");
+            }
+            print(json, &created, || {
+                format!("{}\n{}", show(&created.info), created.secret)
+            })
+        }
+        TokenCommand::List => {
+            let tokens = app.tokens().list().await?;
+            print(json, &tokens, || {
+                if tokens.is_empty() {
+                    return "no tokens".to_string();
+                }
+                tokens.iter().map(show).collect::<Vec<_>>().join("\n")
+            })
+        }
+        TokenCommand::Revoke { id } => {
+            let token = app.tokens().revoke(&id).await?;
+            print(json, &token, || format!("revoked {}", token.token_id))
+        }
+    }
 }

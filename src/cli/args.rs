@@ -80,6 +80,31 @@ pub enum Command {
     /// The configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Tokens for the HTTP API and the MCP server.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print its secret, once: a user token (--user) acts as that user
+    /// only; an admin token (--admin) as the operator.
+    Create {
+        #[arg(long, required_unless_present = "admin", conflicts_with = "admin")]
+        user: Option<String>,
+        #[arg(long)]
+        admin: bool,
+        /// What it is for, shown by `token list`.
+        #[arg(long)]
+        name: Option<String>,
+        /// Lifetime, like 90d or 12h (at most 10 years); none: until revoked.
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// Every token: names, users, scopes, when made, last used and expiring; never secrets.
+    List,
+    /// Refuse a token from now on.
+    Revoke { id: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -127,7 +127,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
             nightshift::app::check::check(&config)?;
             let shutdown = shutdown_signal()?;
             let app = App::open(&config).await?;
-            nightshift::worker::run(&app, shutdown).await?;
+            nightshift::daemon::run(&app, shutdown).await?;
             Ok(())
         }
         Command::Db(command) => admin::db(&config()?, command, json).await,
@@ -143,6 +143,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Workers => admin::workers(&open(config()?).await?, json).await,
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
         Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,
+        Command::Token(command) => admin::token(&open(config()?).await?, command, json).await,
     }
 }
 

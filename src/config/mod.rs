@@ -48,6 +48,50 @@ pub struct Config {
     pub channels: std::collections::BTreeMap<String, ChannelConfig>,
     /// Per-user settings by user id.
     pub users: std::collections::BTreeMap<String, UserConfig>,
+    /// The HTTP API (and MCP endpoint) served by `nightshift run`.
+    pub server: ServerConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address the API listens on; `""` turns the server off.
+    pub listen: String,
+    /// Largest request body, in bytes; a larger one is refused (413) before it is read.
+    pub max_body_bytes: usize,
+    /// How long one request may take before it is answered 503.
+    pub request_timeout_secs: u64,
+    /// Requests served at once; more are answered 503 at once rather than queued.
+    pub max_concurrent_requests: usize,
+    /// Requests a second one token may make, and how many it may make at once after a
+    /// quiet spell (a token bucket); more are answered 429 with Retry-After.
+    pub rate_per_token: f64,
+    pub rate_burst: u32,
+    /// A client that has not sent its request headers within this many seconds is dropped.
+    pub header_read_timeout_secs: u64,
+    /// PEM files for HTTPS (both, or neither for plain HTTP).
+    pub tls_cert_file: Option<String>,
+    pub tls_key_file: Option<String>,
+    /// The API's address as users reach it (behind a proxy, say): notifications link to a
+    /// run there. Unset: no links.
+    pub public_url: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:7431".to_string(),
+            max_body_bytes: 4 * 1024 * 1024,
+            request_timeout_secs: 30,
+            max_concurrent_requests: 256,
+            rate_per_token: 50.0,
+            rate_burst: 100,
+            header_read_timeout_secs: 10,
+            tls_cert_file: None,
+            tls_key_file: None,
+            public_url: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

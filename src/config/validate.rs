@@ -82,6 +82,60 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     channels_and_users(config)?;
     consolidation(config)?;
     schedules(config)?;
+    server(config)?;
+    Ok(())
+}
+
+fn server(config: &Config) -> Result<(), ConfigError> {
+    let s = &config.server;
+    if !s.listen.is_empty() && s.listen.parse::<std::net::SocketAddr>().is_err() {
+        return invalid(
+            "server.listen",
+            format!(
+                "`{}` is not an address and port such as 127.0.0.1:7431 (\"\" turns the server off)",
+                input::printable(&s.listen)
+            ),
+        );
+    }
+    range("server.max_body_bytes", s.max_body_bytes, 1024..=1024 * MIB)?;
+    range(
+        "server.request_timeout_secs",
+        s.request_timeout_secs,
+        1..=3600,
+    )?;
+    range(
+        "server.max_concurrent_requests",
+        s.max_concurrent_requests,
+        1..=100_000,
+    )?;
+    if !(s.rate_per_token.is_finite() && (0.1..=100_000.0).contains(&s.rate_per_token)) {
+        return invalid(
+            "server.rate_per_token",
+            format!("must be 0.1..=100000, got {}", s.rate_per_token),
+        );
+    }
+    range("server.rate_burst", s.rate_burst, 1..=1_000_000)?;
+    range(
+        "server.header_read_timeout_secs",
+        s.header_read_timeout_secs,
+        1..=3600,
+    )?;
+    match (&s.tls_cert_file, &s.tls_key_file) {
+        (Some(cert), Some(key)) => {
+            not_blank("server.tls_cert_file", cert)?;
+            not_blank("server.tls_key_file", key)?;
+        }
+        (None, None) => {}
+        _ => {
+            return invalid(
+                "server.tls_cert_file",
+                "give both tls_cert_file and tls_key_file, or neither",
+            )
+        }
+    }
+    if let Some(url) = &s.public_url {
+        http_url("server.public_url", url)?;
+    }
     Ok(())
 }
 
@@ -504,6 +558,11 @@ mod tests {
         ("consolidation", "conversation_retention_days"),
         ("consolidation", "outbox_retention_days"),
         ("consolidation", "snapshot_keep"),
+        ("server", "max_body_bytes"),
+        ("server", "request_timeout_secs"),
+        ("server", "max_concurrent_requests"),
+        ("server", "rate_burst"),
+        ("server", "header_read_timeout_secs"),
     ];
 
     proptest! {

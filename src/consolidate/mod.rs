@@ -17,7 +17,7 @@ pub use passes::{Consolidator, PassReport};
 use crate::db::DbError;
 use crate::memory::MemoryError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Pass {
     Summaries,

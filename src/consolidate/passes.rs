@@ -19,7 +19,7 @@ use crate::schedule::ScheduleStore;
 const SAME_COSINE: f64 = 0.97;
 const SAME_JACCARD: f64 = 0.85;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PassReport {
     pub run_id: String,
     pub pass: String,

@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "facts_retries",
         sql: include_str!("../../migrations/0008_facts_retries.sql"),
     },
+    Migration {
+        version: 9,
+        name: "api_tokens",
+        sql: include_str!("../../migrations/0009_api_tokens.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
@@ -65,7 +70,7 @@ fn checksum(sql: &str) -> String {
     blake3::hash(sql.as_bytes()).to_hex().to_string()
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MigrationStatus {
     pub version: i64,
     pub name: String,

@@ -19,7 +19,7 @@ const RELEVANCE_THRESHOLD: f64 = 0.3;
 pub const DEFAULT_BUDGET: usize = 2000;
 pub const MAX_BUDGET: usize = crate::input::MAX_CONTEXT_BUDGET;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Summary, recent turns, salient turns and relevant memories.
@@ -64,7 +64,7 @@ pub struct ContextRequest {
     pub strategy: Strategy,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ContextItem {
     /// `summary`, `recent`, `salient` or `relevant`.
     pub kind: &'static str,
@@ -78,7 +78,7 @@ pub struct ContextItem {
     pub note_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Context {
     pub user_id: String,
     pub session_id: String,

@@ -180,6 +180,18 @@ impl Memory {
         })
     }
 
+    /// Why search leaves out its vector leg now, if it does.
+    pub async fn search_degraded(&self) -> Result<Option<String>> {
+        let conn = self.db.conn().await?;
+        Ok(self.search_state(&conn, &[]).await?.degraded)
+    }
+
+    /// Chunks waiting for a vector.
+    pub async fn embedding_backlog(&self) -> Result<i64> {
+        let conn = self.db.conn().await?;
+        Ok(stored_embedding(&conn).await?.pending)
+    }
+
     /// Makes the configured model the database's: if the recorded one differs, every
     /// chunk is queued for a new vector and the vector leg stays off until the queue has
     /// drained. The daemon calls this at start; returns true when a re-embed began.

@@ -23,14 +23,14 @@ pub struct SearchRequest {
     pub tags: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HitSource {
     Note,
     Conversation,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SearchHit {
     pub text: String,
     pub score: f64,
@@ -69,7 +69,7 @@ pub struct SearchResults {
 
 /// A search as every front door answers it: the hits, and whether (and why) the vector
 /// leg was left out.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SearchResponse {
     pub hits: Vec<SearchHit>,
     pub degraded: bool,

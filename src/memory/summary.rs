@@ -8,7 +8,7 @@ use super::{check_id, Memory, MemoryError, Result};
 use crate::access::Actor;
 use crate::db::finish_rows;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SummaryState {
     pub session_id: String,
     pub summary: Option<String>,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::MemoryError;
 
 /// Who produced an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -54,7 +54,7 @@ impl FromStr for Role {
 }
 
 /// What a session holds, read from its id's prefix so the kind can never disagree with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionKind {
     /// A conversation with the agent.
@@ -94,7 +94,7 @@ impl SessionKind {
 }
 
 /// An event to append.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewEvent {
     pub role: Role,
@@ -122,7 +122,7 @@ impl NewEvent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Event {
     pub session_id: String,
     pub sequence: i64,
@@ -133,7 +133,7 @@ pub struct Event {
     pub created_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Session {
     pub session_id: String,
     pub user_id: String,
@@ -169,7 +169,7 @@ impl NewNote {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Note {
     pub note_id: String,
     pub user_id: String,
@@ -184,7 +184,7 @@ pub struct Note {
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SaveOutcome {
     pub note_id: String,
     /// False when a note with the same key was replaced.
@@ -192,14 +192,14 @@ pub struct SaveOutcome {
 }
 
 /// What deleting a note answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NoteDeleted {
     pub note_id: String,
     pub deleted: bool,
 }
 
 /// What appending to a session answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AppendedEvents {
     pub session_id: String,
     /// The sequence each event was given, in order.
@@ -207,7 +207,7 @@ pub struct AppendedEvents {
 }
 
 /// What forgetting a session answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct SessionForgotten {
     pub session_id: String,
     pub forgotten: bool,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::db::{fetch_optional, json_column, query_scalar, Db, DbError, FromRow};
 use crate::ids;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     High,
@@ -91,7 +91,7 @@ pub async fn enqueue_in(
     Ok(())
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Message {
     pub message_id: String,
     pub idempotency_key: String,

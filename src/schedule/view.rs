@@ -15,7 +15,7 @@ use super::Cadence;
 pub const LIST_NEXT_RUNS: usize = 1;
 pub const SHOW_NEXT_RUNS: usize = 5;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScheduleView {
     pub schedule_id: String,
     pub user_id: String,
@@ -98,13 +98,13 @@ impl ScheduleView {
 }
 
 /// A page of schedules and how many match in all.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScheduleList {
     pub schedules: Vec<ScheduleView>,
     pub total: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     pub run_id: String,
     pub schedule_id: String,
@@ -149,7 +149,7 @@ impl From<&Run> for RunView {
 }
 
 /// What deleting a schedule answers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScheduleDeleted {
     pub schedule_id: String,
     pub deleted: bool,

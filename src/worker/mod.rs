@@ -115,6 +115,7 @@ pub async fn run_with(
         wake: Arc::new(Notify::new()),
         max_concurrent: config.scheduler.max_concurrent,
         change_check: Duration::from_millis(config.scheduler.change_check_ms),
+        liveness: app.liveness().clone(),
     };
 
     let stop = CancellationToken::new();

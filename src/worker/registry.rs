@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::db::clock::Clock;
 use crate::db::{Db, DbError};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct WorkerInfo {
     pub worker_id: String,
     pub host: String,

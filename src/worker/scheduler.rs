@@ -27,6 +27,8 @@ pub struct Scheduler {
     pub wake: Arc<Notify>,
     pub max_concurrent: usize,
     pub change_check: Duration,
+    /// Marked on every tick, for readiness.
+    pub liveness: Arc<crate::health::Liveness>,
 }
 
 impl Scheduler {
@@ -54,6 +56,7 @@ impl Scheduler {
         loop {
             let may_recover = last_db_error.is_none_or(|at| at.elapsed() >= lease)
                 && self.a_lease_may_have_expired(leases_seen, lease);
+            self.liveness.tick();
             let blocked = match self
                 .pass(&permits, may_recover, &stop, &hard_stop, &tracker)
                 .await
@@ -73,6 +76,7 @@ impl Scheduler {
                     _ = self.wake.notified() => break,
                     _ = ticker.tick() => {
                         systemd::watchdog();
+                        self.liveness.tick();
                         match self.store.version().await {
                             Ok(version) if version != seen_version => {
                                 seen_version = version;

@@ -1,0 +1,131 @@
+//! The HTTP API served by `nightshift run`: REST under `/v1` for agents and operators,
+//! its OpenAPI document generated from the handlers, `/healthz`, `/readyz` and `/metrics`.
+//! A front door like the CLI: it authenticates, parses and answers; every operation,
+//! with its validation and ownership checks, is the library's.
+
+pub mod auth;
+pub mod error;
+mod extract;
+mod middleware;
+mod routes;
+pub mod server;
+pub mod types;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use tower::ServiceBuilder;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::app::App;
+pub use server::{Listening, ServerError};
+
+/// What every handler reads.
+#[derive(Clone)]
+pub struct ApiState {
+    pub app: App,
+    pub rate: Arc<auth::RateLimiter>,
+    /// A worker runs in this process: readiness checks its scheduler loop.
+    pub worker_expected: bool,
+    /// The OpenAPI document, as served.
+    pub openapi: Arc<String>,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "nightshift",
+        description = "Durable memory and a sense of time for AI agents: notes, conversations and \
+                       hybrid search; schedules whose goals run through an agent runtime.",
+    ),
+    modifiers(&BearerAuth),
+    components(schemas(error::ErrorBody)),
+    tags(
+        (name = "notes", description = "A user's notes"),
+        (name = "memory", description = "Search"),
+        (name = "sessions", description = "Conversations"),
+        (name = "schedules", description = "Schedules and their runs"),
+        (name = "admin", description = "The operator's routes (an admin token)"),
+        (name = "system", description = "Health, readiness, metrics, this document")
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+/// Every route with its documentation, before the state is attached.
+fn documented_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(routes::notes::router())
+        .merge(routes::search::router())
+        .merge(routes::sessions::router())
+        .merge(routes::schedules::router())
+        .merge(routes::admin::router())
+        .merge(routes::system::router())
+}
+
+/// The OpenAPI document of every route (what `/v1/openapi.json` serves).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented_routes().into_openapi()
+}
+
+/// The API's router on `app`, with its limits: a body over `server.max_body_bytes`
+/// refused before it is read whole, a request over its time answered 503, requests past
+/// `server.max_concurrent_requests` turned away at once.
+pub fn router(app: &App, worker_expected: bool) -> axum::Router {
+    let config = app.config().server.clone();
+    let (routes, doc) = documented_routes().split_for_parts();
+    let openapi = doc.to_json().unwrap_or_else(|_| "{}".to_string());
+    let state = ApiState {
+        app: app.clone(),
+        rate: Arc::new(auth::RateLimiter::new(
+            config.rate_per_token,
+            config.rate_burst,
+        )),
+        worker_expected,
+        openapi: Arc::new(openapi),
+    };
+    routes
+        .fallback(middleware::no_route)
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(middleware::overloaded))
+                .load_shed()
+                .concurrency_limit(config.max_concurrent_requests)
+                .timeout(Duration::from_secs(config.request_timeout_secs)),
+        )
+        .layer(axum::middleware::from_fn(middleware::observe))
+        .layer(middleware::request_ids())
+        .with_state(state)
+}
+
+/// Binds the configured address for `app`'s API; `None` when `server.listen` is empty.
+pub async fn bind(app: &App, worker_expected: bool) -> Result<Option<Listening>, ServerError> {
+    let config = &app.config().server;
+    if config.listen.is_empty() {
+        return Ok(None);
+    }
+    let listening = Listening::bind(config, router(app, worker_expected)).await?;
+    if !app.tokens().any_usable().await.unwrap_or(true) {
+        tracing::warn!(
+            "no API token exists, so every /v1 call is refused: create one with \
+             `nightshift token create --user USER` (or `--admin`)"
+        );
+    }
+    Ok(Some(listening))
+}

@@ -1,0 +1,8 @@
+//! The routes, by what they are about.
+
+pub mod admin;
+pub mod notes;
+pub mod schedules;
+pub mod search;
+pub mod sessions;
+pub mod system;

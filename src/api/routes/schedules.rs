@@ -1,0 +1,221 @@
+//! `/v1/schedules` and `/v1/runs`: a user's schedules and their runs.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, Failures};
+use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::types::{PauseBody, RunsQuery, ScheduleListQuery, UserQuery};
+use crate::api::ApiState;
+use crate::input::InputError;
+use crate::schedule::store::ScheduleFilter;
+use crate::schedule::view::{
+    RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
+};
+use crate::spec::ScheduleSpec;
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(add_schedule, list_schedules))
+        .routes(routes!(show_schedule, delete_schedule))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
+        .routes(routes!(run_now))
+        .routes(routes!(runs))
+        .routes(routes!(show_run))
+}
+
+/// Add a schedule: a goal and exactly one of `cron` (+ `tz`), `every`, `at`, `when`. With a
+/// user token it is the token's user's, and notifies only through channels granted to them.
+#[utoipa::path(post, path = "/v1/schedules", tag = "schedules", params(UserQuery),
+    request_body = ScheduleSpec,
+    responses((status = 201, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn add_schedule(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(spec): ApiJson<ScheduleSpec>,
+) -> Result<(StatusCode, Json<ScheduleView>), ApiError> {
+    // The user comes from the token (or an admin's ?user=), never from the body.
+    let user = caller.user_for(query.user.as_deref().or(match &caller.actor {
+        crate::access::Actor::Operator => spec.user.as_deref(),
+        crate::access::Actor::User(_) => None,
+    }))?;
+    if spec.user.as_deref().is_some_and(|u| u != user) {
+        return Err(ApiError::from(InputError::new(
+            "user",
+            "the body's user differs from the token's; leave it out",
+        )));
+    }
+    let actor = caller.actor.clone();
+    let schedule = state.app.add_schedule(&actor, &user, &spec).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ScheduleView::new(&schedule, SHOW_NEXT_RUNS)),
+    ))
+}
+
+/// Schedules, newest first, a page at a time.
+#[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ScheduleListQuery),
+    responses((status = 200, body = ScheduleList), Failures),
+    security(("bearer" = [])))]
+async fn list_schedules(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ScheduleListQuery>,
+) -> Result<Json<ScheduleList>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let status = query
+        .status
+        .as_deref()
+        .map(|s| {
+            s.parse()
+                .map_err(|reason| InputError::new("status", reason))
+        })
+        .transpose()?;
+    let filter = ScheduleFilter {
+        user_id: actor.user_id().map(str::to_string),
+        status,
+        limit: Some(query.limit.unwrap_or(100)),
+        offset: query.offset.unwrap_or(0),
+    };
+    let (schedules, total) = state.app.schedules().list(&actor, &filter).await?;
+    Ok(Json(ScheduleList {
+        schedules: schedules
+            .iter()
+            .map(|s| ScheduleView::new(s, LIST_NEXT_RUNS))
+            .collect(),
+        total,
+    }))
+}
+
+/// One schedule, with its next five runs.
+#[utoipa::path(get, path = "/v1/schedules/{schedule_id}", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    responses((status = 200, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn show_schedule(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let schedule = state.app.schedules().get(&actor, &schedule_id).await?;
+    Ok(Json(ScheduleView::new(&schedule, SHOW_NEXT_RUNS)))
+}
+
+/// Stop running a schedule until resumed, with an optional note.
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/pause", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    request_body(content = PauseBody, description = "Optional"),
+    responses((status = 200, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn pause(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    body: Option<ApiJson<PauseBody>>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let note = body.and_then(|ApiJson(b)| b.note);
+    let schedule = state
+        .app
+        .schedules()
+        .pause(&actor, &schedule_id, note.as_deref())
+        .await?;
+    Ok(Json(ScheduleView::new(&schedule, 0)))
+}
+
+/// Resume a paused schedule from now (a one-shot whose time passed runs now).
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/resume", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    responses((status = 200, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn resume(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let schedule = state.app.schedules().resume(&actor, &schedule_id).await?;
+    Ok(Json(ScheduleView::new(&schedule, LIST_NEXT_RUNS)))
+}
+
+/// Make a schedule due now; its cadence continues afterwards.
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/run-now", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    responses((status = 200, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn run_now(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let schedule = state.app.schedules().run_now(&actor, &schedule_id).await?;
+    Ok(Json(ScheduleView::new(&schedule, LIST_NEXT_RUNS)))
+}
+
+/// Delete a schedule and its run history.
+#[utoipa::path(delete, path = "/v1/schedules/{schedule_id}", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    responses((status = 200, body = ScheduleDeleted), Failures),
+    security(("bearer" = [])))]
+async fn delete_schedule(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<ScheduleDeleted>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    state.app.schedules().delete(&actor, &schedule_id).await?;
+    Ok(Json(ScheduleDeleted {
+        schedule_id,
+        deleted: true,
+    }))
+}
+
+/// A schedule's runs, newest first.
+#[utoipa::path(get, path = "/v1/schedules/{schedule_id}/runs", tag = "schedules",
+    params(("schedule_id" = String, Path), RunsQuery),
+    responses((status = 200, body = Vec<RunView>), Failures),
+    security(("bearer" = [])))]
+async fn runs(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<RunsQuery>,
+) -> Result<Json<Vec<RunView>>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let runs = state
+        .app
+        .schedules()
+        .runs(&actor, &schedule_id, query.limit.unwrap_or(20))
+        .await?;
+    Ok(Json(runs.iter().map(RunView::from).collect()))
+}
+
+/// One run, with its output and error.
+#[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "schedules",
+    params(("run_id" = String, Path), UserQuery),
+    responses((status = 200, body = RunView), Failures),
+    security(("bearer" = [])))]
+async fn show_run(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(run_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<RunView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let run = state.app.schedules().run(&actor, &run_id).await?;
+    Ok(Json(RunView::from(&run)))
+}
