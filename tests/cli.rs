@@ -11,6 +11,7 @@ use tempfile::TempDir;
 
 fn nightshift(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nightshift"));
+    cmd.env("NIGHTSHIFT_LISTEN", "127.0.0.1:0");
     cmd.current_dir(dir)
         .env_remove("NIGHTSHIFT_CONFIG")
         .env("NIGHTSHIFT_DB", dir.join("cli.db"))
@@ -380,6 +381,7 @@ fn run_migrates_the_default_database_and_exits_zero_on_sigterm() {
     let dir = TempDir::new().unwrap();
     let d = dir.path();
     let mut child = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .env("NIGHTSHIFT_LISTEN", "127.0.0.1:0")
         .current_dir(d)
         .env_remove("NIGHTSHIFT_DB")
         .env_remove("NIGHTSHIFT_CONFIG")

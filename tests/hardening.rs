@@ -13,6 +13,7 @@ use tempfile::TempDir;
 
 fn nightshift(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nightshift"));
+    cmd.env("NIGHTSHIFT_LISTEN", "127.0.0.1:0");
     cmd.current_dir(dir)
         .env_remove("NIGHTSHIFT_CONFIG")
         .env("NIGHTSHIFT_DB", dir.join("hard.db"))

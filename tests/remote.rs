@@ -572,6 +572,7 @@ fn the_cli_works_against_a_server_directly_and_through_a_replica() {
     .unwrap();
     let nightshift = |via_replica: bool, args: &[&str]| -> serde_json::Value {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"));
+        command.env("NIGHTSHIFT_LISTEN", "127.0.0.1:0");
         command.current_dir(dir.path()).arg("--json");
         if via_replica {
             command.arg("--config").arg(&replica_config);

@@ -101,6 +101,7 @@ enabled = false
 fn start_worker(config: &Path, log: &Path) -> KillOnDrop {
     let mut worker = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_nightshift"))
+            .env("NIGHTSHIFT_LISTEN", "127.0.0.1:0")
             .arg("--config")
             .arg(config)
             .arg("run")

@@ -193,6 +193,7 @@ fn search_with_runtime(dir: &Path, onnxruntime: &Path) -> std::process::Output {
     std::fs::write(&path, config).unwrap();
     Config::load(&path).expect("a valid config");
     Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .env("NIGHTSHIFT_LISTEN", "127.0.0.1:0")
         .current_dir(dir)
         .env("NIGHTSHIFT_DB", dir.join("semantic.db"))
         .args(["--config", path.to_str().unwrap()])

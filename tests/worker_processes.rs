@@ -81,6 +81,7 @@ max_retries = 0
 
 fn cli(config: &Path, args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .env("NIGHTSHIFT_LISTEN", "127.0.0.1:0")
         .arg("--config")
         .arg(config)
         .arg("--json")
@@ -100,6 +101,7 @@ fn cli(config: &Path, args: &[&str]) -> Value {
 /// Starts a worker and returns once it says it is running.
 fn start_worker(config: &Path) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .env("NIGHTSHIFT_LISTEN", "127.0.0.1:0")
         .arg("--config")
         .arg(config)
         .arg("run")

@@ -28,6 +28,29 @@ pub fn request_ids() -> ServiceBuilder<
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
 }
 
+/// A body announced larger than `max` is refused before any of it is read; one that
+/// does not say its length is cut off by the extractors' own limit as it is read.
+pub async fn refuse_large_bodies(
+    axum::extract::State(max): axum::extract::State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|len| len > max as u64) {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("the body is larger than server.max_body_bytes ({max})"),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
 /// An unknown route.
 pub async fn no_route() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")

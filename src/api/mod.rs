@@ -109,6 +109,10 @@ pub fn router(app: &App, worker_expected: bool) -> axum::Router {
                 .concurrency_limit(config.max_concurrent_requests)
                 .timeout(Duration::from_secs(config.request_timeout_secs)),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            config.max_body_bytes,
+            middleware::refuse_large_bodies,
+        ))
         .layer(axum::middleware::from_fn(middleware::observe))
         .layer(middleware::request_ids())
         .with_state(state)

@@ -17,6 +17,10 @@ pub struct Cli {
     /// Database location; overrides `[database] path`.
     #[arg(long, global = true, env = "NIGHTSHIFT_DB", value_name = "PATH")]
     pub db: Option<String>,
+    /// Address the HTTP API of `run` listens on; overrides `[server] listen` ("" turns it
+    /// off).
+    #[arg(long, global = true, env = "NIGHTSHIFT_LISTEN", value_name = "ADDR")]
+    pub listen: Option<String>,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     pub json: bool,

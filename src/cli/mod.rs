@@ -98,11 +98,22 @@ fn init_logging(format: LogFormat, daemon: bool) {
     }
 }
 
-/// The configuration: the file (if any), then `--db` / `NIGHTSHIFT_DB` on top.
-fn load_config(path: Option<&std::path::Path>, db: Option<String>) -> Result<Config, Error> {
+/// The configuration: the file (if any), then `--db` / `NIGHTSHIFT_DB` and `--listen` /
+/// `NIGHTSHIFT_LISTEN` on top.
+fn load_config(
+    path: Option<&std::path::Path>,
+    db: Option<String>,
+    listen: Option<String>,
+) -> Result<Config, Error> {
     let mut config = Config::load_or_default(path)?;
+    let overridden = db.is_some() || listen.is_some();
     if let Some(db) = db {
         config.database.path = db;
+    }
+    if let Some(listen) = listen {
+        config.server.listen = listen;
+    }
+    if overridden {
         config.validate()?;
     }
     Ok(config)
@@ -112,11 +123,12 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
     let Cli {
         config: config_path,
         db,
+        listen,
         json,
         command,
         ..
     } = cli;
-    let config = || load_config(config_path.as_deref(), db.clone());
+    let config = || load_config(config_path.as_deref(), db.clone(), listen.clone());
     match command {
         Command::Config(args::ConfigCommand::Check { path }) => {
             admin::config_check(path.as_deref().or(config_path.as_deref()), json)

@@ -123,7 +123,7 @@ impl Consolidator {
             .await
             .unwrap_or_else(|join| Err(ConsolidateError::Panicked(panic_text(join))));
             let finished_at = self.now();
-            let (status, counts, error) = match result {
+            let (status, counts, error): (&'static str, Value, Option<String>) = match result {
                 Ok(PassOutcome {
                     counts,
                     error: None,
@@ -147,6 +147,7 @@ impl Consolidator {
                 tracing::warn!(pass = pass.as_str(), %err, "cannot record the end of a consolidation pass");
             }
             tracing::info!(pass = pass.as_str(), status, counts = %counts, "consolidation pass");
+            crate::telemetry::consolidation_pass(pass.as_str(), status);
             reports.push(PassReport {
                 run_id,
                 pass: pass.as_str().to_string(),

@@ -276,12 +276,15 @@ impl WriteGate {
     }
 
     async fn take(&self, lane: Lane) -> Turn {
+        let waiting = std::time::Instant::now();
         let place = match lane {
             Lane::Queue => Some(acquire(&self.queue).await),
             Lane::Ahead => None,
         };
+        let turn = acquire(&self.turn).await;
+        crate::telemetry::write_gate_wait(waiting.elapsed());
         Turn {
-            _turn: acquire(&self.turn).await,
+            _turn: turn,
             _place: place,
             watchdog: tokio::spawn(warn_while_held()).abort_handle(),
         }

@@ -121,6 +121,13 @@ impl Filler {
 
 impl Memory {
     pub async fn context(&self, request: &ContextRequest) -> Result<Context> {
+        let started = std::time::Instant::now();
+        let context = self.assemble_context(request).await;
+        crate::telemetry::context(started.elapsed());
+        context
+    }
+
+    async fn assemble_context(&self, request: &ContextRequest) -> Result<Context> {
         check_id("user id", &request.user_id)?;
         check_id("session id", &request.session_id)?;
         // Another user's session is reported exactly like a missing one.

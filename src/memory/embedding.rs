@@ -376,6 +376,7 @@ impl Memory {
                 [token.as_str()],
             )
             .await? as usize;
+        crate::telemetry::vectors_written(stored);
         Ok(stored)
     }
 

@@ -156,7 +156,10 @@ impl Memory {
 
     /// As [`Memory::search`], also saying whether the vector leg was left out.
     pub async fn search_detailed(&self, request: &SearchRequest) -> Result<SearchResults> {
-        self.search_checked(request, false).await
+        let started = std::time::Instant::now();
+        let results = self.search_checked(request, false).await;
+        crate::telemetry::search(started.elapsed());
+        results
     }
 
     /// A search whose `session_id`, when `session_owned`, the caller has already found to

@@ -100,6 +100,14 @@ impl Sender {
     async fn deliver_one(&self, message: Message) {
         let result = self.channels.deliver(&message).await;
         let now = self.clock.now_ms();
+        crate::telemetry::delivery(
+            &message.channel_id,
+            if result.is_ok() {
+                "delivered"
+            } else {
+                "failed"
+            },
+        );
         let recorded = match result {
             Ok(()) => self
                 .outbox

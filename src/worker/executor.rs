@@ -66,12 +66,14 @@ impl Executor {
                 }
             }
         };
+        let started = std::time::Instant::now();
         let attempts = self.attempts(&mut claim);
         let (status, outcome) = tokio::select! {
             result = attempts => result,
             _ = heartbeat => return,
             _ = hard_stop.cancelled() => return,
         };
+        crate::telemetry::run_finished(status.as_str(), started.elapsed());
         self.record(&claim, status, outcome, &hard_stop).await;
     }
 

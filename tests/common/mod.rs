@@ -1,6 +1,7 @@
 //! Shared helpers: a memory store on a fresh database file in a temp dir.
 #![allow(dead_code)]
 
+pub mod api;
 pub mod sqld;
 
 use std::sync::Arc;
