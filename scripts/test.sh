@@ -5,3 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
 cargo test --locked --lib --bins --tests "$@"
+# A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
+# `scripts/api-fuzz.sh --examples 200`).
+scripts/api-fuzz.sh --examples 20

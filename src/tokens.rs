@@ -3,6 +3,8 @@
 //! never holds a usable secret. A user token acts as its user only; an admin token acts as
 //! the operator. Secrets are never logged and never echoed in an error.
 
+use std::collections::HashMap;
+
 use base64::Engine;
 use serde::Serialize;
 
@@ -144,11 +146,35 @@ fn hash(secret: &str) -> String {
 pub struct TokenStore {
     db: Db,
     clock: std::sync::Arc<dyn Clock>,
+    /// Tokens found recently, by secret hash: a busy client's requests do not each read
+    /// the database. An entry is used for [`CACHE_FOR`] at most, so a token revoked by
+    /// another process is refused within that; revoked here, at once.
+    recent: std::sync::Arc<std::sync::Mutex<HashMap<String, Cached>>>,
+}
+
+/// How long a checked token is trusted without reading it again.
+pub const CACHE_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+/// Tokens remembered at most (more are simply read again).
+const CACHE_MAX: usize = 10_000;
+
+#[derive(Clone)]
+struct Cached {
+    found: Authenticated,
+    expires_at: Option<i64>,
+    at: std::time::Instant,
 }
 
 impl TokenStore {
     pub fn new(db: Db, clock: std::sync::Arc<dyn Clock>) -> Self {
-        Self { db, clock }
+        Self {
+            db,
+            clock,
+            recent: Default::default(),
+        }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        self.recent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Makes a token; its secret is in the answer and nowhere else.
@@ -222,6 +248,7 @@ impl TokenStore {
     /// Revokes a token: it is refused from now on.
     pub async fn revoke(&self, token_id: &str) -> Result<TokenInfo, TokenError> {
         input::check_id("token id", token_id)?;
+        self.recent().retain(|_, c| c.found.token_id != token_id);
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?2) WHERE token_id = ?1",
@@ -261,6 +288,14 @@ impl TokenStore {
             return Err(TokenError::Unauthenticated);
         }
         let digest = hash(secret);
+        let now = self.clock.now_ms();
+        let cached = self.recent().get(&digest).cloned();
+        if let Some(cached) = cached.filter(|c| c.at.elapsed() < CACHE_FOR) {
+            if cached.expires_at.is_some_and(|at| at <= now) {
+                return Err(TokenError::Unauthenticated);
+            }
+            return Ok(cached.found);
+        }
         let conn = self.db.conn().await?;
         let found = crate::db::query_first_row(
             &conn,
@@ -289,7 +324,6 @@ impl TokenStore {
         if stored != blake3::hash(secret.as_bytes()) {
             return Err(TokenError::Unauthenticated);
         }
-        let now = self.clock.now_ms();
         if revoked_at.is_some() || expires_at.is_some_and(|at| at <= now) {
             return Err(TokenError::Unauthenticated);
         }
@@ -310,7 +344,20 @@ impl TokenStore {
             (_, Some(user)) => Actor::User(user),
             _ => return Err(TokenError::Unauthenticated),
         };
-        Ok(Authenticated { token_id, actor })
+        let found = Authenticated { token_id, actor };
+        let mut recent = self.recent();
+        if recent.len() >= CACHE_MAX {
+            recent.clear();
+        }
+        recent.insert(
+            digest,
+            Cached {
+                found: found.clone(),
+                expires_at,
+                at: std::time::Instant::now(),
+            },
+        );
+        Ok(found)
     }
 }
 

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Points schemathesis (a third-party OpenAPI fuzzer, pinned) at a real `nightshift run`
+# with a user token and an admin token, and fails on any 5xx answer or any answer that
+# breaks the OpenAPI document. `--examples N` per operation (default 30; CI runs this).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+examples=30
+if [[ "${1:-}" == "--examples" ]]; then examples="$2"; fi
+target="${CARGO_TARGET_DIR:-target}"
+venv="$target/api-fuzz-venv"
+if [[ ! -x "$venv/bin/st" ]]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
+fi
+cargo build --locked --quiet --bin nightshift
+bin="$target/debug/nightshift"
+work="$(mktemp -d)"
+pid=""
+trap '[[ -n "$pid" ]] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; rm -rf "$work"' EXIT
+unset NIGHTSHIFT_CONFIG NIGHTSHIFT_LISTEN
+export NIGHTSHIFT_DB="$work/fuzz.db"
+secret() { "$bin" --json token create "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])'; }
+user_token="$(secret --user fuzz)"
+admin_token="$(secret --admin)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$bin" --listen "127.0.0.1:$port" run >"$work/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+status=0
+for token in "$user_token" "$admin_token"; do
+    "$venv/bin/st" run "http://127.0.0.1:$port/v1/openapi.json" \
+        -H "Authorization: Bearer $token" \
+        --checks not_a_server_error,response_schema_conformance \
+        --max-examples "$examples" --seed 1 --no-color >"$work/st.log" 2>&1 || status=$?
+    tail -n 25 "$work/st.log"
+    if [[ $status -ne 0 ]]; then
+        echo "api-fuzz: schemathesis found failures (worker log: $work/run.log)" >&2
+        tail -n 40 "$work/run.log" >&2
+        exit "$status"
+    fi
+done
+echo "api-fuzz: no 5xx and no answer outside the OpenAPI document"
