@@ -74,6 +74,7 @@ async fn main() {
         marker: "[NOTIFY]".into(),
         failure_notice_after: 3,
         max_message_chars: 3500,
+        public_url: None,
         ttl_ms: [86_400_000; 3],
     };
     let wake = Arc::new(Notify::new());

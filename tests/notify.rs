@@ -596,3 +596,28 @@ async fn recording_a_run_keeps_the_newest_history_keep_runs() {
     let newest: Vec<String> = run_ids.iter().rev().take(3).cloned().collect();
     assert_eq!(kept, newest);
 }
+
+/// With the API's public address configured, a message links to its run; the webhook's
+/// JSON carries the link too.
+#[tokio::test]
+async fn a_message_links_to_its_run_when_the_api_is_public() {
+    let (url, server) = Server::start().await;
+    let h = harness(|c| {
+        c.channels
+            .insert("hook".into(), channel(ChannelKind::Webhook, &url, None));
+        c.server.public_url = Some("https://ns.example.org/".into());
+    })
+    .await;
+    let schedule = h.schedule(Some("hook"), NotifyPolicy::Always).await;
+    let run_id = h.finish(&schedule, RunStatus::Succeeded, "all good").await;
+    h.sender().deliver_due().await.unwrap();
+    let received = server.received();
+    let body = json(&received[0].body);
+    assert_eq!(
+        body["run_url"],
+        format!("https://ns.example.org/v1/runs/{run_id}")
+    );
+    assert!(
+        nightshift::notify::channels::render_text(&body).ends_with(&format!("/v1/runs/{run_id}"))
+    );
+}

@@ -612,6 +612,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         marker: "[NOTIFY]".into(),
         failure_notice_after: 3,
         max_message_chars: 3500,
+        public_url: None,
         ttl_ms: [3_600_000; 3],
     };
     let now = memory.clock().now_ms();

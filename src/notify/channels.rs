@@ -157,15 +157,20 @@ pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The text a person reads: the summary line, then the output.
+/// The text a person reads: the summary line, then the output, then a link to the run
+/// when the API's public address is configured.
 pub fn render_text(payload: &Value) -> String {
     let summary = payload["summary"].as_str().unwrap_or_default();
     let output = payload["output"].as_str().unwrap_or_default().trim();
-    if output.is_empty() || output == summary {
+    let mut text = if output.is_empty() || output == summary {
         summary.to_string()
     } else {
         format!("{summary}\n\n{output}")
+    };
+    if let Some(url) = payload["run_url"].as_str() {
+        text.push_str(&format!("\n\n{url}"));
     }
+    text
 }
 
 /// Splits on character boundaries, preferring line breaks, into parts of at most `limit`.

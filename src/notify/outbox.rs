@@ -34,6 +34,8 @@ pub struct NotifyPlan {
     pub failure_notice_after: i64,
     /// Characters of a run's output a message carries at most.
     pub max_message_chars: usize,
+    /// Where a run can be read over the API (`server.public_url`), for a link.
+    pub public_url: Option<String>,
     /// Lifetime of a message by priority (high, normal, low), milliseconds.
     pub ttl_ms: [i64; 3],
 }

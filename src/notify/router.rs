@@ -26,6 +26,7 @@ pub struct Recipient<'a> {
 
 #[derive(Debug, Clone)]
 pub struct Router {
+    public_url: Option<String>,
     channels: BTreeSet<String>,
     user_defaults: BTreeMap<String, String>,
     notify: NotifyConfig,
@@ -34,6 +35,11 @@ pub struct Router {
 impl Router {
     pub fn from_config(config: &Config) -> Self {
         Self {
+            public_url: config
+                .server
+                .public_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_string()),
             channels: config.channels.keys().cloned().collect(),
             user_defaults: config
                 .users
@@ -65,6 +71,7 @@ impl Router {
             marker: self.notify.marker.clone(),
             failure_notice_after: self.notify.failure_notice_after,
             max_message_chars: self.notify.max_message_chars,
+            public_url: self.public_url.clone(),
             ttl_ms: [
                 self.notify.ttl_high_secs * 1000,
                 self.notify.ttl_normal_secs * 1000,

@@ -45,7 +45,12 @@ impl ScheduleStore {
             } else {
                 output
             };
+            let run_url = plan
+                .public_url
+                .as_ref()
+                .map(|base| format!("{base}/v1/runs/{}", claim.run_id));
             serde_json::json!({
+                "run_url": run_url,
                 "output_truncated": cut,
                 "event": event,
                 "schedule_id": schedule.schedule_id,
