@@ -659,3 +659,22 @@ fn an_unreadable_database_token_file_is_a_configuration_error() {
         stderr(&out)
     );
 }
+
+/// `docs/cli.md` is the command line's own help; regenerate it with
+/// `nightshift generate cli-doc docs/cli.md` when a command changes.
+#[test]
+fn the_cli_reference_is_up_to_date() {
+    let dir = TempDir::new().unwrap();
+    let fresh = dir.path().join("cli.md");
+    let out = run(
+        dir.path(),
+        &["generate", "cli-doc", fresh.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let committed =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md")).unwrap();
+    assert!(
+        std::fs::read_to_string(fresh).unwrap() == committed,
+        "docs/cli.md is out of date: run `nightshift generate cli-doc docs/cli.md`"
+    );
+}

@@ -46,7 +46,6 @@ async fn any_text_a_user_types_is_a_safe_query() {
         "^deploy",
         "deploy + prod",
         "'; DROP TABLE notes; --",
-        "\u{0}",
         "💥 deploy",
         "rank:1",
         "a:b:c",
@@ -55,6 +54,11 @@ async fn any_text_a_user_types_is_a_safe_query() {
         let result = memory.search(&request("u", query, None)).await;
         assert!(result.is_ok(), "{query:?}: {result:?}");
     }
+    // A NUL is not text a query may hold: bad input, named, not a database error.
+    assert!(matches!(
+        memory.search(&request("u", "\u{0}", None)).await,
+        Err(nightshift::memory::MemoryError::Input(_))
+    ));
     let hits = memory
         .search(&request("u", "NEAR(deploy \"prod\")", None))
         .await

@@ -12,14 +12,32 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 )]
 pub struct Cli {
     /// Configuration file (TOML). Without one, built-in defaults are used.
-    #[arg(long, global = true, env = "NIGHTSHIFT_CONFIG", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "NIGHTSHIFT_CONFIG",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub config: Option<PathBuf>,
     /// Database location; overrides `[database] path`.
-    #[arg(long, global = true, env = "NIGHTSHIFT_DB", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "NIGHTSHIFT_DB",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub db: Option<String>,
     /// Address the HTTP API of `run` listens on; overrides `[server] listen` ("" turns it
     /// off).
-    #[arg(long, global = true, env = "NIGHTSHIFT_LISTEN", value_name = "ADDR")]
+    #[arg(
+        long,
+        global = true,
+        env = "NIGHTSHIFT_LISTEN",
+        hide_env_values = true,
+        value_name = "ADDR"
+    )]
     pub listen: Option<String>,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
@@ -29,6 +47,7 @@ pub struct Cli {
         long,
         global = true,
         env = "NIGHTSHIFT_LOG_FORMAT",
+        hide_env_values = true,
         default_value = "human"
     )]
     pub log_format: LogFormat,
@@ -67,6 +86,7 @@ pub enum Command {
         /// List past passes with their counts instead.
         #[arg(long)]
         status: bool,
+        /// At most this many.
         #[arg(long, default_value_t = 20)]
         limit: i64,
     },
@@ -87,6 +107,19 @@ pub enum Command {
     /// Tokens for the HTTP API and the MCP server.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Man pages, completions and docs/cli.md, made from this definition (packaging).
+    #[command(subcommand, hide = true)]
+    Generate(GenerateCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenerateCommand {
+    /// A man page for every command, into DIR.
+    Man { dir: PathBuf },
+    /// Completions for bash, zsh and fish, into DIR.
+    Completions { dir: PathBuf },
+    /// The command line reference in Markdown.
+    CliDoc { file: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,8 +127,10 @@ pub enum TokenCommand {
     /// Create a token and print its secret, once: a user token (--user) acts as that user
     /// only; an admin token (--admin) as the operator.
     Create {
+        /// A user token, acting as this user only.
         #[arg(long, required_unless_present = "admin", conflicts_with = "admin")]
         user: Option<String>,
+        /// An admin token, acting as the operator.
         #[arg(long)]
         admin: bool,
         /// What it is for, shown by `token list`.
@@ -115,6 +150,7 @@ pub enum TokenCommand {
 pub enum MemoryCommand {
     /// Save a note for a user; prints its id.
     Save {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
         /// A tag to file the note under (repeatable).
@@ -123,6 +159,7 @@ pub enum MemoryCommand {
         /// Save under a key: a note with the same key is replaced, keeping its id.
         #[arg(long)]
         key: Option<String>,
+        /// A category to file the note under.
         #[arg(long)]
         category: Option<String>,
         /// The note's text; `-` reads it from standard input.
@@ -130,6 +167,7 @@ pub enum MemoryCommand {
     },
     /// Hybrid keyword + vector search over a user's notes (and one conversation).
     Search {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
         /// Hits to return (default from `[search] default_top_k`).
@@ -145,6 +183,7 @@ pub enum MemoryCommand {
     },
     /// Replace a note's text, keeping its id.
     Update {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
         /// Replace the note's tags with these (repeatable); kept when absent.
@@ -156,12 +195,14 @@ pub enum MemoryCommand {
     },
     /// Delete a note.
     Delete {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
         note_id: String,
     },
     /// List a user's notes, most recently changed first.
     Notes {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
     },
@@ -169,21 +210,25 @@ pub enum MemoryCommand {
     Append(AppendArgs),
     /// The last events of a session, oldest first.
     Recall {
+        /// The conversation session.
         #[arg(long)]
         session: String,
         /// Only if the session belongs to this user.
         #[arg(long)]
         user: Option<String>,
+        /// At most this many.
         #[arg(long)]
         limit: Option<usize>,
     },
     /// A user's sessions, most recently active first.
     Sessions {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
     },
     /// A session's rolling summary.
     Summary {
+        /// The conversation session.
         #[arg(long)]
         session: String,
         /// Only if the session belongs to this user.
@@ -192,8 +237,10 @@ pub enum MemoryCommand {
     },
     /// What an agent should put in its prompt for a session, within a token budget.
     Context {
+        /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
+        /// The conversation session.
         #[arg(long)]
         session: String,
         /// Tokens (1..=8000, default 2000).
@@ -208,6 +255,7 @@ pub enum MemoryCommand {
     },
     /// Delete a session and everything derived from it.
     Forget {
+        /// The conversation session.
         #[arg(long)]
         session: String,
         /// Only if the session belongs to this user.
@@ -218,8 +266,10 @@ pub enum MemoryCommand {
 
 #[derive(Debug, Args)]
 pub struct AppendArgs {
+    /// The user whose memory or schedule this is.
     #[arg(long)]
     pub user: String,
+    /// The conversation session.
     #[arg(long)]
     pub session: String,
     /// Role of the single event given as TEXT.
@@ -267,6 +317,7 @@ pub enum ScheduleCommand {
         /// At most this many (1..=1000).
         #[arg(long)]
         limit: Option<i64>,
+        /// Skip this many first.
         #[arg(long, default_value_t = 0)]
         offset: i64,
     },
@@ -322,6 +373,7 @@ pub enum ScheduleCommand {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
+    /// The user whose memory or schedule this is.
     #[arg(long)]
     pub user: String,
     /// What the agent should do.
@@ -342,6 +394,7 @@ pub struct AddArgs {
     /// Natural language, e.g. "every weekday at 9am", "in 2 hours".
     #[arg(long, group = "cadence")]
     pub when: Option<String>,
+    /// A name to know it by.
     #[arg(long)]
     pub name: Option<String>,
     /// Where to tell the user: ID or ID:CONTEXT.
@@ -356,12 +409,16 @@ pub struct AddArgs {
     /// once, skip or all.
     #[arg(long)]
     pub catch_up: Option<String>,
+    /// Attempts of one occurrence before it fails (1..=20, default 3).
     #[arg(long)]
     pub max_attempts: Option<i64>,
+    /// Deadline of one attempt, seconds (default scheduler.default_timeout_secs).
     #[arg(long)]
     pub timeout_secs: Option<i64>,
+    /// Most tool-loop turns of one run (default runtime.default_max_turns).
     #[arg(long)]
     pub max_turns: Option<i64>,
+    /// Most a run may cost, by the configured prices.
     #[arg(long)]
     pub max_cost: Option<f64>,
 }
@@ -373,6 +430,7 @@ pub enum OutboxCommand {
         /// pending, delivered or dead.
         #[arg(long)]
         status: Option<String>,
+        /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: i64,
     },

@@ -3,6 +3,7 @@
 
 mod admin;
 mod args;
+mod generate;
 mod input;
 mod memory;
 mod output;
@@ -156,6 +157,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
         Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,
         Command::Token(command) => admin::token(&open(config()?).await?, command, json).await,
+        Command::Generate(command) => generate::run(command),
     }
 }
 
