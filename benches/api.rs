@@ -63,12 +63,14 @@ async fn main() {
         .await
         .unwrap()
         .secret;
-    let listening =
-        nightshift::api::Listening::bind(&config.server, nightshift::api::router(&app, false))
-            .await
-            .unwrap();
-    let base = format!("http://{}", listening.local_addr().unwrap());
     let stop = CancellationToken::new();
+    let listening = nightshift::api::Listening::bind(
+        &config.server,
+        nightshift::api::router(&app, false, &stop),
+    )
+    .await
+    .unwrap();
+    let base = format!("http://{}", listening.local_addr().unwrap());
     let server = tokio::spawn({
         let stop = stop.clone();
         async move { listening.serve(stop, Duration::from_secs(5)).await }

@@ -8,3 +8,5 @@ cargo test --locked --lib --bins --tests "$@"
 # A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
 # `scripts/api-fuzz.sh --examples 200`).
 scripts/api-fuzz.sh --examples 20
+# The official Python MCP SDK client against both MCP transports.
+scripts/mcp-interop.sh

@@ -42,7 +42,7 @@ pub async fn run_with(
     crate::telemetry::install();
     let grace = Duration::from_secs(app.config().scheduler.shutdown_grace_secs as u64);
     let stop_server = CancellationToken::new();
-    let server = match crate::api::bind(app, true).await? {
+    let server = match crate::api::bind(app, true, &stop_server).await? {
         Some(listening) => {
             let addr = listening
                 .local_addr()

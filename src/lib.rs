@@ -42,6 +42,7 @@ pub mod health;
 pub(crate) mod http;
 pub mod ids;
 pub mod input;
+pub mod mcp;
 pub mod memory;
 pub mod notify;
 pub mod runtime;

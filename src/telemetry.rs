@@ -124,6 +124,18 @@ pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
     .record(took.as_secs_f64());
 }
 
+/// One MCP tool call; `tool` is one of the server's tool names (never client text).
+pub fn mcp_tool_call(tool: &str, outcome: &'static str, took: Duration) {
+    metrics::counter!(
+        "nightshift_mcp_tool_calls_total",
+        "tool" => tool.to_string(),
+        "outcome" => outcome
+    )
+    .increment(1);
+    metrics::histogram!("nightshift_mcp_tool_call_duration_seconds", "tool" => tool.to_string())
+        .record(took.as_secs_f64());
+}
+
 /// Values read from the database when `/metrics` is scraped.
 #[derive(Debug, Clone, Default)]
 pub struct Gauges {

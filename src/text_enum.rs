@@ -6,10 +6,23 @@
 macro_rules! text_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
+
+        // Written out rather than derived: the derive does not see a `serde(rename)` whose
+        // text comes from a macro argument, and would document the variants' Rust names.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some(Self::ALL.iter().copied()))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
 
         impl $name {
             pub const ALL: &'static [&'static str] = &[$($text),+];

@@ -735,6 +735,36 @@ async fn the_openapi_document_matches_the_router() {
     assert!(seen >= 28, "{seen}");
 }
 
+/// Every closed vocabulary in the document lists the values on the wire: a schedule's
+/// status is documented as `active`, as it is sent, not as the Rust variant `Active`.
+#[test]
+fn the_openapi_documents_enums_as_sent() {
+    fn walk(value: &Value, at: &str, found: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::Array(values)) = object.get("enum") {
+                    for v in values.iter().filter_map(Value::as_str) {
+                        if v.chars().any(|c| c.is_ascii_uppercase()) {
+                            found.push(format!("{at}: {v}"));
+                        }
+                    }
+                }
+                for (key, child) in object {
+                    walk(child, &format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, at, found)),
+            _ => {}
+        }
+    }
+    let doc = serde_json::to_value(nightshift::api::openapi()).unwrap();
+    let mut found = Vec::new();
+    walk(&doc, "", &mut found);
+    assert!(found.is_empty(), "enum values not as sent: {found:#?}");
+    let status = &doc["components"]["schemas"]["ScheduleStatus"]["enum"];
+    assert_eq!(status, &json!(["active", "paused", "completed", "failed"]));
+}
+
 /// `/metrics` is Prometheus text and carries the documented series.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_as_prometheus_text() {

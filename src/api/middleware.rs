@@ -98,7 +98,7 @@ pub async fn observe(request: Request, next: Next) -> Response {
         .unwrap_or_default()
         .to_string();
     let response = next.run(request).await;
-    let response = ensure_json_error(response);
+    let response = ensure_json_error(response).await;
     let status = response.status();
     let took = started.elapsed();
     crate::telemetry::http_request(&route, method.as_str(), status.as_u16(), took);
@@ -110,9 +110,13 @@ pub async fn observe(request: Request, next: Next) -> Response {
     response
 }
 
+/// Bytes of a non-JSON error body kept as the JSON error's message (the MCP transport
+/// explains its refusals in plain text).
+const MAX_TEXT_ERROR: usize = 1024;
+
 /// An error answer whose body is not JSON (axum's own 405, say) becomes the API's JSON
-/// error with the same status.
-fn ensure_json_error(response: Response) -> Response {
+/// error with the same status, keeping a short plain-text explanation as its message.
+async fn ensure_json_error(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
@@ -125,8 +129,14 @@ fn ensure_json_error(response: Response) -> Response {
     if is_json {
         return response;
     }
-    let (parts, _body): (_, Body) = response.into_parts();
-    let (code, message) = match status {
+    let (parts, body): (_, Body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_TEXT_ERROR)
+        .await
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes.to_vec()).ok())
+        .map(|text| crate::input::printable(text.trim()).into_owned())
+        .filter(|text| !text.is_empty());
+    let (code, fallback) = match status {
         StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "this route has no such method"),
         StatusCode::PAYLOAD_TOO_LARGE => {
             ("too_large", "the body is larger than server.max_body_bytes")
@@ -135,6 +145,7 @@ fn ensure_json_error(response: Response) -> Response {
         s if s.is_server_error() => ("unavailable", "the server cannot answer now"),
         _ => ("bad_input", "the request was not understood"),
     };
+    let message = text.unwrap_or_else(|| fallback.to_string());
     let mut fixed = ApiError::new(status, code, message).into_response();
     for (name, value) in parts.headers.iter() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {

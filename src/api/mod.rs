@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::OpenApi;
@@ -85,8 +86,9 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The API's router on `app`, with its limits: a body over `server.max_body_bytes`
 /// refused before it is read whole, a request over its time answered 503, requests past
-/// `server.max_concurrent_requests` turned away at once.
-pub fn router(app: &App, worker_expected: bool) -> axum::Router {
+/// `server.max_concurrent_requests` turned away at once. The MCP server is at `/mcp`,
+/// under the same limits; its open event streams end when `stop` is cancelled.
+pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axum::Router {
     let config = app.config().server.clone();
     let (routes, doc) = documented_routes().split_for_parts();
     let openapi = doc.to_json().unwrap_or_else(|_| "{}".to_string());
@@ -99,7 +101,9 @@ pub fn router(app: &App, worker_expected: bool) -> axum::Router {
         worker_expected,
         openapi: Arc::new(openapi),
     };
+    let mcp = routes::mcp::router(&state, stop.child_token());
     routes
+        .merge(mcp)
         .fallback(middleware::no_route)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(
@@ -119,12 +123,16 @@ pub fn router(app: &App, worker_expected: bool) -> axum::Router {
 }
 
 /// Binds the configured address for `app`'s API; `None` when `server.listen` is empty.
-pub async fn bind(app: &App, worker_expected: bool) -> Result<Option<Listening>, ServerError> {
+pub async fn bind(
+    app: &App,
+    worker_expected: bool,
+    stop: &CancellationToken,
+) -> Result<Option<Listening>, ServerError> {
     let config = &app.config().server;
     if config.listen.is_empty() {
         return Ok(None);
     }
-    let listening = Listening::bind(config, router(app, worker_expected)).await?;
+    let listening = Listening::bind(config, router(app, worker_expected, stop)).await?;
     if !app.tokens().any_usable().await.unwrap_or(true) {
         tracing::warn!(
             "no API token exists, so every /v1 call is refused: create one with \

@@ -65,6 +65,13 @@ pub enum LogFormat {
 pub enum Command {
     /// Run the worker until SIGTERM or SIGINT.
     Run,
+    /// Serve MCP on stdin and stdout for one user, for an agent that spawns nightshift
+    /// (logs go to stderr; stdout carries protocol messages only).
+    Mcp {
+        /// The user every tool call and resource read acts for.
+        #[arg(long)]
+        user: String,
+    },
     /// Notes, conversations and search.
     #[command(subcommand)]
     Memory(MemoryCommand),

@@ -87,7 +87,8 @@ fn chain(err: &Error) -> String {
 fn init_logging(format: LogFormat, daemon: bool) {
     use tracing_subscriber::EnvFilter;
     // The daemon reports its lifecycle; one-shot commands stay quiet unless asked.
-    let default = if daemon { "info" } else { "warn" };
+    // rmcp reports each MCP session's start and end at info: detail for debugging only.
+    let default = if daemon { "info,rmcp=warn" } else { "warn" };
     let filter =
         EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
@@ -142,6 +143,11 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
             let app = App::open(&config).await?;
             nightshift::daemon::run(&app, shutdown).await?;
             Ok(())
+        }
+        Command::Mcp { user } => {
+            let shutdown = shutdown_signal()?;
+            let app = open(config()?).await?;
+            nightshift::mcp::stdio::serve(&app, &user, shutdown).await
         }
         Command::Db(command) => admin::db(&config()?, command, json).await,
         Command::Eval(command) => admin::eval(&config()?, command, json).await,

@@ -39,11 +39,12 @@ impl TestApi {
 
     pub async fn serve(dir: TempDir, config: Config, app: App) -> Self {
         nightshift::telemetry::install();
-        let listening = Listening::bind(&config.server, nightshift::api::router(&app, false))
-            .await
-            .expect("bind");
-        let addr = listening.local_addr().unwrap();
         let stop = CancellationToken::new();
+        let listening =
+            Listening::bind(&config.server, nightshift::api::router(&app, false, &stop))
+                .await
+                .expect("bind");
+        let addr = listening.local_addr().unwrap();
         let task = tokio::spawn({
             let stop = stop.clone();
             async move { listening.serve(stop, Duration::from_secs(5)).await }

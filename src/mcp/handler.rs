@@ -1,0 +1,227 @@
+//! The MCP protocol handler: what the server says it can do, tool listing and calls,
+//! resources. Protocol errors are kept for what a client got wrong about the protocol (an
+//! unknown tool, a bad cursor, an unknown resource); a tool that fails answers with a tool
+//! result marked `isError`, so the model reads why.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use super::resources;
+use super::tools::{self, CallError, ToolDef};
+use crate::app::App;
+use crate::error::Error;
+
+/// The user an HTTP request acts for, put in the request's extensions by the API's auth
+/// once the request's token has been checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionUser(pub String);
+
+/// Tools per `tools/list` page.
+pub const TOOLS_PER_PAGE: usize = 8;
+
+/// The handler: the app, the tools, and where the user comes from.
+#[derive(Clone)]
+pub struct McpServer {
+    app: App,
+    /// The stdio server's one user; `None` over HTTP, where each request names its own.
+    fixed_user: Option<String>,
+    tools: Arc<Vec<ToolDef>>,
+}
+
+impl McpServer {
+    /// A server acting for `user` in every call (stdio).
+    pub fn for_user(app: App, user: &str) -> Result<Self, Error> {
+        crate::input::check_user_id(user)?;
+        Ok(Self {
+            fixed_user: Some(user.to_string()),
+            ..Self::per_request(app)
+        })
+    }
+
+    /// A server acting for each request's [`SessionUser`] (streamable HTTP).
+    pub fn per_request(app: App) -> Self {
+        Self {
+            app,
+            fixed_user: None,
+            tools: Arc::new(tools::definitions()),
+        }
+    }
+
+    fn user(&self, context: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        if let Some(user) = &self.fixed_user {
+            return Ok(user.clone());
+        }
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<SessionUser>())
+            .map(|user| user.0.clone())
+            // Unreachable behind the API's auth; refused rather than guessed if it ever is.
+            .ok_or_else(|| McpError::invalid_request("the request names no user", None))
+    }
+}
+
+/// The offset a cursor stands for: cursors are the decimal offset of the page's first item.
+fn offset(request: Option<&PaginatedRequestParams>, total: usize) -> Result<usize, McpError> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        None => Ok(0),
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .ok()
+            .filter(|&at| at < total)
+            .ok_or_else(|| McpError::invalid_params(format!("invalid cursor {cursor:?}"), None)),
+    }
+}
+
+/// A page of `items` from `at`, and the cursor of the next page, if any.
+pub(super) fn page<T: Clone>(items: &[T], at: usize, per_page: usize) -> (Vec<T>, Option<String>) {
+    let end = at.saturating_add(per_page).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    (items[at.min(end)..end].to_vec(), next)
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("nightshift", env!("CARGO_PKG_VERSION")).with_title("nightshift"),
+        )
+        .with_instructions(
+            "nightshift is this user's long-term memory and scheduler. Search memory before \
+             answering from assumptions (memory_search); save durable facts, preferences and \
+             decisions (memory_save); schedule goals that should run later or repeatedly \
+             (schedule_add).",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let at = offset(request.as_ref(), self.tools.len())?;
+        let all: Vec<Tool> = self.tools.iter().map(ToolDef::tool).collect();
+        let (tools, next_cursor) = page(&all, at, TOOLS_PER_PAGE);
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(ToolDef::tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let user = self.user(&context)?;
+        let name = request.name.to_string();
+        if !self.tools.iter().any(|t| t.name == name) {
+            return Err(McpError::invalid_params(
+                format!("unknown tool {name:?}; tools/list names the tools"),
+                None,
+            ));
+        }
+        let started = Instant::now();
+        // The operation runs as its own task: a client that cancels gets its answer at
+        // once, while a write already under way finishes whole rather than being dropped
+        // part-way; and a fault in one call is that call's error, not the session's end.
+        let app = self.app.clone();
+        let tool = name.clone();
+        let task =
+            tokio::spawn(async move { tools::call(&app, &user, &tool, request.arguments).await });
+        let outcome = tokio::select! {
+            joined = task => joined,
+            _ = context.ct.cancelled() => {
+                crate::telemetry::mcp_tool_call(&name, "cancelled", started.elapsed());
+                return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the call was cancelled", None));
+            }
+        };
+        let result = match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(CallError::Failed(err))) => {
+                CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    crate::input::printable(&err.to_string()),
+                )])
+            }
+            Ok(Err(CallError::UnknownTool(tool))) => {
+                return Err(McpError::invalid_params(
+                    format!("unknown tool {tool:?}"),
+                    None,
+                ));
+            }
+            Err(fault) => {
+                tracing::error!(tool = %name, error = %fault, "an MCP tool call failed");
+                CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    "internal error: the call failed; the server's log has the cause",
+                )])
+            }
+        };
+        let outcome = if result.is_error == Some(true) {
+            "error"
+        } else {
+            "ok"
+        };
+        crate::telemetry::mcp_tool_call(&name, outcome, started.elapsed());
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let user = self.user(&context)?;
+        let all = resources::list(&self.app, &user).await.map_err(internal)?;
+        let at = offset(request.as_ref(), all.len())?;
+        let (items, next_cursor) = page(&all, at, resources::PER_PAGE);
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let user = self.user(&context)?;
+        Ok(resources::read(&self.app, &user, &request.uri)
+            .await?
+            .into())
+    }
+}
+
+/// A failure the client did not cause (the database away): a protocol error, since a
+/// listing has no `isError` result to carry it.
+fn internal(err: Error) -> McpError {
+    McpError::internal_error(crate::input::printable(&err.to_string()).into_owned(), None)
+}

@@ -1,0 +1,553 @@
+//! The MCP tools: each a library operation with a JSON Schema for its input and its output,
+//! and a one-line description written for a model. Every tool acts for the session's one
+//! user; bad input and "not found" are tool results with `isError`, carrying the same
+//! message the CLI prints.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::schema;
+use crate::access::Actor;
+use crate::app::App;
+use crate::error::Error;
+use crate::memory::{
+    AppendedEvents, Context, ContextRequest, Event, NewEvent, NewNote, Note, NoteDeleted, Role,
+    SaveOutcome, SearchRequest, SearchResponse, Strategy,
+};
+use crate::schedule::store::ScheduleFilter;
+use crate::schedule::view::{
+    RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
+};
+use crate::spec::ScheduleSpec;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySearchIn {
+    /// What to look for, in natural language.
+    pub query: String,
+    /// Hits to return (default 5).
+    pub top_k: Option<usize>,
+    /// Also search this conversation session.
+    pub session: Option<String>,
+    /// Only notes carrying every one of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySaveIn {
+    /// The note's text.
+    pub text: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Save under a key: a note already saved under it is replaced, keeping its id.
+    pub key: Option<String>,
+    pub category: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryUpdateIn {
+    pub note_id: String,
+    /// The new text.
+    pub text: String,
+    /// Replaces the note's tags when given.
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoteIdIn {
+    pub note_id: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAppendIn {
+    /// The conversation session (created on first use).
+    pub session: String,
+    pub role: Role,
+    pub text: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRecallIn {
+    pub session: String,
+    /// Events to return, the newest (default 50).
+    pub limit: Option<usize>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryContextIn {
+    pub session: String,
+    /// Tokens, 1..=8000 (default 2000).
+    pub budget: Option<usize>,
+    /// What relevant memories should be about (default: the last user turn).
+    pub query: Option<String>,
+    pub strategy: Option<Strategy>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleListIn {
+    /// `active`, `paused`, `completed` or `failed`.
+    pub status: Option<String>,
+    /// 1..=1000 (default 100).
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleIdIn {
+    pub schedule_id: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulePauseIn {
+    pub schedule_id: String,
+    /// Why, shown with the schedule.
+    pub note: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleRunsIn {
+    pub schedule_id: String,
+    /// 1..=1000 (default 20).
+    pub limit: Option<i64>,
+}
+
+/// A session's events, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct EventsOut {
+    pub events: Vec<Event>,
+}
+
+/// A schedule's runs, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct RunsOut {
+    pub runs: Vec<RunView>,
+}
+
+/// What a tool does to the user's data, told to clients as annotations (a client may ask
+/// before a destructive call, and run read-only ones freely).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Reads,
+    Writes,
+    Deletes,
+}
+
+/// One tool: what a model is told, and the schemas of what goes in and comes out.
+pub struct ToolDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub effect: Effect,
+    pub input: Arc<JsonObject>,
+    pub output: Arc<JsonObject>,
+}
+
+impl ToolDef {
+    pub fn tool(&self) -> Tool {
+        let annotations = ToolAnnotations::with_title(self.title)
+            .read_only(self.effect == Effect::Reads)
+            .destructive(self.effect == Effect::Deletes)
+            .idempotent(self.effect != Effect::Writes)
+            .open_world(false);
+        Tool::new(self.name, self.description, self.input.clone())
+            .with_title(self.title)
+            .with_raw_output_schema(self.output.clone())
+            .with_annotations(annotations)
+    }
+}
+
+macro_rules! def {
+    ($name:literal, $title:literal, $effect:ident, $description:literal, $input:ty, $output:ty) => {
+        ToolDef {
+            name: $name,
+            title: $title,
+            description: $description,
+            effect: Effect::$effect,
+            input: schema::of::<$input>(),
+            output: schema::of::<$output>(),
+        }
+    };
+}
+
+/// Every tool, in the order `tools/list` pages through them.
+pub fn definitions() -> Vec<ToolDef> {
+    vec![
+        def!("memory_search", "Search memory", Reads,
+            "Search the user's saved notes (and optionally one conversation) by meaning and keywords; best first.",
+            MemorySearchIn, SearchResponse),
+        def!("memory_save", "Save a note", Writes,
+            "Save a fact, preference or decision to the user's memory; returns its note_id (with a key, replaces the note saved under it).",
+            MemorySaveIn, SaveOutcome),
+        def!("memory_update", "Update a note", Writes,
+            "Replace the text (and optionally the tags) of one of the user's notes, keeping its id.",
+            MemoryUpdateIn, Note),
+        def!("memory_delete", "Delete a note", Deletes,
+            "Delete one of the user's notes by id.",
+            NoteIdIn, NoteDeleted),
+        def!("memory_append", "Append to a conversation", Writes,
+            "Append one turn (role user, assistant, tool or system) to a conversation session of the user.",
+            MemoryAppendIn, AppendedEvents),
+        def!("memory_recall", "Recall a conversation", Reads,
+            "The last turns of one of the user's conversation sessions, oldest first.",
+            MemoryRecallIn, EventsOut),
+        def!("memory_context", "Context for a prompt", Reads,
+            "What to put in a prompt for a session within a token budget: summary, recent and salient turns, relevant memories.",
+            MemoryContextIn, Context),
+        def!("schedule_add", "Add a schedule", Writes,
+            "Schedule a goal to run later or repeatedly: give the goal and exactly one of cron (with tz), every, at, or when (plain words like \"every weekday at 9am\").",
+            ScheduleSpec, ScheduleView),
+        def!("schedule_list", "List schedules", Reads,
+            "The user's schedules, newest first, with their next run.",
+            ScheduleListIn, ScheduleList),
+        def!("schedule_show", "Show a schedule", Reads,
+            "One of the user's schedules, its cadence in words and its next five runs.",
+            ScheduleIdIn, ScheduleView),
+        def!("schedule_pause", "Pause a schedule", Writes,
+            "Stop running one of the user's schedules until it is resumed, with an optional note.",
+            SchedulePauseIn, ScheduleView),
+        def!("schedule_resume", "Resume a schedule", Writes,
+            "Resume a paused schedule of the user from now.",
+            ScheduleIdIn, ScheduleView),
+        def!("schedule_delete", "Delete a schedule", Deletes,
+            "Delete one of the user's schedules and its run history.",
+            ScheduleIdIn, ScheduleDeleted),
+        def!("schedule_runs", "A schedule's runs", Reads,
+            "The runs of one of the user's schedules, newest first: status, output, error.",
+            ScheduleRunsIn, RunsOut),
+        def!("schedule_run_now", "Run a schedule now", Writes,
+            "Make one of the user's schedules due now; its cadence continues afterwards.",
+            ScheduleIdIn, ScheduleView),
+    ]
+}
+
+/// Why a call did not give a result.
+pub enum CallError {
+    /// No such tool: a protocol error.
+    UnknownTool(String),
+    /// Bad input, not found, a conflict, the database away…: a tool result with `isError`.
+    Failed(Error),
+}
+
+impl From<Error> for CallError {
+    fn from(err: Error) -> Self {
+        CallError::Failed(err)
+    }
+}
+
+fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
+    let value = Value::Object(arguments.unwrap_or_default());
+    serde_json::from_value(value).map_err(|e| {
+        CallError::Failed(Error::new(
+            crate::error::ErrorKind::BadInput,
+            format!("invalid arguments: {e}"),
+        ))
+    })
+}
+
+/// The result a model reads: a line of text, and the structured value for a client.
+fn done<T: Serialize>(text: String, value: &T) -> Result<CallToolResult, CallError> {
+    let value = serde_json::to_value(value).map_err(|e| {
+        CallError::Failed(Error::new(crate::error::ErrorKind::Internal, e.to_string()))
+    })?;
+    let mut result = CallToolResult::structured(value);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
+/// Runs the tool `name` for `user`.
+pub async fn call(
+    app: &App,
+    user: &str,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<CallToolResult, CallError> {
+    let memory = app.memory();
+    let actor = Actor::user(user).map_err(Error::from)?;
+    match name {
+        "memory_search" => {
+            let input: MemorySearchIn = args(arguments)?;
+            let request = SearchRequest {
+                user_id: user.to_string(),
+                query: input.query,
+                top_k: input.top_k,
+                session_id: input.session,
+                tags: input.tags,
+            };
+            let found = SearchResponse::from(
+                memory
+                    .search_detailed(&request)
+                    .await
+                    .map_err(Error::from)?,
+            );
+            let mut text = if found.hits.is_empty() {
+                "No memories match.".to_string()
+            } else {
+                found
+                    .hits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, hit)| {
+                        let origin = hit
+                            .note_id
+                            .clone()
+                            .or_else(|| {
+                                hit.session_id
+                                    .as_ref()
+                                    .map(|s| format!("{s}#{}", hit.sequence.unwrap_or_default()))
+                            })
+                            .unwrap_or_default();
+                        format!("{}. [{origin}] {}", i + 1, hit.text)
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            if let Some(reason) = &found.degraded_reason {
+                text.push_str(&format!("\n(keyword search only: {reason})"));
+            }
+            done(text, &found)
+        }
+        "memory_save" => {
+            let input: MemorySaveIn = args(arguments)?;
+            let note = NewNote {
+                content: input.text,
+                tags: input.tags,
+                key: input.key,
+                category: input.category,
+                ..Default::default()
+            };
+            let saved = memory.save_note(user, &note).await.map_err(Error::from)?;
+            let verb = if saved.created { "Saved" } else { "Replaced" };
+            done(format!("{verb} note {}.", saved.note_id), &saved)
+        }
+        "memory_update" => {
+            let input: MemoryUpdateIn = args(arguments)?;
+            let note = memory
+                .update_note(user, &input.note_id, &input.text, input.tags.as_deref())
+                .await
+                .map_err(Error::from)?;
+            done(format!("Updated note {}.", note.note_id), &note)
+        }
+        "memory_delete" => {
+            let input: NoteIdIn = args(arguments)?;
+            memory
+                .delete_note(user, &input.note_id)
+                .await
+                .map_err(Error::from)?;
+            let out = NoteDeleted {
+                note_id: input.note_id,
+                deleted: true,
+            };
+            done(format!("Deleted note {}.", out.note_id), &out)
+        }
+        "memory_append" => {
+            let input: MemoryAppendIn = args(arguments)?;
+            let sequences = memory
+                .append(
+                    user,
+                    &input.session,
+                    &[NewEvent::new(input.role, input.text)],
+                )
+                .await
+                .map_err(Error::from)?;
+            let out = AppendedEvents {
+                session_id: input.session,
+                sequences,
+            };
+            done(
+                format!("Appended to {} as #{}.", out.session_id, out.sequences[0]),
+                &out,
+            )
+        }
+        "memory_recall" => {
+            let input: MemoryRecallIn = args(arguments)?;
+            let limit = input.limit.unwrap_or(app.config().memory.recall_limit);
+            let events = memory
+                .recall(&actor, &input.session, limit)
+                .await
+                .map_err(Error::from)?;
+            let text = if events.is_empty() {
+                "The session has no turns.".to_string()
+            } else {
+                events
+                    .iter()
+                    .map(|e| format!("#{} {}: {}", e.sequence, e.role.as_str(), e.content))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            done(text, &EventsOut { events })
+        }
+        "memory_context" => {
+            let input: MemoryContextIn = args(arguments)?;
+            let context: Context = memory
+                .context(&ContextRequest {
+                    user_id: user.to_string(),
+                    session_id: input.session,
+                    budget_tokens: input.budget,
+                    query: input.query,
+                    strategy: input.strategy.unwrap_or(Strategy::All),
+                })
+                .await
+                .map_err(Error::from)?;
+            done(context.render(), &context)
+        }
+        "schedule_add" => {
+            let spec: ScheduleSpec = args(arguments)?;
+            if spec.user.as_deref().is_some_and(|u| u != user) {
+                return Err(CallError::Failed(Error::new(
+                    crate::error::ErrorKind::BadInput,
+                    "invalid user: a schedule is added for the session's own user; leave it out",
+                )));
+            }
+            let schedule = app
+                .add_schedule(&actor, user, &spec)
+                .await
+                .map_err(Error::from)?;
+            let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
+            done(
+                format!(
+                    "Scheduled {}: {}; next run {}.",
+                    view.schedule_id,
+                    view.description,
+                    view.next_run_at.as_deref().unwrap_or("none")
+                ),
+                &view,
+            )
+        }
+        "schedule_list" => {
+            let input: ScheduleListIn = args(arguments)?;
+            let status = input
+                .status
+                .as_deref()
+                .map(|s| {
+                    s.parse().map_err(|reason| {
+                        Error::from(crate::input::InputError::new("status", reason))
+                    })
+                })
+                .transpose()?;
+            let filter = ScheduleFilter {
+                user_id: Some(user.to_string()),
+                status,
+                limit: Some(input.limit.unwrap_or(100)),
+                offset: input.offset.unwrap_or(0),
+            };
+            let (schedules, total) = app
+                .schedules()
+                .list(&actor, &filter)
+                .await
+                .map_err(Error::from)?;
+            let list = ScheduleList {
+                schedules: schedules
+                    .iter()
+                    .map(|s| ScheduleView::new(s, LIST_NEXT_RUNS))
+                    .collect(),
+                total,
+            };
+            let mut lines: Vec<String> = list
+                .schedules
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} [{}] {} — {}; next {}",
+                        s.schedule_id,
+                        s.status,
+                        s.goal,
+                        s.description,
+                        s.next_run_at.as_deref().unwrap_or("-")
+                    )
+                })
+                .collect();
+            lines.push(format!("{} of {} schedule(s)", list.schedules.len(), total));
+            done(lines.join("\n"), &list)
+        }
+        "schedule_show" | "schedule_resume" | "schedule_delete" | "schedule_run_now" => {
+            let input: ScheduleIdIn = args(arguments)?;
+            let store = app.schedules();
+            let id = input.schedule_id.as_str();
+            match name {
+                "schedule_delete" => {
+                    store.delete(&actor, id).await.map_err(Error::from)?;
+                    let out = ScheduleDeleted {
+                        schedule_id: input.schedule_id.clone(),
+                        deleted: true,
+                    };
+                    done(format!("Deleted schedule {id}."), &out)
+                }
+                _ => {
+                    let (schedule, verb) = match name {
+                        "schedule_resume" => (store.resume(&actor, id).await, "Resumed"),
+                        "schedule_run_now" => (store.run_now(&actor, id).await, "Due now:"),
+                        _ => (store.get(&actor, id).await, "Schedule"),
+                    };
+                    let view = ScheduleView::new(&schedule.map_err(Error::from)?, SHOW_NEXT_RUNS);
+                    done(
+                        format!(
+                            "{verb} {} [{}]: {} — {}; next runs {}",
+                            view.schedule_id,
+                            view.status,
+                            view.goal,
+                            view.description,
+                            view.next_runs.join(", ")
+                        ),
+                        &view,
+                    )
+                }
+            }
+        }
+        "schedule_pause" => {
+            let input: SchedulePauseIn = args(arguments)?;
+            let schedule = app
+                .schedules()
+                .pause(&actor, &input.schedule_id, input.note.as_deref())
+                .await
+                .map_err(Error::from)?;
+            let view = ScheduleView::new(&schedule, 0);
+            done(format!("Paused {}.", view.schedule_id), &view)
+        }
+        "schedule_runs" => {
+            let input: ScheduleRunsIn = args(arguments)?;
+            let runs = app
+                .schedules()
+                .runs(&actor, &input.schedule_id, input.limit.unwrap_or(20))
+                .await
+                .map_err(Error::from)?;
+            let runs: Vec<RunView> = runs.iter().map(RunView::from).collect();
+            let text = if runs.is_empty() {
+                "No runs yet.".to_string()
+            } else {
+                runs.iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} {}: {}",
+                            r.scheduled_for,
+                            r.run_id,
+                            r.status,
+                            r.error
+                                .clone()
+                                .or_else(|| r.output_summary.clone())
+                                .unwrap_or_default()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            done(text, &RunsOut { runs })
+        }
+        other => Err(CallError::UnknownTool(other.to_string())),
+    }
+}
