@@ -46,8 +46,16 @@ async fn enqueue(memory: &nightshift::memory::Memory, plan: &NotifyPlan, i: usiz
     tx.commit().await.unwrap();
 }
 
-async fn pending(outbox: &Outbox) -> usize {
-    outbox.list(Some("pending"), 100_000).await.unwrap().len()
+async fn pending(db: &nightshift::db::Db) -> i64 {
+    let conn = db.conn().await.unwrap();
+    nightshift::db::query_scalar(
+        &conn,
+        "SELECT count(*) FROM outbox WHERE status = 'pending'",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap_or(0)
 }
 
 #[tokio::main]
@@ -97,7 +105,7 @@ async fn main() {
         tokio::spawn(async move { sender.run(stop, Duration::from_millis(500)).await })
     };
     let started = Instant::now();
-    while pending(&outbox).await > 0 {
+    while pending(memory.db()).await > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let per_s = BULK as f64 / started.elapsed().as_secs_f64();
@@ -108,13 +116,13 @@ async fn main() {
         wake.notify_one();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    while pending(&outbox).await > 0 {
+    while pending(memory.db()).await > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop.cancel();
     task.await.unwrap();
     let mut latencies: Vec<i64> = outbox
-        .list(Some("delivered"), 100_000)
+        .list(Some("delivered"), 1_000)
         .await
         .unwrap()
         .into_iter()

@@ -70,5 +70,6 @@ pub async fn run_with(
     if let Some(server) = server {
         let _ = server.await;
     }
+    app.finish_background(grace).await;
     Ok(worker?)
 }

@@ -84,6 +84,9 @@ pub struct App {
     /// The scheduler loop's heartbeat, for readiness.
     liveness: Arc<crate::health::Liveness>,
     tokens: crate::tokens::TokenStore,
+    /// Writes a front door started and its caller stopped waiting for (a cancelled MCP
+    /// call): they finish whole, and the process waits for them on its way out.
+    background: tokio_util::task::TaskTracker,
 }
 
 impl App {
@@ -122,6 +125,7 @@ impl App {
             schedules,
             router,
             outbox_wake,
+            background: tokio_util::task::TaskTracker::new(),
         })
     }
 
@@ -163,6 +167,26 @@ impl App {
 
     pub fn tokens(&self) -> &crate::tokens::TokenStore {
         &self.tokens
+    }
+
+    /// Where a front door spawns work that must finish even if its caller goes away.
+    pub fn background(&self) -> &tokio_util::task::TaskTracker {
+        &self.background
+    }
+
+    /// Waits, at most `grace`, for the background work to finish; false if some did not.
+    pub async fn finish_background(&self, grace: Duration) -> bool {
+        self.background.close();
+        let finished = tokio::time::timeout(grace, self.background.wait())
+            .await
+            .is_ok();
+        if !finished {
+            tracing::warn!(
+                left = self.background.len(),
+                "background writes still going after the grace period; each is all or nothing"
+            );
+        }
+        finished
     }
 
     /// The configured agent runtime; reads its API key from the environment.

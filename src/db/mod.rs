@@ -2,6 +2,7 @@
 //! migrated. Every other module talks SQL through a [`Conn`] from [`Db::conn`].
 
 pub mod clock;
+mod lock_wait;
 pub mod migrate;
 mod pool;
 mod runner;
@@ -410,11 +411,14 @@ impl Db {
     }
 
     fn wrap(&self, conn: libsql::Connection, stream: Option<runner::ServerStream>) -> Conn {
+        let local_busy = matches!(self.inner.target, DbTarget::Local(_))
+            .then_some(self.inner.options.busy_timeout);
         Conn::new(
             conn,
             stream,
             self.inner.pool.clone(),
             self.inner.write_gate.clone(),
+            local_busy,
         )
     }
 }

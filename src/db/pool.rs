@@ -55,9 +55,10 @@ impl Conn {
         stream: Option<ServerStream>,
         pool: Pool,
         write_gate: Option<WriteGate>,
+        local_busy: Option<std::time::Duration>,
     ) -> Self {
         Self {
-            runner: Some(Runner::new(conn, stream, write_gate)),
+            runner: Some(Runner::new(conn, stream, write_gate, local_busy)),
             pool,
         }
     }
@@ -107,7 +108,7 @@ impl Conn {
     /// plain server on the process's write connection (see `db::write_tx`).
     pub async fn write_tx(&self) -> Result<WriteTx, libsql::Error> {
         let runner = self.runner_ref();
-        WriteTx::begin(&runner.conn, runner.write_gate.as_ref(), Begin::Immediate).await
+        WriteTx::begin(runner, Begin::Immediate).await
     }
 
     /// As [`Conn::write_tx`], for a transaction whose first statement writes: against a
@@ -117,13 +118,7 @@ impl Conn {
     /// writer had committed since the read, so only a first statement that writes
     /// qualifies.)
     pub async fn write_tx_writing_first(&self) -> Result<WriteTx, libsql::Error> {
-        let runner = self.runner_ref();
-        WriteTx::begin(
-            &runner.conn,
-            runner.write_gate.as_ref(),
-            Begin::WritingFirst,
-        )
-        .await
+        WriteTx::begin(self.runner_ref(), Begin::WritingFirst).await
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Runner {
     pub(super) stream: Option<ServerStream>,
     /// `None` on a local file, and inside a [`WriteTx`](super::WriteTx) (which holds the turn).
     pub(super) write_gate: Option<WriteGate>,
+    /// On a local file outside a transaction: the connection's busy timeout, how long a
+    /// write may wait for another process's write lock (see [`super::lock_wait`]).
+    pub(super) local_busy: Option<std::time::Duration>,
 }
 
 impl Runner {
@@ -69,11 +72,13 @@ impl Runner {
         conn: libsql::Connection,
         stream: Option<ServerStream>,
         write_gate: Option<WriteGate>,
+        local_busy: Option<std::time::Duration>,
     ) -> Self {
         Self {
             conn,
             stream,
             write_gate,
+            local_busy,
         }
     }
 
@@ -84,6 +89,7 @@ impl Runner {
             conn,
             stream: None,
             write_gate: None,
+            local_busy: None,
         }
     }
 
@@ -173,6 +179,13 @@ impl Runner {
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
         let _turn = take_turn(self.write_gate.as_ref(), lane).await;
+        if let Some(busy) = self.local_busy {
+            let params = params.into_params()?;
+            return super::lock_wait::writing(&self.conn, busy, || {
+                self.conn.execute(sql, params.clone())
+            })
+            .await;
+        }
         let Some(stream) = &self.stream else {
             return self.conn.execute(sql, params).await;
         };
@@ -219,11 +232,6 @@ impl Runner {
 
     /// Begins a write transaction on this connection (see [`Conn::write_tx`](super::Conn::write_tx)).
     pub(crate) async fn write_tx(&self) -> Result<super::WriteTx, libsql::Error> {
-        super::WriteTx::begin(
-            &self.conn,
-            self.write_gate.as_ref(),
-            super::write_tx::Begin::Immediate,
-        )
-        .await
+        super::WriteTx::begin(self, super::write_tx::Begin::Immediate).await
     }
 }

@@ -62,11 +62,8 @@ pub(super) enum Begin {
 }
 
 impl WriteTx {
-    pub(super) async fn begin(
-        conn: &libsql::Connection,
-        gate: Option<&WriteGate>,
-        begin: Begin,
-    ) -> Result<Self, libsql::Error> {
+    pub(super) async fn begin(on: &Runner, begin: Begin) -> Result<Self, libsql::Error> {
+        let (conn, gate) = (&on.conn, on.write_gate.as_ref());
         let turn = take_turn(gate, Lane::Queue).await;
         if let Some(home) = gate.and_then(|gate| gate.write_conn.as_ref()) {
             let write_conn = home.take()?;
@@ -81,6 +78,7 @@ impl WriteTx {
                     write_conn.conn.clone(),
                     Some(write_conn.stream.clone()),
                     None,
+                    None,
                 ),
                 on: TxOn::Server {
                     home: home.clone(),
@@ -89,9 +87,11 @@ impl WriteTx {
                 turn,
             });
         }
-        let tx = conn
-            .transaction_with_behavior(libsql::TransactionBehavior::Immediate)
-            .await?;
+        let immediate = || conn.transaction_with_behavior(libsql::TransactionBehavior::Immediate);
+        let tx = match on.local_busy {
+            Some(busy) => super::lock_wait::writing(conn, busy, immediate).await?,
+            None => immediate().await?,
+        };
         Ok(Self {
             runner: Runner::in_transaction(Deref::deref(&tx).clone()),
             on: TxOn::Libsql(Some(tx)),

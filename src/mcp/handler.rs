@@ -4,18 +4,19 @@
 //! result marked `isError`, so the model reads why.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::resources;
-use super::tools::{self, CallError, ToolDef};
+use super::tools::{self, CallError, Effect, ToolDef};
 use crate::app::App;
 use crate::error::Error;
 
@@ -24,8 +25,9 @@ use crate::error::Error;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionUser(pub String);
 
-/// Tools per `tools/list` page.
-pub const TOOLS_PER_PAGE: usize = 8;
+/// Tools per `tools/list` page: every tool fits in one, since several clients read only
+/// the first page; a cursor is honoured all the same.
+pub const TOOLS_PER_PAGE: usize = 32;
 
 /// The handler: the app, the tools, and where the user comes from.
 #[derive(Clone)]
@@ -34,6 +36,8 @@ pub struct McpServer {
     /// The stdio server's one user; `None` over HTTP, where each request names its own.
     fixed_user: Option<String>,
     tools: Arc<Vec<ToolDef>>,
+    /// Calls running at once, over every session: `server.max_concurrent_requests`.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl McpServer {
@@ -48,10 +52,12 @@ impl McpServer {
 
     /// A server acting for each request's [`SessionUser`] (streamable HTTP).
     pub fn per_request(app: App) -> Self {
+        let slots = app.config().server.max_concurrent_requests;
         Self {
             app,
             fixed_user: None,
             tools: Arc::new(tools::definitions()),
+            slots: Arc::new(tokio::sync::Semaphore::new(slots)),
         }
     }
 
@@ -69,15 +75,17 @@ impl McpServer {
     }
 }
 
-/// The offset a cursor stands for: cursors are the decimal offset of the page's first item.
-fn offset(request: Option<&PaginatedRequestParams>, total: usize) -> Result<usize, McpError> {
+/// The offset a cursor stands for: cursors are the decimal offset of the page's first
+/// item. One past the end (the list shrank since) is an empty last page.
+fn offset(request: Option<&PaginatedRequestParams>) -> Result<usize, McpError> {
     match request.and_then(|r| r.cursor.as_deref()) {
         None => Ok(0),
-        Some(cursor) => cursor
-            .parse::<usize>()
-            .ok()
-            .filter(|&at| at < total)
-            .ok_or_else(|| McpError::invalid_params(format!("invalid cursor {cursor:?}"), None)),
+        Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+            McpError::invalid_params(
+                format!("invalid cursor {:?}", crate::input::printable(cursor)),
+                None,
+            )
+        }),
     }
 }
 
@@ -112,7 +120,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let at = offset(request.as_ref(), self.tools.len())?;
+        let at = offset(request.as_ref())?;
         let all: Vec<Tool> = self.tools.iter().map(ToolDef::tool).collect();
         let (tools, next_cursor) = page(&all, at, TOOLS_PER_PAGE);
         let mut result = ListToolsResult::with_all_items(tools);
@@ -134,34 +142,71 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let user = self.user(&context)?;
         let name = request.name.to_string();
-        if !self.tools.iter().any(|t| t.name == name) {
+        let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the tools"),
                 None,
             ));
-        }
+        };
         let started = Instant::now();
-        // The operation runs as its own task: a client that cancels gets its answer at
-        // once, while a write already under way finishes whole rather than being dropped
-        // part-way; and a fault in one call is that call's error, not the session's end.
+        // The HTTP limits end when a streamed answer starts, before the tool runs: the
+        // calls themselves are bounded here, in number and in time, as requests are.
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            crate::telemetry::mcp_tool_call(&name, "shed", started.elapsed());
+            return Ok(refused(
+                "the server is at capacity (server.max_concurrent_requests); try again",
+            )
+            .into());
+        };
+        // A write runs as background work: once started it finishes whole even if the
+        // client cancels or the call runs out of time, and the process waits for it on its
+        // way out. A read is dropped when nobody waits for it any more.
+        let writes = tool.effect != Effect::Reads;
         let app = self.app.clone();
-        let tool = name.clone();
-        let task =
-            tokio::spawn(async move { tools::call(&app, &user, &tool, request.arguments).await });
+        let op = {
+            let name = name.clone();
+            async move {
+                let result = tools::call(&app, &user, &name, request.arguments).await;
+                drop(slot);
+                result
+            }
+        };
+        let mut task = if writes {
+            self.app.background().spawn(op)
+        } else {
+            tokio::spawn(op)
+        };
+        let limit = Duration::from_secs(self.app.config().server.request_timeout_secs);
         let outcome = tokio::select! {
-            joined = task => joined,
+            joined = &mut task => joined,
             _ = context.ct.cancelled() => {
+                // rmcp drops whatever answer a cancelled request would get.
+                if !writes {
+                    task.abort();
+                }
                 crate::telemetry::mcp_tool_call(&name, "cancelled", started.elapsed());
                 return Err(McpError::new(ErrorCode::INTERNAL_ERROR, "the call was cancelled", None));
+            }
+            _ = tokio::time::sleep(limit) => {
+                if !writes {
+                    task.abort();
+                }
+                crate::telemetry::mcp_tool_call(&name, "timeout", started.elapsed());
+                let what = if writes {
+                    "; the change it started will still be made whole or not at all"
+                } else {
+                    ""
+                };
+                return Ok(refused(&format!(
+                    "the call took longer than server.request_timeout_secs ({}s){what}",
+                    limit.as_secs()
+                ))
+                .into());
             }
         };
         let result = match outcome {
             Ok(Ok(result)) => result,
-            Ok(Err(CallError::Failed(err))) => {
-                CallToolResult::error(vec![rmcp::model::ContentBlock::text(
-                    crate::input::printable(&err.to_string()),
-                )])
-            }
+            Ok(Err(CallError::Failed(err))) => refused(&crate::input::printable(&err.to_string())),
             Ok(Err(CallError::UnknownTool(tool))) => {
                 return Err(McpError::invalid_params(
                     format!("unknown tool {tool:?}"),
@@ -170,9 +215,7 @@ impl ServerHandler for McpServer {
             }
             Err(fault) => {
                 tracing::error!(tool = %name, error = %fault, "an MCP tool call failed");
-                CallToolResult::error(vec![rmcp::model::ContentBlock::text(
-                    "internal error: the call failed; the server's log has the cause",
-                )])
+                refused("internal error: the call failed; the server's log has the cause")
             }
         };
         let outcome = if result.is_error == Some(true) {
@@ -191,7 +234,7 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let user = self.user(&context)?;
         let all = resources::list(&self.app, &user).await.map_err(internal)?;
-        let at = offset(request.as_ref(), all.len())?;
+        let at = offset(request.as_ref())?;
         let (items, next_cursor) = page(&all, at, resources::PER_PAGE);
         let mut result = ListResourcesResult::with_all_items(items);
         result.next_cursor = next_cursor;
@@ -220,8 +263,47 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// A tool result the model reads as a failure.
+fn refused(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
 /// A failure the client did not cause (the database away): a protocol error, since a
 /// listing has no `isError` result to carry it.
 fn internal(err: Error) -> McpError {
     McpError::internal_error(crate::input::printable(&err.to_string()).into_owned(), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_cover_every_item_once_whatever_the_cursor() {
+        let items: Vec<u32> = (0..15).collect();
+        for per_page in 1..=20 {
+            let (mut seen, mut at) = (Vec::new(), 0);
+            loop {
+                let (chunk, next) = page(&items, at, per_page);
+                seen.extend(chunk);
+                match next {
+                    Some(cursor) => at = cursor.parse().unwrap(),
+                    None => break,
+                }
+            }
+            assert_eq!(seen, items, "{per_page} a page");
+        }
+        assert_eq!(page(&items, usize::MAX, 8), (vec![], None));
+        assert_eq!(page(&items, 15, 8), (vec![], None));
+    }
+
+    #[test]
+    fn cursors_are_offsets_and_nothing_else() {
+        let with = |c: &str| Some(PaginatedRequestParams::default().with_cursor(Some(c.into())));
+        assert_eq!(offset(None).unwrap(), 0);
+        assert_eq!(offset(with("8").as_ref()).unwrap(), 8);
+        for bad in ["", "-1", "x", "8 ", "99999999999999999999999", "\u{0}"] {
+            assert!(offset(with(bad).as_ref()).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -19,7 +19,9 @@ const SUMMARY_SUFFIX: &str = "/summary";
 const SUMMARY_TEMPLATE: &str = "nightshift://sessions/{session_id}/summary";
 
 /// Resources per `resources/list` page.
-pub const PER_PAGE: usize = 50;
+pub const PER_PAGE: usize = 200;
+/// Sessions listed (the most recently active); older ones are read by their URI.
+const SESSIONS_LISTED: usize = 100;
 /// Schedules a `nightshift://schedules` read holds (the newest).
 const SCHEDULES_READ: i64 = 1000;
 
@@ -33,8 +35,8 @@ pub fn summary_uri(session_id: &str) -> String {
     )
 }
 
-/// The user's resources: notes, schedules, then each session's summary, most recently
-/// active first.
+/// The user's resources: notes, schedules, then the summaries of the most recently active
+/// sessions (conversations and scheduled runs' transcripts).
 pub async fn list(app: &App, user: &str) -> Result<Vec<Resource>, Error> {
     let mut resources = vec![
         Resource::new(NOTES, "notes")
@@ -46,7 +48,13 @@ pub async fn list(app: &App, user: &str) -> Result<Vec<Resource>, Error> {
             .with_description("This user's schedules, newest first, with their next runs.")
             .with_mime_type(JSON),
     ];
-    for session in app.memory().sessions(user).await? {
+    for session in app
+        .memory()
+        .sessions(user)
+        .await?
+        .into_iter()
+        .take(SESSIONS_LISTED)
+    {
         let title = session
             .title
             .clone()

@@ -35,12 +35,9 @@ pub fn of<T: ToSchema + PartialSchema>() -> Arc<Map<String, Value>> {
     Arc::new(object)
 }
 
-/// Replaces `{"$ref": "#/components/schemas/X"}` by X's schema, to a bounded depth (a type
-/// that contains itself stays a reference past it).
+/// Replaces `{"$ref": "#/components/schemas/X"}` by X's schema, following at most 16
+/// references deep (a type that contains itself stays a reference past that).
 fn inline(value: &mut Value, components: &BTreeMap<String, Value>, depth: usize) {
-    if depth > 16 {
-        return;
-    }
     match value {
         Value::Object(object) => {
             let target = object
@@ -50,17 +47,19 @@ fn inline(value: &mut Value, components: &BTreeMap<String, Value>, depth: usize)
                 .and_then(|name| components.get(name))
                 .cloned();
             if let Some(mut schema) = target {
-                inline(&mut schema, components, depth + 1);
-                *value = schema;
+                if depth < 16 {
+                    inline(&mut schema, components, depth + 1);
+                    *value = schema;
+                }
                 return;
             }
             for child in object.values_mut() {
-                inline(child, components, depth + 1);
+                inline(child, components, depth);
             }
         }
         Value::Array(items) => {
             for child in items {
-                inline(child, components, depth + 1);
+                inline(child, components, depth);
             }
         }
         _ => {}

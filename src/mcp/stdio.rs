@@ -24,11 +24,17 @@ pub async fn serve(app: &App, user: &str, shutdown: impl Future<Output = ()>) ->
         })?;
     let stop = running.cancellation_token();
     let quit = tokio::select! {
-        quit = running.waiting() => quit,
+        quit = running.waiting() => Some(quit),
         () = shutdown => {
             stop.cancel();
-            return Ok(());
+            None
         }
+    };
+    // Writes whose calls were cancelled finish before the process goes.
+    let grace = std::time::Duration::from_secs(app.config().scheduler.shutdown_grace_secs as u64);
+    app.finish_background(grace).await;
+    let Some(quit) = quit else {
+        return Ok(());
     };
     match quit {
         Ok(reason) => {

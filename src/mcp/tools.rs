@@ -20,6 +20,7 @@ use crate::memory::{
     SaveOutcome, SearchRequest, SearchResponse, Strategy,
 };
 use crate::schedule::store::ScheduleFilter;
+use crate::schedule::types::ScheduleStatus;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -98,8 +99,8 @@ pub struct MemoryContextIn {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleListIn {
-    /// `active`, `paused`, `completed` or `failed`.
-    pub status: Option<String>,
+    /// Only schedules in this state.
+    pub status: Option<ScheduleStatus>,
     /// 1..=1000 (default 100).
     pub limit: Option<i64>,
     pub offset: Option<i64>,
@@ -250,12 +251,19 @@ impl From<Error> for CallError {
     }
 }
 
+/// The arguments as `T`; a mismatch names the argument it is about.
 fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
     let value = Value::Object(arguments.unwrap_or_default());
-    serde_json::from_value(value).map_err(|e| {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
         CallError::Failed(Error::new(
             crate::error::ErrorKind::BadInput,
-            format!("invalid arguments: {e}"),
+            format!("invalid arguments: {at}{}", e.into_inner()),
         ))
     })
 }
@@ -370,7 +378,11 @@ pub async fn call(
                 sequences,
             };
             done(
-                format!("Appended to {} as #{}.", out.session_id, out.sequences[0]),
+                format!(
+                    "Appended to {} as #{}.",
+                    out.session_id,
+                    out.sequences.first().copied().unwrap_or_default()
+                ),
                 &out,
             )
         }
@@ -431,18 +443,9 @@ pub async fn call(
         }
         "schedule_list" => {
             let input: ScheduleListIn = args(arguments)?;
-            let status = input
-                .status
-                .as_deref()
-                .map(|s| {
-                    s.parse().map_err(|reason| {
-                        Error::from(crate::input::InputError::new("status", reason))
-                    })
-                })
-                .transpose()?;
             let filter = ScheduleFilter {
                 user_id: Some(user.to_string()),
-                status,
+                status: input.status,
                 limit: Some(input.limit.unwrap_or(100)),
                 offset: input.offset.unwrap_or(0),
             };

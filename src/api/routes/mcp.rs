@@ -1,7 +1,8 @@
 //! `/mcp`: the MCP server's streamable HTTP transport, behind the API's tokens, rate and
 //! limits. A user token acts as its user; an admin token is refused, since an MCP session
 //! acts for one user. A session id works only with the token that opened it, so an id
-//! seen in a log is no way into someone else's session.
+//! seen in a log is no way into someone else's session; sessions are bounded in number,
+//! overall and per token.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,44 +22,56 @@ use crate::mcp::SessionUser;
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
-/// Sessions remembered before the oldest are forgotten. A forgotten session stays usable
-/// by any token, each request still acting for its own token's user only.
+/// Sessions open at once, and per token.
 const MAX_SESSIONS: usize = 10_000;
-/// How long an idle session's owner is remembered once the table is full.
-const SESSION_IDLE: Duration = Duration::from_secs(3600);
+const MAX_SESSIONS_PER_TOKEN: usize = 64;
+/// rmcp ends a session idle for its keep-alive (300 s); its owner is forgotten after twice
+/// that, when nothing can reach it any more.
+const SESSION_IDLE: Duration = Duration::from_secs(600);
+/// rmcp's own answer for an unknown session, given for another token's too, so the two
+/// cannot be told apart.
+const NO_SESSION: &str = "Not Found: Session not found";
 
-/// Which token opened each session, and when each was last used.
+/// Which token opened each session, and when each was last used. Every session is opened
+/// through this gate, so an id it does not know is refused: a session id alone, seen in a
+/// log or guessed, opens nothing.
 #[derive(Default)]
 struct SessionOwners(Mutex<HashMap<String, (String, Instant)>>);
 
 impl SessionOwners {
-    /// False when the session belongs to another token.
-    fn allows(&self, session: &str, token_id: &str) -> bool {
-        let mut owners = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match owners.get_mut(session) {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when `token_id` opened the session (which counts as a use).
+    fn owns(&self, session: &str, token_id: &str) -> bool {
+        match self.lock().get_mut(session) {
             Some((owner, used)) if owner == token_id => {
                 *used = Instant::now();
                 true
             }
-            Some(_) => false,
-            None => true,
+            _ => false,
         }
+    }
+
+    /// Whether `token_id` may open another session, after forgetting idle ones.
+    fn has_room(&self, token_id: &str) -> bool {
+        let mut owners = self.lock();
+        if owners.len() >= MAX_SESSIONS
+            || owners.values().filter(|(o, _)| o == token_id).count() >= MAX_SESSIONS_PER_TOKEN
+        {
+            owners.retain(|_, (_, used)| used.elapsed() < SESSION_IDLE);
+        }
+        owners.len() < MAX_SESSIONS
+            && owners.values().filter(|(o, _)| o == token_id).count() < MAX_SESSIONS_PER_TOKEN
     }
 
     fn opened(&self, session: String, token_id: String) {
-        let mut owners = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if owners.len() >= MAX_SESSIONS {
-            owners.retain(|_, (_, used)| used.elapsed() < SESSION_IDLE);
-            if owners.len() >= MAX_SESSIONS {
-                owners.clear();
-            }
-        }
-        owners.insert(session, (token_id, Instant::now()));
+        self.lock().insert(session, (token_id, Instant::now()));
     }
 
     fn closed(&self, session: &str) {
-        let mut owners = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        owners.remove(session);
+        self.lock().remove(session);
     }
 }
 
@@ -97,12 +110,20 @@ async fn authorize(State(gate): State<Gate>, request: Request, next: Next) -> Re
         .get(&SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(session) = &session {
-        if !gate.owners.allows(session, &caller.token_id) {
-            // As if it did not exist: the answer says nothing of another token's session.
-            return ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such MCP session")
-                .into_response();
+    match &session {
+        Some(session) if !gate.owners.owns(session, &caller.token_id) => {
+            return ApiError::new(StatusCode::NOT_FOUND, "not_found", NO_SESSION).into_response();
         }
+        None if !gate.owners.has_room(&caller.token_id) => {
+            let mut err = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "too many MCP sessions are open; end some with DELETE /mcp",
+            );
+            err.retry_after_secs = Some(10);
+            return err.into_response();
+        }
+        _ => {}
     }
     parts.extensions.insert(SessionUser(user.clone()));
     let ending = parts.method == Method::DELETE;
@@ -133,16 +154,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_session_is_its_opening_tokens() {
+    fn a_session_is_its_opening_tokens_only() {
         let owners = SessionOwners::default();
         assert!(
-            owners.allows("s1", "a"),
-            "an unknown session is rmcp's to refuse"
+            !owners.owns("s1", "a"),
+            "an id the gate never saw opens nothing"
         );
         owners.opened("s1".into(), "a".into());
-        assert!(owners.allows("s1", "a"));
-        assert!(!owners.allows("s1", "b"));
+        assert!(owners.owns("s1", "a"));
+        assert!(!owners.owns("s1", "b"));
         owners.closed("s1");
-        assert!(owners.allows("s1", "b"));
+        assert!(!owners.owns("s1", "a"));
+    }
+
+    #[test]
+    fn a_token_holds_a_bounded_number_of_sessions() {
+        let owners = SessionOwners::default();
+        for i in 0..MAX_SESSIONS_PER_TOKEN {
+            assert!(owners.has_room("a"));
+            owners.opened(format!("s{i}"), "a".into());
+        }
+        assert!(
+            !owners.has_room("a"),
+            "live sessions are not forgotten to make room"
+        );
+        assert!(owners.has_room("b"));
+        owners.closed("s0");
+        assert!(owners.has_room("a"));
     }
 }
