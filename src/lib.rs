@@ -45,6 +45,7 @@ pub mod input;
 pub mod mcp;
 pub mod memory;
 pub mod notify;
+pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod spec;

@@ -431,6 +431,7 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
         "/v1/admin/workers",
         "/v1/admin/consolidation",
         "/v1/admin/db",
+        "/v1/admin/status",
     ] {
         assert_eq!(api.call("GET", path, b, None).await.status, 403, "{path}");
         assert_eq!(

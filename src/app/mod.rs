@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod db_status;
+pub mod overview;
 mod schedules;
 pub mod status;
 

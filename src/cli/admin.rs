@@ -311,7 +311,7 @@ pub async fn workers(app: &App, json: bool) -> Result<(), Error> {
     let memory = app.memory();
     let lease_ms = app.config().scheduler.lease_secs * 1000;
     let workers =
-        nightshift::worker::registry::list(memory.db(), memory.clock().as_ref(), lease_ms).await?;
+        nightshift::registry::list(memory.db(), memory.clock().as_ref(), lease_ms).await?;
     print(json, &workers, || {
         if workers.is_empty() {
             return "no workers registered".to_string();

@@ -97,6 +97,14 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: i64,
     },
+    /// The worker on one screen: workers, schedules, the next due, the last hour's runs,
+    /// the outbox, the embedding backlog, the database's size.
+    Status {
+        /// Draw it again every SECS seconds (default 2) until Ctrl-C.
+        #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "2",
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        watch: Option<u64>,
+    },
     /// Workers registered on this database, their heartbeats and the leases they hold.
     Workers,
     /// Measure retrieval quality.

@@ -8,6 +8,7 @@ mod input;
 mod memory;
 mod output;
 mod schedule;
+mod status;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -159,6 +160,10 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
             status,
             limit,
         } => admin::consolidate(&open(config()?).await?, passes, user, status, limit, json).await,
+        Command::Status { watch } => {
+            let stop = shutdown_signal()?;
+            status::run(&open(config()?).await?, watch, json, stop).await
+        }
         Command::Workers => admin::workers(&open(config()?).await?, json).await,
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
         Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,

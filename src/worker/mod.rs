@@ -6,7 +6,7 @@
 mod executor;
 mod listener;
 mod maintenance;
-pub mod registry;
+
 mod scheduler;
 mod systemd;
 
@@ -22,6 +22,7 @@ use crate::app::{App, AppError};
 use crate::error::{ErrorKind, Kind};
 use crate::ids;
 use crate::notify::sender::Sender;
+use crate::registry;
 use crate::runtime::AgentRuntime;
 use crate::schedule::sync;
 

@@ -13,9 +13,10 @@ use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::types::{ConsolidateBody, LimitQuery, OutboxQuery};
 use crate::api::ApiState;
 use crate::app::db_status::DbStatus;
+use crate::app::overview::Overview;
 use crate::consolidate::{Pass, PassReport};
 use crate::notify::outbox::Message;
-use crate::worker::registry::WorkerInfo;
+use crate::registry::WorkerInfo;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -24,6 +25,17 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(workers))
         .routes(routes!(consolidation_status, consolidate))
         .routes(routes!(db_status))
+        .routes(routes!(status))
+}
+
+/// The worker at a glance: workers, schedules, the next due, the last hour's runs, the
+/// outbox, the embedding backlog, the database's size (what `nightshift status` shows).
+#[utoipa::path(get, path = "/v1/admin/status", tag = "admin",
+    responses((status = 200, body = Overview), Failures),
+    security(("bearer" = [])))]
+async fn status(State(state): State<ApiState>, caller: Caller) -> Result<Json<Overview>, ApiError> {
+    caller.require_admin()?;
+    Ok(Json(state.app.overview().await?))
 }
 
 /// Notification messages, newest first.
@@ -74,7 +86,7 @@ async fn workers(
     caller.require_admin()?;
     let lease_ms = state.app.config().scheduler.lease_secs * 1000;
     let workers =
-        crate::worker::registry::list(state.app.db(), state.app.clock().as_ref(), lease_ms).await?;
+        crate::registry::list(state.app.db(), state.app.clock().as_ref(), lease_ms).await?;
     Ok(Json(workers))
 }
 

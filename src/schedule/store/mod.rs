@@ -12,6 +12,7 @@ mod claim;
 mod control;
 mod create;
 mod finish;
+pub mod overview;
 mod query;
 mod recovery;
 

@@ -1,5 +1,6 @@
-//! The worker registry: who is running, since when, how recently it was alive, and what
-//! it holds.
+//! The worker registry: who is running on this database, since when, how recently it
+//! was alive, and what it holds. Below the worker (which registers and beats) and the
+//! doors and the overview (which read it).
 
 use serde::Serialize;
 
