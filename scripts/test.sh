@@ -10,3 +10,6 @@ cargo test --locked --lib --bins --tests "$@"
 scripts/api-fuzz.sh --examples 20
 # The official Python MCP SDK client against both MCP transports.
 scripts/mcp-interop.sh
+# The Debian package, unpacked into a scratch root and checked (the release build is
+# scripts/package.sh).
+scripts/package-test.sh
