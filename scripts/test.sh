@@ -13,3 +13,5 @@ scripts/mcp-interop.sh
 # The Debian package, unpacked into a scratch root and checked (the release build is
 # scripts/package.sh).
 scripts/package-test.sh
+# The dashboard in a real headless browser (Debian's chromium, Playwright).
+scripts/ui-test.sh

@@ -375,17 +375,23 @@ async fn expired_and_refused_messages_become_dead_letters_that_can_be_retried() 
 
     // Retried by hand once the channel is fixed.
     server.answer(|_| StatusCode::OK.into_response());
+    let notify = nightshift::config::NotifyConfig::default();
     let retried = h
         .outbox()
-        .retry(&refused.message_id, h.clock.now_ms(), 60_000)
+        .retry(&refused.message_id, h.clock.now_ms(), &notify)
         .await
         .unwrap();
     assert_eq!((retried.status.as_str(), retried.attempts), ("pending", 0));
+    assert_eq!(
+        retried.expires_at,
+        h.clock.now_ms() + notify.ttl_ms(&refused.priority),
+        "a new lifetime as long as its priority's"
+    );
     assert_eq!(h.sender().deliver_due().await.unwrap(), 1);
     assert!(h.notified(&run_id).await);
     assert!(
         h.outbox()
-            .retry(&refused.message_id, h.clock.now_ms(), 60_000)
+            .retry(&refused.message_id, h.clock.now_ms(), &notify)
             .await
             .is_err(),
         "only dead letters"

@@ -114,19 +114,21 @@ pub async fn observe(request: Request, next: Next) -> Response {
 /// explains its refusals in plain text).
 const MAX_TEXT_ERROR: usize = 1024;
 
-/// An error answer whose body is not JSON (axum's own 405, say) becomes the API's JSON
-/// error with the same status, keeping a short plain-text explanation as its message.
+/// An error answer whose body is neither JSON nor a dashboard page (axum's own 405, say)
+/// becomes the API's JSON error with the same status, keeping a short plain-text
+/// explanation as its message.
 async fn ensure_json_error(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
-    let is_json = response
+    // JSON already, or the dashboard's own HTML error page.
+    let keep = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if keep {
         return response;
     }
     let (parts, body): (_, Body) = response.into_parts();

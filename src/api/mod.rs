@@ -10,6 +10,7 @@ mod middleware;
 mod routes;
 pub mod server;
 pub mod types;
+mod ui;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +105,7 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
     let mcp = routes::mcp::router(&state, stop.child_token());
     routes
         .merge(mcp)
+        .merge(ui::router())
         .fallback(middleware::no_route)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(

@@ -172,8 +172,9 @@ pub async fn outbox(app: &App, command: OutboxCommand, json: bool) -> Result<(),
             })
         }
         OutboxCommand::Retry { id } => {
-            let ttl = app.config().notify.ttl_normal_secs * 1000;
-            let message = outbox.retry(&id, app.clock().now_ms(), ttl).await?;
+            let message = outbox
+                .retry(&id, app.clock().now_ms(), &app.config().notify)
+                .await?;
             print(json, &message, || format!("{id} is pending again"))
         }
     }

@@ -119,6 +119,19 @@ pub struct NotifyConfig {
     pub max_message_chars: usize,
 }
 
+impl NotifyConfig {
+    /// How long a message of `priority` (`high`, `normal`, `low`) is tried before it is
+    /// given up on, in milliseconds.
+    pub fn ttl_ms(&self, priority: &str) -> i64 {
+        let secs = match priority {
+            "high" => self.ttl_high_secs,
+            "low" => self.ttl_low_secs,
+            _ => self.ttl_normal_secs,
+        };
+        secs.saturating_mul(1000)
+    }
+}
+
 impl Default for NotifyConfig {
     fn default() -> Self {
         Self {

@@ -343,14 +343,16 @@ impl Outbox {
         .ok_or_else(|| OutboxError::NotFound(message_id.to_string()))
     }
 
-    /// Gives a dead letter a fresh start: pending now, attempts reset, a new lifetime.
+    /// Gives a dead letter a fresh start: pending now, attempts reset, a new lifetime as
+    /// long as its priority's.
     pub async fn retry(
         &self,
         message_id: &str,
         now: i64,
-        ttl_ms: i64,
+        notify: &crate::config::NotifyConfig,
     ) -> Result<Message, OutboxError> {
         let message = self.get(message_id).await?;
+        let ttl_ms = notify.ttl_ms(&message.priority);
         if message.status != "dead" {
             return Err(OutboxError::NotDead(message_id.to_string(), message.status));
         }

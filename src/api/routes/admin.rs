@@ -68,9 +68,12 @@ async fn retry(
 ) -> Result<Json<Message>, ApiError> {
     caller.require_admin()?;
     crate::input::check_id("message id", &message_id)?;
-    let ttl = state.app.config().notify.ttl_normal_secs * 1000;
     let now = state.app.clock().now_ms();
-    let message = state.app.outbox().retry(&message_id, now, ttl).await?;
+    let message = state
+        .app
+        .outbox()
+        .retry(&message_id, now, &state.app.config().notify)
+        .await?;
     state.app.outbox_wake().notify_one();
     Ok(Json(message))
 }

@@ -1,0 +1,115 @@
+"""The dashboard in a real headless browser (Debian's chromium, driven by Playwright):
+log in with an admin token, see a schedule added through the CLI appear, pause and resume
+it, make it run now and watch its run appear, retry the dead letter the run's
+notification became, search a user's memory, log out.
+
+Usage: ui_test.py BASE_URL ADMIN_TOKEN NIGHTSHIFT_BINARY CONFIG_PATH
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+from playwright.sync_api import expect, sync_playwright
+
+base, token, binary, config = sys.argv[1:5]
+
+
+def cli(*args):
+    out = subprocess.run([binary, "--config", config, "--json", *args],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout) if out.stdout.strip() else None
+
+
+def until(what, check, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"ui-test: FAILED: {what} did not happen within {timeout}s")
+
+
+with sync_playwright() as p:
+    browser = p.chromium.launch(
+        executable_path="/usr/bin/chromium",
+        args=["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"],
+    )
+    page = browser.new_page()
+
+    # Logging in.
+    page.goto(f"{base}/ui")
+    expect(page).to_have_url(f"{base}/ui/login")
+    page.fill("#token", "nst_not_a_token")
+    page.click("button[type=submit]")
+    expect(page.locator("p.error")).to_contain_text("Unknown")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{base}/ui")
+    expect(page.locator("h1")).to_have_text("Overview")
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert cookies["nightshift_ui"]["httpOnly"], "the session cookie is HttpOnly"
+    assert cookies["nightshift_ui"]["sameSite"] == "Strict"
+
+    # A schedule added through the CLI appears.
+    added = cli("schedule", "add", "--user", "alice", "--goal", "Browser <b>test</b> goal",
+                "--every", "1h", "--max-attempts", "1")
+    sid = added["schedule_id"]
+    page.reload()
+    row = page.locator(f"tr[data-schedule='{sid}']")
+    expect(row.locator("td.goal")).to_have_text("Browser <b>test</b> goal")
+
+    # Pause, resume.
+    row.locator("button", has_text="Pause").click()
+    expect(page).to_have_url(f"{base}/ui/schedules/{sid}")
+    expect(page.locator("dd.status")).to_contain_text("paused")
+    assert cli("schedule", "show", sid)["status"] == "paused"
+    page.locator("button", has_text="Resume").click()
+    expect(page.locator("dd.status")).to_contain_text("active")
+
+    # Run now: the worker runs it (no runtime is configured, so it fails) and the run
+    # shows up on the schedule's page.
+    with page.expect_navigation():
+        page.locator("button", has_text="Run now").click()
+    expect(page).to_have_url(f"{base}/ui/schedules/{sid}")
+
+    def run_failed():
+        page.reload()
+        runs = page.locator("#runs tbody tr td.status")
+        return runs.count() > 0 and runs.first.inner_text() == "failed"
+
+    until("the run appearing, failed", run_failed)
+    expect(page.locator("#runs tbody tr").first).to_contain_text("no agent runtime is configured")
+
+    # The run's notification could not be delivered (max_attempts = 1): a dead letter.
+    def dead_letter():
+        page.goto(f"{base}/ui/outbox?status=dead")
+        return page.locator("#messages tbody tr").count() > 0
+
+    until("the dead letter", dead_letter)
+    message_id = page.locator("#messages tbody tr").first.get_attribute("data-message")
+    before = next(m for m in cli("outbox", "list", "--limit", "100") if m["message_id"] == message_id)
+    page.locator(f"tr[data-message='{message_id}'] button", has_text="Retry").click()
+    expect(page).to_have_url(f"{base}/ui/outbox")
+    after = next(m for m in cli("outbox", "list", "--limit", "100") if m["message_id"] == message_id)
+    assert after["expires_at"] > before["expires_at"], "the retry gave it a new lifetime"
+
+    # Search a user's memory.
+    cli("memory", "save", "--user", "alice", "Alice likes jasmine tea in the evening")
+    page.click("nav >> text=Search")
+    expect(page).to_have_url(f"{base}/ui/search")
+    page.fill("#user", "alice")
+    page.fill("#q", "jasmine tea")
+    page.click("#search button[type=submit]")
+    expect(page.locator("#hits")).to_contain_text("Alice likes jasmine tea")
+
+    # Log out: the dashboard asks for a token again.
+    page.locator("button", has_text="Log out").click()
+    expect(page).to_have_url(f"{base}/ui/login")
+    page.goto(f"{base}/ui")
+    expect(page).to_have_url(f"{base}/ui/login")
+    browser.close()
+
+print("ui-test: logged in, schedule appeared, paused and resumed, a run appeared, "
+      "a dead letter retried, search answered, logged out")

@@ -1,0 +1,350 @@
+//! The web dashboard under `/ui`, served by `nightshift run` on the API's listener: the
+//! overview (health, workers, runs, the outbox, every schedule with pause, resume and run
+//! now), a schedule's runs with their output and errors, the outbox with its dead letters
+//! to retry, and a search box over one user's memory. Server-rendered HTML with its one
+//! stylesheet embedded; it works through the same library operations as the CLI and the
+//! API, as the operator, and only for an admin token (see [`session`]).
+
+mod session;
+mod views;
+
+use axum::extract::{Form, Path, Query, State};
+use axum::http::header::{self, HeaderValue, SET_COOKIE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use maud::Markup;
+use serde::Deserialize;
+
+use self::session::{check_csrf, same_origin, secure, session_cookie, Refused, UiSession};
+use self::views::SchedulePage;
+use super::error::ApiError;
+use super::ApiState;
+use crate::access::Actor;
+use crate::error::Error;
+use crate::memory::{SearchRequest, SearchResponse};
+use crate::schedule::store::ScheduleFilter;
+use crate::schedule::view::{RunView, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS};
+use crate::tokens::{Authenticated, TokenError};
+
+/// Schedules on one overview page, and runs on a schedule's page.
+const PAGE: i64 = 50;
+/// Outbox messages on its page (the newest).
+const MESSAGES: i64 = 100;
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/ui", get(overview))
+        .route("/ui/", get(|| async { Redirect::to("/ui") }))
+        .route("/ui/login", get(login_page).post(login))
+        .route("/ui/logout", post(logout))
+        .route("/ui/schedules/{schedule_id}", get(schedule))
+        .route(
+            "/ui/schedules/{schedule_id}/{action}",
+            post(schedule_action),
+        )
+        .route("/ui/outbox", get(outbox))
+        .route("/ui/outbox/{message_id}/retry", post(retry))
+        .route("/ui/search", get(search))
+        .route("/ui/style.css", get(style))
+        .layer(axum::middleware::map_response(page_headers))
+}
+
+/// What every dashboard answer carries: nothing cached, nothing framed, no script, no
+/// resource from elsewhere, no referrer sent to another site. (Not `no-referrer`: with it
+/// a browser sends `Origin: null` on the dashboard's own forms, which look forged then.)
+async fn page_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// A library error as a page, with the status the API gives its kind.
+fn failure(err: impl Into<Error>) -> Response {
+    let err: Error = err.into();
+    let (status, _) = ApiError::status_of(err.kind());
+    (
+        status,
+        views::error(&crate::input::printable(&err.to_string())),
+    )
+        .into_response()
+}
+
+fn see_other(to: &str) -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_string())]).into_response()
+}
+
+async fn style() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        views::STYLE,
+    )
+        .into_response()
+}
+
+async fn login_page() -> Markup {
+    views::login(None)
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+async fn login(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if let Err(refused) = same_origin(&headers) {
+        return refused.into_response();
+    }
+    let secret = form.token;
+    let secret = secret.trim();
+    let refused = |status: StatusCode, why: &str| (status, views::login(Some(why))).into_response();
+    match state.app.tokens().authenticate(secret).await {
+        Ok(Authenticated {
+            actor: Actor::Operator,
+            token_id,
+        }) => {
+            if let Err(err) = state.rate.check(&token_id) {
+                return err.into_response();
+            }
+            let mut response = see_other("/ui");
+            response
+                .headers_mut()
+                .insert(SET_COOKIE, session_cookie(Some(secret), secure(&state)));
+            response
+        }
+        Ok(_) => refused(
+            StatusCode::FORBIDDEN,
+            "That is a user's token: the dashboard needs an admin token.",
+        ),
+        Err(TokenError::Unauthenticated) => refused(
+            StatusCode::UNAUTHORIZED,
+            "Unknown, revoked or expired token.",
+        ),
+        Err(err) => failure(err),
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn logout(
+    State(state): State<ApiState>,
+    session: UiSession,
+    headers: HeaderMap,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = checked(&session, &headers, &form) {
+        return refused.into_response();
+    }
+    let mut response = see_other("/ui/login");
+    response
+        .headers_mut()
+        .insert(SET_COOKIE, session_cookie(None, secure(&state)));
+    response
+}
+
+/// A change's checks: from this site, with this session's form token.
+fn checked(session: &UiSession, headers: &HeaderMap, form: &CsrfForm) -> Result<(), Refused> {
+    same_origin(headers)?;
+    check_csrf(session, &form.csrf)
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    page: Option<i64>,
+}
+
+async fn overview(
+    State(state): State<ApiState>,
+    session: UiSession,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let page = query.page.unwrap_or(1).clamp(1, i64::MAX / PAGE);
+    let overview = match state.app.overview().await {
+        Ok(o) => o,
+        Err(err) => return failure(err),
+    };
+    let ready = state.app.readiness(state.worker_expected).await;
+    let filter = ScheduleFilter {
+        user_id: None,
+        status: None,
+        limit: Some(PAGE),
+        offset: (page - 1) * PAGE,
+    };
+    let (schedules, total) = match state.app.schedules().list(&Actor::Operator, &filter).await {
+        Ok(found) => found,
+        Err(err) => return failure(err),
+    };
+    let views: Vec<ScheduleView> = schedules
+        .iter()
+        .map(|s| ScheduleView::new(s, LIST_NEXT_RUNS))
+        .collect();
+    let list = SchedulePage {
+        schedules: &views,
+        total,
+        page,
+        pages: (total + PAGE - 1) / PAGE,
+    };
+    views::overview(&overview, &ready, &list, &session.csrf).into_response()
+}
+
+async fn schedule(
+    State(state): State<ApiState>,
+    session: UiSession,
+    Path(schedule_id): Path<String>,
+) -> Response {
+    let store = state.app.schedules();
+    let found = match store.get(&Actor::Operator, &schedule_id).await {
+        Ok(s) => s,
+        Err(err) => return failure(err),
+    };
+    let runs = match store.runs(&Actor::Operator, &schedule_id, PAGE).await {
+        Ok(runs) => runs,
+        Err(err) => return failure(err),
+    };
+    let runs: Vec<RunView> = runs.iter().map(RunView::from).collect();
+    views::schedule(
+        &ScheduleView::new(&found, SHOW_NEXT_RUNS),
+        &runs,
+        &session.csrf,
+    )
+    .into_response()
+}
+
+async fn schedule_action(
+    State(state): State<ApiState>,
+    session: UiSession,
+    headers: HeaderMap,
+    Path((schedule_id, action)): Path<(String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = checked(&session, &headers, &form) {
+        return refused.into_response();
+    }
+    let store = state.app.schedules();
+    let actor = Actor::Operator;
+    let done = match action.as_str() {
+        "pause" => {
+            let note = form.note.as_deref().filter(|n| !n.is_empty());
+            store.pause(&actor, &schedule_id, note).await
+        }
+        "resume" => store.resume(&actor, &schedule_id).await,
+        "run-now" => store.run_now(&actor, &schedule_id).await,
+        _ => return (StatusCode::NOT_FOUND, views::error("No such action.")).into_response(),
+    };
+    match done {
+        Ok(_) => see_other(&format!("/ui/schedules/{}", views::urlencode(&schedule_id))),
+        Err(err) => failure(err),
+    }
+}
+
+#[derive(Deserialize)]
+struct OutboxQuery {
+    status: Option<String>,
+}
+
+async fn outbox(
+    State(state): State<ApiState>,
+    session: UiSession,
+    Query(query): Query<OutboxQuery>,
+) -> Response {
+    let status = query.status.filter(|s| !s.is_empty());
+    match state.app.outbox().list(status.as_deref(), MESSAGES).await {
+        Ok(messages) => views::outbox(&messages, status.as_deref(), &session.csrf).into_response(),
+        Err(err) => failure(err),
+    }
+}
+
+async fn retry(
+    State(state): State<ApiState>,
+    session: UiSession,
+    headers: HeaderMap,
+    Path(message_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = checked(&session, &headers, &form) {
+        return refused.into_response();
+    }
+    if let Err(err) = crate::input::check_id("message id", &message_id) {
+        return failure(err);
+    }
+    let now = state.app.clock().now_ms();
+    match state
+        .app
+        .outbox()
+        .retry(&message_id, now, &state.app.config().notify)
+        .await
+    {
+        Ok(_) => {
+            state.app.outbox_wake().notify_one();
+            see_other("/ui/outbox")
+        }
+        Err(err) => failure(err),
+    }
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    user: Option<String>,
+    q: Option<String>,
+}
+
+async fn search(
+    State(state): State<ApiState>,
+    session: UiSession,
+    Query(query): Query<SearchQuery>,
+) -> Response {
+    let (user, q) = (query.user.unwrap_or_default(), query.q.unwrap_or_default());
+    let result = if user.is_empty() || q.is_empty() {
+        None
+    } else {
+        let request = SearchRequest {
+            user_id: user.clone(),
+            query: q.clone(),
+            top_k: Some(10),
+            session_id: None,
+            tags: Vec::new(),
+        };
+        Some(
+            state
+                .app
+                .memory()
+                .search_detailed(&request)
+                .await
+                .map(SearchResponse::from)
+                .map_err(|e| crate::input::printable(&e.to_string()).into_owned()),
+        )
+    };
+    views::search(&user, &q, result, &session.csrf).into_response()
+}

@@ -1,0 +1,205 @@
+//! Who is looking at the dashboard: an admin token, kept in a cookie the page's scripts
+//! cannot read (`HttpOnly`) and the browser sends only from the dashboard's own pages
+//! (`SameSite=Strict`). Every form that changes something also carries a token derived
+//! from the session's secret, and a request from another origin is refused outright, so
+//! a page elsewhere cannot make the browser act for the operator.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::{COOKIE, HOST, ORIGIN, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::access::Actor;
+use crate::api::ApiState;
+use crate::tokens::{Authenticated, TokenError};
+
+pub const COOKIE_NAME: &str = "nightshift_ui";
+/// How long a login lasts in the browser.
+const SESSION_SECS: u64 = 12 * 3600;
+
+/// A logged-in operator.
+pub struct UiSession {
+    /// The form token every change must carry.
+    pub csrf: String,
+}
+
+/// The form token for a session's secret: only a page that can read the dashboard's own
+/// pages (where it is written) can know it.
+pub fn csrf_for(secret: &str) -> String {
+    let key = blake3::derive_key("nightshift dashboard form token v1", secret.as_bytes());
+    hex::encode(&key[..16])
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// The cookie that logs the browser in (or, with `None`, out).
+pub fn session_cookie(secret: Option<&str>, secure: bool) -> HeaderValue {
+    let (value, age) = match secret {
+        Some(secret) => (secret, SESSION_SECS),
+        None => ("", 0),
+    };
+    let secure = if secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{COOKIE_NAME}={value}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={age}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("nightshift_ui=; Path=/ui; Max-Age=0"))
+}
+
+/// Whether the browser reaches the server over TLS (directly, or as `public_url` says).
+pub fn secure(state: &ApiState) -> bool {
+    let server = &state.app.config().server;
+    server.tls_cert_file.is_some()
+        || server
+            .public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://"))
+}
+
+/// A change refused before it was looked at: the page says why, with 403.
+#[derive(Debug)]
+pub struct Refused(&'static str);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        (StatusCode::FORBIDDEN, super::views::error(self.0)).into_response()
+    }
+}
+
+/// Refuses a request another site's page made: one whose `Origin` is not this server's,
+/// or that the browser marks as cross-site.
+pub fn same_origin(headers: &HeaderMap) -> Result<(), Refused> {
+    let refused = Refused("Refused: the request came from another site.");
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+    {
+        return Err(refused);
+    }
+    if let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) {
+        let host = headers
+            .get(HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let origin_host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .unwrap_or("");
+        if origin_host.is_empty() || origin_host != host {
+            return Err(refused);
+        }
+    }
+    Ok(())
+}
+
+/// Checks a form's token against the session's, in constant time.
+pub fn check_csrf(session: &UiSession, sent: &str) -> Result<(), Refused> {
+    if sent.len() == session.csrf.len()
+        && sent
+            .bytes()
+            .zip(session.csrf.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    {
+        Ok(())
+    } else {
+        Err(Refused(
+            "Refused: the form is stale or not from this dashboard; reload the page.",
+        ))
+    }
+}
+
+fn to_login(clear: bool, secure: bool) -> Response {
+    let mut response = Redirect::to("/ui/login").into_response();
+    if clear {
+        response
+            .headers_mut()
+            .insert(SET_COOKIE, session_cookie(None, secure));
+    }
+    response
+}
+
+impl FromRequestParts<ApiState> for UiSession {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Response> {
+        let secure = secure(state);
+        let Some(secret) = cookie(&parts.headers, COOKIE_NAME).filter(|s| !s.is_empty()) else {
+            return Err(to_login(false, secure));
+        };
+        match state.app.tokens().authenticate(secret).await {
+            Ok(Authenticated {
+                actor: Actor::Operator,
+                token_id,
+            }) => {
+                state
+                    .rate
+                    .check(&token_id)
+                    .map_err(IntoResponse::into_response)?;
+                Ok(UiSession {
+                    csrf: csrf_for(secret),
+                })
+            }
+            // A user's token, or one revoked or expired: log the browser out.
+            Ok(_) | Err(TokenError::Unauthenticated) => Err(to_login(true, secure)),
+            // The database failing (busy, unreachable) says nothing about the login: the
+            // operator keeps it and sees the error.
+            Err(other) => Err(super::failure(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_is_found_among_others_and_only_by_its_name() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; nightshift_ui=nst_x; b=2"),
+        );
+        assert_eq!(cookie(&headers, COOKIE_NAME), Some("nst_x"));
+        headers.insert(COOKIE, HeaderValue::from_static("xnightshift_ui=nst_y"));
+        assert_eq!(cookie(&headers, COOKIE_NAME), None);
+    }
+
+    #[test]
+    fn cross_site_requests_are_refused() {
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("127.0.0.1:7431"));
+        assert!(
+            same_origin(&headers).is_ok(),
+            "no Origin: a form post from the page"
+        );
+        headers.insert(ORIGIN, HeaderValue::from_static("http://127.0.0.1:7431"));
+        assert!(same_origin(&headers).is_ok());
+        headers.insert(ORIGIN, HeaderValue::from_static("http://evil.example"));
+        assert!(same_origin(&headers).is_err());
+        headers.insert(ORIGIN, HeaderValue::from_static("null"));
+        assert!(same_origin(&headers).is_err());
+        headers.remove(ORIGIN);
+        headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(same_origin(&headers).is_err());
+    }
+
+    #[test]
+    fn a_form_token_is_the_sessions_own() {
+        let session = UiSession {
+            csrf: csrf_for("nst_secret"),
+        };
+        assert!(check_csrf(&session, &csrf_for("nst_secret")).is_ok());
+        assert!(check_csrf(&session, &csrf_for("nst_other")).is_err());
+        assert!(check_csrf(&session, "").is_err());
+    }
+}

@@ -1,0 +1,290 @@
+//! The dashboard's pages as HTML (maud escapes every value it is given, so stored text,
+//! a goal or a note with markup in it, is shown as text). No script: forms post, pages
+//! that change on their own refresh themselves.
+
+use maud::{html, Markup, DOCTYPE};
+
+use crate::app::overview::Overview;
+use crate::app::status::Readiness;
+use crate::db::clock::to_rfc3339;
+use crate::memory::SearchResponse;
+use crate::notify::outbox::Message;
+use crate::schedule::view::{RunView, ScheduleView};
+
+/// The page around every view; `csrf` when logged in (the logout form needs it).
+pub fn layout(title: &str, csrf: Option<&str>, refresh: bool, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                @if refresh { meta http-equiv="refresh" content="10"; }
+                title { (title) " · nightshift" }
+                link rel="stylesheet" href="/ui/style.css";
+            }
+            body {
+                header {
+                    strong { "nightshift" }
+                    @if let Some(csrf) = csrf {
+                        nav {
+                            a href="/ui" { "Overview" }
+                            a href="/ui/outbox" { "Outbox" }
+                            a href="/ui/search" { "Search" }
+                            form method="post" action="/ui/logout" class="inline" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                button type="submit" { "Log out" }
+                            }
+                        }
+                    }
+                }
+                main { h1 { (title) } (body) }
+            }
+        }
+    }
+}
+
+pub fn login(error: Option<&str>) -> Markup {
+    layout(
+        "Log in",
+        None,
+        false,
+        html! {
+            @if let Some(error) = error { p.error role="alert" { (error) } }
+            form method="post" action="/ui/login" {
+                label for="token" { "Admin token" }
+                input #token type="password" name="token" autocomplete="off" required autofocus;
+                button type="submit" { "Log in" }
+            }
+            p.hint { "Create one with " code { "nightshift token create --admin" } "." }
+        },
+    )
+}
+
+pub fn error(message: &str) -> Markup {
+    layout(
+        "Something went wrong",
+        None,
+        false,
+        html! { p.error role="alert" { (message) } p { a href="/ui" { "Back to the overview" } } },
+    )
+}
+
+fn when(ms: i64) -> String {
+    to_rfc3339(ms)
+}
+
+/// A button that posts to `action` with the form token.
+fn action_button(action: &str, label: &str, csrf: &str) -> Markup {
+    html! {
+        form method="post" action=(action) class="inline" {
+            input type="hidden" name="csrf" value=(csrf);
+            button type="submit" { (label) }
+        }
+    }
+}
+
+fn schedule_buttons(s: &ScheduleView, csrf: &str) -> Markup {
+    let base = format!("/ui/schedules/{}", urlencode(&s.schedule_id));
+    html! {
+        @match s.status.as_str() {
+            "active" => { (action_button(&format!("{base}/pause"), "Pause", csrf)) }
+            "paused" => { (action_button(&format!("{base}/resume"), "Resume", csrf)) }
+            _ => {}
+        }
+        @if s.status.as_str() == "active" || s.status.as_str() == "paused" {
+            (action_button(&format!("{base}/run-now"), "Run now", csrf))
+        }
+    }
+}
+
+/// Characters a path segment keeps as they are (RFC 3986's unreserved ones).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `text` as one path segment.
+pub fn urlencode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+pub struct SchedulePage<'a> {
+    pub schedules: &'a [ScheduleView],
+    pub total: i64,
+    pub page: i64,
+    pub pages: i64,
+}
+
+pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str) -> Markup {
+    let count = |k: &str| o.schedules.by_status.get(k).copied().unwrap_or(0);
+    let body = html! {
+        section.cards {
+            div.card {
+                h2 { "Health" }
+                p.(if ready.ready { "ok" } else { "bad" }) { @if ready.ready { "Ready" } @else { "Not ready" } }
+                ul { @for check in &ready.checks { li { (check.name) ": " (check.detail) } } }
+                @if let Some(reason) = &ready.degraded_reason { p.warn { "Search by keywords only: " (reason) } }
+            }
+            div.card {
+                h2 { "Workers" }
+                p { (o.workers_alive) " alive" }
+                ul { @for w in &o.workers {
+                    li { (w.worker_id) " on " (w.host) " · " (if w.alive { "alive" } else { "gone" })
+                         " · heartbeat " (when(w.heartbeat_at)) " · " (w.running_runs) " run(s)" }
+                } }
+            }
+            div.card {
+                h2 { "Runs, last hour" }
+                p { (o.runs_last_hour.total) " started" }
+                ul { @for (status, n) in &o.runs_last_hour.by_status { li { (n) " " (status) } } }
+                @if let Some(p99) = o.runs_last_hour.lateness_p99_ms { p { "Lateness p99: " (p99) " ms" } }
+            }
+            div.card {
+                h2 { "Outbox" }
+                p { a href="/ui/outbox?status=pending" { (o.outbox.pending) " pending" } }
+                p { a href="/ui/outbox?status=dead" { (o.outbox.dead) " dead" } }
+                p { (o.embedding_backlog) " chunk(s) waiting for a vector" }
+            }
+        }
+        h2 { "Schedules" }
+        p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
+            " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }
+        table #schedules {
+            thead { tr { th { "Schedule" } th { "User" } th { "Goal" } th { "Cadence" } th { "Status" } th { "Next run" } th { "" } } }
+            tbody {
+                @for s in list.schedules {
+                    tr data-schedule=(s.schedule_id) {
+                        td { a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (s.name.as_deref().unwrap_or(&s.schedule_id)) } }
+                        td { (s.user_id) }
+                        td.goal { (s.goal) }
+                        td { (s.description) }
+                        td.status { (s.status.as_str())
+                            @if s.consecutive_failures > 0 { " (" (s.consecutive_failures) " failed)" } }
+                        td { (s.next_run_at.as_deref().unwrap_or("—")) }
+                        td.actions { (schedule_buttons(s, csrf)) }
+                    }
+                }
+            }
+        }
+        @if list.pages > 1 {
+            p.pager {
+                @if list.page > 1 { a href={ "/ui?page=" (list.page - 1) } { "← newer" } " " }
+                "page " (list.page) " of " (list.pages) " (" (list.total) " schedules)"
+                @if list.page < list.pages { " " a href={ "/ui?page=" (list.page + 1) } { "older →" } }
+            }
+        }
+    };
+    layout("Overview", Some(csrf), true, body)
+}
+
+pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
+    let title = s.name.clone().unwrap_or_else(|| s.schedule_id.clone());
+    let body = html! {
+        dl {
+            dt { "Id" } dd { code { (s.schedule_id) } }
+            dt { "User" } dd { (s.user_id) }
+            dt { "Goal" } dd.goal { (s.goal) }
+            dt { "Cadence" } dd { (s.description) " (" (s.timezone) ")" }
+            dt { "Status" } dd.status { (s.status.as_str())
+                @if let Some(reason) = &s.status_reason { " — " (reason) } }
+            dt { "Next runs" } dd { @for run in &s.next_runs { (run) br; } }
+        }
+        p.actions { (schedule_buttons(s, csrf)) }
+        h2 { "Runs" }
+        @if runs.is_empty() { p #no-runs { "No runs yet." } }
+        table #runs {
+            thead { tr { th { "Scheduled for" } th { "Status" } th { "Attempt" } th { "Finished" } th { "Output or error" } } }
+            tbody {
+                @for r in runs {
+                    tr data-run=(r.run_id) {
+                        td { (r.scheduled_for) }
+                        td.status { (r.status.as_str()) }
+                        td { (r.attempt) }
+                        td { (r.finished_at.as_deref().unwrap_or("—")) }
+                        td {
+                            @if let Some(error) = &r.error { p.error { (error) } }
+                            @if let Some(output) = &r.output {
+                                details { summary { (r.output_summary.as_deref().unwrap_or("output")) } pre { (output) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout(&title, Some(csrf), true, body)
+}
+
+pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Markup {
+    let body = html! {
+        p.filters {
+            a href="/ui/outbox" { "all" } " · "
+            a href="/ui/outbox?status=pending" { "pending" } " · "
+            a href="/ui/outbox?status=dead" { "dead" } " · "
+            a href="/ui/outbox?status=delivered" { "delivered" }
+        }
+        @if messages.is_empty() { p #no-messages { "No messages" @if let Some(s) = status { " " (s) } "." } }
+        table #messages {
+            thead { tr { th { "Message" } th { "User" } th { "Channel" } th { "Status" } th { "Attempts" } th { "Last error" } th { "Created" } th { "" } } }
+            tbody {
+                @for m in messages {
+                    tr data-message=(m.message_id) {
+                        td { code { (m.message_id) } br; (m.kind) }
+                        td { (m.user_id) }
+                        td { (m.channel_id) }
+                        td.status { (m.status) }
+                        td { (m.attempts) }
+                        td { (m.last_error.as_deref().unwrap_or("")) }
+                        td { (when(m.created_at)) }
+                        td { @if m.status == "dead" {
+                            (action_button(&format!("/ui/outbox/{}/retry", urlencode(&m.message_id)), "Retry", csrf))
+                        } }
+                    }
+                }
+            }
+        }
+    };
+    layout("Outbox", Some(csrf), false, body)
+}
+
+pub fn search(
+    user: &str,
+    query: &str,
+    result: Option<Result<SearchResponse, String>>,
+    csrf: &str,
+) -> Markup {
+    let body = html! {
+        form #search method="get" action="/ui/search" {
+            label for="user" { "User" }
+            input #user name="user" value=(user) required;
+            label for="q" { "Query" }
+            input #q type="search" name="q" value=(query) required;
+            button type="submit" { "Search" }
+        }
+        @match result {
+            None => {}
+            Some(Err(message)) => { p.error role="alert" { (message) } }
+            Some(Ok(found)) => {
+                @if found.degraded { p.warn { "Keywords only: " (found.degraded_reason.as_deref().unwrap_or("")) } }
+                @if found.hits.is_empty() { p #no-hits { "Nothing found." } }
+                ol #hits {
+                    @for hit in &found.hits {
+                        li {
+                            p { (hit.text) }
+                            p.hint { (format!("{:.3}", hit.score)) " · "
+                                @if let Some(note) = &hit.note_id { "note " code { (note) } }
+                                @if let Some(session) = &hit.session_id { "session " code { (session) } " #" (hit.sequence.unwrap_or_default()) }
+                                " · " (when(hit.at)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("Search a user's memory", Some(csrf), false, body)
+}
+
+/// The stylesheet, embedded in the binary.
+pub const STYLE: &str = include_str!("style.css");
