@@ -464,6 +464,11 @@ async fn a_pass_cut_short_is_finished_by_the_next() {
     common::fts_integrity(&memory).await;
     let partial = memory.notes("u").await.unwrap().len();
     assert!((1..4).contains(&partial), "{partial}");
+    // Stopped means stopped: nothing of the pass goes on writing beside the next one.
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(memory.notes("u").await.unwrap().len(), partial, "the cut pass ran on");
 
     consolidator.run(&[Pass::Facts], None, None).await.unwrap();
     let notes = memory.notes("u").await.unwrap();

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
 use super::{ConsolidateError, Pass, Progress};
@@ -112,14 +113,16 @@ impl Consolidator {
                 // Without a record the pass still runs: the database may be back by its end.
                 tracing::warn!(pass = pass.as_str(), %err, "cannot record the start of a consolidation pass");
             }
-            // On a task of its own, so a fault inside a pass is this pass's failure.
+            // On a task of its own, so a fault inside a pass is this pass's failure. The
+            // task ends with this future: a pass stopped (shutdown, a caller giving up)
+            // must not run on beside the next one, which would then repeat its work.
             let this = self.clone();
             let (pass_owned, user_owned, progress_owned) =
                 (*pass, user.map(str::to_string), progress.clone());
-            let result = tokio::spawn(async move {
+            let result = AbortOnDropHandle::new(tokio::spawn(async move {
                 this.run_pass(pass_owned, user_owned.as_deref(), progress_owned.as_ref())
                     .await
-            })
+            }))
             .await
             .unwrap_or_else(|join| Err(ConsolidateError::Panicked(panic_text(join))));
             let finished_at = self.now();
