@@ -48,7 +48,8 @@ async def exercise(session, label):
         if not cursor:
             break
     check(set(names) == EXPECTED_TOOLS and len(names) == len(EXPECTED_TOOLS), f"{label}: tools {names}")
-    check(pages > 1, f"{label}: tools/list pages")
+    # Every tool on the first page: some clients never follow a cursor.
+    check(pages == 1, f"{label}: tools/list took {pages} pages")
 
     saved = await ok(session, "memory_save", {"text": f"{label} likes green tea", "tags": ["drink"]})
     note = saved["note_id"]
