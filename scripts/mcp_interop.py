@@ -18,7 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 EXPECTED_TOOLS = {
     "memory_search", "memory_save", "memory_update", "memory_delete", "memory_append",
     "memory_recall", "memory_context", "schedule_add", "schedule_list", "schedule_show",
-    "schedule_pause", "schedule_resume", "schedule_delete", "schedule_runs", "schedule_run_now",
+    "schedule_edit", "schedule_pause", "schedule_resume", "schedule_delete", "schedule_runs",
+    "schedule_run_now",
 }
 
 
@@ -63,6 +64,8 @@ async def exercise(session, label):
     sid = added["schedule_id"]
     await ok(session, "schedule_list", {"limit": 10})
     await ok(session, "schedule_show", {"schedule_id": sid})
+    edited = await ok(session, "schedule_edit", {"schedule_id": sid, "changes": {"cron": "30 9 * * *"}})
+    check(edited["schedule_id"] == sid and "09:30" in edited["description"], f"{label}: edit in place")
     await ok(session, "schedule_pause", {"schedule_id": sid, "note": "away"})
     await ok(session, "schedule_resume", {"schedule_id": sid})
     await ok(session, "schedule_run_now", {"schedule_id": sid})

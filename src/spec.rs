@@ -81,3 +81,70 @@ impl ScheduleSpec {
             .count()
     }
 }
+
+text_enum!(
+    /// An optional setting a schedule edit can take away (back to its default).
+    ClearField {
+        Name => "name",
+        Channel => "channel",
+        TimeoutSecs => "timeout_secs",
+        MaxTurns => "max_turns",
+        MaxCost => "max_cost",
+    }
+);
+
+/// A change to a schedule: the fields given replace the schedule's, the rest stay. At most
+/// one of `cron`, `every`, `at`, `when` replaces the cadence; `tz` alone moves the present
+/// cadence to another zone. `clear` takes optional settings away.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulePatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifyPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<Overlap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<CatchUp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// Optional settings to take away.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clear: Vec<ClearField>,
+}
+
+impl SchedulePatch {
+    /// How many of the four ways of giving a cadence are used (none or one is right).
+    pub fn cadences_given(&self) -> usize {
+        [&self.cron, &self.every, &self.at, &self.when]
+            .iter()
+            .filter(|c| c.is_some())
+            .count()
+    }
+
+    /// Whether it changes nothing at all.
+    pub fn is_empty(&self) -> bool {
+        *self == SchedulePatch::default()
+    }
+}

@@ -376,6 +376,11 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
         ),
         ("DELETE", "/v1/sessions/a-chat".to_string(), None),
         ("GET", format!("/v1/schedules/{sch}"), None),
+        (
+            "PATCH",
+            format!("/v1/schedules/{sch}"),
+            Some(json!({"goal": "mine now"})),
+        ),
         ("POST", format!("/v1/schedules/{sch}/pause"), None),
         ("POST", format!("/v1/schedules/{sch}/resume"), None),
         ("POST", format!("/v1/schedules/{sch}/run-now"), None),

@@ -468,7 +468,11 @@ async fn a_pass_cut_short_is_finished_by_the_next() {
     for _ in 0..200 {
         tokio::task::yield_now().await;
     }
-    assert_eq!(memory.notes("u").await.unwrap().len(), partial, "the cut pass ran on");
+    assert_eq!(
+        memory.notes("u").await.unwrap().len(),
+        partial,
+        "the cut pass ran on"
+    );
 
     consolidator.run(&[Pass::Facts], None, None).await.unwrap();
     let notes = memory.notes("u").await.unwrap();

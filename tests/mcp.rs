@@ -81,7 +81,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 16] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -92,6 +92,7 @@ const TOOLS: [&str; 15] = [
     "schedule_add",
     "schedule_list",
     "schedule_show",
+    "schedule_edit",
     "schedule_pause",
     "schedule_resume",
     "schedule_delete",
@@ -215,6 +216,14 @@ async fn every_tool_and_resource_over_streamable_http() {
     )
     .await;
     assert_eq!(resumed["status"], "active");
+    let edited = ok(
+        &client,
+        "schedule_edit",
+        json!({"schedule_id": schedule_id, "changes": {"goal": "edited goal", "every": "2h"}}),
+    )
+    .await;
+    assert_eq!(edited["goal"], "edited goal");
+    assert_eq!(edited["schedule_id"], schedule_id);
     ok(
         &client,
         "schedule_run_now",
@@ -392,6 +401,10 @@ async fn one_user_never_reaches_anothers_data() {
             json!({"session": "private-chat", "role": "user", "text": "bob was here"}),
         ),
         ("schedule_show", json!({"schedule_id": schedule_id})),
+        (
+            "schedule_edit",
+            json!({"schedule_id": schedule_id, "changes": {"goal": "bob was here"}}),
+        ),
         ("schedule_pause", json!({"schedule_id": schedule_id})),
         ("schedule_resume", json!({"schedule_id": schedule_id})),
         ("schedule_run_now", json!({"schedule_id": schedule_id})),

@@ -1,14 +1,19 @@
-//! Adding a schedule, the operation every door calls: the caller's spec resolved into a
-//! schedule, its channel checked against the configuration (a user may notify only through
-//! the channels granted to them, each context checked for its kind), then stored.
+//! Adding and changing a schedule, the operations every door calls: the caller's spec (or
+//! patch) resolved into a schedule, its channel checked against the configuration (a user
+//! may notify only through the channels granted to them, each context checked for its
+//! kind), then stored.
 
 use super::App;
 use crate::access::Actor;
 use crate::input::InputError;
 use crate::notify::channels::check_context;
-use crate::schedule::spec::{to_new_schedule, ScheduleSpec};
+use crate::notify::router::split_channel;
+use crate::schedule::cadence::parse_zone;
+use crate::schedule::spec::{to_new_schedule, CadenceSpec, ScheduleSpec};
+use crate::schedule::store::Edited;
 use crate::schedule::types::{NewSchedule, Schedule, Source};
-use crate::schedule::Result;
+use crate::schedule::{Result, ScheduleError};
+use crate::spec::{ClearField, SchedulePatch};
 
 impl App {
     /// Resolves `spec` into the schedule it describes for `user_id`, and checks it as
@@ -45,6 +50,135 @@ impl App {
     ) -> Result<Schedule> {
         let new = self.resolve_schedule(actor, user_id, spec)?;
         self.schedules.create(actor, &new).await
+    }
+
+    /// Changes a schedule in place (see [`ScheduleStore::edit`](crate::schedule::ScheduleStore::edit)):
+    /// the fields `patch` gives replace the schedule's; a new cadence, or a new zone, gives
+    /// it its next runs again. Checked as `add` checks, and nothing changes on an error.
+    pub async fn edit_schedule(
+        &self,
+        actor: &Actor,
+        schedule_id: &str,
+        patch: &SchedulePatch,
+    ) -> Result<Schedule> {
+        if patch.is_empty() {
+            return Err(InputError::new("patch", "give at least one field to change").into());
+        }
+        if patch.cadences_given() > 1 {
+            return Err(
+                InputError::new("cadence", "give at most one of cron, every, at, when").into(),
+            );
+        }
+        for field in &patch.clear {
+            let set = match field {
+                ClearField::Name => patch.name.is_some(),
+                ClearField::Channel => patch.channel.is_some(),
+                ClearField::TimeoutSecs => patch.timeout_secs.is_some(),
+                ClearField::MaxTurns => patch.max_turns.is_some(),
+                ClearField::MaxCost => patch.max_cost.is_some(),
+            };
+            if set {
+                return Err(InputError::new(
+                    "clear",
+                    format!("`{field}` is both given and cleared"),
+                )
+                .into());
+            }
+        }
+        let now = self.clock().now_ms();
+        self.schedules
+            .edit(actor, schedule_id, |current| {
+                let edited = self.patched(current, patch, now)?;
+                if patch.channel.is_some() {
+                    self.check_channel(actor, &edited.new)?;
+                }
+                Ok(edited)
+            })
+            .await
+    }
+
+    /// `current` with `patch` applied.
+    fn patched(&self, current: &Schedule, patch: &SchedulePatch, now: i64) -> Result<Edited> {
+        let mut new = NewSchedule::from(current);
+        let zone = current.cadence.zone();
+        let field = |field: &'static str| move |source| ScheduleError::Cadence { field, source };
+        let cadence_changed = if patch.cadences_given() == 1
+            || (patch.tz.is_some() && new.cadence_text.is_some())
+        {
+            // A new cadence, or words read again in the new zone.
+            let text = new.cadence_text.clone();
+            let spec = CadenceSpec {
+                cron: patch.cron.as_deref(),
+                every: patch.every.as_deref(),
+                at: patch.at.as_deref(),
+                when: patch.when.as_deref().or(if patch.cadences_given() == 0 {
+                    text.as_deref()
+                } else {
+                    None
+                }),
+                tz: Some(patch.tz.as_deref().unwrap_or(zone.name())),
+            };
+            let (cadence, words) = spec.resolve(now, &self.config.scheduler.default_timezone)?;
+            new.cadence = cadence;
+            new.cadence_text = words;
+            true
+        } else if let Some(tz) = &patch.tz {
+            new.cadence = new
+                .cadence
+                .in_zone(parse_zone(tz).map_err(field("tz"))?)
+                .map_err(field("tz"))?;
+            true
+        } else {
+            false
+        };
+        if let Some(name) = &patch.name {
+            new.name = Some(name.clone());
+        }
+        if let Some(goal) = &patch.goal {
+            new.goal = goal.clone();
+        }
+        if let Some(channel) = &patch.channel {
+            let (id, context) = split_channel(channel);
+            new.channel_id = Some(id);
+            new.channel_context_id = context;
+        }
+        if let Some(notify) = patch.notify {
+            new.notify = notify;
+        }
+        if let Some(overlap) = patch.overlap {
+            new.overlap = overlap;
+        }
+        if let Some(catch_up) = patch.catch_up {
+            new.catch_up = catch_up;
+        }
+        if let Some(n) = patch.max_attempts {
+            new.max_attempts = n;
+        }
+        if patch.timeout_secs.is_some() {
+            new.timeout_secs = patch.timeout_secs;
+        }
+        if patch.max_turns.is_some() {
+            new.max_turns = patch.max_turns;
+        }
+        if patch.max_cost.is_some() {
+            new.max_cost = patch.max_cost;
+        }
+        for cleared in &patch.clear {
+            match cleared {
+                ClearField::Name => new.name = None,
+                ClearField::Channel => {
+                    new.channel_id = None;
+                    new.channel_context_id = None;
+                }
+                ClearField::TimeoutSecs => new.timeout_secs = None,
+                ClearField::MaxTurns => new.max_turns = None,
+                ClearField::MaxCost => new.max_cost = None,
+            }
+        }
+        Ok(Edited {
+            new,
+            cadence_changed,
+        })
     }
 
     /// The channel a schedule names must be configured (or be the log), granted to a user

@@ -322,6 +322,9 @@ pub enum ConfigCommand {
 pub enum ScheduleCommand {
     /// Create a schedule; give exactly one of --cron, --every, --at, --when.
     Add(Box<AddArgs>),
+    /// Change a schedule in place, keeping its id and runs: the flags given replace its
+    /// settings; a new cadence (or --tz alone) works out its next runs again.
+    Edit(Box<EditArgs>),
     /// List schedules, newest first (every user's, without --user).
     List {
         #[arg(long)]
@@ -394,6 +397,30 @@ pub struct AddArgs {
     /// What the agent should do.
     #[arg(long)]
     pub goal: String,
+    #[command(flatten)]
+    pub fields: ScheduleFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    pub id: String,
+    /// Only if the schedule belongs to this user.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// What the agent should do.
+    #[arg(long)]
+    pub goal: Option<String>,
+    #[command(flatten)]
+    pub fields: ScheduleFlags,
+    /// Take an optional setting away: name, channel, timeout_secs, max_turns or max_cost
+    /// (repeatable).
+    #[arg(long, value_name = "FIELD")]
+    pub clear: Vec<String>,
+}
+
+/// What `schedule add` and `schedule edit` both take.
+#[derive(Debug, Args)]
+pub struct ScheduleFlags {
     /// A 5-field cron expression (minute hour day-of-month month day-of-week).
     #[arg(long, group = "cadence")]
     pub cron: Option<String>,

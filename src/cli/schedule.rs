@@ -8,8 +8,9 @@ use nightshift::schedule::store::ScheduleFilter;
 use nightshift::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
+use nightshift::spec::{ClearField, SchedulePatch};
 
-use super::args::{AddArgs, ScheduleCommand};
+use super::args::{AddArgs, EditArgs, ScheduleCommand};
 use super::memory::actor;
 use super::output::print;
 
@@ -52,6 +53,21 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
             let schedule = app
                 .add_schedule(&nightshift::access::Actor::Operator, &user, &spec)
                 .await?;
+            let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
+            print(json, &view, || {
+                format!(
+                    "{}\n    understood: {}; next runs {}",
+                    human(&view),
+                    view.description,
+                    view.next_runs.join(", ")
+                )
+            })
+        }
+        ScheduleCommand::Edit(args) => {
+            let args = *args;
+            let (id, acting) = (args.id.clone(), actor(args.user.clone())?);
+            let patch = patch(args)?;
+            let schedule = app.edit_schedule(&acting, &id, &patch).await?;
             let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
             print(json, &view, || {
                 format!(
@@ -150,22 +166,54 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
 
 /// The CLI's flags as the spec every door builds a schedule from.
 fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
+    let f = args.fields;
     Ok(ScheduleSpec {
         user: Some(args.user),
-        name: args.name,
+        name: f.name,
         goal: args.goal,
-        cron: args.cron,
-        tz: args.tz,
-        every: args.every,
-        at: args.at,
-        when: args.when,
-        channel: args.channel,
-        notify: policy("--notify", args.notify)?,
-        overlap: policy("--overlap", args.overlap)?,
-        catch_up: policy("--catch-up", args.catch_up)?,
-        max_attempts: args.max_attempts,
-        timeout_secs: args.timeout_secs,
-        max_turns: args.max_turns,
-        max_cost: args.max_cost,
+        cron: f.cron,
+        tz: f.tz,
+        every: f.every,
+        at: f.at,
+        when: f.when,
+        channel: f.channel,
+        notify: policy("--notify", f.notify)?,
+        overlap: policy("--overlap", f.overlap)?,
+        catch_up: policy("--catch-up", f.catch_up)?,
+        max_attempts: f.max_attempts,
+        timeout_secs: f.timeout_secs,
+        max_turns: f.max_turns,
+        max_cost: f.max_cost,
+    })
+}
+
+/// The CLI's flags as a change to a schedule.
+fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
+    let f = args.fields;
+    let clear = args
+        .clear
+        .iter()
+        .map(|c| {
+            c.parse()
+                .map_err(|reason| InputError::new("--clear", reason))
+        })
+        .collect::<Result<Vec<ClearField>, InputError>>()?;
+    Ok(SchedulePatch {
+        name: f.name,
+        goal: args.goal,
+        cron: f.cron,
+        tz: f.tz,
+        every: f.every,
+        at: f.at,
+        when: f.when,
+        channel: f.channel,
+        notify: policy("--notify", f.notify)?,
+        overlap: policy("--overlap", f.overlap)?,
+        catch_up: policy("--catch-up", f.catch_up)?,
+        max_attempts: f.max_attempts,
+        timeout_secs: f.timeout_secs,
+        max_turns: f.max_turns,
+        max_cost: f.max_cost,
+        clear,
     })
 }

@@ -24,7 +24,7 @@ use crate::schedule::types::ScheduleStatus;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
-use crate::spec::ScheduleSpec;
+use crate::spec::{SchedulePatch, ScheduleSpec};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +118,14 @@ pub struct SchedulePauseIn {
     pub schedule_id: String,
     /// Why, shown with the schedule.
     pub note: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleEditIn {
+    pub schedule_id: String,
+    /// The fields to change; the rest stay.
+    pub changes: SchedulePatch,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -219,6 +227,9 @@ pub fn definitions() -> Vec<ToolDef> {
         def!("schedule_show", "Show a schedule", Reads,
             "One of the user's schedules, its cadence in words and its next five runs.",
             ScheduleIdIn, ScheduleView),
+        def!("schedule_edit", "Change a schedule", Writes,
+            "Change one of the user's schedules in place, keeping its id and runs: give only the fields to change (goal, a new cadence, tz, policies, limits); clear takes optional settings away.",
+            ScheduleEditIn, ScheduleView),
         def!("schedule_pause", "Pause a schedule", Writes,
             "Stop running one of the user's schedules until it is resumed, with an optional note.",
             SchedulePauseIn, ScheduleView),
@@ -511,6 +522,25 @@ pub async fn call(
                     )
                 }
             }
+        }
+        "schedule_edit" => {
+            let input: ScheduleEditIn = args(arguments)?;
+            let schedule = app
+                .edit_schedule(&actor, &input.schedule_id, &input.changes)
+                .await
+                .map_err(Error::from)?;
+            let view = ScheduleView::new(&schedule, SHOW_NEXT_RUNS);
+            done(
+                format!(
+                    "Changed {} [{}]: {} — {}; next runs {}",
+                    view.schedule_id,
+                    view.status,
+                    view.goal,
+                    view.description,
+                    view.next_runs.join(", ")
+                ),
+                &view,
+            )
         }
         "schedule_pause" => {
             let input: SchedulePauseIn = args(arguments)?;

@@ -122,6 +122,22 @@ impl Cadence {
         })
     }
 
+    /// The same cadence in another zone: a cron expression is read in `tz`; a one-shot's
+    /// instant and an interval's rhythm stay, shown in `tz`.
+    pub fn in_zone(&self, tz: Tz) -> Result<Self, CadenceError> {
+        Ok(match self {
+            Cadence::Cron { expr, .. } => Cadence::cron(expr, tz.name())?,
+            Cadence::Once { at, .. } => Cadence::once(*at, tz),
+            Cadence::Interval {
+                every_secs, anchor, ..
+            } => Cadence::Interval {
+                every_secs: *every_secs,
+                anchor: *anchor,
+                tz: tz.name().to_string(),
+            },
+        })
+    }
+
     /// The first occurrence strictly after `after_ms`, or `None` when there is none.
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         let next = match self {

@@ -1,6 +1,7 @@
 //! Schedules declared in the config file (`[[schedules]]`, source `config`) are synced at
-//! start: added, changed, removed when gone from the file. Schedules made through the CLI
-//! or the API are never touched. A config schedule is identified by its name.
+//! start: added, changed in place (their ids and runs stay), removed when gone from the
+//! file. Schedules made through the CLI or the API are never touched. A config schedule is
+//! identified by its name.
 //!
 //! All or nothing: every entry is resolved and checked first (as `config check` does),
 //! then every change is made in one transaction. A one-shot whose time has passed is
@@ -9,7 +10,7 @@
 use serde::Serialize;
 
 use super::spec::{to_new_schedule, ScheduleSpec};
-use super::store::ScheduleStore;
+use super::store::{Edited, ScheduleStore};
 use super::types::{NewSchedule, Schedule, Source};
 use super::validate::{check_cadence, check_fields, StoreLimits};
 use super::{Cadence, CadenceError, Result, ScheduleError};
@@ -87,10 +88,10 @@ pub fn check_entries(
     Ok(out)
 }
 
-/// Same definition, ignoring what depends on when it was created (an interval's anchor,
-/// the instant a relative phrase resolved to).
-fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
-    let same_cadence = match (&existing.cadence_text, &new.cadence_text) {
+/// Same cadence, ignoring what depends on when it was created (an interval's anchor, the
+/// instant a relative phrase resolved to).
+fn same_cadence(existing: &Schedule, new: &NewSchedule) -> bool {
+    match (&existing.cadence_text, &new.cadence_text) {
         (Some(a), Some(b)) => a == b && existing.cadence.zone() == new.cadence.zone(),
         (None, None) => match (&existing.cadence, &new.cadence) {
             (
@@ -108,8 +109,12 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
             (a, b) => a == b,
         },
         _ => false,
-    };
-    same_cadence
+    }
+}
+
+/// Same definition: the cadence as [`same_cadence`] sees it, and every other field.
+fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
+    same_cadence(existing, new)
         && existing.user_id == new.user_id
         && existing.goal == new.goal
         && existing.notify == new.notify
@@ -135,6 +140,7 @@ pub async fn sync(
     let mut report = SyncReport::default();
     let mut remove: Vec<&str> = Vec::new();
     let mut create: Vec<(usize, &NewSchedule)> = Vec::new();
+    let mut update: Vec<(usize, &Schedule, Edited)> = Vec::new();
     for (index, entry) in checked.iter().enumerate() {
         match entry {
             Entry::Expired { name, reason } => {
@@ -145,8 +151,18 @@ pub async fn sync(
                 let current = existing.iter().find(|s| s.name == new.name);
                 match current {
                     Some(current) if same_definition(current, new) => report.unchanged += 1,
+                    // Changed for the same user: changed in place, keeping its id and
+                    // runs; the next run is worked out again if the cadence changed.
+                    Some(current) if current.user_id == new.user_id => {
+                        let edited = Edited {
+                            new: (**new).clone(),
+                            cadence_changed: !same_cadence(current, new),
+                        };
+                        update.push((index, current, edited));
+                        report.changed += 1;
+                    }
+                    // Given to another user: replaced, so no run history changes hands.
                     Some(current) => {
-                        // Changed: replaced, so every field and the next run follow the file.
                         remove.push(&current.schedule_id);
                         create.push((index, new));
                         report.changed += 1;
@@ -169,7 +185,7 @@ pub async fn sync(
         remove.push(&gone.schedule_id);
         report.removed += 1;
     }
-    if remove.is_empty() && create.is_empty() {
+    if remove.is_empty() && create.is_empty() && update.is_empty() {
         return Ok(report);
     }
     let conn = store.db().conn().await?;
@@ -177,6 +193,14 @@ pub async fn sync(
     let applied = async {
         for schedule_id in &remove {
             store.delete_in(&tx, schedule_id).await?;
+        }
+        for (index, current, edited) in &update {
+            store
+                .update_in(&tx, current, edited, now)
+                .await
+                .map_err(|err| {
+                    entry_error(*index, current.name.as_deref().unwrap_or_default(), err)
+                })?;
         }
         for (index, new) in &create {
             store

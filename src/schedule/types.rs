@@ -74,6 +74,29 @@ impl NewSchedule {
     }
 }
 
+impl From<&Schedule> for NewSchedule {
+    /// A stored schedule's definition (what an edit starts from).
+    fn from(s: &Schedule) -> Self {
+        Self {
+            user_id: s.user_id.clone(),
+            name: s.name.clone(),
+            goal: s.goal.clone(),
+            cadence: s.cadence.clone(),
+            cadence_text: s.cadence_text.clone(),
+            source: s.source,
+            notify: s.notify,
+            overlap: s.overlap,
+            catch_up: s.catch_up,
+            max_attempts: s.max_attempts,
+            timeout_secs: s.timeout_secs,
+            max_turns: s.max_turns,
+            max_cost: s.max_cost,
+            channel_id: s.channel_id.clone(),
+            channel_context_id: s.channel_context_id.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Schedule {
     pub schedule_id: String,

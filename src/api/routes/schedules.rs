@@ -16,12 +16,12 @@ use crate::schedule::store::ScheduleFilter;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
-use crate::spec::ScheduleSpec;
+use crate::spec::{SchedulePatch, ScheduleSpec};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(add_schedule, list_schedules))
-        .routes(routes!(show_schedule, delete_schedule))
+        .routes(routes!(show_schedule, edit_schedule, delete_schedule))
         .routes(routes!(pause))
         .routes(routes!(resume))
         .routes(routes!(run_now))
@@ -107,6 +107,29 @@ async fn show_schedule(
 ) -> Result<Json<ScheduleView>, ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
     let schedule = state.app.schedules().get(&actor, &schedule_id).await?;
+    Ok(Json(ScheduleView::new(&schedule, SHOW_NEXT_RUNS)))
+}
+
+/// Change a schedule in place, keeping its id and runs: the fields given replace its
+/// settings, `clear` takes optional ones away; a new cadence (or `tz` alone) works out its
+/// next runs again. A run in progress goes on as it started.
+#[utoipa::path(patch, path = "/v1/schedules/{schedule_id}", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    request_body = SchedulePatch,
+    responses((status = 200, body = ScheduleView), Failures),
+    security(("bearer" = [])))]
+async fn edit_schedule(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(patch): ApiJson<SchedulePatch>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let schedule = state
+        .app
+        .edit_schedule(&actor, &schedule_id, &patch)
+        .await?;
     Ok(Json(ScheduleView::new(&schedule, SHOW_NEXT_RUNS)))
 }
 

@@ -138,9 +138,15 @@ impl ScheduleStore {
                 .await?;
         }
         tx.execute(
+            // A one-shot's end ends the schedule only if it is still a one-shot: an edit
+            // may have given it a new cadence while this run went on.
             "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
-             status = CASE WHEN ?5 IS NOT NULL AND status = 'active' THEN ?5 ELSE status END,
-             status_reason = CASE WHEN ?5 IS NOT NULL AND status = 'active' THEN ?6 ELSE status_reason END,
+             status = CASE WHEN ?5 IS NOT NULL AND status = 'active'
+                           AND (?7 = 0 OR json_extract(cadence_json, '$.kind') = 'once')
+                      THEN ?5 ELSE status END,
+             status_reason = CASE WHEN ?5 IS NOT NULL AND status = 'active'
+                           AND (?7 = 0 OR json_extract(cadence_json, '$.kind') = 'once')
+                      THEN ?6 ELSE status_reason END,
              updated_at = ?2
              WHERE schedule_id = ?1",
             libsql::params![
@@ -149,7 +155,8 @@ impl ScheduleStore {
                 status.as_str(),
                 failures,
                 new_status,
-                reason
+                reason,
+                one_shot
             ],
         )
         .await?;

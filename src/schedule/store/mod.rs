@@ -3,6 +3,7 @@
 //! - [`create`](self::create): new schedules, one at a time or inside a caller's transaction;
 //! - [`query`](self::query): reading schedules and runs, what is due, when to wake;
 //! - [`control`](self::control): pause, resume, run now, delete — a user's own only;
+//! - [`edit`](self::edit): changing a schedule in place, its id and history kept;
 //! - [`claim`](self::claim): the claim that makes each occurrence run on exactly one worker;
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown.
@@ -11,6 +12,7 @@ mod announce;
 mod claim;
 mod control;
 mod create;
+mod edit;
 mod finish;
 pub mod overview;
 mod query;
@@ -18,6 +20,7 @@ mod recovery;
 
 use std::sync::Arc;
 
+pub use edit::Edited;
 pub use finish::Transcript;
 pub use query::{NextWake, ScheduleFilter};
 
