@@ -500,6 +500,95 @@ fn schedule_commands_through_the_cli() {
 }
 
 #[test]
+fn schedule_add_dry_run_shows_the_understanding_and_creates_nothing_and_edit_keeps_the_id() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let add = [
+        "schedule",
+        "add",
+        "--user",
+        "u",
+        "--goal",
+        "check mail",
+        "--when",
+        "every weekday at 9am",
+        "--tz",
+        "Europe/Lisbon",
+    ];
+    let mut dry = add.to_vec();
+    dry.push("--dry-run");
+    let preview = json(d, &dry);
+    assert_eq!(
+        preview["description"],
+        "at 09:00 on Monday to Friday (Europe/Lisbon)"
+    );
+    assert_eq!(preview["next_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        json(d, &["schedule", "list"])["total"],
+        0,
+        "nothing created"
+    );
+    let human = run(d, &dry);
+    assert!(String::from_utf8_lossy(&human.stdout).contains("nothing was created"));
+    // A bad schedule is refused by the dry run as by add.
+    let out = run(
+        d,
+        &[
+            "schedule",
+            "add",
+            "--user",
+            "u",
+            "--goal",
+            "g",
+            "--cron",
+            "61 * * * *",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("minute"), "{}", stderr(&out));
+
+    let added = json(d, &add);
+    let id = added["schedule_id"].as_str().unwrap();
+    let edited = json(
+        d,
+        &[
+            "schedule",
+            "edit",
+            id,
+            "--goal",
+            "check all mail",
+            "--cron",
+            "30 8 * * *",
+        ],
+    );
+    assert_eq!(edited["schedule_id"], id);
+    assert_eq!(edited["goal"], "check all mail");
+    assert_eq!(edited["timezone"], "Europe/Lisbon", "the zone stays");
+    assert_eq!(
+        edited["cadence_text"],
+        Value::Null,
+        "the words no longer describe it"
+    );
+    let out = run(
+        d,
+        &[
+            "schedule",
+            "edit",
+            id,
+            "--user",
+            "someone-else",
+            "--goal",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let out = run(d, &["schedule", "edit", id]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(d, &["schedule", "show", id])["goal"], "check all mail");
+}
+
+#[test]
 fn summary_context_and_consolidate_through_the_cli() {
     let dir = TempDir::new().unwrap();
     let d = dir.path();

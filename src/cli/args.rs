@@ -399,6 +399,9 @@ pub struct AddArgs {
     pub goal: String,
     #[command(flatten)]
     pub fields: ScheduleFlags,
+    /// Check it and show how it was understood, with its next five runs; create nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

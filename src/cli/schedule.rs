@@ -6,7 +6,8 @@ use nightshift::input::InputError;
 use nightshift::schedule::spec::ScheduleSpec;
 use nightshift::schedule::store::ScheduleFilter;
 use nightshift::schedule::view::{
-    RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
+    RunView, ScheduleDeleted, ScheduleList, SchedulePreview, ScheduleView, LIST_NEXT_RUNS,
+    SHOW_NEXT_RUNS,
 };
 use nightshift::spec::{ClearField, SchedulePatch};
 
@@ -47,8 +48,22 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
     match command {
         ScheduleCommand::Add(args) => {
             let args = *args;
-            let user = args.user.clone();
+            let (user, dry_run) = (args.user.clone(), args.dry_run);
             let spec = spec(args)?;
+            if dry_run {
+                let new =
+                    app.resolve_schedule(&nightshift::access::Actor::Operator, &user, &spec)?;
+                let preview = SchedulePreview::new(&new, app.clock().now_ms(), SHOW_NEXT_RUNS);
+                return print(json, &preview, || {
+                    format!(
+                        "would add, for {}: {}\n    understood: {}; next runs {}\n    (nothing was created: --dry-run)",
+                        preview.user_id,
+                        preview.goal,
+                        preview.description,
+                        preview.next_runs.join(", ")
+                    )
+                });
+            }
             // The operator adds it (any configured channel), for the user named.
             let schedule = app
                 .add_schedule(&nightshift::access::Actor::Operator, &user, &spec)

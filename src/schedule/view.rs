@@ -7,13 +7,62 @@ use serde::Serialize;
 
 use super::cadence::render;
 use super::types::{
-    CatchUp, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
+    CatchUp, NewSchedule, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
 };
 use super::Cadence;
 
 /// Next runs a listing shows per schedule; `show` shows [`SHOW_NEXT_RUNS`].
 pub const LIST_NEXT_RUNS: usize = 1;
 pub const SHOW_NEXT_RUNS: usize = 5;
+
+/// Up to `count` occurrences from `first` on, as RFC 3339 in the cadence's zone.
+fn next_runs(cadence: &Cadence, first: Option<i64>, count: usize) -> Vec<String> {
+    let tz = cadence.zone();
+    let mut runs = Vec::new();
+    let mut t = first;
+    while let Some(at) = t {
+        if runs.len() >= count {
+            break;
+        }
+        runs.push(render(at, tz));
+        t = cadence.next_after(at);
+    }
+    runs
+}
+
+/// A schedule as understood before it is stored (`schedule add --dry-run`): the cadence in
+/// words and its next runs.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct SchedulePreview {
+    pub user_id: String,
+    pub name: Option<String>,
+    pub goal: String,
+    pub cadence: Cadence,
+    /// The caller's own words, when the cadence came from natural language.
+    pub cadence_text: Option<String>,
+    /// The cadence in plain words.
+    pub description: String,
+    /// The zone the runs below are shown in.
+    pub timezone: String,
+    /// The first occurrences after now.
+    pub next_runs: Vec<String>,
+}
+
+impl SchedulePreview {
+    /// `new` as it would run from `now_ms`, with up to `count` next runs.
+    pub fn new(new: &NewSchedule, now_ms: i64, count: usize) -> Self {
+        Self {
+            user_id: new.user_id.clone(),
+            name: new.name.clone(),
+            goal: new.goal.clone(),
+            cadence: new.cadence.clone(),
+            cadence_text: new.cadence_text.clone(),
+            description: new.cadence.describe(),
+            timezone: new.cadence.zone().name().to_string(),
+            next_runs: next_runs(&new.cadence, new.cadence.next_after(now_ms), count),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScheduleView {
@@ -55,15 +104,7 @@ impl ScheduleView {
     /// The schedule with up to `preview` next runs.
     pub fn new(schedule: &Schedule, preview: usize) -> Self {
         let tz = schedule.cadence.zone();
-        let mut next_runs = Vec::new();
-        let mut t = schedule.next_run_at;
-        while let Some(at) = t {
-            if next_runs.len() >= preview {
-                break;
-            }
-            next_runs.push(render(at, tz));
-            t = schedule.cadence.next_after(at);
-        }
+        let next_runs = next_runs(&schedule.cadence, schedule.next_run_at, preview);
         let show = |ms: i64| render(ms, tz);
         Self {
             schedule_id: schedule.schedule_id.clone(),
