@@ -70,6 +70,19 @@ pub struct ScheduleSpec {
     pub max_turns: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<f64>,
+    /// No run before this: an instant, or a date (its first moment) in `tz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
+    /// No run after this: an instant, or a date (its last moment) in `tz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    /// Runs started at most; then the schedule is completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<i64>,
+    /// Dates (`2026-12-25`) and cron expressions (`* * 24-26 12 *`) in `tz` whose
+    /// occurrences are skipped (not run, not missed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
 }
 
 impl ScheduleSpec {
@@ -90,6 +103,10 @@ text_enum!(
         TimeoutSecs => "timeout_secs",
         MaxTurns => "max_turns",
         MaxCost => "max_cost",
+        StartsAt => "starts_at",
+        EndsAt => "ends_at",
+        MaxRuns => "max_runs",
+        Skip => "skip",
     }
 );
 
@@ -129,6 +146,15 @@ pub struct SchedulePatch {
     pub max_turns: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<i64>,
+    /// Replaces the skipped dates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<Vec<String>>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

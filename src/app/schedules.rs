@@ -8,8 +8,9 @@ use crate::access::Actor;
 use crate::input::InputError;
 use crate::notify::channels::check_context;
 use crate::notify::router::split_channel;
+use crate::schedule::bounds::parse_bound;
 use crate::schedule::cadence::parse_zone;
-use crate::schedule::spec::{to_new_schedule, CadenceSpec, ScheduleSpec};
+use crate::schedule::spec::{bound_error, to_new_schedule, CadenceSpec, ScheduleSpec};
 use crate::schedule::store::Edited;
 use crate::schedule::types::{NewSchedule, Schedule, Source};
 use crate::schedule::{Result, ScheduleError};
@@ -76,6 +77,10 @@ impl App {
                 ClearField::TimeoutSecs => patch.timeout_secs.is_some(),
                 ClearField::MaxTurns => patch.max_turns.is_some(),
                 ClearField::MaxCost => patch.max_cost.is_some(),
+                ClearField::StartsAt => patch.starts_at.is_some(),
+                ClearField::EndsAt => patch.ends_at.is_some(),
+                ClearField::MaxRuns => patch.max_runs.is_some(),
+                ClearField::Skip => patch.skip.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -163,6 +168,20 @@ impl App {
         if patch.max_cost.is_some() {
             new.max_cost = patch.max_cost;
         }
+        let tz = new.cadence.zone();
+        if let Some(start) = &patch.starts_at {
+            new.bounds.starts_at =
+                Some(parse_bound(start, tz, false).map_err(bound_error("starts_at"))?);
+        }
+        if let Some(end) = &patch.ends_at {
+            new.bounds.ends_at = Some(parse_bound(end, tz, true).map_err(bound_error("ends_at"))?);
+        }
+        if patch.max_runs.is_some() {
+            new.bounds.max_runs = patch.max_runs;
+        }
+        if let Some(skip) = &patch.skip {
+            new.bounds.skip = skip.clone();
+        }
         for cleared in &patch.clear {
             match cleared {
                 ClearField::Name => new.name = None,
@@ -173,11 +192,17 @@ impl App {
                 ClearField::TimeoutSecs => new.timeout_secs = None,
                 ClearField::MaxTurns => new.max_turns = None,
                 ClearField::MaxCost => new.max_cost = None,
+                ClearField::StartsAt => new.bounds.starts_at = None,
+                ClearField::EndsAt => new.bounds.ends_at = None,
+                ClearField::MaxRuns => new.bounds.max_runs = None,
+                ClearField::Skip => new.bounds.skip.clear(),
             }
         }
+        // New bounds move the next run as a new cadence does.
+        let bounds_changed = new.bounds != current.bounds;
         Ok(Edited {
             new,
-            cadence_changed,
+            cadence_changed: cadence_changed || bounds_changed,
         })
     }
 

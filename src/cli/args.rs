@@ -415,8 +415,8 @@ pub struct EditArgs {
     pub goal: Option<String>,
     #[command(flatten)]
     pub fields: ScheduleFlags,
-    /// Take an optional setting away: name, channel, timeout_secs, max_turns or max_cost
-    /// (repeatable).
+    /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
+    /// starts_at, ends_at, max_runs or skip (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -466,6 +466,19 @@ pub struct ScheduleFlags {
     /// Most a run may cost, by the configured prices.
     #[arg(long)]
     pub max_cost: Option<f64>,
+    /// No run before this: an instant, or a date (its first moment) in --tz.
+    #[arg(long)]
+    pub starts_at: Option<String>,
+    /// No run after this: an instant, or a date (its last moment) in --tz.
+    #[arg(long)]
+    pub ends_at: Option<String>,
+    /// Runs started at most (1..=1000000); then the schedule is completed.
+    #[arg(long)]
+    pub max_runs: Option<i64>,
+    /// A date (2026-12-25) or cron expression ("* * 24-26 12 *") whose occurrences are
+    /// skipped, in --tz (repeatable; on edit, replaces the list).
+    #[arg(long, value_name = "DATE|CRON")]
+    pub skip: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

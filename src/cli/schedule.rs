@@ -199,6 +199,10 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         timeout_secs: f.timeout_secs,
         max_turns: f.max_turns,
         max_cost: f.max_cost,
+        starts_at: f.starts_at,
+        ends_at: f.ends_at,
+        max_runs: f.max_runs,
+        skip: f.skip,
     })
 }
 
@@ -229,6 +233,10 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         timeout_secs: f.timeout_secs,
         max_turns: f.max_turns,
         max_cost: f.max_cost,
+        starts_at: f.starts_at,
+        ends_at: f.ends_at,
+        max_runs: f.max_runs,
+        skip: (!f.skip.is_empty()).then_some(f.skip),
         clear,
     })
 }

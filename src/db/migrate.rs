@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "api_tokens",
         sql: include_str!("../../migrations/0009_api_tokens.sql"),
     },
+    Migration {
+        version: 10,
+        name: "schedule_bounds",
+        sql: include_str!("../../migrations/0010_schedule_bounds.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

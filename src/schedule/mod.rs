@@ -9,6 +9,7 @@
 //! - [`sync`]: the config file's `[[schedules]]` brought into the database;
 //! - [`view`]: schedules and runs as the front doors show them.
 
+pub mod bounds;
 pub mod cadence;
 pub(crate) mod cron;
 mod error;

@@ -4,7 +4,8 @@
 
 use chrono_tz::Tz;
 
-use super::cadence::{parse_duration, parse_instant, parse_zone, Cadence};
+use super::bounds::{parse_bound, Bounds};
+use super::cadence::{parse_duration, parse_instant, parse_zone, Cadence, CadenceError};
 use super::types::{NewSchedule, Source};
 use super::{Result, ScheduleError};
 use crate::input::printable;
@@ -102,5 +103,25 @@ pub fn to_new_schedule(
     new.timeout_secs = spec.timeout_secs;
     new.max_turns = spec.max_turns;
     new.max_cost = spec.max_cost;
+    let tz = new.cadence.zone();
+    new.bounds = Bounds {
+        starts_at: spec
+            .starts_at
+            .as_deref()
+            .map(|t| parse_bound(t, tz, false).map_err(bound_error("starts_at")))
+            .transpose()?,
+        ends_at: spec
+            .ends_at
+            .as_deref()
+            .map(|t| parse_bound(t, tz, true).map_err(bound_error("ends_at")))
+            .transpose()?,
+        max_runs: spec.max_runs,
+        skip: spec.skip.clone(),
+    };
     Ok(new)
+}
+
+/// A bound that cannot be read, named.
+pub fn bound_error(field: &'static str) -> impl Fn(CadenceError) -> ScheduleError {
+    move |source| ScheduleError::Cadence { field, source }
 }

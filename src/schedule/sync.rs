@@ -73,6 +73,14 @@ pub fn check_entries(
         let new = to_new_schedule(spec, &user, Source::Config, now_ms, default_tz)
             .and_then(|new| check_fields(&new).map(|()| new))
             .map_err(|err| entry_error(index, &name, err))?;
+        // An entry whose window has closed is reported like a one-shot whose time passed.
+        if new.bounds.ends_at.is_some_and(|end| end <= now_ms) {
+            out.push(Entry::Expired {
+                name,
+                reason: "its end (ends_at) has passed".to_string(),
+            });
+            continue;
+        }
         match check_cadence(&new, now_ms, limits) {
             Ok(()) => out.push(Entry::Valid(Box::new(new))),
             Err(ScheduleError::Cadence {
@@ -91,25 +99,26 @@ pub fn check_entries(
 /// Same cadence, ignoring what depends on when it was created (an interval's anchor, the
 /// instant a relative phrase resolved to).
 fn same_cadence(existing: &Schedule, new: &NewSchedule) -> bool {
-    match (&existing.cadence_text, &new.cadence_text) {
-        (Some(a), Some(b)) => a == b && existing.cadence.zone() == new.cadence.zone(),
-        (None, None) => match (&existing.cadence, &new.cadence) {
-            (
-                Cadence::Interval {
-                    every_secs: a,
-                    tz: za,
-                    ..
-                },
-                Cadence::Interval {
-                    every_secs: b,
-                    tz: zb,
-                    ..
-                },
-            ) => a == b && za == zb,
-            (a, b) => a == b,
-        },
-        _ => false,
-    }
+    existing.bounds == new.bounds
+        && match (&existing.cadence_text, &new.cadence_text) {
+            (Some(a), Some(b)) => a == b && existing.cadence.zone() == new.cadence.zone(),
+            (None, None) => match (&existing.cadence, &new.cadence) {
+                (
+                    Cadence::Interval {
+                        every_secs: a,
+                        tz: za,
+                        ..
+                    },
+                    Cadence::Interval {
+                        every_secs: b,
+                        tz: zb,
+                        ..
+                    },
+                ) => a == b && za == zb,
+                (a, b) => a == b,
+            },
+            _ => false,
+        }
 }
 
 /// Same definition: the cadence as [`same_cadence`] sees it, and every other field.

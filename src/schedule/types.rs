@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::bounds::Bounds;
 use super::Cadence;
 
 pub use crate::spec::{CatchUp, NotifyPolicy, Overlap};
@@ -50,9 +51,16 @@ pub struct NewSchedule {
     pub max_cost: Option<f64>,
     pub channel_id: Option<String>,
     pub channel_context_id: Option<String>,
+    /// Its window, run limit and skipped dates.
+    pub bounds: Bounds,
 }
 
 impl NewSchedule {
+    /// The first occurrence strictly after `after_ms` that its cadence and bounds give.
+    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        self.bounds.next_after(&self.cadence, after_ms)
+    }
+
     pub fn new(user_id: impl Into<String>, goal: impl Into<String>, cadence: Cadence) -> Self {
         Self {
             user_id: user_id.into(),
@@ -70,6 +78,7 @@ impl NewSchedule {
             max_cost: None,
             channel_id: None,
             channel_context_id: None,
+            bounds: Bounds::default(),
         }
     }
 }
@@ -93,6 +102,7 @@ impl From<&Schedule> for NewSchedule {
             max_cost: s.max_cost,
             channel_id: s.channel_id.clone(),
             channel_context_id: s.channel_context_id.clone(),
+            bounds: s.bounds.clone(),
         }
     }
 }
@@ -123,6 +133,16 @@ pub struct Schedule {
     pub consecutive_failures: i64,
     pub channel_id: Option<String>,
     pub channel_context_id: Option<String>,
+    pub bounds: Bounds,
+    /// Runs started since `bounds.max_runs` was set.
+    pub runs_started: i64,
+}
+
+impl Schedule {
+    /// The first occurrence strictly after `after_ms` that its cadence and bounds give.
+    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        self.bounds.next_after(&self.cadence, after_ms)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -69,7 +69,8 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
     Ok(())
 }
 
-/// The cadence must run after `now`, within ten years, no more often than the minimum.
+/// The cadence must run after `now`, within ten years, no more often than the minimum, and
+/// its bounds must be sound and leave it an occurrence.
 pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Result<()> {
     // The field the caller used, so the error names it.
     let field = match (&new.cadence_text, &new.cadence) {
@@ -80,7 +81,23 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
     };
     new.cadence
         .validate(now_ms, limits.min_interval_secs)
-        .map_err(|source| ScheduleError::Cadence { field, source })
+        .map_err(|source| ScheduleError::Cadence { field, source })?;
+    new.bounds.check(now_ms)?;
+    if new.next_after(now_ms).is_none() {
+        let field = if new.bounds.ends_at.is_some() {
+            "ends_at"
+        } else if !new.bounds.skip.is_empty() {
+            "skip"
+        } else {
+            "starts_at"
+        };
+        return Err(input::InputError::new(
+            field,
+            "leaves no occurrence to run (starts_at, ends_at and skip together)",
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Both: what `create` checks before it writes.

@@ -5,6 +5,7 @@
 use chrono_tz::Tz;
 use serde::Serialize;
 
+use super::bounds::Bounds;
 use super::cadence::render;
 use super::types::{
     CatchUp, NewSchedule, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
@@ -15,9 +16,14 @@ use super::Cadence;
 pub const LIST_NEXT_RUNS: usize = 1;
 pub const SHOW_NEXT_RUNS: usize = 5;
 
-/// Up to `count` occurrences from `first` on, as RFC 3339 in the cadence's zone.
-fn next_runs(cadence: &Cadence, first: Option<i64>, count: usize) -> Vec<String> {
-    let tz = cadence.zone();
+/// Up to `count` occurrences from `first` on (each the one `next_after` the last), as
+/// RFC 3339 in `tz`; a run limit stops them at the runs left.
+fn next_runs(
+    next_after: impl Fn(i64) -> Option<i64>,
+    first: Option<i64>,
+    count: usize,
+    tz: Tz,
+) -> Vec<String> {
     let mut runs = Vec::new();
     let mut t = first;
     while let Some(at) = t {
@@ -25,7 +31,7 @@ fn next_runs(cadence: &Cadence, first: Option<i64>, count: usize) -> Vec<String>
             break;
         }
         runs.push(render(at, tz));
-        t = cadence.next_after(at);
+        t = next_after(at);
     }
     runs
 }
@@ -57,9 +63,14 @@ impl SchedulePreview {
             goal: new.goal.clone(),
             cadence: new.cadence.clone(),
             cadence_text: new.cadence_text.clone(),
-            description: new.cadence.describe(),
+            description: describe(&new.cadence, &new.bounds, None),
             timezone: new.cadence.zone().name().to_string(),
-            next_runs: next_runs(&new.cadence, new.cadence.next_after(now_ms), count),
+            next_runs: next_runs(
+                |t| new.next_after(t),
+                new.next_after(now_ms),
+                new.bounds.max_runs.map_or(count, |m| count.min(m as usize)),
+                new.cadence.zone(),
+            ),
         }
     }
 }
@@ -96,6 +107,16 @@ pub struct ScheduleView {
     pub consecutive_failures: i64,
     pub channel_id: Option<String>,
     pub channel_context_id: Option<String>,
+    /// No occurrence before this.
+    pub starts_at: Option<String>,
+    /// No occurrence after this.
+    pub ends_at: Option<String>,
+    /// Runs started at most (counted from when the limit was set).
+    pub max_runs: Option<i64>,
+    /// Runs the limit still allows.
+    pub runs_left: Option<i64>,
+    /// Dates and cron expressions whose occurrences are skipped, in the schedule's zone.
+    pub skip: Vec<String>,
     /// The next occurrences, first `next_run_at`.
     pub next_runs: Vec<String>,
 }
@@ -104,7 +125,16 @@ impl ScheduleView {
     /// The schedule with up to `preview` next runs.
     pub fn new(schedule: &Schedule, preview: usize) -> Self {
         let tz = schedule.cadence.zone();
-        let next_runs = next_runs(&schedule.cadence, schedule.next_run_at, preview);
+        let runs_left = schedule
+            .bounds
+            .max_runs
+            .map(|max| (max - schedule.runs_started).max(0));
+        let next_runs = next_runs(
+            |t| schedule.next_after(t),
+            schedule.next_run_at,
+            runs_left.map_or(preview, |left| preview.min(left as usize)),
+            tz,
+        );
         let show = |ms: i64| render(ms, tz);
         Self {
             schedule_id: schedule.schedule_id.clone(),
@@ -113,7 +143,7 @@ impl ScheduleView {
             goal: schedule.goal.clone(),
             cadence: schedule.cadence.clone(),
             cadence_text: schedule.cadence_text.clone(),
-            description: schedule.cadence.describe(),
+            description: describe(&schedule.cadence, &schedule.bounds, runs_left),
             timezone: tz.name().to_string(),
             source: schedule.source,
             notify: schedule.notify,
@@ -133,9 +163,35 @@ impl ScheduleView {
             consecutive_failures: schedule.consecutive_failures,
             channel_id: schedule.channel_id.clone(),
             channel_context_id: schedule.channel_context_id.clone(),
+            starts_at: schedule.bounds.starts_at.map(show),
+            ends_at: schedule.bounds.ends_at.map(show),
+            max_runs: schedule.bounds.max_runs,
+            runs_left,
+            skip: schedule.bounds.skip.clone(),
             next_runs,
         }
     }
+}
+
+/// The cadence in words, with its bounds: "at 09:00 on Monday to Friday (Europe/Lisbon);
+/// from …; until …; skips 2026-12-25; 3 of 10 runs left".
+fn describe(cadence: &Cadence, bounds: &Bounds, runs_left: Option<i64>) -> String {
+    let tz = cadence.zone();
+    let mut words = cadence.describe();
+    if let Some(start) = bounds.starts_at {
+        words.push_str(&format!("; from {}", render(start, tz)));
+    }
+    if let Some(end) = bounds.ends_at {
+        words.push_str(&format!("; until {}", render(end, tz)));
+    }
+    if !bounds.skip.is_empty() {
+        words.push_str(&format!("; skips {}", bounds.skip.join(", ")));
+    }
+    if let Some(max) = bounds.max_runs {
+        let left = runs_left.unwrap_or(max);
+        words.push_str(&format!("; {left} of {max} runs left"));
+    }
+    words
 }
 
 /// A page of schedules and how many match in all.

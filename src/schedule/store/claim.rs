@@ -132,6 +132,26 @@ impl ScheduleStore {
             tx.commit().await?;
             return Ok(None);
         }
+        // A run limit counts this run; the last one allowed leaves no next occurrence.
+        let next = match schedule.bounds.max_runs {
+            Some(_) => {
+                tx.execute(
+                    "UPDATE schedules SET runs_started = runs_started + 1,
+                     next_run_at = CASE WHEN max_runs IS NOT NULL AND runs_started + 1 >= max_runs
+                                   THEN NULL ELSE next_run_at END
+                     WHERE schedule_id = ?1",
+                    [schedule.schedule_id.as_str()],
+                )
+                .await?;
+                query_scalar(
+                    &tx,
+                    "SELECT next_run_at FROM schedules WHERE schedule_id = ?1",
+                    [schedule.schedule_id.as_str()],
+                )
+                .await?
+            }
+            None => next,
+        };
         tx.commit().await?;
         let mut schedule = schedule.clone();
         schedule.next_run_at = next;
@@ -174,7 +194,6 @@ async fn record_skipped(
 /// True when `scheduled_for` was missed: a later occurrence is already due.
 fn missed(schedule: &Schedule, scheduled_for: i64, now: i64) -> bool {
     schedule
-        .cadence
         .next_after(scheduled_for)
         .is_some_and(|following| following <= now)
 }
@@ -216,17 +235,30 @@ impl PassedOver {
 fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim {
     let cadence = &schedule.cadence;
     match schedule.catch_up {
-        // Each missed occurrence runs in turn, but never more than the last 100.
+        // Each missed occurrence runs in turn, but never more than the last 100; those
+        // on skipped dates or outside the window are not missed.
         CatchUp::All => {
             let missed = missed_since(cadence, scheduled_for, now);
+            let bounded = !schedule.bounds.is_unbounded();
+            let next_missed = missed
+                .recent
+                .iter()
+                .copied()
+                .find(|&t| !bounded || schedule.bounds.admits(cadence, t));
             AfterClaim {
-                next: missed.recent.first().copied().or(missed.after_now),
+                next: next_missed.or_else(|| {
+                    if bounded {
+                        schedule.next_after(now)
+                    } else {
+                        missed.after_now
+                    }
+                }),
                 passed_over: missed.passed_over,
             }
         }
         // Missed occurrences fold into this one; the next is the first one after now.
         CatchUp::Once | CatchUp::Skip => AfterClaim {
-            next: cadence.next_after(now.max(scheduled_for)),
+            next: schedule.next_after(now.max(scheduled_for)),
             passed_over: None,
         },
     }
@@ -389,6 +421,8 @@ mod tests {
             consecutive_failures: 0,
             channel_id: None,
             channel_context_id: None,
+            bounds: Default::default(),
+            runs_started: 0,
         }
     }
 

@@ -62,7 +62,7 @@ impl ScheduleStore {
         let next = match &schedule.cadence {
             // Its occurrence keeps its time (and identity); due at once when it passed.
             Cadence::Once { at, .. } if schedule.last_run_at.is_none() => Some(*at),
-            cadence => cadence.next_after(now),
+            _ => schedule.next_after(now),
         };
         let conn = self.db.conn().await?;
         conn.execute(

@@ -13,9 +13,10 @@ use crate::schedule::{Result, ScheduleError};
 const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, cadence_json,
     cadence_text, source, notify, overlap, catch_up, max_attempts, timeout_secs, max_turns,
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
-    last_run_status, consecutive_failures, channel_id, channel_context_id)
+    last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
+    max_runs, skip_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -83,9 +84,13 @@ impl ScheduleStore {
                 new.max_turns,
                 new.max_cost,
                 now,
-                new.cadence.next_after(now),
+                new.next_after(now),
                 new.channel_id.as_deref(),
-                new.channel_context_id.as_deref()
+                new.channel_context_id.as_deref(),
+                new.bounds.starts_at,
+                new.bounds.ends_at,
+                new.bounds.max_runs,
+                skip_json(&new.bounds)?
             ],
         )
         .await?;
@@ -101,4 +106,14 @@ impl ScheduleStore {
         .await?;
         Ok(())
     }
+}
+
+/// The skipped dates as stored: a JSON array, or NULL when there are none.
+pub(super) fn skip_json(bounds: &crate::schedule::bounds::Bounds) -> Result<Option<String>> {
+    if bounds.skip.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(&bounds.skip)
+        .map(Some)
+        .map_err(|e| InputError::new("skip", format!("cannot be stored: {e}")).into())
 }

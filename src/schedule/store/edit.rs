@@ -13,14 +13,16 @@ use crate::schedule::{Result, ScheduleError};
 /// A schedule's new definition, as an edit worked it out from the stored one.
 pub struct Edited {
     pub new: NewSchedule,
-    /// The cadence (or its zone) changed: the next run is worked out again.
+    /// The cadence, its zone or its bounds changed: the next run is worked out again.
     pub cadence_changed: bool,
 }
 
 const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = ?4,
     cadence_text = ?5, notify = ?6, overlap = ?7, catch_up = ?8, max_attempts = ?9,
     timeout_secs = ?10, max_turns = ?11, max_cost = ?12, channel_id = ?13,
-    channel_context_id = ?14, updated_at = ?15,
+    channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
+    max_runs = ?20, skip_json = ?21,
+    runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
     consecutive_failures = CASE WHEN ?16 AND status IN ('completed', 'failed') THEN 0
                                 ELSE consecutive_failures END,
@@ -133,7 +135,11 @@ impl ScheduleStore {
                 new.channel_context_id.as_deref(),
                 now,
                 edited.cadence_changed,
-                new.cadence.next_after(now)
+                new.next_after(now),
+                new.bounds.starts_at,
+                new.bounds.ends_at,
+                new.bounds.max_runs,
+                super::create::skip_json(&new.bounds)?
             ],
         )
         .await?;

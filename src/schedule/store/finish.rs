@@ -87,9 +87,15 @@ impl ScheduleStore {
             return Ok(false);
         }
         let one_shot = matches!(claim.schedule.cadence, Cadence::Once { .. });
+        // The claim left no next occurrence: this was the schedule's last run.
+        let last = claim.schedule.next_run_at.is_none();
         let (failures, new_status, reason): (i64, Option<&str>, Option<String>) =
             if status.is_success() {
-                (0, one_shot.then_some("completed"), None)
+                (
+                    0,
+                    last.then_some("completed"),
+                    (last && !one_shot).then(|| ended(&claim.schedule)),
+                )
             } else {
                 let failures: i64 = query_scalar(
                     &tx,
@@ -104,6 +110,8 @@ impl ScheduleStore {
                         Some("failed"),
                         Some(format!("the one-shot run ended {status}")),
                     )
+                } else if last {
+                    (failures, Some("completed"), Some(ended(&claim.schedule)))
                 } else if failures >= pause_after_failures {
                     (
                         failures,
@@ -138,14 +146,14 @@ impl ScheduleStore {
                 .await?;
         }
         tx.execute(
-            // A one-shot's end ends the schedule only if it is still a one-shot: an edit
-            // may have given it a new cadence while this run went on.
+            // The last run ends the schedule only if it still has no next occurrence: an
+            // edit may have given it a new cadence while this run went on.
             "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
              status = CASE WHEN ?5 IS NOT NULL AND status = 'active'
-                           AND (?7 = 0 OR json_extract(cadence_json, '$.kind') = 'once')
+                           AND (?7 = 0 OR next_run_at IS NULL)
                       THEN ?5 ELSE status END,
              status_reason = CASE WHEN ?5 IS NOT NULL AND status = 'active'
-                           AND (?7 = 0 OR json_extract(cadence_json, '$.kind') = 'once')
+                           AND (?7 = 0 OR next_run_at IS NULL)
                       THEN ?6 ELSE status_reason END,
              updated_at = ?2
              WHERE schedule_id = ?1",
@@ -156,7 +164,7 @@ impl ScheduleStore {
                 failures,
                 new_status,
                 reason,
-                one_shot
+                last
             ],
         )
         .await?;
@@ -222,5 +230,16 @@ impl ScheduleStore {
             }
         };
         Ok(deleted)
+    }
+}
+
+/// Why a recurring schedule ended with its last run.
+fn ended(schedule: &crate::schedule::types::Schedule) -> String {
+    match (schedule.bounds.max_runs, schedule.bounds.ends_at) {
+        (Some(max), _) if schedule.runs_started + 1 >= max => {
+            format!("ran the {max} runs max_runs allows")
+        }
+        (_, Some(_)) => "no occurrence left before ends_at".to_string(),
+        _ => "no occurrence left".to_string(),
     }
 }

@@ -24,6 +24,7 @@ pub use edit::Edited;
 pub use finish::Transcript;
 pub use query::{NextWake, ScheduleFilter};
 
+use super::bounds::Bounds;
 use super::types::{Run, Schedule};
 use super::validate::StoreLimits;
 use super::{Result, ScheduleError};
@@ -55,7 +56,7 @@ impl FromRow for Schedule {
         "schedule_id, user_id, name, goal, cadence_json, cadence_text, source, notify,
         overlap, catch_up, max_attempts, timeout_secs, max_turns, max_cost, status, status_reason,
         created_at, updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures,
-        channel_id, channel_context_id";
+        channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -91,6 +92,16 @@ impl FromRow for Schedule {
             consecutive_failures: row.get(21)?,
             channel_id: row.get(22)?,
             channel_context_id: row.get(23)?,
+            bounds: Bounds {
+                starts_at: row.get(24)?,
+                ends_at: row.get(25)?,
+                max_runs: row.get(26)?,
+                skip: match row.get::<Option<String>>(27)? {
+                    Some(_) => json_column(row, 27, "skipped dates")?,
+                    None => Vec::new(),
+                },
+            },
+            runs_started: row.get(28)?,
         })
     }
 }
