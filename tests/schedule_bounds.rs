@@ -1,0 +1,258 @@
+//! A schedule's bounds at their edges: a window (`starts_at`, `ends_at`), a run limit
+//! (`max_runs`) and skipped dates, on a manual clock with real claims and finishes.
+
+mod common;
+
+use std::sync::Arc;
+
+use nightshift::access::Actor;
+use nightshift::app::App;
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::error::{Error, ErrorKind};
+use nightshift::schedule::types::{CatchUp, RunOutcome, RunStatus, Schedule, ScheduleStatus};
+use nightshift::schedule::view::{ScheduleView, SHOW_NEXT_RUNS};
+use nightshift::spec::{ClearField, SchedulePatch, ScheduleSpec};
+use tempfile::TempDir;
+
+/// 2027-01-15T08:00:00Z, a Friday.
+const START: i64 = 1_800_000_000_000;
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 24 * HOUR;
+
+/// A change to a spec, for tables of bad input.
+type Tweak = fn(&mut ScheduleSpec);
+
+async fn setup() -> (TempDir, App, Arc<ManualClock>) {
+    let dir = TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let clock = ManualClock::starting_at(START);
+    let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
+    (dir, app, clock)
+}
+
+fn op() -> Actor {
+    Actor::Operator
+}
+
+async fn add(app: &App, spec: ScheduleSpec) -> Result<Schedule, Error> {
+    app.add_schedule(&op(), "alice", &spec)
+        .await
+        .map_err(Error::from)
+}
+
+fn hourly() -> ScheduleSpec {
+    ScheduleSpec {
+        goal: "check the queue".into(),
+        every: Some("1h".into()),
+        ..Default::default()
+    }
+}
+
+async fn get(app: &App, id: &str) -> Schedule {
+    app.schedules().get(&op(), id).await.unwrap()
+}
+
+/// Runs the schedule's due occurrence (moving the clock to it when it is ahead): claim
+/// and finish, succeeded. Returns the occurrence.
+async fn run_due(app: &App, clock: &ManualClock, id: &str) -> i64 {
+    let schedule = get(app, id).await;
+    let due = schedule.next_run_at.expect("an occurrence is due");
+    let now = clock.now_ms();
+    if due > now {
+        clock.advance_ms(due - now);
+    }
+    let claim = app
+        .schedules()
+        .claim(&get(app, id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("claimed");
+    let ok = RunOutcome {
+        status: Some(RunStatus::Succeeded),
+        ..Default::default()
+    };
+    assert!(app
+        .schedules()
+        .finish(&claim, Some("w"), &ok, 3)
+        .await
+        .unwrap());
+    claim.scheduled_for
+}
+
+#[tokio::test]
+async fn max_runs_completes_the_schedule_after_its_last_run() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = hourly();
+    spec.max_runs = Some(2);
+    let s = add(&app, spec).await.unwrap();
+    let view = ScheduleView::new(&s, SHOW_NEXT_RUNS);
+    assert_eq!(view.runs_left, Some(2));
+    assert_eq!(view.next_runs.len(), 2, "no more runs shown than are left");
+    assert!(
+        view.description.ends_with("2 of 2 runs left"),
+        "{}",
+        view.description
+    );
+
+    run_due(&app, &clock, &s.schedule_id).await;
+    let after_one = get(&app, &s.schedule_id).await;
+    assert_eq!(after_one.status, ScheduleStatus::Active);
+    assert_eq!(ScheduleView::new(&after_one, 5).runs_left, Some(1));
+
+    run_due(&app, &clock, &s.schedule_id).await;
+    let done = get(&app, &s.schedule_id).await;
+    assert_eq!(done.status, ScheduleStatus::Completed);
+    assert_eq!(done.next_run_at, None);
+    assert!(done.status_reason.unwrap().contains("max_runs"));
+    let runs = app
+        .schedules()
+        .runs(&op(), &s.schedule_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2, "exactly max_runs runs");
+
+    // A higher limit given by edit makes it active again, the runs made still counted.
+    let more = SchedulePatch {
+        max_runs: Some(5),
+        ..Default::default()
+    };
+    let edited = app
+        .edit_schedule(&op(), &s.schedule_id, &more)
+        .await
+        .unwrap();
+    assert_eq!(edited.status, ScheduleStatus::Active);
+    assert_eq!(ScheduleView::new(&edited, 5).runs_left, Some(3));
+}
+
+#[tokio::test]
+async fn the_window_bounds_the_first_and_the_last_run() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = hourly();
+    // Not before 11:30; the last run at 13:30 exactly (the end is inclusive).
+    spec.starts_at = Some("2027-01-15T11:30:00Z".into());
+    spec.ends_at = Some("2027-01-15T13:30:00Z".into());
+    spec.cron = Some("30 * * * *".into());
+    spec.every = None;
+    let s = add(&app, spec).await.unwrap();
+    assert_eq!(s.next_run_at, Some(START + 3 * HOUR + HOUR / 2));
+    let view = ScheduleView::new(&s, SHOW_NEXT_RUNS);
+    assert_eq!(view.next_runs.len(), 3, "{:?}", view.next_runs);
+    assert!(view
+        .description
+        .contains("; from 2027-01-15T11:30:00Z; until 2027-01-15T13:30:00Z"));
+    let mut ran = Vec::new();
+    for _ in 0..3 {
+        ran.push(run_due(&app, &clock, &s.schedule_id).await);
+    }
+    assert_eq!(
+        ran,
+        [
+            START + 7 * HOUR / 2,
+            START + 9 * HOUR / 2,
+            START + 11 * HOUR / 2
+        ]
+    );
+    let done = get(&app, &s.schedule_id).await;
+    assert_eq!(done.status, ScheduleStatus::Completed);
+    assert!(done.status_reason.unwrap().contains("ends_at"));
+}
+
+#[tokio::test]
+async fn skipped_dates_are_neither_run_nor_missed_by_catch_up() {
+    let (_dir, app, clock) = setup().await;
+    let spec = ScheduleSpec {
+        goal: "morning brief".into(),
+        cron: Some("0 9 * * *".into()),
+        catch_up: Some(CatchUp::All),
+        // Saturday the 16th, and every Sunday.
+        skip: vec!["2027-01-16".into(), "* * * * 0".into()],
+        ..Default::default()
+    };
+    let s = add(&app, spec).await.unwrap();
+    // The worker is down from Friday 08:00 until Tuesday 10:00.
+    clock.advance_ms(4 * DAY + 2 * HOUR);
+    let mut ran = Vec::new();
+    while get(&app, &s.schedule_id).await.next_run_at.unwrap() <= clock.now_ms() {
+        ran.push(run_due(&app, &clock, &s.schedule_id).await);
+    }
+    // Friday 15th, Monday 18th, Tuesday 19th: not the 16th, not Sunday the 17th.
+    let nine = START + HOUR;
+    assert_eq!(ran, [nine, nine + 3 * DAY, nine + 4 * DAY]);
+    let runs = app
+        .schedules()
+        .runs(&op(), &s.schedule_id, 100)
+        .await
+        .unwrap();
+    assert!(
+        runs.iter().all(|r| r.status == RunStatus::Succeeded),
+        "nothing recorded as missed or skipped: {runs:?}"
+    );
+    assert_eq!(
+        get(&app, &s.schedule_id).await.next_run_at,
+        Some(nine + 5 * DAY)
+    );
+}
+
+#[tokio::test]
+async fn bad_bounds_are_refused_naming_the_field_and_change_nothing() {
+    let (_dir, app, _clock) = setup().await;
+    let bad: Vec<(Tweak, &str)> = vec![
+        (|s| s.max_runs = Some(0), "max_runs"),
+        (|s| s.max_runs = Some(i64::MAX), "max_runs"),
+        (|s| s.ends_at = Some("2020-01-01".into()), "ends_at"),
+        (
+            |s| {
+                s.starts_at = Some("2027-03-01".into());
+                s.ends_at = Some("2027-02-01".into());
+            },
+            "ends_at",
+        ),
+        (|s| s.starts_at = Some("next tuesday".into()), "starts_at"),
+        (|s| s.skip = vec!["christmas".into()], "skip"),
+        (|s| s.skip = vec!["0 9 * * 9".into()], "skip"),
+        (|s| s.skip = vec!["* * * * *".into()], "skip"),
+        (|s| s.skip = vec!["2027-01-15\u{0}".into()], "skip"),
+    ];
+    for (tweak, field) in bad {
+        let mut spec = hourly();
+        tweak(&mut spec);
+        let err = add(&app, spec.clone()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadInput, "{spec:?}: {err}");
+        assert!(
+            err.to_string().contains(field),
+            "{spec:?}: `{err}` names {field}"
+        );
+    }
+    let (listed, total) = app
+        .schedules()
+        .list(&op(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!((listed.len(), total), (0, 0));
+
+    // An edit that would leave no occurrence changes nothing; clearing the bounds works.
+    let mut spec = hourly();
+    spec.max_runs = Some(3);
+    spec.skip = vec!["2027-12-25".into()];
+    let s = add(&app, spec).await.unwrap();
+    let closing = SchedulePatch {
+        ends_at: Some("2027-01-15T08:30:00Z".into()),
+        ..Default::default()
+    };
+    let err: Error = app
+        .edit_schedule(&op(), &s.schedule_id, &closing)
+        .await
+        .unwrap_err()
+        .into();
+    assert!(err.to_string().contains("ends_at"), "{err}");
+    assert_eq!(get(&app, &s.schedule_id).await, s);
+    let clear = SchedulePatch {
+        clear: vec![ClearField::MaxRuns, ClearField::Skip],
+        ..Default::default()
+    };
+    let cleared = app
+        .edit_schedule(&op(), &s.schedule_id, &clear)
+        .await
+        .unwrap();
+    assert!(cleared.bounds.is_unbounded());
+}
