@@ -83,6 +83,10 @@ pub struct ScheduleSpec {
     /// occurrences are skipped (not run, not missed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip: Vec<String>,
+    /// Start each run up to this long after its time (`30s`, `5m`), a fixed offset per
+    /// occurrence that every worker agrees on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<String>,
 }
 
 impl ScheduleSpec {
@@ -107,6 +111,7 @@ text_enum!(
         EndsAt => "ends_at",
         MaxRuns => "max_runs",
         Skip => "skip",
+        Jitter => "jitter",
     }
 );
 
@@ -155,6 +160,8 @@ pub struct SchedulePatch {
     /// Replaces the skipped dates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<String>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

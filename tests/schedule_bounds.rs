@@ -1,5 +1,5 @@
 //! A schedule's bounds at their edges: a window (`starts_at`, `ends_at`), a run limit
-//! (`max_runs`) and skipped dates, on a manual clock with real claims and finishes.
+//! (`max_runs`), skipped dates and jitter, on a manual clock with real claims and finishes.
 
 mod common;
 
@@ -9,6 +9,7 @@ use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::error::{Error, ErrorKind};
+use nightshift::schedule::jitter;
 use nightshift::schedule::types::{CatchUp, RunOutcome, RunStatus, Schedule, ScheduleStatus};
 use nightshift::schedule::view::{ScheduleView, SHOW_NEXT_RUNS};
 use nightshift::spec::{ClearField, SchedulePatch, ScheduleSpec};
@@ -255,4 +256,141 @@ async fn bad_bounds_are_refused_naming_the_field_and_change_nothing() {
         .await
         .unwrap();
     assert!(cleared.bounds.is_unbounded());
+}
+
+#[tokio::test]
+async fn jitter_is_the_same_for_every_worker_and_keeps_the_nominal_time_as_identity() {
+    let (dir, app, clock) = setup().await;
+    let mut spec = hourly();
+    spec.jitter = Some("20m".into());
+    let s = add(&app, spec).await.unwrap();
+    let nominal = START + HOUR;
+    let due = s.next_run_at.unwrap();
+    assert_eq!(due, jitter::due_at(&s.schedule_id, nominal, Some(1200)));
+    assert!(
+        (nominal..nominal + 20 * 60_000).contains(&due),
+        "inside its window"
+    );
+    assert_eq!(s.next_nominal_at, Some(nominal));
+    assert!(ScheduleView::new(&s, 5)
+        .description
+        .contains("up to 20m late by jitter"));
+
+    // Another worker on the same database sees the same due time, and nothing is due
+    // before it.
+    let other = common::app_with(
+        &common::config_in(&dir),
+        Some(clock.clone() as Arc<dyn Clock>),
+    )
+    .await;
+    assert_eq!(get(&other, &s.schedule_id).await.next_run_at, Some(due));
+    clock.advance_ms(due - 1 - clock.now_ms());
+    assert!(app
+        .schedules()
+        .due(clock.now_ms(), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    clock.advance_ms(1);
+    assert_eq!(
+        app.schedules().due(clock.now_ms(), 10).await.unwrap().len(),
+        1
+    );
+
+    // Both claim it: one run, recorded at its nominal time.
+    let seen = get(&app, &s.schedule_id).await;
+    let first = app.schedules().claim(&seen, "w1", 60_000).await.unwrap();
+    let second = other.schedules().claim(&seen, "w2", 60_000).await.unwrap();
+    assert!(first.is_some() != second.is_some(), "exactly one claim");
+    let claim = first.or(second).unwrap();
+    assert_eq!(claim.scheduled_for, nominal);
+    let after = get(&app, &s.schedule_id).await;
+    assert_eq!(after.next_nominal_at, Some(nominal + HOUR));
+    assert_eq!(
+        after.next_run_at,
+        Some(jitter::due_at(&s.schedule_id, nominal + HOUR, Some(1200)))
+    );
+    // The next runs shown are the jittered ones.
+    let view = ScheduleView::new(&after, 3);
+    let expected: Vec<String> = (1..=3)
+        .map(|k| {
+            let at = jitter::due_at(&s.schedule_id, nominal + k * HOUR, Some(1200));
+            chrono::DateTime::from_timestamp_millis(at)
+                .unwrap()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        })
+        .collect();
+    assert_eq!(view.next_runs, expected);
+}
+
+#[tokio::test]
+async fn jitter_stays_inside_its_window_across_a_dst_change_and_must_fit_the_gap() {
+    let (_dir, app, _clock) = setup().await;
+    let spec = ScheduleSpec {
+        goal: "water the plants".into(),
+        cron: Some("0 9 * * *".into()),
+        tz: Some("Europe/Lisbon".into()),
+        jitter: Some("30m".into()),
+        ..Default::default()
+    };
+    let s = add(&app, spec).await.unwrap();
+    // Walk the occurrences through the end of March (DST starts on the 28th).
+    let mut nominal = s.next_nominal_at.unwrap();
+    for _ in 0..80 {
+        let due = s.due_at(nominal);
+        assert!(due >= nominal && due < nominal + 30 * 60_000);
+        nominal = s.next_after(nominal).unwrap();
+    }
+    let local = chrono::DateTime::from_timestamp_millis(nominal)
+        .unwrap()
+        .with_timezone(&chrono_tz::Europe::Lisbon);
+    assert_eq!(
+        local.format("%H:%M").to_string(),
+        "09:00",
+        "still 9am local after DST"
+    );
+
+    for (jitter, cadence) in [
+        ("1h", "0 * * * *"),
+        ("0s", "0 9 * * *"),
+        ("2d", "0 9 * * *"),
+    ] {
+        let spec = ScheduleSpec {
+            goal: "g".into(),
+            cron: Some(cadence.into()),
+            jitter: Some(jitter.into()),
+            ..Default::default()
+        };
+        let err = add(&app, spec).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadInput, "{jitter}");
+        assert!(err.to_string().contains("jitter"), "{jitter}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn the_configured_default_jitter_applies_where_it_fits() {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.scheduler.default_jitter_secs = 600;
+    let app = common::app_with(
+        &config,
+        Some(ManualClock::starting_at(START) as Arc<dyn Clock>),
+    )
+    .await;
+    let daily = ScheduleSpec {
+        goal: "g".into(),
+        cron: Some("0 9 * * *".into()),
+        ..Default::default()
+    };
+    assert_eq!(add(&app, daily).await.unwrap().jitter_secs, Some(600));
+    let every_5m = ScheduleSpec {
+        goal: "g".into(),
+        every: Some("5m".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        add(&app, every_5m).await.unwrap().jitter_secs,
+        None,
+        "closer than 10m apart"
+    );
 }

@@ -12,7 +12,6 @@ use crate::notify::channels::check_context;
 use crate::notify::router::split_channel;
 use crate::schedule::cron::CronSpec;
 use crate::schedule::sync::{check_entries, Entry};
-use crate::schedule::validate::StoreLimits;
 use crate::schedule::ScheduleError;
 
 /// What a check found that is worth saying but does not stop `run`.
@@ -71,12 +70,7 @@ pub fn structure(config: &Config) -> Result<CheckReport, ConfigError> {
             )?;
         }
     }
-    let limits = StoreLimits {
-        min_interval_secs: config.scheduler.min_interval_secs,
-        max_per_user: config.scheduler.max_per_user,
-        history_keep: config.scheduler.history_keep,
-        max_output_bytes: config.scheduler.max_output_bytes,
-    };
+    let limits = super::store_limits(config);
     let now = chrono::Utc::now().timestamp_millis();
     let entries = check_entries(
         &config.schedules,

@@ -220,12 +220,13 @@ impl App {
 }
 
 /// The schedule store's limits from the configuration.
-fn store_limits(config: &Config) -> StoreLimits {
+pub(crate) fn store_limits(config: &Config) -> StoreLimits {
     StoreLimits {
         min_interval_secs: config.scheduler.min_interval_secs,
         max_per_user: config.scheduler.max_per_user,
         history_keep: config.scheduler.history_keep,
         max_output_bytes: config.scheduler.max_output_bytes,
+        default_jitter_secs: config.scheduler.default_jitter_secs,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::input::InputError;
 use crate::notify::channels::check_context;
 use crate::notify::router::split_channel;
 use crate::schedule::bounds::parse_bound;
-use crate::schedule::cadence::parse_zone;
+use crate::schedule::cadence::{parse_duration, parse_zone};
 use crate::schedule::spec::{bound_error, to_new_schedule, CadenceSpec, ScheduleSpec};
 use crate::schedule::store::Edited;
 use crate::schedule::types::{NewSchedule, Schedule, Source};
@@ -30,13 +30,20 @@ impl App {
                 InputError::new("user", "a user may add schedules only for themselves").into(),
             );
         }
-        let new = to_new_schedule(
+        let now = self.clock().now_ms();
+        let mut new = to_new_schedule(
             spec,
             user_id,
             Source::Tool,
-            self.clock().now_ms(),
+            now,
             &self.config.scheduler.default_timezone,
         )?;
+        new.jitter_secs = crate::schedule::jitter::with_default(
+            new.jitter_secs,
+            self.config.scheduler.default_jitter_secs,
+            &new.cadence,
+            now,
+        );
         self.check_channel(actor, &new)?;
         crate::schedule::validate::check_new(&new, self.clock().now_ms(), self.schedules.limits())?;
         Ok(new)
@@ -81,6 +88,7 @@ impl App {
                 ClearField::EndsAt => patch.ends_at.is_some(),
                 ClearField::MaxRuns => patch.max_runs.is_some(),
                 ClearField::Skip => patch.skip.is_some(),
+                ClearField::Jitter => patch.jitter.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -182,6 +190,9 @@ impl App {
         if let Some(skip) = &patch.skip {
             new.bounds.skip = skip.clone();
         }
+        if let Some(jitter) = &patch.jitter {
+            new.jitter_secs = Some(parse_duration(jitter).map_err(bound_error("jitter"))?);
+        }
         for cleared in &patch.clear {
             match cleared {
                 ClearField::Name => new.name = None,
@@ -196,10 +207,11 @@ impl App {
                 ClearField::EndsAt => new.bounds.ends_at = None,
                 ClearField::MaxRuns => new.bounds.max_runs = None,
                 ClearField::Skip => new.bounds.skip.clear(),
+                ClearField::Jitter => new.jitter_secs = None,
             }
         }
-        // New bounds move the next run as a new cadence does.
-        let bounds_changed = new.bounds != current.bounds;
+        // New bounds or jitter move the next run as a new cadence does.
+        let bounds_changed = new.bounds != current.bounds || new.jitter_secs != current.jitter_secs;
         Ok(Edited {
             new,
             cadence_changed: cadence_changed || bounds_changed,

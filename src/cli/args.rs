@@ -416,7 +416,7 @@ pub struct EditArgs {
     #[command(flatten)]
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
-    /// starts_at, ends_at, max_runs or skip (repeatable).
+    /// starts_at, ends_at, max_runs, skip or jitter (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -479,6 +479,10 @@ pub struct ScheduleFlags {
     /// skipped, in --tz (repeatable; on edit, replaces the list).
     #[arg(long, value_name = "DATE|CRON")]
     pub skip: Vec<String>,
+    /// Start each run up to this long after its time (30s, 5m), a fixed offset per
+    /// occurrence that every worker agrees on.
+    #[arg(long)]
+    pub jitter: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -203,6 +203,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         ends_at: f.ends_at,
         max_runs: f.max_runs,
         skip: f.skip,
+        jitter: f.jitter,
     })
 }
 
@@ -237,6 +238,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         ends_at: f.ends_at,
         max_runs: f.max_runs,
         skip: (!f.skip.is_empty()).then_some(f.skip),
+        jitter: f.jitter,
         clear,
     })
 }

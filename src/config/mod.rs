@@ -425,6 +425,8 @@ pub struct SchedulerConfig {
     pub default_timezone: String,
     /// Largest runtime answer kept with a run, in bytes; the rest is cut with a note.
     pub max_output_bytes: usize,
+    /// Jitter of schedules that set none, when it is shorter than their gap (0: none).
+    pub default_jitter_secs: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -442,6 +444,7 @@ impl Default for SchedulerConfig {
             change_check_ms: 500,
             default_timezone: "UTC".to_string(),
             max_output_bytes: 65_536,
+            default_jitter_secs: 0,
         }
     }
 }

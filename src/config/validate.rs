@@ -264,6 +264,11 @@ fn scheduler(config: &Config) -> Result<(), ConfigError> {
         s.max_output_bytes,
         1024..=16 * MIB,
     )?;
+    range(
+        "scheduler.default_jitter_secs",
+        s.default_jitter_secs,
+        0..=crate::schedule::jitter::MAX_JITTER_SECS,
+    )?;
     Ok(())
 }
 
@@ -532,6 +537,7 @@ mod tests {
         ("scheduler", "shutdown_grace_secs"),
         ("scheduler", "change_check_ms"),
         ("scheduler", "max_output_bytes"),
+        ("scheduler", "default_jitter_secs"),
         ("runtime", "timeout_secs"),
         ("runtime", "connect_timeout_secs"),
         ("runtime", "max_retries"),

@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedule_bounds",
         sql: include_str!("../../migrations/0010_schedule_bounds.sql"),
     },
+    Migration {
+        version: 11,
+        name: "schedule_jitter",
+        sql: include_str!("../../migrations/0011_schedule_jitter.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

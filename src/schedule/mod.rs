@@ -13,6 +13,7 @@ pub mod bounds;
 pub mod cadence;
 pub(crate) mod cron;
 mod error;
+pub mod jitter;
 pub(crate) mod natural;
 pub mod spec;
 pub mod store;

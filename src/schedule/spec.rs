@@ -118,6 +118,11 @@ pub fn to_new_schedule(
         max_runs: spec.max_runs,
         skip: spec.skip.clone(),
     };
+    new.jitter_secs = spec
+        .jitter
+        .as_deref()
+        .map(|j| parse_duration(j).map_err(bound_error("jitter")))
+        .transpose()?;
     Ok(new)
 }
 

@@ -70,9 +70,15 @@ pub fn check_entries(
     for (index, spec) in entries.iter().enumerate() {
         let name = spec.name.clone().unwrap_or_default();
         let user = spec.user.clone().unwrap_or_default();
-        let new = to_new_schedule(spec, &user, Source::Config, now_ms, default_tz)
+        let mut new = to_new_schedule(spec, &user, Source::Config, now_ms, default_tz)
             .and_then(|new| check_fields(&new).map(|()| new))
             .map_err(|err| entry_error(index, &name, err))?;
+        new.jitter_secs = super::jitter::with_default(
+            new.jitter_secs,
+            limits.default_jitter_secs,
+            &new.cadence,
+            now_ms,
+        );
         // An entry whose window has closed is reported like a one-shot whose time passed.
         if new.bounds.ends_at.is_some_and(|end| end <= now_ms) {
             out.push(Entry::Expired {
@@ -100,6 +106,7 @@ pub fn check_entries(
 /// instant a relative phrase resolved to).
 fn same_cadence(existing: &Schedule, new: &NewSchedule) -> bool {
     existing.bounds == new.bounds
+        && existing.jitter_secs == new.jitter_secs
         && match (&existing.cadence_text, &new.cadence_text) {
             (Some(a), Some(b)) => a == b && existing.cadence.zone() == new.cadence.zone(),
             (None, None) => match (&existing.cadence, &new.cadence) {

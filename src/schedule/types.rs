@@ -53,6 +53,8 @@ pub struct NewSchedule {
     pub channel_context_id: Option<String>,
     /// Its window, run limit and skipped dates.
     pub bounds: Bounds,
+    /// Each occurrence runs a fixed offset in `[0, jitter_secs)` after its time.
+    pub jitter_secs: Option<i64>,
 }
 
 impl NewSchedule {
@@ -79,6 +81,7 @@ impl NewSchedule {
             channel_id: None,
             channel_context_id: None,
             bounds: Bounds::default(),
+            jitter_secs: None,
         }
     }
 }
@@ -103,6 +106,7 @@ impl From<&Schedule> for NewSchedule {
             channel_id: s.channel_id.clone(),
             channel_context_id: s.channel_context_id.clone(),
             bounds: s.bounds.clone(),
+            jitter_secs: s.jitter_secs,
         }
     }
 }
@@ -136,12 +140,27 @@ pub struct Schedule {
     pub bounds: Bounds,
     /// Runs started since `bounds.max_runs` was set.
     pub runs_started: i64,
+    pub jitter_secs: Option<i64>,
+    /// The nominal time (the identity) of the occurrence due at `next_run_at`, when
+    /// jitter moved it; `None`: the same as `next_run_at`.
+    pub next_nominal_at: Option<i64>,
 }
 
 impl Schedule {
-    /// The first occurrence strictly after `after_ms` that its cadence and bounds give.
+    /// The first occurrence strictly after `after_ms` that its cadence and bounds give
+    /// (nominal: before jitter).
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         self.bounds.next_after(&self.cadence, after_ms)
+    }
+
+    /// The nominal time of the next occurrence: its identity.
+    pub fn next_nominal(&self) -> Option<i64> {
+        self.next_nominal_at.or(self.next_run_at)
+    }
+
+    /// When the occurrence `nominal` is due, with the schedule's jitter.
+    pub fn due_at(&self, nominal: i64) -> i64 {
+        super::jitter::due_at(&self.schedule_id, nominal, self.jitter_secs)
     }
 }
 

@@ -27,6 +27,8 @@ pub struct StoreLimits {
     pub history_keep: i64,
     /// Largest runtime answer kept with a run, in bytes; the rest is cut with a note.
     pub max_output_bytes: usize,
+    /// Jitter of config schedules that set none (see [`super::jitter::with_default`]).
+    pub default_jitter_secs: i64,
 }
 
 impl Default for StoreLimits {
@@ -36,6 +38,7 @@ impl Default for StoreLimits {
             max_per_user: 50,
             history_keep: 50,
             max_output_bytes: 65_536,
+            default_jitter_secs: 0,
         }
     }
 }
@@ -83,6 +86,7 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
         .validate(now_ms, limits.min_interval_secs)
         .map_err(|source| ScheduleError::Cadence { field, source })?;
     new.bounds.check(now_ms)?;
+    super::jitter::check(new.jitter_secs, &new.cadence, now_ms)?;
     if new.next_after(now_ms).is_none() {
         let field = if new.bounds.ends_at.is_some() {
             "ends_at"

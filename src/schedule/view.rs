@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::bounds::Bounds;
-use super::cadence::render;
+use super::cadence::{format_duration, render};
 use super::types::{
     CatchUp, NewSchedule, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
 };
@@ -16,22 +16,26 @@ use super::Cadence;
 pub const LIST_NEXT_RUNS: usize = 1;
 pub const SHOW_NEXT_RUNS: usize = 5;
 
-/// Up to `count` occurrences from `first` on (each the one `next_after` the last), as
-/// RFC 3339 in `tz`; a run limit stops them at the runs left.
+/// Up to `count` runs as RFC 3339 in `tz`: `first_due`, then the occurrences after
+/// `first_nominal` (each the one `next_after` the last) at the time `due` gives them.
 fn next_runs(
     next_after: impl Fn(i64) -> Option<i64>,
-    first: Option<i64>,
+    due: impl Fn(i64) -> i64,
+    (first_due, first_nominal): (Option<i64>, Option<i64>),
     count: usize,
     tz: Tz,
 ) -> Vec<String> {
-    let mut runs = Vec::new();
-    let mut t = first;
-    while let Some(at) = t {
-        if runs.len() >= count {
+    let Some(first) = first_due.filter(|_| count > 0) else {
+        return Vec::new();
+    };
+    let mut runs = vec![render(first, tz)];
+    let mut t = first_nominal;
+    while runs.len() < count {
+        t = t.and_then(&next_after);
+        let Some(nominal) = t else {
             break;
-        }
-        runs.push(render(at, tz));
-        t = next_after(at);
+        };
+        runs.push(render(due(nominal), tz));
     }
     runs
 }
@@ -63,11 +67,13 @@ impl SchedulePreview {
             goal: new.goal.clone(),
             cadence: new.cadence.clone(),
             cadence_text: new.cadence_text.clone(),
-            description: describe(&new.cadence, &new.bounds, None),
+            description: describe(&new.cadence, &new.bounds, new.jitter_secs, None),
             timezone: new.cadence.zone().name().to_string(),
+            // Before it has an id its jitter's offsets are not known: nominal times.
             next_runs: next_runs(
                 |t| new.next_after(t),
-                new.next_after(now_ms),
+                |t| t,
+                (new.next_after(now_ms), new.next_after(now_ms)),
                 new.bounds.max_runs.map_or(count, |m| count.min(m as usize)),
                 new.cadence.zone(),
             ),
@@ -115,6 +121,8 @@ pub struct ScheduleView {
     pub max_runs: Option<i64>,
     /// Runs the limit still allows.
     pub runs_left: Option<i64>,
+    /// Each run starts up to this many seconds after its time, the same for every worker.
+    pub jitter_secs: Option<i64>,
     /// Dates and cron expressions whose occurrences are skipped, in the schedule's zone.
     pub skip: Vec<String>,
     /// The next occurrences, first `next_run_at`.
@@ -131,7 +139,8 @@ impl ScheduleView {
             .map(|max| (max - schedule.runs_started).max(0));
         let next_runs = next_runs(
             |t| schedule.next_after(t),
-            schedule.next_run_at,
+            |t| schedule.due_at(t),
+            (schedule.next_run_at, schedule.next_nominal()),
             runs_left.map_or(preview, |left| preview.min(left as usize)),
             tz,
         );
@@ -143,7 +152,12 @@ impl ScheduleView {
             goal: schedule.goal.clone(),
             cadence: schedule.cadence.clone(),
             cadence_text: schedule.cadence_text.clone(),
-            description: describe(&schedule.cadence, &schedule.bounds, runs_left),
+            description: describe(
+                &schedule.cadence,
+                &schedule.bounds,
+                schedule.jitter_secs,
+                runs_left,
+            ),
             timezone: tz.name().to_string(),
             source: schedule.source,
             notify: schedule.notify,
@@ -167,6 +181,7 @@ impl ScheduleView {
             ends_at: schedule.bounds.ends_at.map(show),
             max_runs: schedule.bounds.max_runs,
             runs_left,
+            jitter_secs: schedule.jitter_secs,
             skip: schedule.bounds.skip.clone(),
             next_runs,
         }
@@ -175,9 +190,20 @@ impl ScheduleView {
 
 /// The cadence in words, with its bounds: "at 09:00 on Monday to Friday (Europe/Lisbon);
 /// from …; until …; skips 2026-12-25; 3 of 10 runs left".
-fn describe(cadence: &Cadence, bounds: &Bounds, runs_left: Option<i64>) -> String {
+fn describe(
+    cadence: &Cadence,
+    bounds: &Bounds,
+    jitter_secs: Option<i64>,
+    runs_left: Option<i64>,
+) -> String {
     let tz = cadence.zone();
     let mut words = cadence.describe();
+    if let Some(jitter) = jitter_secs {
+        words.push_str(&format!(
+            "; up to {} late by jitter",
+            format_duration(jitter)
+        ));
+    }
     if let Some(start) = bounds.starts_at {
         words.push_str(&format!("; from {}", render(start, tz)));
     }

@@ -220,9 +220,9 @@ impl Scheduler {
         hard_stop: &CancellationToken,
         tracker: &TaskTracker,
     ) {
-        // How late the occurrence starts, from its time (a recovered one: from when it was
-        // first due).
-        let late = self.store.clock().now_ms() - claim.scheduled_for;
+        // How late the occurrence starts, from when it was due: its time moved by the
+        // schedule's jitter (a recovered one: from when it was first due).
+        let late = self.store.clock().now_ms() - claim.schedule.due_at(claim.scheduled_for);
         crate::telemetry::run_started(Duration::from_millis(late.max(0) as u64));
         let executor = self.executor.clone();
         let wake = self.wake.clone();

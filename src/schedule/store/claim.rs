@@ -23,12 +23,17 @@ impl ScheduleStore {
         worker_id: &str,
         lease_ms: i64,
     ) -> Result<Option<Claim>> {
-        let Some(scheduled_for) = schedule.next_run_at else {
+        // The occurrence is due at `next_run_at`; its identity is its nominal time, which
+        // jitter may have moved it from.
+        let (Some(due), Some(scheduled_for)) = (schedule.next_run_at, schedule.next_nominal())
+        else {
             return Ok(None);
         };
         let now = self.clock.now_ms();
         // Worked out before the transaction: it holds the write lock.
         let AfterClaim { next, passed_over } = after_claim(schedule, scheduled_for, now);
+        let next_due = next.map(|at| schedule.due_at(at));
+        let next_nominal = next.filter(|_| schedule.jitter_secs.is_some());
         let conn = self.db.conn().await?;
         // Its first statement moves the occurrence on: a write.
         let tx = conn.write_tx_writing_first().await?;
@@ -41,17 +46,19 @@ impl ScheduleStore {
         let moved = tx
             .execute(
                 &format!(
-                    "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5
+                    "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5,
+                     next_nominal_at = ?6
                      WHERE schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'
                      AND NOT {WAITS_BEHIND_RUNNING}"
                 ),
                 libsql::params![
                     schedule.schedule_id.as_str(),
-                    scheduled_for,
-                    next,
+                    due,
+                    next_due,
                     // A one-shot stays active until its run finishes (then completed or failed).
                     "active",
-                    now
+                    now,
+                    next_nominal
                 ],
             )
             .await?;
@@ -115,7 +122,8 @@ impl ScheduleStore {
         let inserted = tx
             .execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, attempt, status,
-                 worker_id, lease_expires_at, started_at) VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6)
+                 worker_id, lease_expires_at, started_at, due_at)
+                 VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7)
                  ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
@@ -123,7 +131,8 @@ impl ScheduleStore {
                     scheduled_for,
                     worker_id,
                     now + lease_ms,
-                    now
+                    now,
+                    (due != scheduled_for).then_some(due)
                 ],
             )
             .await?;
@@ -138,7 +147,9 @@ impl ScheduleStore {
                 tx.execute(
                     "UPDATE schedules SET runs_started = runs_started + 1,
                      next_run_at = CASE WHEN max_runs IS NOT NULL AND runs_started + 1 >= max_runs
-                                   THEN NULL ELSE next_run_at END
+                                   THEN NULL ELSE next_run_at END,
+                     next_nominal_at = CASE WHEN max_runs IS NOT NULL AND runs_started + 1 >= max_runs
+                                   THEN NULL ELSE next_nominal_at END
                      WHERE schedule_id = ?1",
                     [schedule.schedule_id.as_str()],
                 )
@@ -150,10 +161,11 @@ impl ScheduleStore {
                 )
                 .await?
             }
-            None => next,
+            None => next_due,
         };
         tx.commit().await?;
         let mut schedule = schedule.clone();
+        schedule.next_nominal_at = next_nominal.filter(|_| next.is_some());
         schedule.next_run_at = next;
         Ok(Some(Claim {
             run_id,
@@ -423,6 +435,8 @@ mod tests {
             channel_context_id: None,
             bounds: Default::default(),
             runs_started: 0,
+            jitter_secs: None,
+            next_nominal_at: None,
         }
     }
 

@@ -64,10 +64,13 @@ impl ScheduleStore {
             Cadence::Once { at, .. } if schedule.last_run_at.is_none() => Some(*at),
             _ => schedule.next_after(now),
         };
+        let due = next.map(|at| schedule.due_at(at));
+        let nominal = next.filter(|_| schedule.jitter_secs.is_some());
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE schedules SET status = ?2, status_reason = ?5, consecutive_failures = 0,
-             next_run_at = ?3, updated_at = ?4 WHERE schedule_id = ?1 AND status = 'paused'",
+             next_run_at = ?3, next_nominal_at = ?6, updated_at = ?4
+             WHERE schedule_id = ?1 AND status = 'paused'",
             libsql::params![
                 schedule_id,
                 if next.is_some() {
@@ -75,10 +78,11 @@ impl ScheduleStore {
                 } else {
                     "completed"
                 },
-                next,
+                due,
                 now,
                 next.is_none()
-                    .then_some("resumed with no occurrence left to run")
+                    .then_some("resumed with no occurrence left to run"),
+                nominal
             ],
         )
         .await?;
@@ -97,7 +101,11 @@ impl ScheduleStore {
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         conn.execute(
-            "UPDATE schedules SET next_run_at = min(coalesce(next_run_at, ?2), ?2), updated_at = ?2
+            // Due now, as itself: an occurrence moved earlier is now's, not its nominal time's.
+            "UPDATE schedules SET next_run_at = min(coalesce(next_run_at, ?2), ?2),
+             next_nominal_at = CASE WHEN coalesce(next_run_at, ?2) > ?2 THEN NULL
+                                    ELSE next_nominal_at END,
+             updated_at = ?2
              WHERE schedule_id = ?1",
             libsql::params![schedule_id, now],
         )

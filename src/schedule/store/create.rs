@@ -14,9 +14,9 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     cadence_text, source, notify, overlap, catch_up, max_attempts, timeout_secs, max_turns,
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
-    max_runs, skip_json)
+    max_runs, skip_json, jitter_secs, next_nominal_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -64,6 +64,7 @@ impl ScheduleStore {
             });
         }
         let schedule_id = ids::new_id("sch");
+        let (due, nominal) = next_due(&schedule_id, new, new.next_after(now));
         let cadence_json = serde_json::to_string(&new.cadence)
             .map_err(|e| InputError::new("cadence", format!("cannot be stored: {e}")))?;
         tx.execute(
@@ -84,13 +85,15 @@ impl ScheduleStore {
                 new.max_turns,
                 new.max_cost,
                 now,
-                new.next_after(now),
+                due,
                 new.channel_id.as_deref(),
                 new.channel_context_id.as_deref(),
                 new.bounds.starts_at,
                 new.bounds.ends_at,
                 new.bounds.max_runs,
-                skip_json(&new.bounds)?
+                skip_json(&new.bounds)?,
+                new.jitter_secs,
+                nominal
             ],
         )
         .await?;
@@ -116,4 +119,24 @@ pub(super) fn skip_json(bounds: &crate::schedule::bounds::Bounds) -> Result<Opti
     serde_json::to_string(&bounds.skip)
         .map(Some)
         .map_err(|e| InputError::new("skip", format!("cannot be stored: {e}")).into())
+}
+
+/// When the occurrence `nominal` of a schedule is due, and the nominal time to store
+/// beside it when jitter moved it (`next_nominal_at`).
+pub(super) fn next_due(
+    schedule_id: &str,
+    new: &NewSchedule,
+    nominal: Option<i64>,
+) -> (Option<i64>, Option<i64>) {
+    match nominal {
+        Some(at) if new.jitter_secs.is_some() => (
+            Some(crate::schedule::jitter::due_at(
+                schedule_id,
+                at,
+                new.jitter_secs,
+            )),
+            Some(at),
+        ),
+        other => (other, None),
+    }
 }

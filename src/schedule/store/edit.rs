@@ -21,7 +21,8 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     cadence_text = ?5, notify = ?6, overlap = ?7, catch_up = ?8, max_attempts = ?9,
     timeout_secs = ?10, max_turns = ?11, max_cost = ?12, channel_id = ?13,
     channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
-    max_runs = ?20, skip_json = ?21,
+    max_runs = ?20, skip_json = ?21, jitter_secs = ?22,
+    next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
     consecutive_failures = CASE WHEN ?16 AND status IN ('completed', 'failed') THEN 0
@@ -116,6 +117,8 @@ impl ScheduleStore {
         }
         let cadence_json = serde_json::to_string(&new.cadence)
             .map_err(|e| InputError::new("cadence", format!("cannot be stored: {e}")))?;
+        let (due, nominal) =
+            super::create::next_due(&current.schedule_id, new, new.next_after(now));
         tx.execute(
             UPDATE,
             libsql::params![
@@ -135,11 +138,13 @@ impl ScheduleStore {
                 new.channel_context_id.as_deref(),
                 now,
                 edited.cadence_changed,
-                new.next_after(now),
+                due,
                 new.bounds.starts_at,
                 new.bounds.ends_at,
                 new.bounds.max_runs,
-                super::create::skip_json(&new.bounds)?
+                super::create::skip_json(&new.bounds)?,
+                new.jitter_secs,
+                nominal
             ],
         )
         .await?;

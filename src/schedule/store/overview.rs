@@ -28,7 +28,8 @@ pub struct ScheduleOverview {
     pub next_due: Vec<Schedule>,
     /// The runs started in the last hour, by status.
     pub runs_last_hour: Counts,
-    /// How late those runs started (started_at − scheduled_for), 99th percentile.
+    /// How late those runs started (from when they were due: scheduled_for, moved by
+    /// jitter), 99th percentile.
     pub lateness_p99_ms: Option<i64>,
 }
 
@@ -77,8 +78,8 @@ impl ScheduleStore {
         } else {
             query_scalar(
                 &conn,
-                "SELECT max(started_at - scheduled_for, 0) FROM schedule_runs
-                 WHERE started_at >= ?1 ORDER BY started_at - scheduled_for DESC
+                "SELECT max(started_at - coalesce(due_at, scheduled_for), 0) FROM schedule_runs
+                 WHERE started_at >= ?1 ORDER BY started_at - coalesce(due_at, scheduled_for) DESC
                  LIMIT 1 OFFSET ?2",
                 libsql::params![since, started / 100],
             )
