@@ -7,7 +7,13 @@ use serde::{Deserialize, Serialize};
 
 text_enum!(
     /// What happens when an occurrence is due while the previous run still runs.
-    Overlap { Skip => "skip", Allow => "allow", BufferOne => "buffer_one" }
+    Overlap {
+        Skip => "skip",
+        Allow => "allow",
+        BufferOne => "buffer_one",
+        BufferAll => "buffer_all",
+        CancelOther => "cancel_other",
+    }
 );
 text_enum!(
     /// What happens to occurrences missed while no worker ran.

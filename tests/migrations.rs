@@ -118,3 +118,75 @@ async fn concurrent_migrators_apply_each_migration_once() {
     }
     assert_eq!(total, migrate::MIGRATIONS.len());
 }
+
+#[tokio::test]
+async fn rebuilding_the_schedules_table_keeps_schedules_runs_cascade_and_triggers() {
+    let dir = TempDir::new().unwrap();
+    let db = open_db(&config_in(&dir)).await.unwrap();
+    migrate::migrate_to(&db, 11).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedules (schedule_id, user_id, goal, cadence_json, overlap, created_at,
+         updated_at, next_run_at, max_runs, runs_started, jitter_secs, next_nominal_at)
+         VALUES ('sch-1', 'alice', 'g', '{\"kind\":\"once\",\"at\":5}', 'buffer_one', 1, 2, 5,
+         3, 1, 60, 4)",
+        (),
+    )
+    .await
+    .unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, output, due_at)
+         VALUES ('run-1', 'sch-1', 4, 'succeeded', 'done', 7)",
+        (),
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    assert_eq!(migrate::migrate(&db).await.unwrap(), 1);
+
+    let conn = db.conn().await.unwrap();
+    let kept: String = query_scalar(
+        &conn,
+        "SELECT overlap || max_runs || runs_started || jitter_secs || next_nominal_at
+         FROM schedules WHERE schedule_id = 'sch-1'",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(kept, "buffer_one31604");
+    let run: String = query_scalar(
+        &conn,
+        "SELECT output || due_at FROM schedule_runs WHERE run_id = 'run-1'",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(run, "done7");
+    // The new policies are accepted; the change counter still moves; deleting a schedule
+    // still deletes its runs.
+    let version = |conn| async move {
+        query_scalar::<String>(
+            conn,
+            "SELECT value FROM meta WHERE key = 'schedules_version'",
+            (),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    let before = version(&conn).await;
+    conn.execute("UPDATE schedules SET overlap = 'cancel_other'", ())
+        .await
+        .unwrap();
+    assert_ne!(version(&conn).await, before);
+    conn.execute("DELETE FROM schedules WHERE schedule_id = 'sch-1'", ())
+        .await
+        .unwrap();
+    let runs: i64 = query_scalar(&conn, "SELECT count(*) FROM schedule_runs", ())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(runs, 0);
+}

@@ -448,7 +448,7 @@ pub struct ScheduleFlags {
     /// always, on_failure, on_change, never or conditional.
     #[arg(long)]
     pub notify: Option<String>,
-    /// skip, allow or buffer_one.
+    /// skip, allow, buffer_one, buffer_all or cancel_other.
     #[arg(long)]
     pub overlap: Option<String>,
     /// once, skip or all.

@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedule_jitter",
         sql: include_str!("../../migrations/0011_schedule_jitter.sql"),
     },
+    Migration {
+        version: 12,
+        name: "overlap_policies",
+        sql: include_str!("../../migrations/0012_overlap_policies.sql"),
+    },
 ];
 
 /// The schema version this binary writes.
@@ -154,10 +159,16 @@ fn verify(applied: &[Applied]) -> Result<Vec<&'static Migration>, DbError> {
 
 /// Applies every pending migration, each in its own transaction. Returns how many ran.
 pub async fn migrate(db: &Db) -> Result<usize, DbError> {
+    migrate_to(db, latest_version()).await
+}
+
+/// Applies the pending migrations up to `version` (a test of an upgrade starts from an
+/// older schema), each in its own transaction. Returns how many ran.
+pub async fn migrate_to(db: &Db, version: i64) -> Result<usize, DbError> {
     let conn = db.conn().await?;
     let pending = verify(&applied(&conn).await?)?;
     let mut ran = 0;
-    for migration in pending {
+    for migration in pending.into_iter().filter(|m| m.version <= version) {
         let tx = conn.write_tx().await?;
         // Another process may have applied it between our read and our lock.
         let already: Option<i64> = super::query_scalar(

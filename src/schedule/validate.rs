@@ -54,6 +54,15 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
         input::check_text("when", text, input::MAX_QUERY_BYTES, Lines::One)?;
     }
     input::check_range("max_attempts", new.max_attempts, 1..=MAX_ATTEMPTS)?;
+    if new.overlap == super::types::Overlap::CancelOther
+        && new.catch_up == super::types::CatchUp::All
+    {
+        return Err(input::InputError::new(
+            "overlap",
+            "cancel_other cannot go with catch_up = \"all\", which runs every missed occurrence in turn",
+        )
+        .into());
+    }
     if let Some(t) = new.timeout_secs {
         input::check_range("timeout_secs", t, 1..=MAX_TIMEOUT_SECS)?;
     }

@@ -91,6 +91,19 @@ impl ScheduleStore {
         } else {
             0
         };
+        // overlap = "cancel_other": the run still going is cancelled, and this one starts.
+        // Its worker finds out at its next lease renewal and drops it; its answer is not
+        // recorded.
+        if schedule.overlap == Overlap::CancelOther {
+            tx.execute(
+                "UPDATE schedule_runs SET status = 'cancelled', finished_at = ?2,
+                 lease_expires_at = NULL,
+                 error = 'cancelled: a later occurrence started (overlap = cancel_other)'
+                 WHERE schedule_id = ?1 AND status = 'running'",
+                libsql::params![schedule.schedule_id.as_str(), now],
+            )
+            .await?;
+        }
         let run_id = ids::new_id("run");
         let skip_reason = if running > 0 && schedule.overlap == Overlap::Skip {
             Some("the previous run was still running (overlap = skip)")
@@ -246,10 +259,14 @@ impl PassedOver {
 /// Where `next_run_at` goes once `scheduled_for` is claimed, by the catch-up policy.
 fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim {
     let cadence = &schedule.cadence;
-    match schedule.catch_up {
+    // overlap = "buffer_all" queues every occurrence that came due behind a run, as
+    // catch_up = "all" does those missed while no worker ran: each in turn, at most the
+    // last 100.
+    let each_in_turn = schedule.catch_up == CatchUp::All || schedule.overlap == Overlap::BufferAll;
+    match each_in_turn {
         // Each missed occurrence runs in turn, but never more than the last 100; those
         // on skipped dates or outside the window are not missed.
-        CatchUp::All => {
+        true => {
             let missed = missed_since(cadence, scheduled_for, now);
             let bounded = !schedule.bounds.is_unbounded();
             let next_missed = missed
@@ -269,7 +286,7 @@ fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim 
             }
         }
         // Missed occurrences fold into this one; the next is the first one after now.
-        CatchUp::Once | CatchUp::Skip => AfterClaim {
+        false => AfterClaim {
             next: schedule.next_after(now.max(scheduled_for)),
             passed_over: None,
         },

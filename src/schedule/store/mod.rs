@@ -43,11 +43,12 @@ pub struct ScheduleStore {
 }
 
 /// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
-/// going: with `overlap = "buffer_one"` or `catch_up = "all"` a claim would only find the
+/// going: with `overlap = "buffer_one"` or `"buffer_all"`, or `catch_up = "all"`, a claim
+/// would only find the
 /// running run and give up, so the scheduler does not try (the claim checks again, inside
 /// its transaction, for a run that started meanwhile).
 const WAITS_BEHIND_RUNNING: &str =
-    "((schedules.overlap = 'buffer_one' OR schedules.catch_up = 'all')
+    "((schedules.overlap IN ('buffer_one', 'buffer_all') OR schedules.catch_up = 'all')
      AND EXISTS (SELECT 1 FROM schedule_runs r
                  WHERE r.schedule_id = schedules.schedule_id AND r.status = 'running'))";
 

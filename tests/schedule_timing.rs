@@ -1,5 +1,6 @@
-//! A schedule's bounds at their edges: a window (`starts_at`, `ends_at`), a run limit
-//! (`max_runs`), skipped dates and jitter, on a manual clock with real claims and finishes.
+//! When a schedule's occurrences run: bounds at their edges (a window, a run limit,
+//! skipped dates), jitter, and the overlap policies that queue or cancel, on a manual
+//! clock with real claims and finishes.
 
 mod common;
 
@@ -10,7 +11,9 @@ use nightshift::app::App;
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::error::{Error, ErrorKind};
 use nightshift::schedule::jitter;
-use nightshift::schedule::types::{CatchUp, RunOutcome, RunStatus, Schedule, ScheduleStatus};
+use nightshift::schedule::types::{
+    CatchUp, Overlap, RunOutcome, RunStatus, Schedule, ScheduleStatus,
+};
 use nightshift::schedule::view::{ScheduleView, SHOW_NEXT_RUNS};
 use nightshift::spec::{ClearField, SchedulePatch, ScheduleSpec};
 use tempfile::TempDir;
@@ -393,4 +396,128 @@ async fn the_configured_default_jitter_applies_where_it_fits() {
         None,
         "closer than 10m apart"
     );
+}
+
+fn every_minute(overlap: Overlap) -> ScheduleSpec {
+    ScheduleSpec {
+        goal: "poll".into(),
+        every: Some("1m".into()),
+        overlap: Some(overlap),
+        ..Default::default()
+    }
+}
+
+async fn claim_now(
+    app: &App,
+    id: &str,
+    worker: &str,
+) -> Option<nightshift::schedule::types::Claim> {
+    app.schedules()
+        .claim(&get(app, id).await, worker, 600_000)
+        .await
+        .unwrap()
+}
+
+fn succeeded() -> RunOutcome {
+    RunOutcome {
+        status: Some(RunStatus::Succeeded),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn cancel_other_cancels_exactly_the_run_going_and_its_answer_is_not_recorded() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(&app, every_minute(Overlap::CancelOther)).await.unwrap();
+    let id = s.schedule_id.clone();
+    clock.advance_ms(60_000);
+    let first = claim_now(&app, &id, "w1").await.expect("first");
+    clock.advance_ms(60_000);
+    let second = claim_now(&app, &id, "w2")
+        .await
+        .expect("the next starts anyway");
+    let runs = app.schedules().runs(&op(), &id, 10).await.unwrap();
+    let status = |run_id: &str| runs.iter().find(|r| r.run_id == run_id).unwrap().status;
+    assert_eq!(status(&first.run_id), RunStatus::Cancelled);
+    assert_eq!(status(&second.run_id), RunStatus::Running);
+    // The cancelled run's worker loses its lease, and its answer is dropped.
+    assert!(!app
+        .schedules()
+        .renew_lease(&first.run_id, "w1", 60_000)
+        .await
+        .unwrap());
+    assert!(!app
+        .schedules()
+        .finish(&first, Some("w1"), &succeeded(), 3)
+        .await
+        .unwrap());
+    assert!(app
+        .schedules()
+        .finish(&second, Some("w2"), &succeeded(), 3)
+        .await
+        .unwrap());
+    let runs = app.schedules().runs(&op(), &id, 10).await.unwrap();
+    assert_eq!(
+        runs.iter()
+            .filter(|r| r.status == RunStatus::Cancelled)
+            .count(),
+        1
+    );
+    assert_eq!(
+        runs.iter()
+            .filter(|r| r.status == RunStatus::Succeeded)
+            .count(),
+        1
+    );
+
+    let mut spec = every_minute(Overlap::CancelOther);
+    spec.catch_up = Some(CatchUp::All);
+    let err = add(&app, spec).await.unwrap_err();
+    assert!(err.to_string().contains("overlap"), "{err}");
+}
+
+#[tokio::test]
+async fn buffer_all_runs_every_occurrence_that_came_due_behind_a_run_in_turn() {
+    let (_dir, app, clock) = setup().await;
+    for (overlap, expected_runs) in [(Overlap::BufferAll, 4), (Overlap::BufferOne, 2)] {
+        let s = add(&app, every_minute(overlap)).await.unwrap();
+        let id = s.schedule_id.clone();
+        let start = get(&app, &id).await.next_run_at.unwrap();
+        if start > clock.now_ms() {
+            clock.advance_ms(start - clock.now_ms());
+        }
+        let first = claim_now(&app, &id, "w").await.expect("first");
+        // Three more come due while it runs: they wait, none is skipped.
+        clock.advance_ms(3 * 60_000);
+        assert!(app
+            .schedules()
+            .due(clock.now_ms(), 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|d| d.schedule_id != id));
+        app.schedules()
+            .finish(&first, Some("w"), &succeeded(), 3)
+            .await
+            .unwrap();
+        let mut ran = vec![first.scheduled_for];
+        while get(&app, &id).await.next_run_at.unwrap() <= clock.now_ms() {
+            let claim = claim_now(&app, &id, "w").await.expect("claimed");
+            ran.push(claim.scheduled_for);
+            app.schedules()
+                .finish(&claim, Some("w"), &succeeded(), 3)
+                .await
+                .unwrap();
+        }
+        assert_eq!(ran.len(), expected_runs, "{overlap}: {ran:?}");
+        if overlap == Overlap::BufferAll {
+            let expected: Vec<i64> = (0..4).map(|k| first.scheduled_for + k * 60_000).collect();
+            assert_eq!(ran, expected, "each in turn, oldest first");
+        }
+        let runs = app.schedules().runs(&op(), &id, 10).await.unwrap();
+        assert!(
+            runs.iter().all(|r| r.status == RunStatus::Succeeded),
+            "{runs:?}"
+        );
+    }
 }
