@@ -93,6 +93,9 @@ pub struct ScheduleSpec {
     /// occurrence that every worker agrees on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<String>,
+    /// An occurrence missed longer ago than this (`6h`) is recorded as skipped, not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up_window: Option<String>,
 }
 
 impl ScheduleSpec {
@@ -118,6 +121,7 @@ text_enum!(
         MaxRuns => "max_runs",
         Skip => "skip",
         Jitter => "jitter",
+        CatchUpWindow => "catch_up_window",
     }
 );
 
@@ -168,6 +172,8 @@ pub struct SchedulePatch {
     pub skip: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up_window: Option<String>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

@@ -521,3 +521,56 @@ async fn buffer_all_runs_every_occurrence_that_came_due_behind_a_run_in_turn() {
         );
     }
 }
+
+#[tokio::test]
+async fn occurrences_missed_longer_ago_than_the_catch_up_window_are_skipped_and_recorded() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = hourly();
+    spec.catch_up = Some(CatchUp::All);
+    spec.catch_up_window = Some("150m".into());
+    let s = add(&app, spec).await.unwrap();
+    // Down from 08:00 until 13:30: 09:00 to 13:00 were missed.
+    clock.advance_ms(5 * HOUR + HOUR / 2);
+    while let Some(due) = get(&app, &s.schedule_id).await.next_run_at {
+        if due > clock.now_ms() {
+            break;
+        }
+        if let Some(claim) = claim_now(&app, &s.schedule_id, "w").await {
+            app.schedules()
+                .finish(&claim, Some("w"), &succeeded(), 3)
+                .await
+                .unwrap();
+        }
+    }
+    let mut runs = app
+        .schedules()
+        .runs(&op(), &s.schedule_id, 20)
+        .await
+        .unwrap();
+    runs.sort_by_key(|r| r.scheduled_for);
+    let seen: Vec<(i64, RunStatus)> = runs
+        .iter()
+        .map(|r| ((r.scheduled_for - START) / HOUR, r.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, RunStatus::Skipped),
+            (2, RunStatus::Skipped),
+            (3, RunStatus::Succeeded),
+            (4, RunStatus::Succeeded),
+            (5, RunStatus::Succeeded),
+        ],
+        "older than 150 minutes at 13:30: skipped and recorded; the rest run"
+    );
+    assert!(runs[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("catch_up_window"));
+
+    let mut bad = hourly();
+    bad.catch_up_window = Some("forever".into());
+    let err = add(&app, bad).await.unwrap_err();
+    assert!(err.to_string().contains("catch_up_window"), "{err}");
+}

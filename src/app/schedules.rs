@@ -89,6 +89,7 @@ impl App {
                 ClearField::MaxRuns => patch.max_runs.is_some(),
                 ClearField::Skip => patch.skip.is_some(),
                 ClearField::Jitter => patch.jitter.is_some(),
+                ClearField::CatchUpWindow => patch.catch_up_window.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -193,6 +194,10 @@ impl App {
         if let Some(jitter) = &patch.jitter {
             new.jitter_secs = Some(parse_duration(jitter).map_err(bound_error("jitter"))?);
         }
+        if let Some(window) = &patch.catch_up_window {
+            new.catch_up_window_secs =
+                Some(parse_duration(window).map_err(bound_error("catch_up_window"))?);
+        }
         for cleared in &patch.clear {
             match cleared {
                 ClearField::Name => new.name = None,
@@ -208,6 +213,7 @@ impl App {
                 ClearField::MaxRuns => new.bounds.max_runs = None,
                 ClearField::Skip => new.bounds.skip.clear(),
                 ClearField::Jitter => new.jitter_secs = None,
+                ClearField::CatchUpWindow => new.catch_up_window_secs = None,
             }
         }
         // New bounds or jitter move the next run as a new cadence does.

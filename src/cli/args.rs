@@ -416,7 +416,7 @@ pub struct EditArgs {
     #[command(flatten)]
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
-    /// starts_at, ends_at, max_runs, skip or jitter (repeatable).
+    /// starts_at, ends_at, max_runs, skip, jitter or catch_up_window (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -483,6 +483,9 @@ pub struct ScheduleFlags {
     /// occurrence that every worker agrees on.
     #[arg(long)]
     pub jitter: Option<String>,
+    /// An occurrence missed longer ago than this (6h) is recorded as skipped, not run.
+    #[arg(long)]
+    pub catch_up_window: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

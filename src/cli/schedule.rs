@@ -204,6 +204,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         max_runs: f.max_runs,
         skip: f.skip,
         jitter: f.jitter,
+        catch_up_window: f.catch_up_window,
     })
 }
 
@@ -239,6 +240,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         max_runs: f.max_runs,
         skip: (!f.skip.is_empty()).then_some(f.skip),
         jitter: f.jitter,
+        catch_up_window: f.catch_up_window,
         clear,
     })
 }

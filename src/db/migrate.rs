@@ -74,6 +74,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "overlap_policies",
         sql: include_str!("../../migrations/0012_overlap_policies.sql"),
     },
+    Migration {
+        version: 13,
+        name: "catch_up_window",
+        sql: include_str!("../../migrations/0013_catch_up_window.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -123,6 +123,11 @@ pub fn to_new_schedule(
         .as_deref()
         .map(|j| parse_duration(j).map_err(bound_error("jitter")))
         .transpose()?;
+    new.catch_up_window_secs = spec
+        .catch_up_window
+        .as_deref()
+        .map(|w| parse_duration(w).map_err(bound_error("catch_up_window")))
+        .transpose()?;
     Ok(new)
 }
 

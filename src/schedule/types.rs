@@ -55,6 +55,8 @@ pub struct NewSchedule {
     pub bounds: Bounds,
     /// Each occurrence runs a fixed offset in `[0, jitter_secs)` after its time.
     pub jitter_secs: Option<i64>,
+    /// An occurrence missed longer ago than this is skipped, not run.
+    pub catch_up_window_secs: Option<i64>,
 }
 
 impl NewSchedule {
@@ -82,6 +84,7 @@ impl NewSchedule {
             channel_context_id: None,
             bounds: Bounds::default(),
             jitter_secs: None,
+            catch_up_window_secs: None,
         }
     }
 }
@@ -107,6 +110,7 @@ impl From<&Schedule> for NewSchedule {
             channel_context_id: s.channel_context_id.clone(),
             bounds: s.bounds.clone(),
             jitter_secs: s.jitter_secs,
+            catch_up_window_secs: s.catch_up_window_secs,
         }
     }
 }
@@ -144,6 +148,7 @@ pub struct Schedule {
     /// The nominal time (the identity) of the occurrence due at `next_run_at`, when
     /// jitter moved it; `None`: the same as `next_run_at`.
     pub next_nominal_at: Option<i64>,
+    pub catch_up_window_secs: Option<i64>,
 }
 
 impl Schedule {

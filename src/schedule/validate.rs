@@ -54,6 +54,9 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
         input::check_text("when", text, input::MAX_QUERY_BYTES, Lines::One)?;
     }
     input::check_range("max_attempts", new.max_attempts, 1..=MAX_ATTEMPTS)?;
+    if let Some(window) = new.catch_up_window_secs {
+        input::check_range("catch_up_window", window, 1..=input::MAX_DURATION_SECS)?;
+    }
     if new.overlap == super::types::Overlap::CancelOther
         && new.catch_up == super::types::CatchUp::All
     {

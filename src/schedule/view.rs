@@ -123,6 +123,8 @@ pub struct ScheduleView {
     pub runs_left: Option<i64>,
     /// Each run starts up to this many seconds after its time, the same for every worker.
     pub jitter_secs: Option<i64>,
+    /// An occurrence missed longer ago than this many seconds is skipped, not run.
+    pub catch_up_window_secs: Option<i64>,
     /// Dates and cron expressions whose occurrences are skipped, in the schedule's zone.
     pub skip: Vec<String>,
     /// The next occurrences, first `next_run_at`.
@@ -182,6 +184,7 @@ impl ScheduleView {
             max_runs: schedule.bounds.max_runs,
             runs_left,
             jitter_secs: schedule.jitter_secs,
+            catch_up_window_secs: schedule.catch_up_window_secs,
             skip: schedule.bounds.skip.clone(),
             next_runs,
         }

@@ -109,6 +109,8 @@ impl ScheduleStore {
             Some("the previous run was still running (overlap = skip)")
         } else if schedule.catch_up == CatchUp::Skip && missed(schedule, scheduled_for, now) {
             Some("missed while no worker was running (catch_up = skip)")
+        } else if too_old(schedule, due, now) {
+            Some("missed longer ago than its catch_up_window")
         } else {
             None
         };
@@ -216,6 +218,14 @@ async fn record_skipped(
     Ok(())
 }
 
+/// True when an occurrence due at `due` was missed longer ago than the schedule's
+/// `catch_up_window`.
+fn too_old(schedule: &Schedule, due: i64, now: i64) -> bool {
+    schedule
+        .catch_up_window_secs
+        .is_some_and(|window| now.saturating_sub(due) > window.saturating_mul(1000))
+}
+
 /// True when `scheduled_for` was missed: a later occurrence is already due.
 fn missed(schedule: &Schedule, scheduled_for: i64, now: i64) -> bool {
     schedule
@@ -269,6 +279,8 @@ fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim 
         true => {
             let missed = missed_since(cadence, scheduled_for, now);
             let bounded = !schedule.bounds.is_unbounded();
+            // Those missed longer ago than the catch-up window come next too: each is
+            // recorded as skipped by its own claim.
             let next_missed = missed
                 .recent
                 .iter()
@@ -454,6 +466,7 @@ mod tests {
             runs_started: 0,
             jitter_secs: None,
             next_nominal_at: None,
+            catch_up_window_secs: None,
         }
     }
 

@@ -14,9 +14,9 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     cadence_text, source, notify, overlap, catch_up, max_attempts, timeout_secs, max_turns,
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
-    max_runs, skip_json, jitter_secs, next_nominal_at)
+    max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -93,7 +93,8 @@ impl ScheduleStore {
                 new.bounds.max_runs,
                 skip_json(&new.bounds)?,
                 new.jitter_secs,
-                nominal
+                nominal,
+                new.catch_up_window_secs
             ],
         )
         .await?;

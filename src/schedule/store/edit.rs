@@ -21,7 +21,7 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     cadence_text = ?5, notify = ?6, overlap = ?7, catch_up = ?8, max_attempts = ?9,
     timeout_secs = ?10, max_turns = ?11, max_cost = ?12, channel_id = ?13,
     channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
-    max_runs = ?20, skip_json = ?21, jitter_secs = ?22,
+    max_runs = ?20, skip_json = ?21, jitter_secs = ?22, catch_up_window_secs = ?24,
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
@@ -144,7 +144,8 @@ impl ScheduleStore {
                 new.bounds.max_runs,
                 super::create::skip_json(&new.bounds)?,
                 new.jitter_secs,
-                nominal
+                nominal,
+                new.catch_up_window_secs
             ],
         )
         .await?;

@@ -58,7 +58,7 @@ impl FromRow for Schedule {
         overlap, catch_up, max_attempts, timeout_secs, max_turns, max_cost, status, status_reason,
         created_at, updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures,
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
-        jitter_secs, next_nominal_at";
+        jitter_secs, next_nominal_at, catch_up_window_secs";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -106,6 +106,7 @@ impl FromRow for Schedule {
             runs_started: row.get(28)?,
             jitter_secs: row.get(29)?,
             next_nominal_at: row.get(30)?,
+            catch_up_window_secs: row.get(31)?,
         })
     }
 }
