@@ -146,6 +146,11 @@ impl Bounds {
         if self.ends_at.is_some_and(|end| end <= now_ms) {
             return Err(InputError::new("ends_at", "is in the past"));
         }
+        // A schedule must run within ten years, like any cadence.
+        let horizon = now_ms.saturating_add(crate::input::MAX_DURATION_SECS.saturating_mul(1000));
+        if self.starts_at.is_some_and(|start| start > horizon) {
+            return Err(InputError::new("starts_at", "is more than 10 years ahead"));
+        }
         Ok(())
     }
 }
@@ -252,6 +257,10 @@ mod tests {
             },
             Bounds {
                 ends_at: Some(now - 1),
+                ..Default::default()
+            },
+            Bounds {
+                starts_at: Some(now + 11 * 365 * 86_400_000),
                 ..Default::default()
             },
         ];
