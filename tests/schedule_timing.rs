@@ -574,3 +574,100 @@ async fn occurrences_missed_longer_ago_than_the_catch_up_window_are_skipped_and_
     let err = add(&app, bad).await.unwrap_err();
     assert!(err.to_string().contains("catch_up_window"), "{err}");
 }
+
+#[tokio::test]
+async fn a_one_shot_run_now_early_runs_once_and_completes() {
+    let (_dir, app, clock) = setup().await;
+    let once = add(
+        &app,
+        ScheduleSpec {
+            goal: "remind me".into(),
+            at: Some("2027-01-15T18:00:00Z".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let id = once.schedule_id;
+    let due = app.schedules().run_now(&op(), &id).await.unwrap();
+    assert_eq!(due.next_run_at, Some(clock.now_ms()));
+    let claim = claim_now(&app, &id, "w").await.expect("claimed now");
+    assert_eq!(claim.scheduled_for, START + 10 * HOUR, "its own occurrence");
+    let err: Error = app
+        .schedules()
+        .run_now(&op(), &id)
+        .await
+        .unwrap_err()
+        .into();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    app.schedules()
+        .finish(&claim, Some("w"), &succeeded(), 3)
+        .await
+        .unwrap();
+    let done = get(&app, &id).await;
+    assert_eq!(done.status, ScheduleStatus::Completed);
+    assert_eq!(done.next_run_at, None, "it does not run again at 18:00");
+}
+
+#[tokio::test]
+async fn a_schedule_at_its_run_limit_gets_no_more_runs_from_resume_or_edit() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = hourly();
+    spec.max_runs = Some(1);
+    let s = add(&app, spec).await.unwrap();
+    let id = s.schedule_id.clone();
+    let due = s.next_run_at.unwrap();
+    clock.advance_ms(due - clock.now_ms());
+    let claim = claim_now(&app, &id, "w").await.expect("the one run");
+    // Paused during its last run, then resumed: nothing left to run.
+    app.schedules().pause(&op(), &id, None).await.unwrap();
+    app.schedules()
+        .finish(&claim, Some("w"), &succeeded(), 3)
+        .await
+        .unwrap();
+    let resumed = app.schedules().resume(&op(), &id).await.unwrap();
+    assert_eq!(resumed.status, ScheduleStatus::Completed);
+    assert_eq!(resumed.next_run_at, None);
+    // New skip dates or jitter do not bring it back; a higher limit does.
+    for patch in [
+        SchedulePatch {
+            skip: Some(vec!["2027-12-25".into()]),
+            ..Default::default()
+        },
+        SchedulePatch {
+            jitter: Some("5m".into()),
+            ..Default::default()
+        },
+    ] {
+        let edited = app.edit_schedule(&op(), &id, &patch).await.unwrap();
+        assert_eq!(edited.status, ScheduleStatus::Completed, "{patch:?}");
+        assert_eq!(edited.next_run_at, None, "{patch:?}");
+    }
+    let more = SchedulePatch {
+        max_runs: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(
+        app.edit_schedule(&op(), &id, &more).await.unwrap().status,
+        ScheduleStatus::Active
+    );
+}
+
+#[tokio::test]
+async fn buffer_all_queues_behind_runs_but_not_across_an_outage() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(&app, every_minute(Overlap::BufferAll)).await.unwrap();
+    let id = s.schedule_id.clone();
+    // Down for ten minutes after the first occurrence was due: catch_up = "once" folds
+    // them into one run, then the cadence goes on from now.
+    clock.advance_ms(s.next_run_at.unwrap() - clock.now_ms() + 10 * 60_000);
+    let claim = claim_now(&app, &id, "w")
+        .await
+        .expect("one run for the outage");
+    app.schedules()
+        .finish(&claim, Some("w"), &succeeded(), 3)
+        .await
+        .unwrap();
+    let next = get(&app, &id).await.next_run_at.unwrap();
+    assert!(next > clock.now_ms(), "nothing more is due: {next}");
+}

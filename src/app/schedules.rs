@@ -13,7 +13,7 @@ use crate::schedule::cadence::{parse_duration, parse_zone};
 use crate::schedule::spec::{bound_error, to_new_schedule, CadenceSpec, ScheduleSpec};
 use crate::schedule::store::Edited;
 use crate::schedule::types::{NewSchedule, Schedule, Source};
-use crate::schedule::{Result, ScheduleError};
+use crate::schedule::{Cadence, Result, ScheduleError};
 use crate::spec::{ClearField, SchedulePatch};
 
 impl App {
@@ -116,9 +116,12 @@ impl App {
         let mut new = NewSchedule::from(current);
         let zone = current.cadence.zone();
         let field = |field: &'static str| move |source| ScheduleError::Cadence { field, source };
-        let cadence_changed = if patch.cadences_given() == 1
-            || (patch.tz.is_some() && new.cadence_text.is_some())
-        {
+        // Words that describe a recurring cadence are read again in a new zone; a
+        // one-shot keeps its instant ("in 2 hours" must not move).
+        let words_again = patch.tz.is_some()
+            && new.cadence_text.is_some()
+            && !matches!(new.cadence, Cadence::Once { .. });
+        let cadence_changed = if patch.cadences_given() == 1 || words_again {
             // A new cadence, or words read again in the new zone.
             let text = new.cadence_text.clone();
             let spec = CadenceSpec {

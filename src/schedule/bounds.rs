@@ -17,9 +17,10 @@ use crate::input::{printable, InputError};
 pub const MAX_SKIP_ENTRIES: usize = 400;
 /// Most runs `max_runs` may allow.
 pub const MAX_RUNS: i64 = 1_000_000;
-/// Occurrences passed over in a row (skipped dates) before a schedule counts as one that
-/// never runs again: bounds the walk when a skip list covers everything.
-const MAX_SKIPPED_IN_A_ROW: usize = 10_000;
+/// Steps of the walk past skipped occurrences before a schedule counts as one that never
+/// runs again: bounds it when a skip list covers everything. A skipped whole day is one
+/// step (the walk jumps to its end), so this is decades of skipped days.
+const MAX_SKIPPED_IN_A_ROW: usize = 100_000;
 
 /// A schedule's window, run limit and skipped dates.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -37,7 +38,11 @@ pub struct Bounds {
 /// A `skip` entry, read.
 enum SkipRule {
     Date(NaiveDate),
-    Cron(CronSpec),
+    /// `whole_day`: minute and hour are `*`, so a day it matches is skipped whole.
+    Cron {
+        spec: CronSpec,
+        whole_day: bool,
+    },
 }
 
 impl SkipRule {
@@ -47,8 +52,9 @@ impl SkipRule {
             return Ok(SkipRule::Date(date));
         }
         if entry.split_whitespace().count() == 5 {
+            let whole_day = entry.split_whitespace().take(2).all(|field| field == "*");
             return CronSpec::parse(entry)
-                .map(SkipRule::Cron)
+                .map(|spec| SkipRule::Cron { spec, whole_day })
                 .map_err(|e| e.to_string());
         }
         Err(format!(
@@ -61,7 +67,7 @@ impl SkipRule {
     fn covers(&self, at: DateTime<Utc>, tz: Tz) -> bool {
         match self {
             SkipRule::Date(date) => at.with_timezone(&tz).date_naive() == *date,
-            SkipRule::Cron(spec) => {
+            SkipRule::Cron { spec, .. } => {
                 // The minute `at` falls in matches when the expression's first time after
                 // the minute before it is that minute.
                 let minute = at.timestamp() - at.timestamp().rem_euclid(60);
@@ -98,10 +104,12 @@ impl Bounds {
             if self.ends_at.is_some_and(|end| next > end) {
                 return None;
             }
-            if !covered(&rules, next, tz) {
-                return Some(next);
+            match covered(&rules, next, tz) {
+                None => return Some(next),
+                // The rest of a skipped day is skipped too: go on from its last moment.
+                Some(true) => t = end_of_local_day(next, tz).max(next),
+                Some(false) => t = next,
             }
-            t = next;
         }
         None
     }
@@ -155,11 +163,36 @@ impl Bounds {
     }
 }
 
-fn covered(rules: &[SkipRule], at_ms: i64, tz: Tz) -> bool {
-    let Some(at) = DateTime::<Utc>::from_timestamp_millis(at_ms) else {
-        return false;
-    };
-    rules.iter().any(|rule| rule.covers(at, tz))
+/// Whether a rule skips the occurrence at `at_ms` (`None`: none does), and whether one
+/// that does skips its whole day.
+fn covered(rules: &[SkipRule], at_ms: i64, tz: Tz) -> Option<bool> {
+    let at = DateTime::<Utc>::from_timestamp_millis(at_ms)?;
+    let mut found = None;
+    for rule in rules.iter().filter(|rule| rule.covers(at, tz)) {
+        let whole_day = matches!(
+            rule,
+            SkipRule::Date(_)
+                | SkipRule::Cron {
+                    whole_day: true,
+                    ..
+                }
+        );
+        if whole_day {
+            return Some(true);
+        }
+        found = Some(false);
+    }
+    found
+}
+
+/// The last millisecond of the local day `at_ms` falls on, in `tz`.
+fn end_of_local_day(at_ms: i64, tz: Tz) -> i64 {
+    DateTime::<Utc>::from_timestamp_millis(at_ms)
+        .and_then(|at| at.with_timezone(&tz).date_naive().succ_opt())
+        .and_then(|next_day| next_day.and_hms_opt(0, 0, 0))
+        .map_or(at_ms, |midnight| {
+            resolve_local(midnight, tz).timestamp_millis() - 1
+        })
 }
 
 /// Reads a bound: an instant (RFC 3339, or `YYYY-MM-DD HH:MM` in `tz`), or a date in `tz`,
@@ -219,6 +252,23 @@ mod tests {
         assert_eq!(days, ["01-06 09:00", "01-08 09:00"]);
         assert!(bounds.admits(&cadence, runs[0]));
         assert!(!bounds.admits(&cadence, runs[0] + 86_400_000), "the 7th");
+    }
+
+    #[test]
+    fn a_long_run_of_skipped_days_is_walked_a_day_at_a_time() {
+        // Every minute, but not from the 20th to the end of December: 17,000 minutes.
+        let every_minute = Cadence::Interval {
+            every_secs: 60,
+            anchor: JAN_1_2027,
+            tz: "UTC".into(),
+        };
+        let bounds = Bounds {
+            skip: vec!["* * 20-31 12 *".into()],
+            ..Default::default()
+        };
+        // 2027-12-19T23:59Z: the next run is 2028-01-01T00:00Z.
+        let next = bounds.next_after(&every_minute, 1_829_260_740_000);
+        assert_eq!(next, Some(1_830_297_600_000));
     }
 
     #[test]

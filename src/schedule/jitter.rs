@@ -52,10 +52,16 @@ pub fn check(jitter_secs: Option<i64>, cadence: &Cadence, now_ms: i64) -> Result
     };
     crate::input::check_range("jitter", jitter, 1..=MAX_JITTER_SECS)?;
     if let Some(gap) = shortest_gap_secs(cadence, now_ms) {
-        if jitter >= gap {
+        // A day-long gap in local time loses an hour on a daylight-saving day, which the
+        // occurrences looked at may not include: keep that hour free.
+        let room = if gap > 2 * 3600 { gap - 3600 } else { gap };
+        if jitter >= room {
             return Err(InputError::new(
                 "jitter",
-                format!("{jitter}s is not shorter than the {gap}s between occurrences"),
+                format!(
+                    "{jitter}s leaves no room between occurrences {gap}s apart (at most {}s)",
+                    room - 1
+                ),
             ));
         }
     }

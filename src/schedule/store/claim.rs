@@ -107,7 +107,10 @@ impl ScheduleStore {
         let run_id = ids::new_id("run");
         let skip_reason = if running > 0 && schedule.overlap == Overlap::Skip {
             Some("the previous run was still running (overlap = skip)")
-        } else if schedule.catch_up == CatchUp::Skip && missed(schedule, scheduled_for, now) {
+        } else if schedule.catch_up == CatchUp::Skip
+            && missed(schedule, scheduled_for, now)
+            && !queued_behind_run(schedule, scheduled_for)
+        {
             Some("missed while no worker was running (catch_up = skip)")
         } else if too_old(schedule, due, now) {
             Some("missed longer ago than its catch_up_window")
@@ -269,40 +272,54 @@ impl PassedOver {
 /// Where `next_run_at` goes once `scheduled_for` is claimed, by the catch-up policy.
 fn after_claim(schedule: &Schedule, scheduled_for: i64, now: i64) -> AfterClaim {
     let cadence = &schedule.cadence;
-    // overlap = "buffer_all" queues every occurrence that came due behind a run, as
-    // catch_up = "all" does those missed while no worker ran: each in turn, at most the
-    // last 100.
-    let each_in_turn = schedule.catch_up == CatchUp::All || schedule.overlap == Overlap::BufferAll;
-    match each_in_turn {
-        // Each missed occurrence runs in turn, but never more than the last 100; those
-        // on skipped dates or outside the window are not missed.
-        true => {
-            let missed = missed_since(cadence, scheduled_for, now);
-            let bounded = !schedule.bounds.is_unbounded();
-            // Those missed longer ago than the catch-up window come next too: each is
-            // recorded as skipped by its own claim.
-            let next_missed = missed
-                .recent
-                .iter()
-                .copied()
-                .find(|&t| !bounded || schedule.bounds.admits(cadence, t));
-            AfterClaim {
-                next: next_missed.or_else(|| {
-                    if bounded {
-                        schedule.next_after(now)
-                    } else {
-                        missed.after_now
-                    }
-                }),
-                passed_over: missed.passed_over,
-            }
-        }
+    let fold = || AfterClaim {
         // Missed occurrences fold into this one; the next is the first one after now.
-        false => AfterClaim {
-            next: schedule.next_after(now.max(scheduled_for)),
-            passed_over: None,
-        },
+        next: schedule.next_after(now.max(scheduled_for)),
+        passed_over: None,
+    };
+    let each_in_turn = schedule.catch_up == CatchUp::All || schedule.overlap == Overlap::BufferAll;
+    if !each_in_turn {
+        return fold();
     }
+    let missed = missed_since(cadence, scheduled_for, now);
+    // Those on skipped dates or outside the window are not missed. Those missed longer ago
+    // than the catch-up window come next too: each is recorded as skipped by its claim.
+    let bounded = !schedule.bounds.is_unbounded();
+    let admitted = |t: i64| !bounded || schedule.bounds.admits(cadence, t);
+    if schedule.catch_up != CatchUp::All {
+        // overlap = "buffer_all" alone: the occurrences that came due while a run was
+        // going wait and run in turn; the rest follow the catch-up policy.
+        return match missed
+            .recent
+            .iter()
+            .copied()
+            .find(|&t| admitted(t) && queued_behind_run(schedule, t))
+        {
+            Some(queued) => AfterClaim {
+                next: Some(queued),
+                passed_over: None,
+            },
+            None => fold(),
+        };
+    }
+    // catch_up = "all": each missed occurrence runs in turn, never more than the last 100.
+    let next_missed = missed.recent.iter().copied().find(|&t| admitted(t));
+    AfterClaim {
+        next: next_missed.or_else(|| {
+            if bounded {
+                schedule.next_after(now)
+            } else {
+                missed.after_now
+            }
+        }),
+        passed_over: missed.passed_over,
+    }
+}
+
+/// Whether the occurrence at `t` waited behind a run (`overlap = "buffer_all"`): it came
+/// due before the last run finished.
+fn queued_behind_run(schedule: &Schedule, t: i64) -> bool {
+    schedule.overlap == Overlap::BufferAll && schedule.last_run_at.is_some_and(|last| last >= t)
 }
 
 /// The occurrences after `scheduled_for` that are already due at `now`.

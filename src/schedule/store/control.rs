@@ -59,7 +59,13 @@ impl ScheduleStore {
             )));
         }
         let now = self.clock.now_ms();
+        let ran_all = schedule
+            .bounds
+            .max_runs
+            .is_some_and(|max| schedule.runs_started >= max);
         let next = match &schedule.cadence {
+            // It has run all the runs max_runs allows.
+            _ if ran_all => None,
             // Its occurrence keeps its time (and identity); due at once when it passed.
             Cadence::Once { at, .. } if schedule.last_run_at.is_none() => Some(*at),
             _ => schedule.next_after(now),
@@ -100,16 +106,28 @@ impl ScheduleStore {
         }
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        conn.execute(
-            // Due now, as itself: an occurrence moved earlier is now's, not its nominal time's.
-            "UPDATE schedules SET next_run_at = min(coalesce(next_run_at, ?2), ?2),
-             next_nominal_at = CASE WHEN coalesce(next_run_at, ?2) > ?2 THEN NULL
-                                    ELSE next_nominal_at END,
-             updated_at = ?2
-             WHERE schedule_id = ?1",
-            libsql::params![schedule_id, now],
-        )
-        .await?;
+        // Due now. Which occurrence that is: a one-shot's own (it has one occurrence, which
+        // must not run twice); an occurrence whose time has passed (only jitter held it
+        // back) stays itself; otherwise an occurrence of its own, at now.
+        let changed = conn
+            .execute(
+                "UPDATE schedules SET next_run_at = min(coalesce(next_run_at, ?2), ?2),
+                 next_nominal_at = CASE
+                     WHEN json_extract(cadence_json, '$.kind') = 'once'
+                         THEN coalesce(next_nominal_at, next_run_at)
+                     WHEN coalesce(next_nominal_at, next_run_at, ?2) > ?2 THEN NULL
+                     ELSE coalesce(next_nominal_at, next_run_at) END,
+                 updated_at = ?2
+                 WHERE schedule_id = ?1
+                 AND NOT (json_extract(cadence_json, '$.kind') = 'once' AND next_run_at IS NULL)",
+                libsql::params![schedule_id, now],
+            )
+            .await?;
+        if changed == 0 {
+            return Err(ScheduleError::State(format!(
+                "schedule `{schedule_id}` is a one-shot whose run has already started"
+            )));
+        }
         self.load(schedule_id).await
     }
 

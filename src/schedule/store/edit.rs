@@ -25,11 +25,14 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
-    consecutive_failures = CASE WHEN ?16 AND status IN ('completed', 'failed') THEN 0
+    consecutive_failures = CASE WHEN ?25 AND status IN ('completed', 'failed') THEN 0
                                 ELSE consecutive_failures END,
-    status_reason = CASE WHEN ?16 AND status IN ('completed', 'failed') THEN NULL
+    status_reason = CASE WHEN ?25 AND status IN ('completed', 'failed') THEN NULL
+                         WHEN ?26 AND status = 'active' THEN 'ran the runs max_runs allows'
                          ELSE status_reason END,
-    status = CASE WHEN ?16 AND status IN ('completed', 'failed') THEN 'active' ELSE status END
+    status = CASE WHEN ?25 AND status IN ('completed', 'failed') THEN 'active'
+                  WHEN ?26 AND status = 'active' THEN 'completed'
+                  ELSE status END
     WHERE schedule_id = ?1";
 
 impl ScheduleStore {
@@ -95,7 +98,15 @@ impl ScheduleStore {
         if edited.cadence_changed {
             check_cadence(new, now, &self.limits)?;
         }
+        // Runs it has made that still count against its limit (a limit set anew counts
+        // from now): at the limit, no new timing gives it another run.
+        let counted = match (new.bounds.max_runs, current.bounds.max_runs) {
+            (Some(_), Some(_)) => current.runs_started,
+            _ => 0,
+        };
+        let ran_all = new.bounds.max_runs.is_some_and(|max| counted >= max);
         let reactivated = edited.cadence_changed
+            && !ran_all
             && matches!(
                 current.status,
                 ScheduleStatus::Completed | ScheduleStatus::Failed
@@ -117,8 +128,8 @@ impl ScheduleStore {
         }
         let cadence_json = serde_json::to_string(&new.cadence)
             .map_err(|e| InputError::new("cadence", format!("cannot be stored: {e}")))?;
-        let (due, nominal) =
-            super::create::next_due(&current.schedule_id, new, new.next_after(now));
+        let next = new.next_after(now).filter(|_| !ran_all);
+        let (due, nominal) = super::create::next_due(&current.schedule_id, new, next);
         tx.execute(
             UPDATE,
             libsql::params![
@@ -145,7 +156,9 @@ impl ScheduleStore {
                 super::create::skip_json(&new.bounds)?,
                 new.jitter_secs,
                 nominal,
-                new.catch_up_window_secs
+                new.catch_up_window_secs,
+                reactivated,
+                edited.cadence_changed && ran_all
             ],
         )
         .await?;
