@@ -20,6 +20,10 @@ text_enum!(
     CatchUp { Once => "once", Skip => "skip", All => "all" }
 );
 text_enum!(
+    /// Which ends of an upstream schedule's run start a run of the schedule that follows it.
+    ChainOn { Succeeded => "succeeded", Failed => "failed", Finished => "finished" }
+);
+text_enum!(
     /// When the user is told about a run.
     NotifyPolicy {
         Always => "always",
@@ -96,15 +100,28 @@ pub struct ScheduleSpec {
     /// An occurrence missed longer ago than this (`6h`) is recorded as skipped, not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up_window: Option<String>,
+    /// No cadence of its own: it runs only when triggered, or after the schedule it
+    /// follows (`after`). Given instead of `cron`, `every`, `at` and `when`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub triggered: bool,
+    /// The id of a schedule of the same user this one follows: each of its runs that
+    /// ends as `on` says starts one run of this one, with its output as input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Which of the upstream's runs start one (default `succeeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<ChainOn>,
 }
 
 impl ScheduleSpec {
-    /// How many of the four ways of giving a cadence are used (one is right).
+    /// How many of the ways of giving a cadence are used (one is right; none when the
+    /// schedule follows another).
     pub fn cadences_given(&self) -> usize {
         [&self.cron, &self.every, &self.at, &self.when]
             .iter()
             .filter(|c| c.is_some())
             .count()
+            + usize::from(self.triggered)
     }
 }
 
@@ -122,6 +139,7 @@ text_enum!(
         Skip => "skip",
         Jitter => "jitter",
         CatchUpWindow => "catch_up_window",
+        After => "after",
     }
 );
 
@@ -174,18 +192,28 @@ pub struct SchedulePatch {
     pub jitter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up_window: Option<String>,
+    /// `true`: no cadence of its own from now on (runs only when triggered or after its
+    /// upstream); counts as giving a cadence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggered: Option<bool>,
+    /// Follow this schedule (with `on`, default `succeeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<ChainOn>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,
 }
 
 impl SchedulePatch {
-    /// How many of the four ways of giving a cadence are used (none or one is right).
+    /// How many of the ways of giving a cadence are used (none or one is right).
     pub fn cadences_given(&self) -> usize {
         [&self.cron, &self.every, &self.at, &self.when]
             .iter()
             .filter(|c| c.is_some())
             .count()
+            + usize::from(self.triggered == Some(true))
     }
 
     /// Whether it changes nothing at all.

@@ -167,6 +167,32 @@ async fn rebuilding_the_schedules_table_keeps_schedules_runs_cascade_and_trigger
     .unwrap()
     .unwrap();
     assert_eq!(run, "done7");
+    // The runs table, rebuilt again by 0014: a run kept is the cadence's, and an
+    // occurrence still has one run at most (a triggered run beside it is another).
+    let origin: String = query_scalar(
+        &conn,
+        "SELECT origin FROM schedule_runs WHERE run_id = 'run-1'",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(origin, "cadence");
+    assert!(conn
+        .execute(
+            "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+             VALUES ('run-2', 'sch-1', 4, 'succeeded')",
+            (),
+        )
+        .await
+        .is_err());
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, origin, event_id)
+         VALUES ('run-3', 'sch-1', 4, 'succeeded', 'trigger', 'evt-1')",
+        (),
+    )
+    .await
+    .unwrap();
     // The new policies are accepted; the change counter still moves; deleting a schedule
     // still deletes its runs.
     let version = |conn| async move {

@@ -70,6 +70,7 @@ fn request(user: &str) -> GoalRequest {
         context: "Relevant notes: none".into(),
         max_turns: 4,
         max_cost: None,
+        input: None,
     }
 }
 
@@ -99,6 +100,42 @@ async fn http_goal_protocol_round_trip() {
         assert!(body[key].is_string(), "{key} missing from {body}");
     }
     assert_eq!(body["goal"], "check the weather");
+}
+
+/// A run started by an event carries its input: the goal protocol as an `input` field,
+/// the OpenAI one as a user message after the goal; both transcripts keep it.
+#[tokio::test]
+async fn a_runs_input_reaches_both_runtimes_beside_the_goal() {
+    let (_dir, memory) = common::fresh().await;
+    let mut with_input = request("u");
+    with_input.input = Some("webhook: order 7 shipped".into());
+
+    let (url, seen) = serve("/goal", |_, _| Json(json!({"output": "noted"})).into_response()).await;
+    let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
+    let outcome = runtime.run_goal(&with_input, &memory).await;
+    assert_eq!(outcome.error, None);
+    let body = seen.lock().unwrap()[0].clone();
+    assert_eq!(body["input"], "webhook: order 7 shipped");
+    assert_eq!(body["goal"], "check the weather");
+    assert_eq!(outcome.transcript[1].content, "webhook: order 7 shipped");
+    // Without one, there is no `input` key at all.
+    runtime.run_goal(&request("u"), &memory).await;
+    assert!(seen.lock().unwrap()[1].get("input").is_none());
+
+    let (url, seen) = serve("/v1/chat/completions", |_, _| {
+        Json(json!({"choices": [{"message": {"role": "assistant", "content": "done"}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+        .into_response()
+    })
+    .await;
+    let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+    let outcome = runtime.run_goal(&with_input, &memory).await;
+    assert_eq!(outcome.error, None);
+    let messages = seen.lock().unwrap()[0]["messages"].clone();
+    assert_eq!(messages[1]["content"], "check the weather");
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(messages[2]["content"], "webhook: order 7 shipped");
+    assert_eq!(outcome.transcript[1].content, "webhook: order 7 shipped");
 }
 
 #[tokio::test]

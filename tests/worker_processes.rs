@@ -1,6 +1,8 @@
 //! `nightshift run` as real processes on one database file, against a fake agent runtime
 //! on 127.0.0.1: CLI changes reach a running worker, a worker killed with SIGKILL has its
-//! occurrence recovered by another, and two workers never run an occurrence twice.
+//! occurrence recovered by another, two workers never run an occurrence twice, a trigger
+//! repeated with one idempotency key from two processes starts one run, and a chain of
+//! three runs each link once with its upstream's output while a worker is killed.
 
 mod common;
 
@@ -17,15 +19,27 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-/// Calls per run id, and how long the first call of each run should hang.
+/// Calls per run id, how long the first call of each run should hang (of every run, or
+/// only of runs of the goal `hang_goal`), and every request's goal and input.
 #[derive(Clone, Default)]
 struct FakeRuntime {
     calls: Arc<Mutex<HashMap<String, u32>>>,
     hang_first: Arc<Mutex<Option<Duration>>>,
+    hang_goal: Arc<Mutex<Option<String>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
 }
+
+/// One call the runtime received: its run id, goal and input.
+type Request = (String, String, Option<String>);
 
 async fn goal(State(fake): State<FakeRuntime>, Json(body): Json<Value>) -> Json<Value> {
     let run_id = body["run_id"].as_str().unwrap_or_default().to_string();
+    let goal = body["goal"].as_str().unwrap_or_default().to_string();
+    fake.requests.lock().unwrap().push((
+        run_id.clone(),
+        goal.clone(),
+        body["input"].as_str().map(str::to_string),
+    ));
     let n = {
         let mut calls = fake.calls.lock().unwrap();
         let n = calls.entry(run_id).or_default();
@@ -33,7 +47,13 @@ async fn goal(State(fake): State<FakeRuntime>, Json(body): Json<Value>) -> Json<
         *n
     };
     let hang = *fake.hang_first.lock().unwrap();
-    if let (1, Some(hang)) = (n, hang) {
+    let this_goal = fake
+        .hang_goal
+        .lock()
+        .unwrap()
+        .as_ref()
+        .is_none_or(|g| *g == goal);
+    if let (1, Some(hang), true) = (n, hang, this_goal) {
         tokio::time::sleep(hang).await;
     }
     Json(json!({"output": format!("did: {}", body["goal"].as_str().unwrap_or_default())}))
@@ -301,4 +321,196 @@ async fn two_worker_processes_run_each_occurrence_once() {
     assert!(total >= 150, "only {total} occurrences in 8 s");
     let calls = fake.calls.lock().unwrap();
     assert!(calls.values().all(|n| *n == 1), "an occurrence ran twice");
+}
+
+/// `cli` for a command that prints its id, returning it.
+fn add_schedule(config: &Path, args: &[&str]) -> String {
+    let mut all = vec!["schedule", "add", "--user", "u"];
+    all.extend_from_slice(args);
+    cli(config, &all)["schedule_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_idempotency_key_from_two_processes_starts_one_run() {
+    let dir = TempDir::new().unwrap();
+    let (url, fake) = fake_runtime().await;
+    let config = write_config(dir.path(), &url, 10);
+    let id = add_schedule(&config, &["--goal", "sync the ledger", "--triggered"]);
+    // Two processes at once, the same key: both succeed, one run is queued.
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_nightshift"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--json")
+            .args([
+                "schedule",
+                "trigger",
+                &id,
+                "--input",
+                "invoice 42 paid",
+                "--idempotency-key",
+                "delivery-7",
+            ])
+            .env_remove("NIGHTSHIFT_DB")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let answers: Vec<Value> = [a, b]
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    assert_eq!(
+        answers[0]["event_id"], answers[1]["event_id"],
+        "{answers:?}"
+    );
+    let deduplicated: Vec<bool> = answers
+        .iter()
+        .map(|a| a["deduplicated"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        deduplicated.iter().filter(|d| **d).count(),
+        1,
+        "{answers:?}"
+    );
+
+    let worker = start_worker(&config);
+    assert!(
+        eventually(100, || runs(&config, &id)
+            .first()
+            .is_some_and(|r| r["status"] == "succeeded"))
+        .await
+    );
+    // A third time, after the run: still the same trigger, no new run.
+    let again = cli(
+        &config,
+        &[
+            "schedule",
+            "trigger",
+            &id,
+            "--input",
+            "invoice 42 paid",
+            "--idempotency-key",
+            "delivery-7",
+        ],
+    );
+    assert_eq!(again["deduplicated"], true);
+    assert_eq!(again["run_id"], runs(&config, &id)[0]["run_id"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop(worker);
+    let history = runs(&config, &id);
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["origin"], "trigger");
+    let requests = fake.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].2.as_deref(), Some("invoice 42 paid"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_three_runs_each_link_once_while_a_worker_is_killed() {
+    let dir = TempDir::new().unwrap();
+    let (url, fake) = fake_runtime().await;
+    // The middle link's first attempt hangs: its worker is killed while it runs.
+    *fake.hang_first.lock().unwrap() = Some(Duration::from_secs(600));
+    *fake.hang_goal.lock().unwrap() = Some("summarize".into());
+    let config = write_config(dir.path(), &url, 3);
+    let first = add_schedule(&config, &["--goal", "fetch", "--triggered"]);
+    let second = add_schedule(&config, &["--goal", "summarize", "--after", &first]);
+    let third = add_schedule(
+        &config,
+        &["--goal", "publish", "--after", &second, "--on", "finished"],
+    );
+    // A cycle is refused, naming the field, and changes nothing.
+    let out = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .arg("--config")
+        .arg(&config)
+        .args(["schedule", "edit", &first, "--after", &third])
+        .env_remove("NIGHTSHIFT_DB")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cycle"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let first_worker = start_worker(&config);
+    let second_worker = start_worker(&config);
+    cli(&config, &["schedule", "trigger", &first, "--input", "feed"]);
+    assert!(
+        eventually(100, || fake
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(_, goal, _)| goal == "summarize"))
+        .await,
+        "the second link never started"
+    );
+    // Kill whichever worker holds the hanging run; the other takes it over.
+    let holder = runs(&config, &second)[0]["worker_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let workers = cli(&config, &["workers"]);
+    let holder_pid = workers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["worker_id"] == holder.as_str())
+        .map(|w| w["pid"].as_i64().unwrap())
+        .unwrap();
+    let mut both = vec![first_worker, second_worker];
+    let at = both
+        .iter()
+        .position(|w| w.id() as i64 == holder_pid)
+        .expect("the holder is one of the two");
+    let mut victim = both.remove(at);
+    let other = both.pop().unwrap();
+    victim.kill().unwrap();
+    common::wait_for_exit(&mut victim, common::EXIT_WITHIN).expect("SIGKILL ends it");
+    assert!(
+        eventually(150, || runs(&config, &third)
+            .first()
+            .is_some_and(|r| r["status"] == "succeeded"))
+        .await,
+        "the chain did not finish: {:?} {:?}",
+        runs(&config, &second),
+        runs(&config, &third)
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    stop(other);
+
+    for (id, goal, input) in [
+        (&first, "fetch", "feed"),
+        (&second, "summarize", "did: fetch"),
+        (&third, "publish", "did: summarize"),
+    ] {
+        let history = runs(&config, id);
+        assert_eq!(history.len(), 1, "{goal}: {history:?}");
+        let run_id = history[0]["run_id"].as_str().unwrap();
+        let requests = fake.requests.lock().unwrap();
+        let calls: Vec<_> = requests.iter().filter(|(r, _, _)| r == run_id).collect();
+        assert!(!calls.is_empty(), "{goal} never reached the runtime");
+        assert!(calls
+            .iter()
+            .all(|(_, g, i)| g == goal && i.as_deref() == Some(input)));
+        let expected_calls = if goal == "summarize" { 2 } else { 1 };
+        assert_eq!(calls.len(), expected_calls, "{goal}: {calls:?}");
+    }
 }

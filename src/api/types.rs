@@ -103,6 +103,17 @@ pub struct PauseBody {
     pub note: Option<String>,
 }
 
+/// A trigger: what the run receives beside its goal, and a key that makes a repeat
+/// harmless.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerBody {
+    /// Given to the runtime beside the goal (at most 64 KiB).
+    pub input: Option<String>,
+    /// The same key twice starts one run: the second answer is the first trigger's.
+    pub idempotency_key: Option<String>,
+}
+
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]

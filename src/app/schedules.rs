@@ -10,7 +10,7 @@ use crate::notify::channels::check_context;
 use crate::notify::router::split_channel;
 use crate::schedule::bounds::parse_bound;
 use crate::schedule::cadence::{parse_duration, parse_zone};
-use crate::schedule::spec::{bound_error, to_new_schedule, CadenceSpec, ScheduleSpec};
+use crate::schedule::spec::{bound_error, to_new_schedule, upstream, CadenceSpec, ScheduleSpec};
 use crate::schedule::store::Edited;
 use crate::schedule::types::{NewSchedule, Schedule, Source};
 use crate::schedule::{Cadence, Result, ScheduleError};
@@ -73,9 +73,18 @@ impl App {
             return Err(InputError::new("patch", "give at least one field to change").into());
         }
         if patch.cadences_given() > 1 {
-            return Err(
-                InputError::new("cadence", "give at most one of cron, every, at, when").into(),
-            );
+            return Err(InputError::new(
+                "cadence",
+                "give at most one of cron, every, at, when, triggered",
+            )
+            .into());
+        }
+        if patch.triggered == Some(false) {
+            return Err(InputError::new(
+                "triggered",
+                "to give a triggered schedule times of its own, give a cadence (cron, every, at or when)",
+            )
+            .into());
         }
         for field in &patch.clear {
             let set = match field {
@@ -90,6 +99,7 @@ impl App {
                 ClearField::Skip => patch.skip.is_some(),
                 ClearField::Jitter => patch.jitter.is_some(),
                 ClearField::CatchUpWindow => patch.catch_up_window.is_some(),
+                ClearField::After => patch.after.is_some() || patch.on.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -125,6 +135,9 @@ impl App {
             // A new cadence, or words read again in the new zone.
             let text = new.cadence_text.clone();
             let spec = CadenceSpec {
+                triggered: patch.triggered == Some(true)
+                    || (patch.cadences_given() == 0
+                        && matches!(new.cadence, Cadence::Triggered { .. })),
                 cron: patch.cron.as_deref(),
                 every: patch.every.as_deref(),
                 at: patch.at.as_deref(),
@@ -197,6 +210,16 @@ impl App {
         if let Some(jitter) = &patch.jitter {
             new.jitter_secs = Some(parse_duration(jitter).map_err(bound_error("jitter"))?);
         }
+        if patch.after.is_some() || patch.on.is_some() {
+            let after = patch
+                .after
+                .as_deref()
+                .or(current.after.as_ref().map(|a| a.schedule_id.as_str()));
+            // A new upstream alone keeps the condition; a new condition alone keeps the
+            // upstream.
+            let on = patch.on.or(current.after.as_ref().map(|a| a.on));
+            new.after = upstream(after, on)?;
+        }
         if let Some(window) = &patch.catch_up_window {
             new.catch_up_window_secs =
                 Some(parse_duration(window).map_err(bound_error("catch_up_window"))?);
@@ -217,6 +240,7 @@ impl App {
                 ClearField::Skip => new.bounds.skip.clear(),
                 ClearField::Jitter => new.jitter_secs = None,
                 ClearField::CatchUpWindow => new.catch_up_window_secs = None,
+                ClearField::After => new.after = None,
             }
         }
         // New bounds or jitter move the next run as a new cadence does.

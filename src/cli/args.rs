@@ -387,6 +387,22 @@ pub enum ScheduleCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Start a run now with an input the runtime receives beside the goal (a webhook's
+    /// payload, another system's event). Runs of one schedule's triggers go one after
+    /// another unless its overlap is allow.
+    Trigger {
+        id: String,
+        /// The input: text, @FILE for a file's contents, or - for standard input (at most
+        /// 64 KiB).
+        #[arg(long, value_name = "TEXT|@FILE|-")]
+        input: Option<String>,
+        /// The same key twice starts one run, across workers and restarts.
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -486,6 +502,17 @@ pub struct ScheduleFlags {
     /// An occurrence missed longer ago than this (6h) is recorded as skipped, not run.
     #[arg(long)]
     pub catch_up_window: Option<String>,
+    /// No cadence of its own: runs only when triggered (`schedule trigger`) or after the
+    /// schedule given by --after.
+    #[arg(long, group = "cadence")]
+    pub triggered: bool,
+    /// Follow this schedule (the same user's): each of its runs that ends as --on says
+    /// starts one run of this one, with its output as input. No cadence needed.
+    #[arg(long, value_name = "SCHEDULE_ID")]
+    pub after: Option<String>,
+    /// succeeded (default), failed or finished: which runs of --after start one.
+    #[arg(long, value_name = "WHEN")]
+    pub on: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ use nightshift::schedule::view::{
 use nightshift::spec::{ClearField, SchedulePatch};
 
 use super::args::{AddArgs, EditArgs, ScheduleCommand};
+use super::input::{file_arg, text_arg};
 use super::memory::actor;
 use super::output::print;
 
@@ -171,6 +172,35 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     .join("\n")
             })
         }
+        ScheduleCommand::Trigger {
+            id,
+            input,
+            idempotency_key,
+            user,
+        } => {
+            let input = input.map(trigger_input).transpose()?;
+            let triggered = store
+                .trigger(
+                    &actor(user)?,
+                    &id,
+                    input.as_deref(),
+                    idempotency_key.as_deref(),
+                )
+                .await?;
+            print(json, &triggered, || {
+                if triggered.deduplicated {
+                    format!(
+                        "{id}: this idempotency key was used before ({}); no new run",
+                        triggered.run_id.as_deref().unwrap_or(&triggered.event_id)
+                    )
+                } else {
+                    format!(
+                        "{id} triggered ({}); a running worker starts it",
+                        triggered.event_id
+                    )
+                }
+            })
+        }
         ScheduleCommand::RunNow { id, user } => {
             let schedule = store.run_now(&actor(user)?, &id).await?;
             let view = ScheduleView::new(&schedule, LIST_NEXT_RUNS);
@@ -205,6 +235,9 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         skip: f.skip,
         jitter: f.jitter,
         catch_up_window: f.catch_up_window,
+        triggered: f.triggered,
+        after: f.after,
+        on: policy("--on", f.on)?,
     })
 }
 
@@ -241,6 +274,22 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         skip: (!f.skip.is_empty()).then_some(f.skip),
         jitter: f.jitter,
         catch_up_window: f.catch_up_window,
+        triggered: f.triggered.then_some(true),
+        after: f.after,
+        on: policy("--on", f.on)?,
         clear,
     })
+}
+
+/// A trigger's input: the text itself, `@FILE` for a file's contents, `-` for standard
+/// input, never more than the limit.
+fn trigger_input(input: String) -> Result<String, Error> {
+    let max = nightshift::schedule::store::MAX_TRIGGER_INPUT_BYTES;
+    match input.strip_prefix('@') {
+        Some(path) => {
+            let bytes = file_arg(std::path::Path::new(path), max)?;
+            Ok(nightshift::input::utf8(path, bytes)?)
+        }
+        None => text_arg("input", input, max),
+    }
 }

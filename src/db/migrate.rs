@@ -79,6 +79,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "catch_up_window",
         sql: include_str!("../../migrations/0013_catch_up_window.sql"),
     },
+    Migration {
+        version: 14,
+        name: "schedule_events",
+        sql: include_str!("../../migrations/0014_schedule_events.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -19,7 +19,7 @@ use crate::memory::{
     AppendedEvents, Context, ContextRequest, Event, NewEvent, NewNote, Note, NoteDeleted, Role,
     SaveOutcome, SearchRequest, SearchResponse, Strategy,
 };
-use crate::schedule::store::ScheduleFilter;
+use crate::schedule::store::{ScheduleFilter, Triggered};
 use crate::schedule::types::ScheduleStatus;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
@@ -118,6 +118,16 @@ pub struct SchedulePauseIn {
     pub schedule_id: String,
     /// Why, shown with the schedule.
     pub note: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleTriggerIn {
+    pub schedule_id: String,
+    /// Given to the runtime beside the goal (at most 64 KiB).
+    pub input: Option<String>,
+    /// The same key twice starts one run.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -245,6 +255,9 @@ pub fn definitions() -> Vec<ToolDef> {
         def!("schedule_run_now", "Run a schedule now", Writes,
             "Make one of the user's schedules due now; its cadence continues afterwards.",
             ScheduleIdIn, ScheduleView),
+        def!("schedule_trigger", "Trigger a schedule", Writes,
+            "Start a run of one of the user's schedules now with an input it receives beside its goal; the same idempotency_key twice starts one run.",
+            ScheduleTriggerIn, Triggered),
     ]
 }
 
@@ -541,6 +554,31 @@ pub async fn call(
                 ),
                 &view,
             )
+        }
+        "schedule_trigger" => {
+            let input: ScheduleTriggerIn = args(arguments)?;
+            let triggered = app
+                .schedules()
+                .trigger(
+                    &actor,
+                    &input.schedule_id,
+                    input.input.as_deref(),
+                    input.idempotency_key.as_deref(),
+                )
+                .await
+                .map_err(Error::from)?;
+            let text = if triggered.deduplicated {
+                format!(
+                    "Already triggered with this idempotency key ({}); no new run.",
+                    triggered.run_id.as_deref().unwrap_or(&triggered.event_id)
+                )
+            } else {
+                format!(
+                    "Triggered {} ({}); a worker starts its run now.",
+                    triggered.schedule_id, triggered.event_id
+                )
+            };
+            done(text, &triggered)
         }
         "schedule_pause" => {
             let input: SchedulePauseIn = args(arguments)?;

@@ -1,5 +1,5 @@
 //! The plain goal protocol: POST `{run_id, schedule_id, user_id, goal, session_id,
-//! context}` and read `{output, status?, turn_count?, cost?}`.
+//! context, input?}` and read `{output, status?, turn_count?, cost?}`.
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -38,7 +38,7 @@ impl HttpRuntime {
 impl AgentRuntime for HttpRuntime {
     async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
         let mut outcome = GoalOutcome {
-            transcript: vec![NewEvent::new(Role::User, request.goal.clone())],
+            transcript: super::opening_turns(request),
             ..Default::default()
         };
         let body = match serde_json::to_value(request) {

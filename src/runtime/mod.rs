@@ -18,7 +18,7 @@ pub use openai::OpenAiRuntime;
 pub use summarize::{summarizer, ModelSummarizer};
 
 use crate::config::{RuntimeConfig, RuntimeKind};
-use crate::memory::{Memory, NewEvent};
+use crate::memory::{Memory, NewEvent, Role};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RuntimeError {
@@ -83,10 +83,23 @@ pub struct GoalRequest {
     pub session_id: String,
     /// The user's relevant notes and the schedule session's summary.
     pub context: String,
+    /// What the event that started the run carried (a trigger's input, the output of the
+    /// run of the schedule it follows); absent for a run of the cadence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
     #[serde(skip)]
     pub max_turns: i64,
     #[serde(skip)]
     pub max_cost: Option<f64>,
+}
+
+/// The run's first turns, as its transcript keeps them: the goal, then its input.
+fn opening_turns(request: &GoalRequest) -> Vec<NewEvent> {
+    let mut turns = vec![NewEvent::new(Role::User, request.goal.clone())];
+    if let Some(input) = &request.input {
+        turns.push(NewEvent::new(Role::User, input.clone()));
+    }
+    turns
 }
 
 /// What a run produced, successful or not: usage is recorded either way.

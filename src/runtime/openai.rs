@@ -93,7 +93,7 @@ impl OpenAiRuntime {
 impl AgentRuntime for OpenAiRuntime {
     async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome {
         let mut outcome = GoalOutcome {
-            transcript: vec![NewEvent::new(Role::User, request.goal.clone())],
+            transcript: super::opening_turns(request),
             ..Default::default()
         };
         let system = format!(
@@ -105,6 +105,10 @@ impl AgentRuntime for OpenAiRuntime {
             json!({"role": "system", "content": system}),
             json!({"role": "user", "content": request.goal}),
         ];
+        // What started the run, after the goal it is input to.
+        if let Some(input) = &request.input {
+            messages.push(json!({"role": "user", "content": input}));
+        }
         let tools = tools::definitions();
         let mut tool_calls = 0usize;
         loop {

@@ -72,6 +72,12 @@ pub enum Cadence {
         #[serde(default = "utc_name")]
         tz: String,
     },
+    /// No time of its own: runs only when triggered, or when the schedule it follows
+    /// finishes a run.
+    Triggered {
+        #[serde(default = "utc_name")]
+        tz: String,
+    },
 }
 
 pub fn parse_zone(tz: &str) -> Result<Tz, CadenceError> {
@@ -135,6 +141,9 @@ impl Cadence {
                 anchor: *anchor,
                 tz: tz.name().to_string(),
             },
+            Cadence::Triggered { .. } => Cadence::Triggered {
+                tz: tz.name().to_string(),
+            },
         })
     }
 
@@ -158,6 +167,7 @@ impl Cadence {
                 let periods = after_ms.checked_sub(*anchor)? / every + 1;
                 anchor.checked_add(periods.checked_mul(every)?)
             }
+            Cadence::Triggered { .. } => None,
         }?;
         (next <= MAX_INSTANT_MS).then_some(next)
     }
@@ -209,6 +219,8 @@ impl Cadence {
                     previous = next;
                 }
             }
+            // Nothing to check: it has no times.
+            Cadence::Triggered { .. } => {}
         }
         Ok(())
     }
@@ -216,9 +228,10 @@ impl Cadence {
     /// The zone times are shown in.
     pub fn zone(&self) -> Tz {
         let name = match self {
-            Cadence::Cron { tz, .. } | Cadence::Once { tz, .. } | Cadence::Interval { tz, .. } => {
-                tz
-            }
+            Cadence::Cron { tz, .. }
+            | Cadence::Once { tz, .. }
+            | Cadence::Interval { tz, .. }
+            | Cadence::Triggered { tz } => tz,
         };
         parse_zone(name).unwrap_or(Tz::UTC)
     }
@@ -237,6 +250,7 @@ impl Cadence {
             Cadence::Interval { every_secs, .. } => {
                 format!("every {}", format_duration(*every_secs))
             }
+            Cadence::Triggered { .. } => "only when triggered".to_string(),
         }
     }
 }

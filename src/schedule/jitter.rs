@@ -76,6 +76,10 @@ pub fn with_default(
     now_ms: i64,
 ) -> Option<i64> {
     jitter_secs.or_else(|| {
+        // A triggered schedule has no times to spread.
+        if matches!(cadence, Cadence::Triggered { .. }) {
+            return None;
+        }
         let default = (default_secs > 0).then_some(default_secs)?;
         check(Some(default), cadence, now_ms).ok().map(|()| default)
     })

@@ -290,6 +290,7 @@ mod tests {
                     .format("%a %Y-%m-%d %H:%M")
             ),
             Cadence::Interval { every_secs, .. } => format!("every {every_secs}s"),
+            Cadence::Triggered { .. } => "triggered".to_string(),
         }
     }
 

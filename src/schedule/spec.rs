@@ -6,13 +6,15 @@ use chrono_tz::Tz;
 
 use super::bounds::{parse_bound, Bounds};
 use super::cadence::{parse_duration, parse_instant, parse_zone, Cadence, CadenceError};
-use super::types::{NewSchedule, Source};
+use super::types::{NewSchedule, Source, Upstream};
 use super::{Result, ScheduleError};
 use crate::input::printable;
 use crate::notify::router::split_channel;
+use crate::spec::ChainOn;
 pub use crate::spec::ScheduleSpec;
 
-/// The ways a caller says when; exactly one of `cron`, `every`, `at`, `when` is given.
+/// The ways a caller says when; exactly one of `cron`, `every`, `at`, `when`,
+/// `triggered` is given.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CadenceSpec<'a> {
     pub cron: Option<&'a str>,
@@ -20,6 +22,8 @@ pub struct CadenceSpec<'a> {
     pub every: Option<&'a str>,
     pub at: Option<&'a str>,
     pub when: Option<&'a str>,
+    /// No times of its own.
+    pub triggered: bool,
 }
 
 impl<'a> CadenceSpec<'a> {
@@ -30,6 +34,8 @@ impl<'a> CadenceSpec<'a> {
             every: spec.every.as_deref(),
             at: spec.at.as_deref(),
             when: spec.when.as_deref(),
+            // A schedule that follows another needs no cadence of its own.
+            triggered: spec.triggered || (spec.after.is_some() && spec.cadences_given() == 0),
         }
     }
 
@@ -38,6 +44,23 @@ impl<'a> CadenceSpec<'a> {
         let field = |field: &'static str| move |source| ScheduleError::Cadence { field, source };
         let tz_name = self.tz.unwrap_or(default_tz);
         let tz: Tz = parse_zone(tz_name).map_err(field("tz"))?;
+        if self.triggered {
+            if [self.cron, self.every, self.at, self.when]
+                .iter()
+                .any(Option::is_some)
+            {
+                return Err(ScheduleError::Input(crate::input::InputError::new(
+                    "triggered",
+                    "a triggered schedule has no cadence: give no cron, every, at or when",
+                )));
+            }
+            return Ok((
+                Cadence::Triggered {
+                    tz: tz.name().to_string(),
+                },
+                None,
+            ));
+        }
         match (self.cron, self.every, self.at, self.when) {
             (Some(expr), None, None, None) => {
                 Ok((Cadence::cron(expr, tz.name()).map_err(field("cron"))?, None))
@@ -62,7 +85,7 @@ impl<'a> CadenceSpec<'a> {
             )),
             _ => Err(ScheduleError::Input(crate::input::InputError::new(
                 "cadence",
-                "give exactly one of cron, every, at, when",
+                "give exactly one of cron, every, at, when (or triggered, or after)",
             ))),
         }
     }
@@ -128,10 +151,32 @@ pub fn to_new_schedule(
         .as_deref()
         .map(|w| parse_duration(w).map_err(bound_error("catch_up_window")))
         .transpose()?;
+    new.after = upstream(spec.after.as_deref(), spec.on)?;
     Ok(new)
 }
 
 /// A bound that cannot be read, named.
 pub fn bound_error(field: &'static str) -> impl Fn(CadenceError) -> ScheduleError {
     move |source| ScheduleError::Cadence { field, source }
+}
+
+/// The schedule a new one follows, from `after` and `on` (default `succeeded`). Whether
+/// it exists, is the same user's and forms no cycle is the store's check, in the
+/// transaction that stores the schedule.
+pub fn upstream(after: Option<&str>, on: Option<ChainOn>) -> Result<Option<Upstream>> {
+    match (after, on) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(ScheduleError::Input(crate::input::InputError::new(
+            "on",
+            "`on` says which runs of the schedule given by `after` start this one: give `after` too",
+        ))),
+        (Some(id), on) => {
+            crate::input::check_text("after", id, crate::input::MAX_ID_BYTES, crate::input::Lines::One)?;
+            Ok(Some(Upstream {
+                schedule_id: id.trim().to_string(),
+                on: on.unwrap_or(ChainOn::Succeeded),
+                status: None,
+            }))
+        }
+    }
 }

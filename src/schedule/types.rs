@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::bounds::Bounds;
 use super::Cadence;
 
-pub use crate::spec::{CatchUp, NotifyPolicy, Overlap};
+pub use crate::spec::{CatchUp, ChainOn, NotifyPolicy, Overlap};
 
 text_enum!(
     ScheduleStatus { Active => "active", Paused => "paused", Completed => "completed", Failed => "failed" }
@@ -26,9 +26,43 @@ text_enum!(
     Source { Tool => "tool", Config => "config" }
 );
 
+text_enum!(
+    /// What started a run: its cadence (or run now), a trigger, the run of the schedule it
+    /// follows, or a backfill of a past range.
+    RunOrigin { Cadence => "cadence", Trigger => "trigger", Chain => "chain", Backfill => "backfill" }
+);
+
 impl RunStatus {
     pub fn is_success(self) -> bool {
         self == RunStatus::Succeeded
+    }
+
+    /// Whether a run that ended this way starts the runs of a schedule following its own
+    /// with `on`: a success or a failure (a time-out is one) does; a cancelled,
+    /// interrupted or skipped run never ran to an end.
+    pub fn starts_followers(self, on: ChainOn) -> bool {
+        let failed = matches!(self, RunStatus::Failed | RunStatus::TimedOut);
+        match on {
+            ChainOn::Succeeded => self == RunStatus::Succeeded,
+            ChainOn::Failed => failed,
+            ChainOn::Finished => self == RunStatus::Succeeded || failed,
+        }
+    }
+}
+
+/// The schedule a schedule follows, and which of its runs start one.
+#[derive(Debug, Clone, Eq, Serialize, utoipa::ToSchema)]
+pub struct Upstream {
+    pub schedule_id: String,
+    pub on: ChainOn,
+    /// The upstream's status as last read (`None`: it was deleted, or not read yet). Not
+    /// part of the definition: two upstreams are the same whatever it says.
+    pub status: Option<ScheduleStatus>,
+}
+
+impl PartialEq for Upstream {
+    fn eq(&self, other: &Self) -> bool {
+        self.schedule_id == other.schedule_id && self.on == other.on
     }
 }
 
@@ -57,6 +91,8 @@ pub struct NewSchedule {
     pub jitter_secs: Option<i64>,
     /// An occurrence missed longer ago than this is skipped, not run.
     pub catch_up_window_secs: Option<i64>,
+    /// The schedule it follows.
+    pub after: Option<Upstream>,
 }
 
 impl NewSchedule {
@@ -85,6 +121,7 @@ impl NewSchedule {
             bounds: Bounds::default(),
             jitter_secs: None,
             catch_up_window_secs: None,
+            after: None,
         }
     }
 }
@@ -111,6 +148,7 @@ impl From<&Schedule> for NewSchedule {
             bounds: s.bounds.clone(),
             jitter_secs: s.jitter_secs,
             catch_up_window_secs: s.catch_up_window_secs,
+            after: s.after.clone(),
         }
     }
 }
@@ -149,6 +187,8 @@ pub struct Schedule {
     /// jitter moved it; `None`: the same as `next_run_at`.
     pub next_nominal_at: Option<i64>,
     pub catch_up_window_secs: Option<i64>,
+    /// The schedule it follows.
+    pub after: Option<Upstream>,
 }
 
 impl Schedule {
@@ -187,6 +227,7 @@ pub struct Run {
     pub completion_tokens: i64,
     pub cost: f64,
     pub notified: bool,
+    pub origin: RunOrigin,
 }
 
 /// What a finished attempt produced.
@@ -208,4 +249,33 @@ pub struct Claim {
     pub schedule: Schedule,
     pub scheduled_for: i64,
     pub attempt: i64,
+    pub origin: RunOrigin,
+    /// What the event that started it carried (a trigger's input, the upstream run's
+    /// output), given to the runtime beside the goal.
+    pub input: Option<String>,
+}
+
+impl Claim {
+    /// A claim of the schedule's own occurrence `scheduled_for`.
+    pub fn of_cadence(
+        run_id: String,
+        schedule: Schedule,
+        scheduled_for: i64,
+        attempt: i64,
+    ) -> Self {
+        Self {
+            run_id,
+            schedule,
+            scheduled_for,
+            attempt,
+            origin: RunOrigin::Cadence,
+            input: None,
+        }
+    }
+
+    /// Whether the run is one of the cadence's occurrences, whose end may end a schedule
+    /// with no occurrence left; a run an event started never ends its schedule.
+    pub fn is_occurrence(&self) -> bool {
+        self.origin == RunOrigin::Cadence
+    }
 }

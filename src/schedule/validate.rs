@@ -88,8 +88,28 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
 /// its bounds must be sound and leave it an occurrence.
 pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Result<()> {
     // The field the caller used, so the error names it.
+    if let super::Cadence::Triggered { .. } = new.cadence {
+        // Bounds, jitter and skipped dates are about a cadence's times; it has none.
+        let timed = [
+            ("starts_at", new.bounds.starts_at.is_some()),
+            ("ends_at", new.bounds.ends_at.is_some()),
+            ("max_runs", new.bounds.max_runs.is_some()),
+            ("skip", !new.bounds.skip.is_empty()),
+            ("jitter", new.jitter_secs.is_some()),
+            ("catch_up_window", new.catch_up_window_secs.is_some()),
+        ];
+        if let Some((field, _)) = timed.iter().find(|(_, set)| *set) {
+            return Err(input::InputError::new(
+                *field,
+                "applies to the times of a cadence, and a triggered schedule has none",
+            )
+            .into());
+        }
+        return Ok(());
+    }
     let field = match (&new.cadence_text, &new.cadence) {
         (Some(_), _) => "when",
+        (None, super::Cadence::Triggered { .. }) => "triggered",
         (None, super::Cadence::Cron { .. }) => "cron",
         (None, super::Cadence::Once { .. }) => "at",
         (None, super::Cadence::Interval { .. }) => "every",

@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::bounds::Bounds;
 use super::cadence::{format_duration, render};
 use super::types::{
-    CatchUp, NewSchedule, NotifyPolicy, Overlap, Run, RunStatus, Schedule, ScheduleStatus, Source,
+    CatchUp, ChainOn, NewSchedule, NotifyPolicy, Overlap, Run, RunOrigin, RunStatus, Schedule,
+    ScheduleStatus, Source, Upstream,
 };
 use super::Cadence;
 
@@ -67,7 +68,11 @@ impl SchedulePreview {
             goal: new.goal.clone(),
             cadence: new.cadence.clone(),
             cadence_text: new.cadence_text.clone(),
-            description: describe(&new.cadence, &new.bounds, new.jitter_secs, None),
+            description: with_upstream(
+                describe(&new.cadence, &new.bounds, new.jitter_secs, None),
+                new.after.as_ref(),
+                false,
+            ),
             timezone: new.cadence.zone().name().to_string(),
             // Before it has an id its jitter's offsets are not known: nominal times.
             next_runs: next_runs(
@@ -129,6 +134,31 @@ pub struct ScheduleView {
     pub skip: Vec<String>,
     /// The next occurrences, first `next_run_at`.
     pub next_runs: Vec<String>,
+    /// The schedule this one follows.
+    pub after: Option<UpstreamView>,
+}
+
+/// The schedule a schedule follows, as `show` tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct UpstreamView {
+    pub schedule_id: String,
+    /// Which of its runs start one: succeeded, failed or finished.
+    pub on: ChainOn,
+    /// Its status, or `deleted`: a paused or finished upstream starts nothing.
+    pub upstream_status: String,
+}
+
+impl UpstreamView {
+    fn new(upstream: &Upstream) -> Self {
+        Self {
+            schedule_id: upstream.schedule_id.clone(),
+            on: upstream.on,
+            upstream_status: upstream
+                .status
+                .map_or("deleted", |s| s.as_str())
+                .to_string(),
+        }
+    }
 }
 
 impl ScheduleView {
@@ -154,11 +184,15 @@ impl ScheduleView {
             goal: schedule.goal.clone(),
             cadence: schedule.cadence.clone(),
             cadence_text: schedule.cadence_text.clone(),
-            description: describe(
-                &schedule.cadence,
-                &schedule.bounds,
-                schedule.jitter_secs,
-                runs_left,
+            description: with_upstream(
+                describe(
+                    &schedule.cadence,
+                    &schedule.bounds,
+                    schedule.jitter_secs,
+                    runs_left,
+                ),
+                schedule.after.as_ref(),
+                true,
             ),
             timezone: tz.name().to_string(),
             source: schedule.source,
@@ -187,6 +221,7 @@ impl ScheduleView {
             catch_up_window_secs: schedule.catch_up_window_secs,
             skip: schedule.bounds.skip.clone(),
             next_runs,
+            after: schedule.after.as_ref().map(UpstreamView::new),
         }
     }
 }
@@ -223,6 +258,30 @@ fn describe(
     words
 }
 
+/// The cadence's words, and the schedule it follows: "…; after sch-… succeeds (paused)".
+/// `stored`: the upstream's status was read with the schedule (a preview's was not).
+fn with_upstream(mut words: String, upstream: Option<&Upstream>, stored: bool) -> String {
+    let Some(upstream) = upstream else {
+        return words;
+    };
+    let when = match upstream.on {
+        ChainOn::Succeeded => "succeeds",
+        ChainOn::Failed => "fails",
+        ChainOn::Finished => "finishes",
+    };
+    words.push_str(&format!(
+        "; after each run of {} that {when}",
+        upstream.schedule_id
+    ));
+    match upstream.status {
+        Some(ScheduleStatus::Active) => {}
+        Some(status) => words.push_str(&format!(" (it is {status})")),
+        None if stored => words.push_str(" (it was deleted)"),
+        None => {}
+    }
+    words
+}
+
 /// A page of schedules and how many match in all.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScheduleList {
@@ -248,6 +307,8 @@ pub struct RunView {
     pub completion_tokens: i64,
     pub cost: f64,
     pub notified: bool,
+    /// What started it: cadence, trigger, chain or backfill.
+    pub origin: RunOrigin,
 }
 
 impl From<&Run> for RunView {
@@ -270,6 +331,7 @@ impl From<&Run> for RunView {
             completion_tokens: run.completion_tokens,
             cost: run.cost,
             notified: run.notified,
+            origin: run.origin,
         }
     }
 }

@@ -92,6 +92,7 @@ impl Executor {
                 .max_turns
                 .unwrap_or(self.runtime_config.default_max_turns),
             max_cost: schedule.max_cost,
+            input: claim.input.clone(),
         };
         let deadline = Duration::from_secs(
             schedule

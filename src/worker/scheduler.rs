@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use super::executor::Executor;
 use super::systemd;
 use crate::schedule::store::{NextWake, ScheduleStore};
-use crate::schedule::types::Claim;
+use crate::schedule::types::{Claim, RunOrigin};
 
 /// Longest sleep without looking at the database again.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -154,6 +154,10 @@ impl Scheduler {
                 self.spawn(claim, None, hard_stop, tracker);
             }
         }
+        // Events first: a trigger or a chain waits on nothing else, and there are few.
+        if !self.claim_events(permits, hard_stop, tracker).await? {
+            return Ok(true);
+        }
         let mut round = 0u64;
         // Due rows looked at in rounds that claimed nothing.
         let mut passed_over = 0;
@@ -213,6 +217,39 @@ impl Scheduler {
         }
     }
 
+    /// Claims the events waiting for a run (triggers, chains, backfills) while slots are
+    /// free; false when no free slot is left.
+    async fn claim_events(
+        &self,
+        permits: &Arc<Semaphore>,
+        hard_stop: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Result<bool, crate::schedule::ScheduleError> {
+        let free_slots = permits.available_permits();
+        if free_slots == 0 {
+            return Ok(false);
+        }
+        let events = self
+            .store
+            .due_events(spread_window(free_slots) as i64)
+            .await?;
+        for event in events {
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                return Ok(false);
+            };
+            match self
+                .store
+                .claim_event(&event, &self.executor.worker_id, self.executor.lease_ms())
+                .await?
+            {
+                Some(claim) => self.spawn(claim, Some(permit), hard_stop, tracker),
+                // Taken by another worker, or its schedule has a run going: it waits.
+                None => drop(permit),
+            }
+        }
+        Ok(true)
+    }
+
     fn spawn(
         &self,
         claim: Claim,
@@ -222,8 +259,17 @@ impl Scheduler {
     ) {
         // How late the occurrence starts, from when it was due: its time moved by the
         // schedule's jitter (a recovered one: from when it was first due).
-        let late = self.store.clock().now_ms() - claim.schedule.due_at(claim.scheduled_for);
-        crate::telemetry::run_started(Duration::from_millis(late.max(0) as u64));
+        // A triggered or chained run: from when its event came. A backfilled occurrence
+        // was due long ago on purpose, and is not counted.
+        let due = match claim.origin {
+            RunOrigin::Cadence => Some(claim.schedule.due_at(claim.scheduled_for)),
+            RunOrigin::Trigger | RunOrigin::Chain => Some(claim.scheduled_for),
+            RunOrigin::Backfill => None,
+        };
+        if let Some(due) = due {
+            let late = self.store.clock().now_ms() - due;
+            crate::telemetry::run_started(Duration::from_millis(late.max(0) as u64));
+        }
         let executor = self.executor.clone();
         let wake = self.wake.clone();
         let hard_stop = hard_stop.clone();

@@ -9,10 +9,10 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::{PauseBody, RunsQuery, ScheduleListQuery, UserQuery};
+use crate::api::types::{PauseBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery};
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::store::ScheduleFilter;
+use crate::schedule::store::{ScheduleFilter, Triggered};
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -25,6 +25,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(pause))
         .routes(routes!(resume))
         .routes(routes!(run_now))
+        .routes(routes!(trigger))
         .routes(routes!(runs))
         .routes(routes!(show_run))
 }
@@ -186,6 +187,41 @@ async fn run_now(
     let actor = caller.actor_for(query.user.as_deref())?;
     let schedule = state.app.schedules().run_now(&actor, &schedule_id).await?;
     Ok(Json(ScheduleView::new(&schedule, LIST_NEXT_RUNS)))
+}
+
+/// Start a run now with an input the runtime receives beside the goal (a webhook's
+/// payload). 202 when a run was queued; 200 with `deduplicated` when the idempotency key
+/// was used before (no new run). Runs of one schedule's triggers go one after another
+/// unless its overlap is `allow`.
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/trigger", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    request_body = TriggerBody,
+    responses((status = 202, body = Triggered), (status = 200, body = Triggered), Failures),
+    security(("bearer" = [])))]
+async fn trigger(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(body): ApiJson<TriggerBody>,
+) -> Result<(StatusCode, Json<Triggered>), ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let triggered = state
+        .app
+        .schedules()
+        .trigger(
+            &actor,
+            &schedule_id,
+            body.input.as_deref(),
+            body.idempotency_key.as_deref(),
+        )
+        .await?;
+    let status = if triggered.deduplicated {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(triggered)))
 }
 
 /// Delete a schedule and its run history.

@@ -142,7 +142,7 @@ impl ScheduleStore {
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, attempt, status,
                  worker_id, lease_expires_at, started_at, due_at)
                  VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7)
-                 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+                 ON CONFLICT (schedule_id, scheduled_for) WHERE event_id IS NULL DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
                     schedule.schedule_id.as_str(),
@@ -185,12 +185,7 @@ impl ScheduleStore {
         let mut schedule = schedule.clone();
         schedule.next_nominal_at = next_nominal.filter(|_| next.is_some());
         schedule.next_run_at = next;
-        Ok(Some(Claim {
-            run_id,
-            schedule,
-            scheduled_for,
-            attempt: 1,
-        }))
+        Ok(Some(Claim::of_cadence(run_id, schedule, scheduled_for, 1)))
     }
 }
 
@@ -207,7 +202,7 @@ async fn record_skipped(
     tx.execute(
         "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
          started_at, finished_at, error) VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6)
-         ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+         ON CONFLICT (schedule_id, scheduled_for) WHERE event_id IS NULL DO NOTHING",
         libsql::params![
             ids::new_id("run"),
             schedule_id,
@@ -484,6 +479,7 @@ mod tests {
             jitter_secs: None,
             next_nominal_at: None,
             catch_up_window_secs: None,
+            after: None,
         }
     }
 

@@ -14,9 +14,10 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     cadence_text, source, notify, overlap, catch_up, max_attempts, timeout_secs, max_turns,
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
-    max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs)
+    max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id,
+    after_on)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -63,6 +64,9 @@ impl ScheduleStore {
                 limit: self.limits.max_per_user,
             });
         }
+        if let Some(upstream) = &new.after {
+            super::events::check_upstream(tx, &new.user_id, None, &upstream.schedule_id).await?;
+        }
         let schedule_id = ids::new_id("sch");
         let (due, nominal) = next_due(&schedule_id, new, new.next_after(now));
         let cadence_json = serde_json::to_string(&new.cadence)
@@ -94,7 +98,9 @@ impl ScheduleStore {
                 skip_json(&new.bounds)?,
                 new.jitter_secs,
                 nominal,
-                new.catch_up_window_secs
+                new.catch_up_window_secs,
+                new.after.as_ref().map(|a| a.schedule_id.as_str()),
+                new.after.as_ref().map(|a| a.on.as_str())
             ],
         )
         .await?;

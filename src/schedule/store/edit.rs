@@ -22,6 +22,7 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     timeout_secs = ?10, max_turns = ?11, max_cost = ?12, channel_id = ?13,
     channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
     max_runs = ?20, skip_json = ?21, jitter_secs = ?22, catch_up_window_secs = ?24,
+    after_schedule_id = ?27, after_on = ?28,
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
@@ -126,6 +127,19 @@ impl ScheduleStore {
                 });
             }
         }
+        if let Some(upstream) = new
+            .after
+            .as_ref()
+            .filter(|a| Some(*a) != current.after.as_ref())
+        {
+            super::events::check_upstream(
+                tx,
+                &new.user_id,
+                Some(&current.schedule_id),
+                &upstream.schedule_id,
+            )
+            .await?;
+        }
         let cadence_json = serde_json::to_string(&new.cadence)
             .map_err(|e| InputError::new("cadence", format!("cannot be stored: {e}")))?;
         let next = new.next_after(now).filter(|_| !ran_all);
@@ -158,7 +172,9 @@ impl ScheduleStore {
                 nominal,
                 new.catch_up_window_secs,
                 reactivated,
-                edited.cadence_changed && ran_all
+                edited.cadence_changed && ran_all,
+                new.after.as_ref().map(|a| a.schedule_id.as_str()),
+                new.after.as_ref().map(|a| a.on.as_str())
             ],
         )
         .await?;

@@ -86,9 +86,12 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(false);
         }
-        let one_shot = matches!(claim.schedule.cadence, Cadence::Once { .. });
+        // A run an event started never ends its schedule: only the cadence's own
+        // occurrences do.
+        let one_shot =
+            claim.is_occurrence() && matches!(claim.schedule.cadence, Cadence::Once { .. });
         // The claim left no next occurrence: this was the schedule's last run.
-        let last = claim.schedule.next_run_at.is_none();
+        let last = claim.is_occurrence() && claim.schedule.next_run_at.is_none();
         let (failures, new_status, reason): (i64, Option<&str>, Option<String>) =
             if status.is_success() {
                 (
@@ -166,6 +169,17 @@ impl ScheduleStore {
                 reason,
                 last
             ],
+        )
+        .await?;
+        super::events::start_followers(
+            &tx,
+            claim,
+            status,
+            output
+                .as_deref()
+                .filter(|o| !o.trim().is_empty())
+                .or(outcome.error.as_deref()),
+            now,
         )
         .await?;
         let mut appended = None;

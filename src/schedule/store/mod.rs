@@ -5,6 +5,7 @@
 //! - [`control`](self::control): pause, resume, run now, delete — a user's own only;
 //! - [`edit`](self::edit): changing a schedule in place, its id and history kept;
 //! - [`claim`](self::claim): the claim that makes each occurrence run on exactly one worker;
+//! - [`events`](self::events): runs started by triggers, chains and backfills;
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown.
 
@@ -13,6 +14,7 @@ mod claim;
 mod control;
 mod create;
 mod edit;
+mod events;
 mod finish;
 pub mod overview;
 mod query;
@@ -21,11 +23,15 @@ mod recovery;
 use std::sync::Arc;
 
 pub use edit::Edited;
+pub use events::{
+    PendingEvent, Triggered, MAX_CHAIN_LINKS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_TRIGGER_INPUT_BYTES,
+    MAX_WAITING_EVENTS,
+};
 pub use finish::Transcript;
 pub use query::{NextWake, ScheduleFilter};
 
 use super::bounds::Bounds;
-use super::types::{Run, Schedule};
+use super::types::{Run, Schedule, Upstream};
 use super::validate::StoreLimits;
 use super::{Result, ScheduleError};
 use crate::access::Actor;
@@ -58,7 +64,8 @@ impl FromRow for Schedule {
         overlap, catch_up, max_attempts, timeout_secs, max_turns, max_cost, status, status_reason,
         created_at, updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures,
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
-        jitter_secs, next_nominal_at, catch_up_window_secs";
+        jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
+        (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id)";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -107,6 +114,18 @@ impl FromRow for Schedule {
             jitter_secs: row.get(29)?,
             next_nominal_at: row.get(30)?,
             catch_up_window_secs: row.get(31)?,
+            after: match row.get::<Option<String>>(32)? {
+                Some(schedule_id) => Some(Upstream {
+                    schedule_id,
+                    on: text_column(row, 33, "chain condition")?,
+                    // None: it was deleted.
+                    status: match row.get::<Option<String>>(34)? {
+                        Some(_) => Some(text_column(row, 34, "schedule status")?),
+                        None => None,
+                    },
+                }),
+                None => None,
+            },
         })
     }
 }
@@ -114,7 +133,7 @@ impl FromRow for Schedule {
 impl FromRow for Run {
     const COLUMNS: &'static str = "run_id, schedule_id, scheduled_for, attempt, status, worker_id,
         started_at, finished_at, output_summary, output, error, turn_count, prompt_tokens,
-        completion_tokens, cost, notified";
+        completion_tokens, cost, notified, origin";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(Run {
@@ -134,6 +153,7 @@ impl FromRow for Run {
             completion_tokens: row.get(13)?,
             cost: row.get(14)?,
             notified: row.get::<i64>(15)? != 0,
+            origin: text_column(row, 16, "run origin")?,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Reading schedules and runs: one, a filtered page, what is due, when to wake next.
 
+use super::events::EARLIEST_EVENT;
 use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
 use crate::access::Actor;
 use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, FromRow};
@@ -24,7 +25,8 @@ pub struct ScheduleFilter {
 /// What [`ScheduleStore::next_wake`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NextWake {
-    /// The earliest due time of a schedule that can run now.
+    /// The earliest due time of a schedule that can run now, or of an event waiting for
+    /// a run of a schedule that can take it.
     pub due_at: Option<i64>,
     /// The earliest lease expiry of a running run.
     pub lease_expiry: Option<i64>,
@@ -144,8 +146,10 @@ impl ScheduleStore {
         let next = query_first_row(
             &conn,
             &format!(
-                "SELECT (SELECT min(next_run_at) FROM schedules
-                         WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}),
+                "SELECT (SELECT min(t) FROM (
+                            SELECT min(next_run_at) AS t FROM schedules
+                            WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}
+                            UNION ALL SELECT {EARLIEST_EVENT})),
                         (SELECT min(lease_expires_at) FROM schedule_runs
                          WHERE status = 'running')"
             ),

@@ -4,8 +4,47 @@
 
 use super::ScheduleStore;
 use crate::db::run_to_completion;
-use crate::schedule::types::{Claim, RunOutcome, RunStatus};
+use crate::db::{text_column, DbError};
+use crate::schedule::types::{Claim, RunOrigin, RunOutcome, RunStatus, Schedule};
 use crate::schedule::Result;
+
+/// The columns of a running run [`HeldRun::from_row`] reads (`r`: the run, `e`: the event
+/// that started it, if one did).
+const HELD_RUN: &str = "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input";
+
+/// A running run as recovery and shutdown find it.
+struct HeldRun {
+    run_id: String,
+    schedule_id: String,
+    scheduled_for: i64,
+    attempt: i64,
+    origin: RunOrigin,
+    input: Option<String>,
+}
+
+impl HeldRun {
+    fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
+        Ok(Self {
+            run_id: row.get(0)?,
+            schedule_id: row.get(1)?,
+            scheduled_for: row.get(2)?,
+            attempt: row.get(3)?,
+            origin: text_column(row, 4, "run origin")?,
+            input: row.get(5)?,
+        })
+    }
+
+    fn into_claim(self, schedule: Schedule) -> Claim {
+        Claim {
+            run_id: self.run_id,
+            schedule,
+            scheduled_for: self.scheduled_for,
+            attempt: self.attempt,
+            origin: self.origin,
+            input: self.input,
+        }
+    }
+}
 
 impl ScheduleStore {
     /// Takes over runs whose worker stopped renewing its lease. Each comes back as a new
@@ -16,25 +55,24 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
-                "SELECT r.run_id, r.schedule_id, r.scheduled_for, r.attempt, s.max_attempts
-                 FROM schedule_runs r JOIN schedules s ON s.schedule_id = r.schedule_id
-                 WHERE r.status = 'running' AND r.lease_expires_at < ?1",
+                &format!(
+                    "SELECT {HELD_RUN}, s.max_attempts
+                     FROM schedule_runs r JOIN schedules s ON s.schedule_id = r.schedule_id
+                     LEFT JOIN schedule_events e ON e.event_id = r.event_id
+                     WHERE r.status = 'running' AND r.lease_expires_at < ?1"
+                ),
                 [now],
             )
             .await?;
         let mut expired = Vec::new();
         while let Some(row) = rows.next().await? {
-            expired.push((
-                row.get::<String>(0)?,
-                row.get::<String>(1)?,
-                row.get::<i64>(2)?,
-                row.get::<i64>(3)?,
-                row.get::<i64>(4)?,
-            ));
+            expired.push((HeldRun::from_row(&row)?, row.get::<i64>(6)?));
         }
         drop(rows);
         let mut claims = Vec::new();
-        for (run_id, schedule_id, scheduled_for, attempt, max_attempts) in expired {
+        for (held, max_attempts) in expired {
+            let (run_id, schedule_id, attempt) =
+                (held.run_id.clone(), held.schedule_id.clone(), held.attempt);
             if attempt < max_attempts {
                 let taken = conn
                     .execute(
@@ -47,12 +85,10 @@ impl ScheduleStore {
                     .await?;
                 if taken == 1 {
                     tracing::warn!(%run_id, %schedule_id, "recovered a run whose worker stopped");
-                    claims.push(Claim {
-                        run_id,
-                        schedule: self.load(&schedule_id).await?,
-                        scheduled_for,
-                        attempt: attempt + 1,
-                    });
+                    let schedule = self.load(&schedule_id).await?;
+                    let mut claim = held.into_claim(schedule);
+                    claim.attempt += 1;
+                    claims.push(claim);
                 }
             } else {
                 let outcome = RunOutcome {
@@ -60,12 +96,7 @@ impl ScheduleStore {
                     error: Some("the worker running it stopped and no attempts are left".into()),
                     ..Default::default()
                 };
-                let claim = Claim {
-                    run_id,
-                    schedule: self.load(&schedule_id).await?,
-                    scheduled_for,
-                    attempt,
-                };
+                let claim = held.into_claim(self.load(&schedule_id).await?);
                 // Only one recovering worker wins this update; the others see no change.
                 self.finish(&claim, None, &outcome, u32::MAX as i64).await?;
             }
@@ -121,19 +152,17 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
-                "SELECT run_id, schedule_id, scheduled_for, attempt FROM schedule_runs
-                 WHERE worker_id = ?1 AND status = 'running'",
+                &format!(
+                    "SELECT {HELD_RUN} FROM schedule_runs r
+                     LEFT JOIN schedule_events e ON e.event_id = r.event_id
+                     WHERE r.worker_id = ?1 AND r.status = 'running'"
+                ),
                 [worker_id],
             )
             .await?;
         let mut held = Vec::new();
         while let Some(row) = rows.next().await? {
-            held.push((
-                row.get::<String>(0)?,
-                row.get::<String>(1)?,
-                row.get::<i64>(2)?,
-                row.get::<i64>(3)?,
-            ));
+            held.push(HeldRun::from_row(&row)?);
         }
         drop(rows);
         let outcome = RunOutcome {
@@ -142,13 +171,9 @@ impl ScheduleStore {
             ..Default::default()
         };
         let mut interrupted = 0;
-        for (run_id, schedule_id, scheduled_for, attempt) in held {
-            let claim = Claim {
-                run_id,
-                schedule: self.load(&schedule_id).await?,
-                scheduled_for,
-                attempt,
-            };
+        for run in held {
+            let schedule = self.load(&run.schedule_id).await?;
+            let claim = run.into_claim(schedule);
             if self
                 .finish(&claim, Some(worker_id), &outcome, pause_after_failures)
                 .await?

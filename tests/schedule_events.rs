@@ -1,0 +1,634 @@
+//! Runs that start from events: triggers with an input and an idempotency key, and
+//! schedules that follow another's runs (chains), on a manual clock with real claims and
+//! finishes against a libSQL file.
+
+mod common;
+
+use std::sync::Arc;
+
+use nightshift::access::Actor;
+use nightshift::app::App;
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::error::{Error, ErrorKind};
+use nightshift::schedule::store::{MAX_TRIGGER_INPUT_BYTES, MAX_WAITING_EVENTS};
+use nightshift::schedule::types::{
+    Claim, RunOrigin, RunOutcome, RunStatus, Schedule, ScheduleStatus,
+};
+use nightshift::schedule::view::{ScheduleView, SHOW_NEXT_RUNS};
+use nightshift::spec::{ChainOn, ClearField, Overlap, SchedulePatch, ScheduleSpec};
+use proptest::prelude::*;
+use tempfile::TempDir;
+
+const START: i64 = 1_800_000_000_000;
+
+/// A change to a spec, for tables of bad input.
+type Tweak = fn(&mut ScheduleSpec);
+const HOUR: i64 = 3_600_000;
+
+async fn setup() -> (TempDir, App, Arc<ManualClock>) {
+    let dir = TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let clock = ManualClock::starting_at(START);
+    let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
+    (dir, app, clock)
+}
+
+fn op() -> Actor {
+    Actor::Operator
+}
+
+fn alice() -> Actor {
+    Actor::User("alice".into())
+}
+
+async fn add(app: &App, user: &str, spec: ScheduleSpec) -> Result<Schedule, Error> {
+    app.add_schedule(&op(), user, &spec)
+        .await
+        .map_err(Error::from)
+}
+
+fn triggered(goal: &str) -> ScheduleSpec {
+    ScheduleSpec {
+        goal: goal.into(),
+        triggered: true,
+        ..Default::default()
+    }
+}
+
+fn following(goal: &str, upstream: &str, on: Option<ChainOn>) -> ScheduleSpec {
+    ScheduleSpec {
+        goal: goal.into(),
+        after: Some(upstream.into()),
+        on,
+        ..Default::default()
+    }
+}
+
+async fn get(app: &App, id: &str) -> Schedule {
+    app.schedules().get(&op(), id).await.unwrap()
+}
+
+/// Claims every waiting event a worker can take now.
+async fn claim_events(app: &App, worker: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for event in app.schedules().due_events(100).await.unwrap() {
+        if let Some(claim) = app
+            .schedules()
+            .claim_event(&event, worker, 60_000)
+            .await
+            .unwrap()
+        {
+            claims.push(claim);
+        }
+    }
+    claims
+}
+
+async fn finish(app: &App, claim: &Claim, status: RunStatus, output: &str) {
+    let outcome = RunOutcome {
+        status: Some(status),
+        output: Some(output.into()),
+        error: (!status.is_success()).then(|| "it broke".to_string()),
+        ..Default::default()
+    };
+    assert!(app
+        .schedules()
+        .finish(claim, Some("w"), &outcome, 3)
+        .await
+        .unwrap());
+}
+
+fn kind(err: nightshift::schedule::ScheduleError) -> ErrorKind {
+    Error::from(err).kind()
+}
+
+#[tokio::test]
+async fn a_trigger_starts_one_run_with_its_input() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("triage the ticket"))
+        .await
+        .unwrap();
+    assert_eq!(s.next_run_at, None, "no times of its own");
+    let view = ScheduleView::new(&s, SHOW_NEXT_RUNS);
+    assert!(view.next_runs.is_empty());
+    assert_eq!(view.description, "only when triggered");
+
+    let t = app
+        .schedules()
+        .trigger(
+            &alice(),
+            &s.schedule_id,
+            Some("ticket #12: login fails"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(!t.deduplicated);
+    assert_eq!(t.run_id, None, "waiting for a worker");
+    // Nothing is due by the cadence; the event is what the scheduler wakes for.
+    let wake = app.schedules().next_wake().await.unwrap();
+    assert_eq!(wake.due_at, Some(START));
+
+    let claims = claim_events(&app, "w").await;
+    assert_eq!(claims.len(), 1);
+    let claim = &claims[0];
+    assert_eq!(claim.origin, RunOrigin::Trigger);
+    assert_eq!(claim.input.as_deref(), Some("ticket #12: login fails"));
+    assert!(claim_events(&app, "w2").await.is_empty(), "claimed once");
+    finish(&app, claim, RunStatus::Failed, "").await;
+
+    // A failed triggered run neither ends nor completes a schedule with no times.
+    let after = get(&app, &s.schedule_id).await;
+    assert_eq!(after.status, ScheduleStatus::Active);
+    let runs = app
+        .schedules()
+        .runs(&op(), &s.schedule_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].origin, RunOrigin::Trigger);
+    assert_eq!(runs[0].status, RunStatus::Failed);
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_twice_starts_one_run() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("sync")).await.unwrap();
+    let id = s.schedule_id.as_str();
+    let first = app
+        .schedules()
+        .trigger(&alice(), id, Some("a"), Some("delivery-1"))
+        .await
+        .unwrap();
+    let second = app
+        .schedules()
+        .trigger(&alice(), id, Some("a different body"), Some("delivery-1"))
+        .await
+        .unwrap();
+    assert!(second.deduplicated);
+    assert_eq!(first.event_id, second.event_id);
+    let claims = claim_events(&app, "w").await;
+    assert_eq!(claims.len(), 1);
+    assert_eq!(
+        claims[0].input.as_deref(),
+        Some("a"),
+        "the first one's input"
+    );
+    finish(&app, &claims[0], RunStatus::Succeeded, "ok").await;
+    // After its run, the key still answers with that run.
+    let third = app
+        .schedules()
+        .trigger(&alice(), id, None, Some("delivery-1"))
+        .await
+        .unwrap();
+    assert!(third.deduplicated);
+    assert_eq!(third.run_id.as_deref(), Some(claims[0].run_id.as_str()));
+    // Another key is another run.
+    let other = app
+        .schedules()
+        .trigger(&alice(), id, None, Some("delivery-2"))
+        .await
+        .unwrap();
+    assert!(!other.deduplicated);
+    assert_eq!(claim_events(&app, "w").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_trigger_at_the_instant_of_an_occurrence_takes_nothing_from_it() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = ScheduleSpec {
+        goal: "hourly".into(),
+        every: Some("1h".into()),
+        ..Default::default()
+    };
+    spec.overlap = Some(Overlap::Allow);
+    let s = add(&app, "alice", spec).await.unwrap();
+    let due = s.next_run_at.unwrap();
+    clock.advance_ms(due - START);
+    app.schedules()
+        .trigger(&alice(), &s.schedule_id, Some("now"), None)
+        .await
+        .unwrap();
+    let event_claims = claim_events(&app, "w").await;
+    assert_eq!(event_claims.len(), 1);
+    assert_eq!(event_claims[0].scheduled_for, due, "the same instant");
+    let occurrence = app
+        .schedules()
+        .claim(&get(&app, &s.schedule_id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("the occurrence still runs");
+    assert_eq!(occurrence.origin, RunOrigin::Cadence);
+    assert_eq!(occurrence.scheduled_for, due);
+    let runs = app
+        .schedules()
+        .runs(&op(), &s.schedule_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2);
+}
+
+#[tokio::test]
+async fn triggered_runs_wait_for_the_run_going_unless_overlap_allows() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("one at a time"))
+        .await
+        .unwrap();
+    let id = s.schedule_id.as_str();
+    for input in ["first", "second"] {
+        app.schedules()
+            .trigger(&alice(), id, Some(input), None)
+            .await
+            .unwrap();
+    }
+    let claims = claim_events(&app, "w").await;
+    assert_eq!(claims.len(), 1, "the second waits");
+    assert_eq!(claims[0].input.as_deref(), Some("first"), "oldest first");
+    assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+    assert_eq!(app.schedules().next_wake().await.unwrap().due_at, None);
+    finish(&app, &claims[0], RunStatus::Succeeded, "done").await;
+    let next = claim_events(&app, "w").await;
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].input.as_deref(), Some("second"));
+
+    // overlap = allow: side by side.
+    let mut spec = triggered("in parallel");
+    spec.overlap = Some(Overlap::Allow);
+    let p = add(&app, "alice", spec).await.unwrap();
+    for _ in 0..3 {
+        app.schedules()
+            .trigger(&alice(), &p.schedule_id, None, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(claim_events(&app, "w").await.len(), 3);
+}
+
+#[tokio::test]
+async fn a_paused_schedule_refuses_triggers_and_the_queue_is_bounded() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("bounded")).await.unwrap();
+    let id = s.schedule_id.as_str();
+    for _ in 0..MAX_WAITING_EVENTS {
+        app.schedules()
+            .trigger(&alice(), id, None, None)
+            .await
+            .unwrap();
+    }
+    let err = app
+        .schedules()
+        .trigger(&alice(), id, None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(kind(err), ErrorKind::Conflict);
+    app.schedules().pause(&alice(), id, None).await.unwrap();
+    let err = app
+        .schedules()
+        .trigger(&alice(), id, None, Some("k"))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(err), ErrorKind::Conflict);
+    // Another user's schedule is not there for them.
+    let err = app
+        .schedules()
+        .trigger(&Actor::User("bob".into()), id, None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(kind(err), ErrorKind::NotFound);
+}
+
+#[tokio::test]
+async fn bad_trigger_input_is_refused_and_changes_nothing() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("careful")).await.unwrap();
+    let id = s.schedule_id.as_str();
+    let too_big = "x".repeat(MAX_TRIGGER_INPUT_BYTES + 1);
+    let long_key = "k".repeat(300);
+    let cases: [(Option<&str>, Option<&str>, &str); 5] = [
+        (Some(too_big.as_str()), None, "input"),
+        (Some("nul\0inside"), None, "input"),
+        (None, Some(""), "idempotency_key"),
+        (None, Some("two\nlines"), "idempotency_key"),
+        (None, Some(long_key.as_str()), "idempotency_key"),
+    ];
+    for (input, key, field) in cases {
+        let err = Error::from(
+            app.schedules()
+                .trigger(&alice(), id, input, key)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(err.kind(), ErrorKind::BadInput);
+        assert!(err.to_string().contains(field), "{err}");
+    }
+    assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_chain_passes_each_output_on_once() {
+    let (_dir, app, _clock) = setup().await;
+    let a = add(&app, "alice", triggered("fetch")).await.unwrap();
+    let b = add(&app, "alice", following("summarize", &a.schedule_id, None))
+        .await
+        .unwrap();
+    let c = add(
+        &app,
+        "alice",
+        following("publish", &b.schedule_id, Some(ChainOn::Finished)),
+    )
+    .await
+    .unwrap();
+    let d = add(
+        &app,
+        "alice",
+        following("alert", &b.schedule_id, Some(ChainOn::Failed)),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        b.cadence,
+        nightshift::schedule::Cadence::Triggered { .. }
+    ));
+    let view = ScheduleView::new(&b, SHOW_NEXT_RUNS);
+    assert!(
+        view.description.contains(&format!(
+            "after each run of {} that succeeds",
+            a.schedule_id
+        )),
+        "{}",
+        view.description
+    );
+
+    app.schedules()
+        .trigger(&alice(), &a.schedule_id, Some("feed"), None)
+        .await
+        .unwrap();
+    let run_a = claim_events(&app, "w").await.remove(0);
+    finish(&app, &run_a, RunStatus::Succeeded, "ten items").await;
+    let run_b = claim_events(&app, "w").await;
+    assert_eq!(run_b.len(), 1, "only the follower of a");
+    assert_eq!(run_b[0].schedule.schedule_id, b.schedule_id);
+    assert_eq!(run_b[0].origin, RunOrigin::Chain);
+    assert_eq!(run_b[0].input.as_deref(), Some("ten items"));
+    finish(&app, &run_b[0], RunStatus::Failed, "").await;
+    // b failed: "finished" and "failed" followers run, with its error as input.
+    let mut next = claim_events(&app, "w").await;
+    next.sort_by_key(|c| c.schedule.goal.clone());
+    let goals: Vec<&str> = next.iter().map(|c| c.schedule.goal.as_str()).collect();
+    assert_eq!(goals, ["alert", "publish"]);
+    assert!(next.iter().all(|c| c.input.as_deref() == Some("it broke")));
+    for claim in &next {
+        finish(&app, claim, RunStatus::Succeeded, "ok").await;
+    }
+    assert!(claim_events(&app, "w").await.is_empty());
+    for id in [&a, &b, &c, &d] {
+        let runs = app
+            .schedules()
+            .runs(&op(), &id.schedule_id, 10)
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 1, "{}", id.goal);
+    }
+}
+
+#[tokio::test]
+async fn a_recovered_upstream_run_starts_its_follower_once() {
+    let (_dir, app, clock) = setup().await;
+    let a = add(&app, "alice", triggered("fetch")).await.unwrap();
+    let b = add(&app, "alice", following("summarize", &a.schedule_id, None))
+        .await
+        .unwrap();
+    app.schedules()
+        .trigger(&alice(), &a.schedule_id, Some("x"), None)
+        .await
+        .unwrap();
+    let lost = claim_events(&app, "w1").await.remove(0);
+    // w1 goes silent; w2 takes the run over and finishes it.
+    clock.advance_ms(61_000);
+    let recovered = app.schedules().recover_expired("w2", 60_000).await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(
+        recovered[0].input.as_deref(),
+        Some("x"),
+        "the input survives"
+    );
+    assert_eq!(recovered[0].origin, RunOrigin::Trigger);
+    let ok = RunOutcome {
+        status: Some(RunStatus::Succeeded),
+        output: Some("out".into()),
+        ..Default::default()
+    };
+    assert!(app
+        .schedules()
+        .finish(&recovered[0], Some("w2"), &ok, 3)
+        .await
+        .unwrap());
+    // w1 comes back with its answer: refused, and no second follower run.
+    assert!(!app
+        .schedules()
+        .finish(&lost, Some("w1"), &ok, 3)
+        .await
+        .unwrap());
+    let follower = claim_events(&app, "w2").await;
+    assert_eq!(follower.len(), 1);
+    assert_eq!(follower[0].schedule.schedule_id, b.schedule_id);
+    assert!(claim_events(&app, "w2").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_chain_is_one_users_and_never_a_cycle() {
+    let (_dir, app, _clock) = setup().await;
+    let a = add(&app, "alice", triggered("a")).await.unwrap();
+    let b = add(&app, "alice", following("b", &a.schedule_id, None))
+        .await
+        .unwrap();
+    let c = add(&app, "alice", following("c", &b.schedule_id, None))
+        .await
+        .unwrap();
+    // a after c would close the loop: refused, naming the field, nothing changed.
+    let patch = SchedulePatch {
+        after: Some(c.schedule_id.clone()),
+        ..Default::default()
+    };
+    let err = Error::from(
+        app.edit_schedule(&alice(), &a.schedule_id, &patch)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.kind(), ErrorKind::BadInput);
+    assert!(err.to_string().contains("after"), "{err}");
+    assert!(err.to_string().contains("cycle"), "{err}");
+    assert_eq!(get(&app, &a.schedule_id).await.after, None);
+    // Itself.
+    let patch = SchedulePatch {
+        after: Some(a.schedule_id.clone()),
+        ..Default::default()
+    };
+    assert!(app
+        .edit_schedule(&alice(), &a.schedule_id, &patch)
+        .await
+        .is_err());
+    // Another user's schedule is refused exactly like one that does not exist.
+    let bobs = add(&app, "bob", triggered("bob's")).await.unwrap();
+    let theirs = Error::from(
+        app.add_schedule(&alice(), "alice", &following("x", &bobs.schedule_id, None))
+            .await
+            .unwrap_err(),
+    );
+    let missing = Error::from(
+        app.add_schedule(&alice(), "alice", &following("x", "sch-nope", None))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(theirs.kind(), ErrorKind::BadInput);
+    assert_eq!(
+        theirs.to_string().replace(&bobs.schedule_id, "ID"),
+        missing.to_string().replace("sch-nope", "ID")
+    );
+    // `on` without `after`.
+    let spec = ScheduleSpec {
+        goal: "x".into(),
+        every: Some("1h".into()),
+        on: Some(ChainOn::Failed),
+        ..Default::default()
+    };
+    assert!(add(&app, "alice", spec).await.is_err());
+    // Clearing `after` leaves a triggered schedule that nothing starts but a trigger.
+    let patch = SchedulePatch {
+        clear: vec![ClearField::After],
+        ..Default::default()
+    };
+    let cleared = app
+        .edit_schedule(&alice(), &c.schedule_id, &patch)
+        .await
+        .unwrap();
+    assert_eq!(cleared.after, None);
+}
+
+#[tokio::test]
+async fn the_followers_show_tells_of_a_paused_or_deleted_upstream() {
+    let (_dir, app, _clock) = setup().await;
+    let a = add(&app, "alice", triggered("a")).await.unwrap();
+    let b = add(&app, "alice", following("b", &a.schedule_id, None))
+        .await
+        .unwrap();
+    app.schedules()
+        .pause(&alice(), &a.schedule_id, Some("holiday"))
+        .await
+        .unwrap();
+    let view = ScheduleView::new(&get(&app, &b.schedule_id).await, SHOW_NEXT_RUNS);
+    assert_eq!(view.after.as_ref().unwrap().upstream_status, "paused");
+    assert!(
+        view.description.contains("(it is paused)"),
+        "{}",
+        view.description
+    );
+    app.schedules()
+        .delete(&alice(), &a.schedule_id)
+        .await
+        .unwrap();
+    let view = ScheduleView::new(&get(&app, &b.schedule_id).await, SHOW_NEXT_RUNS);
+    assert_eq!(view.after.as_ref().unwrap().upstream_status, "deleted");
+    assert!(
+        view.description.contains("(it was deleted)"),
+        "{}",
+        view.description
+    );
+}
+
+#[tokio::test]
+async fn a_triggered_schedule_takes_no_timing_settings() {
+    let (_dir, app, _clock) = setup().await;
+    let tweaks: [(Tweak, &str); 5] = [
+        (|s| s.jitter = Some("5m".into()), "jitter"),
+        (|s| s.max_runs = Some(3), "max_runs"),
+        (|s| s.skip = vec!["2027-12-25".into()], "skip"),
+        (|s| s.every = Some("1h".into()), "triggered"),
+        (|s| s.ends_at = Some("2028-01-01".into()), "ends_at"),
+    ];
+    for (tweak, field) in tweaks {
+        let mut spec = triggered("x");
+        tweak(&mut spec);
+        let err = add(&app, "alice", spec).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadInput);
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+    // A schedule with times of its own may follow another too, and an edit can take its
+    // times away.
+    let a = add(&app, "alice", triggered("a")).await.unwrap();
+    let mut both = following("b", &a.schedule_id, None);
+    both.every = Some("1h".into());
+    let b = add(&app, "alice", both).await.unwrap();
+    assert_eq!(b.next_run_at, Some(START + HOUR));
+    let patch = SchedulePatch {
+        triggered: Some(true),
+        ..Default::default()
+    };
+    let edited = app
+        .edit_schedule(&alice(), &b.schedule_id, &patch)
+        .await
+        .unwrap();
+    assert_eq!(edited.next_run_at, None);
+    assert_eq!(edited.after.unwrap().schedule_id, a.schedule_id);
+}
+
+#[tokio::test]
+async fn a_triggered_run_of_a_one_shot_leaves_the_one_shot_to_run() {
+    let (_dir, app, _clock) = setup().await;
+    let spec = ScheduleSpec {
+        goal: "remind".into(),
+        when: Some("in 2 hours".into()),
+        ..Default::default()
+    };
+    let s = add(&app, "alice", spec).await.unwrap();
+    app.schedules()
+        .trigger(&alice(), &s.schedule_id, Some("early"), None)
+        .await
+        .unwrap();
+    let claim = claim_events(&app, "w").await.remove(0);
+    finish(&app, &claim, RunStatus::Failed, "").await;
+    let after = get(&app, &s.schedule_id).await;
+    assert_eq!(
+        after.status,
+        ScheduleStatus::Active,
+        "its own run is to come"
+    );
+    assert_eq!(after.next_run_at, s.next_run_at);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Any key and any input is a trigger or a clear refusal naming the field; a key that
+    /// was accepted answers with the same event the second time.
+    #[test]
+    fn any_key_and_input_is_a_trigger_or_a_named_refusal(
+        key in proptest::option::of(any::<String>()),
+        input in proptest::option::of(any::<String>()),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (_dir, app, _clock) = setup().await;
+            let s = add(&app, "alice", triggered("p")).await.unwrap();
+            let id = s.schedule_id.as_str();
+            match app.schedules().trigger(&alice(), id, input.as_deref(), key.as_deref()).await {
+                Ok(first) => {
+                    let again = app
+                        .schedules()
+                        .trigger(&alice(), id, input.as_deref(), key.as_deref())
+                        .await
+                        .unwrap();
+                    assert_eq!(again.deduplicated, key.is_some());
+                    assert_eq!(again.event_id == first.event_id, key.is_some());
+                }
+                Err(err) => {
+                    let err = Error::from(err);
+                    assert_eq!(err.kind(), ErrorKind::BadInput);
+                    let message = err.to_string();
+                    assert!(message.contains("input") || message.contains("idempotency_key"), "{message}");
+                    assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+                }
+            }
+        });
+    }
+}
