@@ -110,7 +110,10 @@ async fn a_runs_input_reaches_both_runtimes_beside_the_goal() {
     let mut with_input = request("u");
     with_input.input = Some("webhook: order 7 shipped".into());
 
-    let (url, seen) = serve("/goal", |_, _| Json(json!({"output": "noted"})).into_response()).await;
+    let (url, seen) = serve("/goal", |_, _| {
+        Json(json!({"output": "noted"})).into_response()
+    })
+    .await;
     let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
     let outcome = runtime.run_goal(&with_input, &memory).await;
     assert_eq!(outcome.error, None);
@@ -123,8 +126,10 @@ async fn a_runs_input_reaches_both_runtimes_beside_the_goal() {
     assert!(seen.lock().unwrap()[1].get("input").is_none());
 
     let (url, seen) = serve("/v1/chat/completions", |_, _| {
-        Json(json!({"choices": [{"message": {"role": "assistant", "content": "done"}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+        Json(
+            json!({"choices": [{"message": {"role": "assistant", "content": "done"}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+        )
         .into_response()
     })
     .await;

@@ -632,3 +632,221 @@ proptest! {
         });
     }
 }
+
+/// A daily 09:00 schedule in Lisbon, added at START (2027-01-15).
+fn daily() -> ScheduleSpec {
+    ScheduleSpec {
+        goal: "daily digest".into(),
+        cron: Some("0 9 * * *".into()),
+        tz: Some("Europe/Lisbon".into()),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_backfill_runs_a_past_range_once_oldest_first() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(&app, "alice", daily()).await.unwrap();
+    let id = s.schedule_id.as_str();
+    // A week later: the live occurrences of the last days ran.
+    clock.advance_ms(7 * 24 * HOUR);
+    let dry = app
+        .schedules()
+        .backfill(&alice(), id, "2027-01-10", "2027-01-12", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        dry.queued,
+        [
+            "2027-01-10T09:00:00Z",
+            "2027-01-11T09:00:00Z",
+            "2027-01-12T09:00:00Z"
+        ]
+    );
+    assert!(
+        app.schedules().due_events(10).await.unwrap().is_empty(),
+        "a dry run queues nothing"
+    );
+    let queued = app
+        .schedules()
+        .backfill(&alice(), id, "2027-01-10", "2027-01-12", false)
+        .await
+        .unwrap();
+    assert_eq!(queued.queued, dry.queued);
+    // Twice: nothing more.
+    let again = app
+        .schedules()
+        .backfill(&alice(), id, "2027-01-10", "2027-01-12", false)
+        .await
+        .unwrap();
+    assert!(again.queued.is_empty());
+    assert_eq!(again.already_run.len(), 3);
+    // One at a time (overlap = skip), oldest first, each recorded for its occurrence.
+    let mut ran = Vec::new();
+    loop {
+        let claims = claim_events(&app, "w").await;
+        if claims.is_empty() {
+            break;
+        }
+        assert_eq!(claims.len(), 1, "the schedule's runs go one after another");
+        assert_eq!(claims[0].origin, RunOrigin::Backfill);
+        ran.push(claims[0].scheduled_for);
+        finish(&app, &claims[0], RunStatus::Succeeded, "ok").await;
+    }
+    assert_eq!(ran.len(), 3);
+    assert!(ran.windows(2).all(|w| w[0] < w[1]), "oldest first");
+    // The live schedule is untouched: its next run is still the next 09:00.
+    assert_eq!(get(&app, id).await.next_run_at, s.next_run_at);
+    let runs = app.schedules().runs(&op(), id, 10).await.unwrap();
+    assert!(runs.iter().all(|r| r.origin == RunOrigin::Backfill));
+}
+
+#[tokio::test]
+async fn a_backfill_skips_occurrences_that_already_ran_live() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(&app, "alice", daily()).await.unwrap();
+    let id = s.schedule_id.as_str();
+    // The first live occurrence, 2027-01-15 09:00, runs.
+    let first = s.next_run_at.unwrap();
+    assert_eq!(first, START + HOUR);
+    clock.advance_ms(first - START);
+    let claim = app
+        .schedules()
+        .claim(&get(&app, id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    finish(&app, &claim, RunStatus::Succeeded, "live").await;
+    // Two days later; 01-16 09:00 is due and has not run yet.
+    clock.advance_ms(2 * 24 * HOUR);
+    let backfill = app
+        .schedules()
+        .backfill(&alice(), id, "2027-01-14", "2027-01-16", false)
+        .await
+        .unwrap();
+    assert_eq!(backfill.already_run, ["2027-01-15T09:00:00Z"]);
+    assert_eq!(
+        backfill.queued,
+        ["2027-01-14T09:00:00Z", "2027-01-16T09:00:00Z"]
+    );
+    // The live claim of 01-16 (due, folding 01-17 into it) and the backfilled 01-16
+    // meet: whichever comes first runs it, the other finds it taken.
+    let live = app
+        .schedules()
+        .claim(&get(&app, id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("the live occurrence is claimed");
+    assert_eq!(live.scheduled_for, first + 24 * HOUR);
+    finish(&app, &live, RunStatus::Succeeded, "live").await;
+    while let Some(claim) = claim_events(&app, "w").await.pop() {
+        finish(&app, &claim, RunStatus::Succeeded, "backfilled").await;
+    }
+    let runs = app.schedules().runs(&op(), id, 10).await.unwrap();
+    let times: Vec<i64> = runs.iter().map(|r| r.scheduled_for).collect();
+    assert_eq!(
+        times,
+        [first + 24 * HOUR, first, first - 24 * HOUR],
+        "one run per occurrence: {runs:?}"
+    );
+    // `--to` a date that ends later today stops at now.
+    let today = app
+        .schedules()
+        .backfill(&alice(), id, "2027-01-17", "2027-01-17", true)
+        .await
+        .unwrap();
+    assert_eq!(today.queued, ["2027-01-17T09:00:00Z"]);
+}
+
+#[tokio::test]
+async fn a_bad_backfill_is_refused_and_queues_nothing() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(&app, "alice", daily()).await.unwrap();
+    let id = s.schedule_id.as_str();
+    clock.advance_ms(24 * HOUR);
+    let every_minute = add(
+        &app,
+        "alice",
+        ScheduleSpec {
+            goal: "m".into(),
+            cron: Some("* * * * *".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let cases: [(&str, &str, &str); 5] = [
+        ("2027-01-12", "2027-01-10", "to"),
+        ("2099-01-01", "2099-01-02", "from"),
+        ("yesterday-ish", "2027-01-12", "from"),
+        ("2027-01-10", "not a time", "to"),
+        ("2027-01-10", "2027-01-12\0", "to"),
+    ];
+    for (from, to, field) in cases {
+        let err = Error::from(
+            app.schedules()
+                .backfill(&alice(), id, from, to, false)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(err.kind(), ErrorKind::BadInput, "{from} {to}");
+        assert!(err.to_string().contains(field), "{err}");
+    }
+    if let Ok(m) = every_minute {
+        // More than the maximum in the range: refused whole, not cut.
+        let err = app
+            .schedules()
+            .backfill(&alice(), &m.schedule_id, "2027-01-10", "2027-01-12", false)
+            .await
+            .unwrap_err();
+        assert!(Error::from(err).to_string().contains("1000"));
+    }
+    let t = add(&app, "alice", triggered("t")).await.unwrap();
+    assert!(app
+        .schedules()
+        .backfill(&alice(), &t.schedule_id, "2027-01-10", "2027-01-12", false)
+        .await
+        .is_err());
+    let err = app
+        .schedules()
+        .backfill(
+            &Actor::User("bob".into()),
+            id,
+            "2027-01-10",
+            "2027-01-12",
+            false,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(kind(err), ErrorKind::NotFound);
+    assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_interval_backfill_reaches_back_before_its_first_run() {
+    let (_dir, app, clock) = setup().await;
+    let s = add(
+        &app,
+        "alice",
+        ScheduleSpec {
+            goal: "every 6h".into(),
+            every: Some("6h".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    clock.advance_ms(HOUR);
+    let backfill = app
+        .schedules()
+        .backfill(
+            &alice(),
+            &s.schedule_id,
+            &nightshift::schedule::cadence::render(START - 24 * HOUR, chrono_tz::Tz::UTC),
+            &nightshift::schedule::cadence::render(START, chrono_tz::Tz::UTC),
+            true,
+        )
+        .await
+        .unwrap();
+    // In the interval's rhythm (its first run at START + 6h): START - 24h .. START.
+    assert_eq!(backfill.queued.len(), 5, "{:?}", backfill.queued);
+}

@@ -103,6 +103,19 @@ pub struct PauseBody {
     pub note: Option<String>,
 }
 
+/// A backfill: the past range whose occurrences run.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillBody {
+    /// An instant, or a date (its first moment) in the schedule's zone.
+    pub from: String,
+    /// An instant, or a date (its last moment); not in the future.
+    pub to: String,
+    /// List what would run, and queue nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 /// A trigger: what the run receives beside its goal, and a key that makes a repeat
 /// harmless.
 #[derive(Debug, Default, Deserialize, ToSchema)]

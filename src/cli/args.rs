@@ -387,6 +387,23 @@ pub enum ScheduleCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Run the occurrences of a past range, oldest first (at most 1000): each runs once as
+    /// that occurrence; those that already have a run are not run again.
+    Backfill {
+        id: String,
+        /// The range's start: an instant, or a date (its first moment) in the schedule's zone.
+        #[arg(long)]
+        from: String,
+        /// The range's end: an instant, or a date (its last moment); not in the future.
+        #[arg(long)]
+        to: String,
+        /// List what would run, and queue nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Start a run now with an input the runtime receives beside the goal (a webhook's
     /// payload, another system's event). Runs of one schedule's triggers go one after
     /// another unless its overlap is allow.

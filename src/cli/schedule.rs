@@ -172,6 +172,31 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     .join("\n")
             })
         }
+        ScheduleCommand::Backfill {
+            id,
+            from,
+            to,
+            dry_run,
+            user,
+        } => {
+            let backfill = store
+                .backfill(&actor(user)?, &id, &from, &to, dry_run)
+                .await?;
+            print(json, &backfill, || {
+                let verb = if backfill.dry_run {
+                    "would run"
+                } else {
+                    "queued"
+                };
+                let mut lines = vec![format!(
+                    "{id}: {verb} {} occurrence(s); {} already ran",
+                    backfill.queued.len(),
+                    backfill.already_run.len()
+                )];
+                lines.extend(backfill.queued.iter().map(|t| format!("  {t}")));
+                lines.join("\n")
+            })
+        }
         ScheduleCommand::Trigger {
             id,
             input,

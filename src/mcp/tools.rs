@@ -19,7 +19,7 @@ use crate::memory::{
     AppendedEvents, Context, ContextRequest, Event, NewEvent, NewNote, Note, NoteDeleted, Role,
     SaveOutcome, SearchRequest, SearchResponse, Strategy,
 };
-use crate::schedule::store::{ScheduleFilter, Triggered};
+use crate::schedule::store::{Backfill, ScheduleFilter, Triggered};
 use crate::schedule::types::ScheduleStatus;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
@@ -118,6 +118,19 @@ pub struct SchedulePauseIn {
     pub schedule_id: String,
     /// Why, shown with the schedule.
     pub note: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleBackfillIn {
+    pub schedule_id: String,
+    /// An instant, or a date (its first moment) in the schedule's zone.
+    pub from: String,
+    /// An instant, or a date (its last moment); not in the future.
+    pub to: String,
+    /// List what would run, and queue nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -258,6 +271,9 @@ pub fn definitions() -> Vec<ToolDef> {
         def!("schedule_trigger", "Trigger a schedule", Writes,
             "Start a run of one of the user's schedules now with an input it receives beside its goal; the same idempotency_key twice starts one run.",
             ScheduleTriggerIn, Triggered),
+        def!("schedule_backfill", "Backfill a schedule", Writes,
+            "Run the occurrences of a past range of one of the user's schedules, oldest first (at most 1000); those that already ran are not run again; dry_run lists them only.",
+            ScheduleBackfillIn, Backfill),
     ]
 }
 
@@ -579,6 +595,33 @@ pub async fn call(
                 )
             };
             done(text, &triggered)
+        }
+        "schedule_backfill" => {
+            let input: ScheduleBackfillIn = args(arguments)?;
+            let backfill = app
+                .schedules()
+                .backfill(
+                    &actor,
+                    &input.schedule_id,
+                    &input.from,
+                    &input.to,
+                    input.dry_run,
+                )
+                .await
+                .map_err(Error::from)?;
+            let text = format!(
+                "{} {} occurrence(s) of {} ({}); {} already ran.",
+                if backfill.dry_run {
+                    "Would run"
+                } else {
+                    "Queued"
+                },
+                backfill.queued.len(),
+                backfill.schedule_id,
+                backfill.queued.join(", "),
+                backfill.already_run.len()
+            );
+            done(text, &backfill)
         }
         "schedule_pause" => {
             let input: SchedulePauseIn = args(arguments)?;

@@ -9,10 +9,12 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::{PauseBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery};
+use crate::api::types::{
+    BackfillBody, PauseBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery,
+};
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::store::{ScheduleFilter, Triggered};
+use crate::schedule::store::{Backfill, ScheduleFilter, Triggered};
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -26,6 +28,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(resume))
         .routes(routes!(run_now))
         .routes(routes!(trigger))
+        .routes(routes!(backfill))
         .routes(routes!(runs))
         .routes(routes!(show_run))
 }
@@ -222,6 +225,34 @@ async fn trigger(
         StatusCode::ACCEPTED
     };
     Ok((status, Json(triggered)))
+}
+
+/// Run the occurrences of a past range, oldest first (at most 1000); those that already
+/// have a run are not run again. 202 when queued, 200 for a dry run.
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/backfill", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    request_body = BackfillBody,
+    responses((status = 202, body = Backfill), (status = 200, body = Backfill), Failures),
+    security(("bearer" = [])))]
+async fn backfill(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(body): ApiJson<BackfillBody>,
+) -> Result<(StatusCode, Json<Backfill>), ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let backfill = state
+        .app
+        .schedules()
+        .backfill(&actor, &schedule_id, &body.from, &body.to, body.dry_run)
+        .await?;
+    let status = if backfill.dry_run {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(backfill)))
 }
 
 /// Delete a schedule and its run history.

@@ -179,7 +179,8 @@ impl ScheduleStore {
         }
     }
 
-    /// Events waiting for a run whose schedule can take one now, oldest first.
+    /// Events waiting for a run whose schedule can take one now, oldest first (a
+    /// backfill's, queued together, by their occurrences' times).
     pub async fn due_events(&self, limit: i64) -> Result<Vec<PendingEvent>> {
         let conn = self.db.conn().await?;
         Ok(fetch_all(
@@ -188,7 +189,7 @@ impl ScheduleStore {
                 "SELECT {} FROM schedule_events e JOIN schedules s
                  ON s.schedule_id = e.schedule_id
                  WHERE e.run_id IS NULL AND {EVENT_CAN_RUN}
-                 ORDER BY e.created_at, e.event_id LIMIT ?1",
+                 ORDER BY e.created_at, e.scheduled_for, e.event_id LIMIT ?1",
                 PendingEvent::COLUMNS,
             ),
             [limit],

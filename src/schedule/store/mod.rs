@@ -6,10 +6,12 @@
 //! - [`edit`](self::edit): changing a schedule in place, its id and history kept;
 //! - [`claim`](self::claim): the claim that makes each occurrence run on exactly one worker;
 //! - [`events`](self::events): runs started by triggers, chains and backfills;
+//! - [`backfill`](self::backfill): queuing the occurrences of a past range;
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown.
 
 mod announce;
+mod backfill;
 mod claim;
 mod control;
 mod create;
@@ -22,6 +24,7 @@ mod recovery;
 
 use std::sync::Arc;
 
+pub use backfill::{Backfill, MAX_BACKFILL};
 pub use edit::Edited;
 pub use events::{
     PendingEvent, Triggered, MAX_CHAIN_LINKS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_TRIGGER_INPUT_BYTES,
