@@ -4,6 +4,10 @@
 //! occurrences would see with a fixed 15-second poll (seed 000's design). Prints a table,
 //! then `name=value` pairs as its last line.
 //!
+//! One schedule in a hundred has a follower (`after`, on success): `chain_start_p99_ms` is
+//! how long from an upstream run's finish its follower's run takes to start, under the
+//! same load.
+//!
 //! `NIGHTSHIFT_BENCH_SCHEDULES=100000` runs it with more schedules: their period grows with
 //! their number (the offered load stays about 167 runs/s), and a tenth of them have a
 //! 5-minute jitter; the names of the figures end in the size (`lateness_p99_ms_100k`).
@@ -15,7 +19,7 @@ use axum::{Json, Router};
 use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::{Config, RuntimeKind};
-use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::types::{ChainOn, NewSchedule, Upstream};
 use nightshift::schedule::Cadence;
 use nightshift::worker::{run_with, WorkerParts};
 use serde_json::{json, Value};
@@ -82,10 +86,26 @@ async fn setup(dir: &tempfile::TempDir, url: &str, far_future: bool) -> Config {
         if schedules > DEFAULT_SCHEDULES && i % 10 == 0 {
             new.jitter_secs = Some(300);
         }
-        store.create(&Actor::Operator, &new).await.unwrap();
+        let upstream = store.create(&Actor::Operator, &new).await.unwrap();
+        if !far_future && i % CHAIN_EVERY == 0 {
+            let mut follower = NewSchedule::new(
+                upstream.user_id.clone(),
+                format!("follow {i}"),
+                Cadence::Triggered { tz: "UTC".into() },
+            );
+            follower.after = Some(Upstream {
+                schedule_id: upstream.schedule_id,
+                on: ChainOn::Succeeded,
+                status: None,
+            });
+            store.create(&Actor::Operator, &follower).await.unwrap();
+        }
     }
     config
 }
+
+/// One schedule in this many has a follower.
+const CHAIN_EVERY: usize = 100;
 
 async fn run_for(config: &Config, secs: u64) {
     let wait = tokio::time::sleep(Duration::from_secs(secs));
@@ -125,7 +145,8 @@ async fn main() {
         .query(
             // Due: its time, moved by its jitter when it has one.
             "SELECT coalesce(due_at, scheduled_for), started_at, finished_at FROM schedule_runs
-             WHERE status = 'succeeded' AND coalesce(due_at, scheduled_for) >= ?1",
+             WHERE status = 'succeeded' AND origin = 'cadence'
+             AND coalesce(due_at, scheduled_for) >= ?1",
             [measured_from],
         )
         .await
@@ -147,6 +168,29 @@ async fn main() {
     }
     drop(rows);
     lateness.sort_unstable();
+    // From an upstream run's finish (when its follower's event was queued, in the same
+    // transaction) to the follower's run starting.
+    let mut rows = conn
+        .query(
+            "SELECT d.started_at - u.finished_at FROM schedule_events e
+             JOIN schedule_runs d ON d.event_id = e.event_id
+             JOIN schedule_runs u ON u.run_id = e.event_key
+             WHERE e.kind = 'chain' AND u.finished_at >= ?1",
+            [measured_from],
+        )
+        .await
+        .unwrap();
+    let mut chain_start = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        chain_start.push(row.get::<i64>(0).unwrap());
+    }
+    drop(rows);
+    chain_start.sort_unstable();
+    let chain_p99 = if chain_start.is_empty() {
+        -1
+    } else {
+        percentile(&chain_start, 0.99)
+    };
     let runs = lateness.len();
     let runs_per_s = runs as f64 / ((last_finish - first_start) as f64 / 1000.0).max(0.001);
     let poll15_mean = poll15.iter().sum::<i64>() as f64 / poll15.len().max(1) as f64;
@@ -192,6 +236,11 @@ async fn main() {
             "max_concurrent = 16".into(),
         ),
         (
+            "chain start p99 (upstream end → follower)",
+            format!("{chain_p99} ms"),
+            format!("{} links; goal ≤ 100 ms", chain_start.len()),
+        ),
+        (
             "idle CPU, nothing due",
             format!("{idle_cpu_pct:.2} %"),
             "goal about 0".into(),
@@ -200,7 +249,7 @@ async fn main() {
         println!("{name:<46} {value:>14}  {note}");
     }
     println!(
-        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs}",
+        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99}",
         percentile(&lateness, 0.5),
         percentile(&lateness, 0.99),
     );

@@ -19,7 +19,7 @@ EXPECTED_TOOLS = {
     "memory_search", "memory_save", "memory_update", "memory_delete", "memory_append",
     "memory_recall", "memory_context", "schedule_add", "schedule_list", "schedule_show",
     "schedule_edit", "schedule_pause", "schedule_resume", "schedule_delete", "schedule_runs",
-    "schedule_run_now",
+    "schedule_run_now", "schedule_trigger", "schedule_backfill",
 }
 
 
@@ -69,6 +69,10 @@ async def exercise(session, label):
     await ok(session, "schedule_pause", {"schedule_id": sid, "note": "away"})
     await ok(session, "schedule_resume", {"schedule_id": sid})
     await ok(session, "schedule_run_now", {"schedule_id": sid})
+    trig = await ok(session, "schedule_trigger", {"schedule_id": sid, "input": "hi", "idempotency_key": f"{label}-1"})
+    again = await ok(session, "schedule_trigger", {"schedule_id": sid, "idempotency_key": f"{label}-1"})
+    check(again["deduplicated"] and again["event_id"] == trig["event_id"], f"{label}: idempotent trigger")
+    await ok(session, "schedule_backfill", {"schedule_id": sid, "from": "2020-01-01", "to": "2020-01-02", "dry_run": True})
     await ok(session, "schedule_runs", {"schedule_id": sid})
     await ok(session, "schedule_delete", {"schedule_id": sid})
     await ok(session, "memory_delete", {"note_id": note})

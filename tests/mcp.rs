@@ -81,7 +81,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 16] = [
+const TOOLS: [&str; 18] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -98,6 +98,8 @@ const TOOLS: [&str; 16] = [
     "schedule_delete",
     "schedule_runs",
     "schedule_run_now",
+    "schedule_trigger",
+    "schedule_backfill",
 ];
 
 #[tokio::test]
@@ -230,6 +232,28 @@ async fn every_tool_and_resource_over_streamable_http() {
         json!({"schedule_id": schedule_id}),
     )
     .await;
+    let triggered = ok(
+        &client,
+        "schedule_trigger",
+        json!({"schedule_id": schedule_id, "input": "a webhook", "idempotency_key": "k1"}),
+    )
+    .await;
+    assert_eq!(triggered["deduplicated"], false);
+    let again = ok(
+        &client,
+        "schedule_trigger",
+        json!({"schedule_id": schedule_id, "idempotency_key": "k1"}),
+    )
+    .await;
+    assert_eq!(again["event_id"], triggered["event_id"]);
+    assert_eq!(again["deduplicated"], true);
+    let backfill = ok(
+        &client,
+        "schedule_backfill",
+        json!({"schedule_id": schedule_id, "from": "2020-01-01", "to": "2020-01-01", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(backfill["dry_run"], true);
     let runs = ok(
         &client,
         "schedule_runs",
@@ -408,6 +432,14 @@ async fn one_user_never_reaches_anothers_data() {
         ("schedule_pause", json!({"schedule_id": schedule_id})),
         ("schedule_resume", json!({"schedule_id": schedule_id})),
         ("schedule_run_now", json!({"schedule_id": schedule_id})),
+        (
+            "schedule_trigger",
+            json!({"schedule_id": schedule_id, "input": "bob was here"}),
+        ),
+        (
+            "schedule_backfill",
+            json!({"schedule_id": schedule_id, "from": "2020-01-01", "to": "2020-01-02"}),
+        ),
         ("schedule_runs", json!({"schedule_id": schedule_id})),
         ("schedule_delete", json!({"schedule_id": schedule_id})),
     ] {
@@ -655,6 +687,10 @@ async fn stdio_stdout_holds_only_protocol_messages_even_when_the_database_fails(
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Debug logs are many: read them as they come, or the child blocks writing to a
+    // full pipe.
+    let mut logs = BufReader::new(child.stderr.take().unwrap()).lines();
+    tokio::spawn(async move { while let Ok(Some(_)) = logs.next_line().await {} });
     let mut send = async |message: Value| {
         let mut line = serde_json::to_vec(&message).unwrap();
         line.push(b'\n');
