@@ -242,3 +242,60 @@ async fn a_config_one_shot_follows_its_zone() {
     assert_ne!(tokyo[0].next_run_at, la[0].next_run_at);
     assert_eq!(la[0].cadence.zone().name(), "America/Los_Angeles");
 }
+
+/// A config entry may follow a schedule (by id) with no cadence of its own; a change of
+/// `on` is made in place, and an upstream of another user is refused, naming the entry.
+#[tokio::test]
+async fn a_config_entry_follows_a_schedule_and_changes_in_place() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
+    let upstream = store
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("alice", "fetch", Cadence::cron("0 8 * * *", "UTC").unwrap()),
+        )
+        .await
+        .unwrap();
+    let follower = |on: &str, user: &str| {
+        let text = format!(
+            "[[schedules]]\nname = \"after-fetch\"\nuser = \"{user}\"\ngoal = \"summarize\"\nafter = \"{}\"\non = \"{on}\"\n",
+            upstream.schedule_id
+        );
+        toml::from_str::<Config>(&text).unwrap().schedules
+    };
+    sync(&store, &follower("succeeded", "alice"), "UTC")
+        .await
+        .unwrap();
+    let find = || async {
+        let (all, _) = store
+            .list(&Actor::Operator, &ScheduleFilter::default())
+            .await
+            .unwrap();
+        all.into_iter()
+            .find(|s| s.name.as_deref() == Some("after-fetch"))
+            .unwrap()
+    };
+    let first = find().await;
+    assert!(matches!(first.cadence, Cadence::Triggered { .. }));
+    assert_eq!(
+        first.after.as_ref().unwrap().schedule_id,
+        upstream.schedule_id
+    );
+    let report = sync(&store, &follower("finished", "alice"), "UTC")
+        .await
+        .unwrap();
+    assert_eq!(report.changed, 1, "{report:?}");
+    let second = find().await;
+    assert_eq!(second.schedule_id, first.schedule_id);
+    assert_eq!(
+        second.after.unwrap().on,
+        nightshift::spec::ChainOn::Finished
+    );
+    let err = sync(&store, &follower("finished", "bob"), "UTC")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("after"), "{err}");
+    assert_eq!(find().await.user_id, "alice", "nothing changed");
+}

@@ -850,3 +850,150 @@ async fn an_interval_backfill_reaches_back_before_its_first_run() {
     // In the interval's rhythm (its first run at START + 6h): START - 24h .. START.
     assert_eq!(backfill.queued.len(), 5, "{:?}", backfill.queued);
 }
+
+#[tokio::test]
+async fn a_triggered_schedule_survives_resume_and_refuses_run_now() {
+    let (_dir, app, _clock) = setup().await;
+    let s = add(&app, "alice", triggered("t")).await.unwrap();
+    let id = s.schedule_id.as_str();
+    app.schedules().pause(&alice(), id, None).await.unwrap();
+    let resumed = app.schedules().resume(&alice(), id).await.unwrap();
+    assert_eq!(resumed.status, ScheduleStatus::Active, "{resumed:?}");
+    assert_eq!(resumed.next_run_at, None);
+    let err = app.schedules().run_now(&alice(), id).await.unwrap_err();
+    let err = Error::from(err);
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    assert!(err.to_string().contains("schedule trigger"), "{err}");
+    // Triggered runs, failing past pause_after_failures, pause it; resumed, it is active.
+    for _ in 0..3 {
+        app.schedules()
+            .trigger(&alice(), id, None, None)
+            .await
+            .unwrap();
+        let claim = claim_events(&app, "w").await.remove(0);
+        finish(&app, &claim, RunStatus::Failed, "").await;
+    }
+    assert_eq!(get(&app, id).await.status, ScheduleStatus::Paused);
+    let resumed = app.schedules().resume(&alice(), id).await.unwrap();
+    assert_eq!(resumed.status, ScheduleStatus::Active);
+}
+
+#[tokio::test]
+async fn events_of_a_schedule_that_ended_are_recorded_not_lost() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = ScheduleSpec {
+        goal: "last one".into(),
+        every: Some("1h".into()),
+        max_runs: Some(1),
+        ..Default::default()
+    };
+    spec.overlap = Some(Overlap::Skip);
+    let s = add(&app, "alice", spec).await.unwrap();
+    let id = s.schedule_id.as_str();
+    clock.advance_ms(HOUR);
+    let last = app
+        .schedules()
+        .claim(&get(&app, id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    // A trigger while its last run goes: accepted, and waits.
+    app.schedules()
+        .trigger(&alice(), id, Some("late"), None)
+        .await
+        .unwrap();
+    assert!(claim_events(&app, "w").await.is_empty());
+    finish(&app, &last, RunStatus::Succeeded, "done").await;
+    assert_eq!(get(&app, id).await.status, ScheduleStatus::Completed);
+    // The scheduler wakes for it and records it as not run.
+    assert!(app.schedules().next_wake().await.unwrap().due_at.is_some());
+    assert!(claim_events(&app, "w").await.is_empty());
+    let runs = app.schedules().runs(&op(), id, 10).await.unwrap();
+    let skipped: Vec<_> = runs
+        .iter()
+        .filter(|r| r.origin == RunOrigin::Trigger)
+        .collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].status, RunStatus::Skipped);
+    assert!(skipped[0].error.as_deref().unwrap().contains("completed"));
+    assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+    assert_eq!(app.schedules().next_wake().await.unwrap().due_at, None);
+}
+
+#[tokio::test]
+async fn a_backfill_runs_an_occurrence_that_was_skipped() {
+    let (_dir, app, clock) = setup().await;
+    let mut spec = daily();
+    spec.catch_up = Some(nightshift::spec::CatchUp::Skip);
+    let s = add(&app, "alice", spec).await.unwrap();
+    let id = s.schedule_id.as_str();
+    // Down for two days: the missed occurrence is recorded skipped by catch_up = skip.
+    clock.advance_ms(2 * 24 * HOUR + HOUR);
+    assert!(app
+        .schedules()
+        .claim(&get(&app, id).await, "w", 60_000)
+        .await
+        .unwrap()
+        .is_none());
+    let runs = app.schedules().runs(&op(), id, 10).await.unwrap();
+    assert_eq!(runs[0].status, RunStatus::Skipped);
+    let skipped_at = runs[0].scheduled_for;
+    let day = nightshift::schedule::cadence::render(skipped_at, chrono_tz::Tz::UTC);
+    let backfill = app
+        .schedules()
+        .backfill(&alice(), id, &day, &day, false)
+        .await
+        .unwrap();
+    assert_eq!(backfill.queued.len(), 1, "{backfill:?}");
+    let claim = claim_events(&app, "w").await.remove(0);
+    assert_eq!(claim.scheduled_for, skipped_at);
+    finish(&app, &claim, RunStatus::Succeeded, "caught up").await;
+    let runs = app.schedules().runs(&op(), id, 10).await.unwrap();
+    let at: Vec<_> = runs
+        .iter()
+        .filter(|r| r.scheduled_for == skipped_at)
+        .collect();
+    assert_eq!(at.len(), 1);
+    assert_eq!(at[0].status, RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn a_paused_follower_keeps_at_most_the_limit_of_runs_waiting() {
+    let (_dir, app, _clock) = setup().await;
+    let mut upstream_spec = triggered("often");
+    upstream_spec.overlap = Some(Overlap::Allow);
+    let a = add(&app, "alice", upstream_spec).await.unwrap();
+    let b = add(&app, "alice", following("later", &a.schedule_id, None))
+        .await
+        .unwrap();
+    app.schedules()
+        .pause(&alice(), &b.schedule_id, None)
+        .await
+        .unwrap();
+    for _ in 0..=MAX_WAITING_EVENTS {
+        app.schedules()
+            .trigger(&alice(), &a.schedule_id, None, None)
+            .await
+            .unwrap();
+        let claim = claim_events(&app, "w").await.remove(0);
+        finish(&app, &claim, RunStatus::Succeeded, "out").await;
+    }
+    let runs = app
+        .schedules()
+        .runs(&op(), &b.schedule_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1, "the one over the limit is recorded");
+    assert_eq!(runs[0].status, RunStatus::Skipped);
+    assert!(runs[0].error.as_deref().unwrap().contains("limit"));
+    app.schedules()
+        .resume(&alice(), &b.schedule_id)
+        .await
+        .unwrap();
+    let mut ran = 0;
+    while let Some(claim) = claim_events(&app, "w").await.pop() {
+        finish(&app, &claim, RunStatus::Succeeded, "ok").await;
+        ran += 1;
+    }
+    assert_eq!(ran, MAX_WAITING_EVENTS);
+}

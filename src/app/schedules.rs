@@ -243,6 +243,11 @@ impl App {
                 ClearField::After => new.after = None,
             }
         }
+        // A schedule with no times has nothing to spread: a jitter it had (the configured
+        // default, say) goes, unless this patch gives one, which is refused as it should.
+        if matches!(new.cadence, Cadence::Triggered { .. }) && patch.jitter.is_none() {
+            new.jitter_secs = None;
+        }
         // New bounds or jitter move the next run as a new cadence does.
         let bounds_changed = new.bounds != current.bounds || new.jitter_secs != current.jitter_secs;
         Ok(Edited {

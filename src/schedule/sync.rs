@@ -143,6 +143,7 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
         && existing.channel_id == new.channel_id
         && existing.channel_context_id == new.channel_context_id
         && existing.catch_up_window_secs == new.catch_up_window_secs
+        && existing.after == new.after
 }
 
 /// Brings the database's config schedules in line with `entries`, all or nothing.

@@ -27,7 +27,8 @@ pub struct Backfill {
     pub dry_run: bool,
     /// The occurrences queued to run, oldest first, in the schedule's zone.
     pub queued: Vec<String>,
-    /// Occurrences in the range that already have a run, or are queued: not run again.
+    /// Occurrences in the range that already have a run, or are queued: not run again (one
+    /// recorded as skipped is run).
     pub already_run: Vec<String>,
 }
 
@@ -88,7 +89,7 @@ impl ScheduleStore {
                 let taken: i64 = query_scalar(
                     &tx,
                     "SELECT (SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1
-                             AND scheduled_for = ?2 AND event_id IS NULL)
+                             AND scheduled_for = ?2 AND event_id IS NULL AND status != 'skipped')
                           + (SELECT count(*) FROM schedule_events WHERE schedule_id = ?1
                              AND event_key = ?3)",
                     libsql::params![schedule_id, at, format!("at:{at}")],

@@ -72,6 +72,8 @@ impl ScheduleStore {
         };
         let due = next.map(|at| schedule.due_at(at));
         let nominal = next.filter(|_| schedule.jitter_secs.is_some());
+        // A schedule with no times of its own has no next run, and stays for its events.
+        let triggered = matches!(schedule.cadence, Cadence::Triggered { .. });
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE schedules SET status = ?2, status_reason = ?5, consecutive_failures = 0,
@@ -79,15 +81,14 @@ impl ScheduleStore {
              WHERE schedule_id = ?1 AND status = 'paused'",
             libsql::params![
                 schedule_id,
-                if next.is_some() {
+                if next.is_some() || triggered {
                     "active"
                 } else {
                     "completed"
                 },
                 due,
                 now,
-                next.is_none()
-                    .then_some("resumed with no occurrence left to run"),
+                (next.is_none() && !triggered).then_some("resumed with no occurrence left to run"),
                 nominal
             ],
         )
@@ -102,6 +103,11 @@ impl ScheduleStore {
             return Err(ScheduleError::State(format!(
                 "schedule `{schedule_id}` is {}; resume it first",
                 schedule.status
+            )));
+        }
+        if matches!(schedule.cadence, Cadence::Triggered { .. }) {
+            return Err(ScheduleError::State(format!(
+                "schedule `{schedule_id}` has no times of its own: start a run with `schedule trigger`"
             )));
         }
         let now = self.clock.now_ms();

@@ -23,19 +23,22 @@ pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
 pub const MAX_WAITING_EVENTS: i64 = 100;
 
 /// An event waiting for its run leaves out a schedule that cannot take it now: one that is
-/// not active, or (unless `overlap = "allow"`) that has a run going. Events of one
-/// schedule run one after another, oldest first, whatever its other overlap policy.
-const EVENT_CAN_RUN: &str = "s.status = 'active'
+/// paused, or (unless `overlap = "allow"`) that has a run going. Events of one schedule
+/// run one after another, oldest first, whatever its other overlap policy. A schedule that
+/// has ended (completed, failed) takes its waiting events too: each is recorded as a
+/// skipped run, so none waits for ever unseen.
+const EVENT_CAN_RUN: &str = "(s.status IN ('completed', 'failed') OR (s.status = 'active'
      AND (s.overlap = 'allow' OR NOT EXISTS (SELECT 1 FROM schedule_runs r
-          WHERE r.schedule_id = s.schedule_id AND r.status = 'running'))";
+          WHERE r.schedule_id = s.schedule_id AND r.status = 'running'))))";
 
 /// The earliest event waiting for a run that a schedule can take now: when the scheduler
 /// has something to do.
 pub(super) const EARLIEST_EVENT: &str = "(SELECT min(e.created_at)
      FROM schedule_events e JOIN schedules s ON s.schedule_id = e.schedule_id
-     WHERE e.run_id IS NULL AND s.status = 'active'
+     WHERE e.run_id IS NULL
+     AND (s.status IN ('completed', 'failed') OR (s.status = 'active'
      AND (s.overlap = 'allow' OR NOT EXISTS (SELECT 1 FROM schedule_runs r
-          WHERE r.schedule_id = s.schedule_id AND r.status = 'running')))";
+          WHERE r.schedule_id = s.schedule_id AND r.status = 'running')))))";
 
 /// What a trigger did.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -235,6 +238,47 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
+        let status: Option<String> = query_scalar(
+            &tx,
+            "SELECT status FROM schedules WHERE schedule_id = ?1",
+            [schedule_id],
+        )
+        .await?;
+        if status.as_deref() != Some("active") {
+            // The schedule ended before the event's run could start: recorded, not run.
+            tx.execute(
+                "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status,
+                 worker_id, started_at, finished_at, error, origin, event_id)
+                 VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6, ?7, ?8)
+                 ON CONFLICT DO NOTHING",
+                libsql::params![
+                    run_id.as_str(),
+                    schedule_id,
+                    event.scheduled_for,
+                    worker_id,
+                    now,
+                    format!(
+                        "not run: the schedule is {}",
+                        status.as_deref().unwrap_or("gone")
+                    ),
+                    event.kind.as_str(),
+                    (event.kind != RunOrigin::Backfill).then_some(event.event_id.as_str())
+                ],
+            )
+            .await?;
+            tx.commit().await?;
+            return Ok(None);
+        }
+        if event.kind == RunOrigin::Backfill {
+            // An occurrence recorded as skipped (missed, or passed over by a policy) is
+            // what a backfill is for: its run takes the skipped record's place.
+            tx.execute(
+                "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND scheduled_for = ?2
+                 AND event_id IS NULL AND status = 'skipped'",
+                libsql::params![schedule_id, event.scheduled_for],
+            )
+            .await?;
+        }
         // A backfilled occurrence is the cadence's occurrence (unique by its time, so one
         // that already has a run is not run again); a trigger's or a chain's run is
         // unique by its event.
@@ -328,19 +372,45 @@ pub(super) async fn start_followers(
         _ => return Ok(()),
     };
     debug_assert!(status.starts_followers(crate::spec::ChainOn::Finished));
+    // A follower with as many events waiting as a trigger may queue (paused for long
+    // behind a frequent upstream) gets a skipped run instead, saying so: first, while the
+    // count still leaves out this event.
+    tx.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, started_at,
+         finished_at, error, origin, event_id)
+         SELECT 'run-' || lower(hex(randomblob(16))), schedule_id, ?3, 'skipped', ?3, ?3,
+                'not run: ' || ?5 || ' runs of this schedule were already waiting (the limit)',
+                'chain', 'evt-' || ?2 || '-' || schedule_id
+         FROM schedules WHERE after_schedule_id = ?1 AND status IN ('active', 'paused')
+         AND (after_on = 'finished' OR after_on = ?4)
+         AND (SELECT count(*) FROM schedule_events w
+              WHERE w.schedule_id = schedules.schedule_id AND w.run_id IS NULL) >= ?5
+         ON CONFLICT DO NOTHING",
+        libsql::params![
+            claim.schedule.schedule_id.as_str(),
+            claim.run_id.as_str(),
+            now,
+            ended_as,
+            MAX_WAITING_EVENTS
+        ],
+    )
+    .await?;
     tx.execute(
         "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
          scheduled_for, created_at)
          SELECT 'evt-' || lower(hex(randomblob(16))), schedule_id, 'chain', ?2, ?3, ?4, ?4
          FROM schedules WHERE after_schedule_id = ?1 AND status IN ('active', 'paused')
          AND (after_on = 'finished' OR after_on = ?5)
+         AND (SELECT count(*) FROM schedule_events w
+              WHERE w.schedule_id = schedules.schedule_id AND w.run_id IS NULL) < ?6
          ON CONFLICT (schedule_id, event_key) DO NOTHING",
         libsql::params![
             claim.schedule.schedule_id.as_str(),
             claim.run_id.as_str(),
             input,
             now,
-            ended_as
+            ended_as,
+            MAX_WAITING_EVENTS
         ],
     )
     .await?;

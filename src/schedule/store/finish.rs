@@ -91,7 +91,9 @@ impl ScheduleStore {
         let one_shot =
             claim.is_occurrence() && matches!(claim.schedule.cadence, Cadence::Once { .. });
         // The claim left no next occurrence: this was the schedule's last run.
-        let last = claim.is_occurrence() && claim.schedule.next_run_at.is_none();
+        let last = claim.is_occurrence()
+            && !matches!(claim.schedule.cadence, Cadence::Triggered { .. })
+            && claim.schedule.next_run_at.is_none();
         let (failures, new_status, reason): (i64, Option<&str>, Option<String>) =
             if status.is_success() {
                 (
@@ -153,10 +155,12 @@ impl ScheduleStore {
             // edit may have given it a new cadence while this run went on.
             "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
              status = CASE WHEN ?5 IS NOT NULL AND status = 'active'
-                           AND (?7 = 0 OR next_run_at IS NULL)
+                           AND (?7 = 0 OR (next_run_at IS NULL
+                                AND json_extract(cadence_json, '$.kind') != 'triggered'))
                       THEN ?5 ELSE status END,
              status_reason = CASE WHEN ?5 IS NOT NULL AND status = 'active'
-                           AND (?7 = 0 OR next_run_at IS NULL)
+                           AND (?7 = 0 OR (next_run_at IS NULL
+                                AND json_extract(cadence_json, '$.kind') != 'triggered'))
                       THEN ?6 ELSE status_reason END,
              updated_at = ?2
              WHERE schedule_id = ?1",
@@ -222,25 +226,47 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let deleted = match schedule_id {
             Some(schedule_id) => {
-                conn.execute(
-                    "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
-                     AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
-                                        ORDER BY scheduled_for DESC LIMIT ?2)",
-                    libsql::params![schedule_id, self.limits.history_keep],
-                )
-                .await?
+                let deleted = conn
+                    .execute(
+                        "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
+                         AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
+                             ORDER BY coalesce(started_at, scheduled_for) DESC LIMIT ?2)",
+                        libsql::params![schedule_id, self.limits.history_keep],
+                    )
+                    .await?;
+                if deleted > 0 {
+                    conn.execute(
+                        "DELETE FROM schedule_events WHERE schedule_id = ?1 AND run_id IS NOT NULL
+                         AND NOT EXISTS (SELECT 1 FROM schedule_runs r
+                                         WHERE r.run_id = schedule_events.run_id)",
+                        [schedule_id],
+                    )
+                    .await?;
+                }
+                deleted
             }
             None => {
+                let deleted = conn
+                    .execute(
+                        "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
+                             SELECT run_id FROM (
+                                 SELECT run_id, row_number() OVER (
+                                     PARTITION BY schedule_id
+                                     ORDER BY coalesce(started_at, scheduled_for) DESC) AS n
+                                 FROM schedule_runs)
+                             WHERE n > ?1)",
+                        [self.limits.history_keep],
+                    )
+                    .await?;
+                // An event is kept as long as its run: its key answers a repeat until then.
                 conn.execute(
-                    "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
-                         SELECT run_id FROM (
-                             SELECT run_id, row_number() OVER (
-                                 PARTITION BY schedule_id ORDER BY scheduled_for DESC) AS n
-                             FROM schedule_runs)
-                         WHERE n > ?1)",
-                    [self.limits.history_keep],
+                    "DELETE FROM schedule_events WHERE run_id IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM schedule_runs r
+                                     WHERE r.run_id = schedule_events.run_id)",
+                    (),
                 )
-                .await?
+                .await?;
+                deleted
             }
         };
         Ok(deleted)

@@ -79,7 +79,7 @@ impl ScheduleStore {
             query_scalar(
                 &conn,
                 "SELECT max(started_at - coalesce(due_at, scheduled_for), 0) FROM schedule_runs
-                 WHERE started_at >= ?1 ORDER BY started_at - coalesce(due_at, scheduled_for) DESC
+                 WHERE started_at >= ?1 AND origin != 'backfill' ORDER BY started_at - coalesce(due_at, scheduled_for) DESC
                  LIMIT 1 OFFSET ?2",
                 libsql::params![since, started / 100],
             )
