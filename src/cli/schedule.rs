@@ -5,6 +5,7 @@ use nightshift::error::Error;
 use nightshift::input::InputError;
 use nightshift::schedule::spec::ScheduleSpec;
 use nightshift::schedule::store::ScheduleFilter;
+use nightshift::schedule::types::RunOrigin;
 use nightshift::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, SchedulePreview, ScheduleView, LIST_NEXT_RUNS,
     SHOW_NEXT_RUNS,
@@ -31,6 +32,15 @@ fn human(view: &ScheduleView) -> String {
         view.next_run_at.as_deref().unwrap_or("-"),
         view.goal
     )
+}
+
+/// The next runs, or why there are none to show.
+fn next_runs(runs: &[String]) -> String {
+    if runs.is_empty() {
+        "none of its own".to_string()
+    } else {
+        runs.join(", ")
+    }
 }
 
 /// A policy flag read as its enum, or bad input naming the flag.
@@ -61,7 +71,7 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                         preview.user_id,
                         preview.goal,
                         preview.description,
-                        preview.next_runs.join(", ")
+                        next_runs(&preview.next_runs)
                     )
                 });
             }
@@ -75,7 +85,7 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     "{}\n    understood: {}; next runs {}",
                     human(&view),
                     view.description,
-                    view.next_runs.join(", ")
+                    next_runs(&view.next_runs)
                 )
             })
         }
@@ -90,7 +100,7 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     "{}\n    understood: {}; next runs {}",
                     human(&view),
                     view.description,
-                    view.next_runs.join(", ")
+                    next_runs(&view.next_runs)
                 )
             })
         }
@@ -128,7 +138,7 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                 format!(
                     "{}\n    next runs {}",
                     human(&view),
-                    view.next_runs.join(", ")
+                    next_runs(&view.next_runs)
                 )
             })
         }
@@ -157,10 +167,14 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                 out.iter()
                     .map(|r| {
                         format!(
-                            "{}  {}  {}  attempt {}  {}",
+                            "{}  {}  {}{}  attempt {}  {}",
                             r.run_id,
                             r.scheduled_for,
                             r.status,
+                            match r.origin {
+                                RunOrigin::Cadence => String::new(),
+                                origin => format!(" ({origin})"),
+                            },
                             r.attempt,
                             r.error
                                 .clone()
