@@ -100,6 +100,9 @@ pub struct ScheduleSpec {
     /// An occurrence missed longer ago than this (`6h`) is recorded as skipped, not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up_window: Option<String>,
+    /// Named calendars (`[calendars.NAME]` in the configuration) whose dates are skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<String>,
     /// No cadence of its own: it runs only when triggered, or after the schedule it
     /// follows (`after`). Given instead of `cron`, `every`, `at` and `when`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -140,6 +143,7 @@ text_enum!(
         Jitter => "jitter",
         CatchUpWindow => "catch_up_window",
         After => "after",
+        Calendars => "calendars",
     }
 );
 
@@ -192,6 +196,9 @@ pub struct SchedulePatch {
     pub jitter: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catch_up_window: Option<String>,
+    /// Replaces the named calendars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendars: Option<Vec<String>>,
     /// `true`: no cadence of its own from now on (runs only when triggered or after its
     /// upstream); counts as giving a cadence.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -70,7 +70,7 @@ pub fn structure(config: &Config) -> Result<CheckReport, ConfigError> {
             )?;
         }
     }
-    let limits = super::store_limits(config);
+    let limits = super::store_limits(config)?;
     let now = chrono::Utc::now().timestamp_millis();
     let entries = check_entries(
         &config.schedules,

@@ -101,8 +101,10 @@ impl App {
         check::structure(config)?;
         // The model first: a missing or wrong one is refused before the database is touched.
         let embedder = embed::from_config(&config.embedding)?;
+        let limits = store_limits(config)?;
         let db = open_db(config).await?;
         migrate::migrate(&db).await?;
+        crate::schedule::calendar::store(&db, &limits.calendars).await?;
         let mut memory = Memory::new(db, embedder, config.memory.clone(), config.search.clone())
             .await?
             .with_embed_batch_size(config.embedding.batch_size);
@@ -111,12 +113,8 @@ impl App {
         }
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());
-        let schedules = ScheduleStore::new(
-            memory.db().clone(),
-            memory.clock().clone(),
-            store_limits(config),
-        )
-        .with_notifications(router.clone(), outbox_wake.clone());
+        let schedules = ScheduleStore::new(memory.db().clone(), memory.clock().clone(), limits)
+            .with_notifications(router.clone(), outbox_wake.clone());
         Ok(App {
             config: Arc::new(config.clone()),
             outbox: Outbox::new(memory.db().clone()),
@@ -220,14 +218,18 @@ impl App {
 }
 
 /// The schedule store's limits from the configuration.
-pub(crate) fn store_limits(config: &Config) -> StoreLimits {
-    StoreLimits {
+/// The store's limits from the configuration, its calendars read (their files too).
+pub(crate) fn store_limits(config: &Config) -> Result<StoreLimits, ConfigError> {
+    let calendars = crate::schedule::calendar::resolve(&config.calendars)
+        .map_err(|(key, reason)| ConfigError::Invalid { key, reason })?;
+    Ok(StoreLimits {
         min_interval_secs: config.scheduler.min_interval_secs,
         max_per_user: config.scheduler.max_per_user,
         history_keep: config.scheduler.history_keep,
         max_output_bytes: config.scheduler.max_output_bytes,
         default_jitter_secs: config.scheduler.default_jitter_secs,
-    }
+        calendars,
+    })
 }
 
 /// Facts are extracted by the model when an `openai` runtime is configured.

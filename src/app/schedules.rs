@@ -45,6 +45,7 @@ impl App {
             now,
         );
         self.check_channel(actor, &new)?;
+        self.schedules.limits().resolve_calendars(&mut new)?;
         crate::schedule::validate::check_new(&new, self.clock().now_ms(), self.schedules.limits())?;
         Ok(new)
     }
@@ -100,6 +101,7 @@ impl App {
                 ClearField::Jitter => patch.jitter.is_some(),
                 ClearField::CatchUpWindow => patch.catch_up_window.is_some(),
                 ClearField::After => patch.after.is_some() || patch.on.is_some(),
+                ClearField::Calendars => patch.calendars.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -207,6 +209,9 @@ impl App {
         if let Some(skip) = &patch.skip {
             new.bounds.skip = skip.clone();
         }
+        if let Some(calendars) = &patch.calendars {
+            new.bounds.calendars = calendars.clone();
+        }
         if let Some(jitter) = &patch.jitter {
             new.jitter_secs = Some(parse_duration(jitter).map_err(bound_error("jitter"))?);
         }
@@ -241,6 +246,7 @@ impl App {
                 ClearField::Jitter => new.jitter_secs = None,
                 ClearField::CatchUpWindow => new.catch_up_window_secs = None,
                 ClearField::After => new.after = None,
+                ClearField::Calendars => new.bounds.calendars.clear(),
             }
         }
         // A schedule with no times has nothing to spread: a jitter it had (the configured
@@ -248,6 +254,7 @@ impl App {
         if matches!(new.cadence, Cadence::Triggered { .. }) && patch.jitter.is_none() {
             new.jitter_secs = None;
         }
+        self.schedules.limits().resolve_calendars(&mut new)?;
         // New bounds or jitter move the next run as a new cadence does.
         let bounds_changed = new.bounds != current.bounds || new.jitter_secs != current.jitter_secs;
         Ok(Edited {

@@ -519,6 +519,10 @@ pub struct ScheduleFlags {
     /// An occurrence missed longer ago than this (6h) is recorded as skipped, not run.
     #[arg(long)]
     pub catch_up_window: Option<String>,
+    /// A calendar configured as [calendars.NAME] whose dates are skipped (repeatable; on
+    /// edit, replaces the list).
+    #[arg(long = "calendar", value_name = "NAME")]
+    pub calendars: Vec<String>,
     /// No cadence of its own: runs only when triggered (`schedule trigger`) or after the
     /// schedule given by --after.
     #[arg(long, group = "cadence")]

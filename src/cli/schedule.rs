@@ -275,6 +275,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         jitter: f.jitter,
         catch_up_window: f.catch_up_window,
         triggered: f.triggered,
+        calendars: f.calendars,
         after: f.after,
         on: policy("--on", f.on)?,
     })
@@ -314,6 +315,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         jitter: f.jitter,
         catch_up_window: f.catch_up_window,
         triggered: f.triggered.then_some(true),
+        calendars: (!f.calendars.is_empty()).then_some(f.calendars),
         after: f.after,
         on: policy("--on", f.on)?,
         clear,

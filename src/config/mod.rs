@@ -42,6 +42,8 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// Schedules declared here are synced into the database at start (source `config`).
     pub schedules: Vec<ScheduleSpec>,
+    /// Named lists of dates that schedules skip (`calendars = ["NAME"]`).
+    pub calendars: std::collections::BTreeMap<String, crate::schedule::calendar::CalendarConfig>,
     pub notify: NotifyConfig,
     pub consolidation: ConsolidationConfig,
     /// Notification channels by id: a schedule's `channel_id` selects one.

@@ -84,6 +84,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedule_events",
         sql: include_str!("../../migrations/0014_schedule_events.sql"),
     },
+    Migration {
+        version: 15,
+        name: "calendars",
+        sql: include_str!("../../migrations/0015_calendars.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

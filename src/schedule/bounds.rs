@@ -23,7 +23,7 @@ pub const MAX_RUNS: i64 = 1_000_000;
 const MAX_SKIPPED_IN_A_ROW: usize = 100_000;
 
 /// A schedule's window, run limit and skipped dates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct Bounds {
     /// No occurrence before this instant (UTC milliseconds).
     pub starts_at: Option<i64>,
@@ -33,6 +33,35 @@ pub struct Bounds {
     pub max_runs: Option<i64>,
     /// Dates (`2026-12-25`) and cron expressions (`* * 24-26 12 *`) in the schedule's zone.
     pub skip: Vec<String>,
+    /// Named calendars (`[calendars.NAME]`) whose dates are skipped too.
+    pub calendars: Vec<String>,
+    /// Those calendars' dates as configured now, sorted: read with the schedule, not part
+    /// of its definition.
+    #[serde(skip)]
+    pub calendar_dates: Vec<NaiveDate>,
+}
+
+impl Bounds {
+    /// Whether `at_ms` falls, in `tz`, on a date of the schedule's calendars.
+    pub fn on_calendar(&self, at_ms: i64, tz: Tz) -> bool {
+        !self.calendar_dates.is_empty()
+            && DateTime::<Utc>::from_timestamp_millis(at_ms).is_some_and(|at| {
+                self.calendar_dates
+                    .binary_search(&at.with_timezone(&tz).date_naive())
+                    .is_ok()
+            })
+    }
+}
+
+impl PartialEq for Bounds {
+    /// The definition: the calendars by name, whatever dates they hold today.
+    fn eq(&self, other: &Self) -> bool {
+        self.starts_at == other.starts_at
+            && self.ends_at == other.ends_at
+            && self.max_runs == other.max_runs
+            && self.skip == other.skip
+            && self.calendars == other.calendars
+    }
 }
 
 /// A `skip` entry, read.
@@ -104,7 +133,12 @@ impl Bounds {
             if self.ends_at.is_some_and(|end| next > end) {
                 return None;
             }
-            match covered(&rules, next, tz) {
+            let covered = if self.on_calendar(next, tz) {
+                Some(true)
+            } else {
+                covered(&rules, next, tz)
+            };
+            match covered {
                 None => return Some(next),
                 // The rest of a skipped day is skipped too: go on from its last moment.
                 Some(true) => t = end_of_local_day(next, tz).max(next),

@@ -4,6 +4,7 @@
 //! - [`cadence`]: the stored cadence kinds and when each runs next;
 //! - [`cron`] and [`natural`]: the two ways of writing one as text;
 //! - [`spec`]: the ways a caller says when (cron, every, at, when) resolved to a cadence;
+//! - [`calendar`]: named lists of dates to skip, kept once in the configuration;
 //! - [`validate`]: the checks a schedule passes before it is stored or changed;
 //! - [`store`]: schedules and runs in the database, claims, leases and run records;
 //! - [`sync`]: the config file's `[[schedules]]` brought into the database;
@@ -11,6 +12,7 @@
 
 pub mod bounds;
 pub mod cadence;
+pub mod calendar;
 pub(crate) mod cron;
 mod error;
 pub mod jitter;

@@ -140,6 +140,9 @@ pub fn to_new_schedule(
             .transpose()?,
         max_runs: spec.max_runs,
         skip: spec.skip.clone(),
+        calendars: spec.calendars.clone(),
+        // Read from the configuration by the caller, which has it.
+        calendar_dates: Vec::new(),
     };
     new.jitter_secs = spec
         .jitter

@@ -71,7 +71,10 @@ pub fn check_entries(
         let name = spec.name.clone().unwrap_or_default();
         let user = spec.user.clone().unwrap_or_default();
         let mut new = to_new_schedule(spec, &user, Source::Config, now_ms, default_tz)
-            .and_then(|new| check_fields(&new).map(|()| new))
+            .and_then(|mut new| {
+                limits.resolve_calendars(&mut new)?;
+                check_fields(&new).map(|()| new)
+            })
             .map_err(|err| entry_error(index, &name, err))?;
         new.jitter_secs = super::jitter::with_default(
             new.jitter_secs,

@@ -29,6 +29,17 @@ pub struct StoreLimits {
     pub max_output_bytes: usize,
     /// Jitter of config schedules that set none (see [`super::jitter::with_default`]).
     pub default_jitter_secs: i64,
+    /// The configured calendars' dates, by name.
+    pub calendars: std::sync::Arc<super::calendar::Calendars>,
+}
+
+impl StoreLimits {
+    /// Gives `new` the dates of the calendars it names; an unknown name is bad input.
+    pub fn resolve_calendars(&self, new: &mut NewSchedule) -> Result<()> {
+        new.bounds.calendar_dates =
+            super::calendar::dates_of(&self.calendars, &new.bounds.calendars)?;
+        Ok(())
+    }
 }
 
 impl Default for StoreLimits {
@@ -39,6 +50,7 @@ impl Default for StoreLimits {
             history_keep: 50,
             max_output_bytes: 65_536,
             default_jitter_secs: 0,
+            calendars: Default::default(),
         }
     }
 }
@@ -95,6 +107,7 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
             ("ends_at", new.bounds.ends_at.is_some()),
             ("max_runs", new.bounds.max_runs.is_some()),
             ("skip", !new.bounds.skip.is_empty()),
+            ("calendars", !new.bounds.calendars.is_empty()),
             ("jitter", new.jitter_secs.is_some()),
             ("catch_up_window", new.catch_up_window_secs.is_some()),
         ];

@@ -132,6 +132,8 @@ pub struct ScheduleView {
     pub catch_up_window_secs: Option<i64>,
     /// Dates and cron expressions whose occurrences are skipped, in the schedule's zone.
     pub skip: Vec<String>,
+    /// Named calendars whose dates are skipped.
+    pub calendars: Vec<String>,
     /// The next occurrences, first `next_run_at`.
     pub next_runs: Vec<String>,
     /// The schedule this one follows.
@@ -169,10 +171,18 @@ impl ScheduleView {
             .bounds
             .max_runs
             .map(|max| (max - schedule.runs_started).max(0));
+        // A next run worked out before its date joined a calendar will be skipped.
+        let first = match schedule.next_nominal() {
+            Some(nominal) if schedule.bounds.on_calendar(nominal, tz) => {
+                let next = schedule.next_after(nominal);
+                (next.map(|t| schedule.due_at(t)), next)
+            }
+            _ => (schedule.next_run_at, schedule.next_nominal()),
+        };
         let next_runs = next_runs(
             |t| schedule.next_after(t),
             |t| schedule.due_at(t),
-            (schedule.next_run_at, schedule.next_nominal()),
+            first,
             runs_left.map_or(preview, |left| preview.min(left as usize)),
             tz,
         );
@@ -207,7 +217,7 @@ impl ScheduleView {
             status_reason: schedule.status_reason.clone(),
             created_at: show(schedule.created_at),
             updated_at: show(schedule.updated_at),
-            next_run_at: schedule.next_run_at.map(show),
+            next_run_at: first.0.map(show),
             last_run_at: schedule.last_run_at.map(show),
             last_run_status: schedule.last_run_status,
             consecutive_failures: schedule.consecutive_failures,
@@ -220,6 +230,7 @@ impl ScheduleView {
             jitter_secs: schedule.jitter_secs,
             catch_up_window_secs: schedule.catch_up_window_secs,
             skip: schedule.bounds.skip.clone(),
+            calendars: schedule.bounds.calendars.clone(),
             next_runs,
             after: schedule.after.as_ref().map(UpstreamView::new),
         }
@@ -250,6 +261,9 @@ fn describe(
     }
     if !bounds.skip.is_empty() {
         words.push_str(&format!("; skips {}", bounds.skip.join(", ")));
+    }
+    if !bounds.calendars.is_empty() {
+        words.push_str(&format!("; skips {}", bounds.calendars.join(", ")));
     }
     if let Some(max) = bounds.max_runs {
         let left = runs_left.unwrap_or(max);

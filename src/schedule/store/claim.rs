@@ -105,7 +105,13 @@ impl ScheduleStore {
             .await?;
         }
         let run_id = ids::new_id("run");
-        let skip_reason = if running > 0 && schedule.overlap == Overlap::Skip {
+        // Its next run was worked out before a date was added to one of its calendars.
+        let on_calendar = schedule
+            .bounds
+            .on_calendar(scheduled_for, schedule.cadence.zone());
+        let skip_reason = if on_calendar {
+            Some("on a date of its calendars")
+        } else if running > 0 && schedule.overlap == Overlap::Skip {
             Some("the previous run was still running (overlap = skip)")
         } else if schedule.catch_up == CatchUp::Skip
             && missed(schedule, scheduled_for, now)

@@ -15,9 +15,9 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
     max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id,
-    after_on)
+    after_on, calendars_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -100,7 +100,8 @@ impl ScheduleStore {
                 nominal,
                 new.catch_up_window_secs,
                 new.after.as_ref().map(|a| a.schedule_id.as_str()),
-                new.after.as_ref().map(|a| a.on.as_str())
+                new.after.as_ref().map(|a| a.on.as_str()),
+                calendars_json(&new.bounds)?
             ],
         )
         .await?;
@@ -126,6 +127,16 @@ pub(super) fn skip_json(bounds: &crate::schedule::bounds::Bounds) -> Result<Opti
     serde_json::to_string(&bounds.skip)
         .map(Some)
         .map_err(|e| InputError::new("skip", format!("cannot be stored: {e}")).into())
+}
+
+/// The calendars' names as stored: a JSON array, or NULL when there are none.
+pub(super) fn calendars_json(bounds: &crate::schedule::bounds::Bounds) -> Result<Option<String>> {
+    if bounds.calendars.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(&bounds.calendars)
+        .map(Some)
+        .map_err(|e| InputError::new("calendars", format!("cannot be stored: {e}")).into())
 }
 
 /// When the occurrence `nominal` of a schedule is due, and the nominal time to store

@@ -68,7 +68,10 @@ impl FromRow for Schedule {
         created_at, updated_at, next_run_at, last_run_at, last_run_status, consecutive_failures,
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
-        (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id)";
+        (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
+        calendars_json,
+        (SELECT json_group_array(d.value) FROM json_each(schedules.calendars_json) c
+         JOIN calendars k ON k.name = c.value, json_each(k.dates_json) d)";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -111,6 +114,17 @@ impl FromRow for Schedule {
                 skip: match row.get::<Option<String>>(27)? {
                     Some(_) => json_column(row, 27, "skipped dates")?,
                     None => Vec::new(),
+                },
+                calendars: match row.get::<Option<String>>(35)? {
+                    Some(_) => json_column(row, 35, "calendars")?,
+                    None => Vec::new(),
+                },
+                calendar_dates: {
+                    let dates: Vec<chrono::NaiveDate> = json_column(row, 36, "calendar dates")?;
+                    let mut dates = dates;
+                    dates.sort_unstable();
+                    dates.dedup();
+                    dates
                 },
             },
             runs_started: row.get(28)?,
