@@ -28,9 +28,12 @@ fn with_holidays(config: &mut Config, dates: &[&str], file: Option<String>) {
     );
 }
 
+/// An app on `config`'s database, its calendars adopted as `nightshift run` does.
 async fn open(config: &Config) -> App {
     let clock = ManualClock::starting_at(START);
-    common::app_with(config, Some(clock as Arc<dyn Clock>)).await
+    let app = common::app_with(config, Some(clock as Arc<dyn Clock>)).await;
+    app.schedules().adopt_calendars().await.unwrap();
+    app
 }
 
 fn daily() -> ScheduleSpec {
@@ -75,7 +78,7 @@ async fn a_schedule_skips_its_calendars_dates_as_configured_now() {
         ]
     );
     assert!(
-        view.description.contains("skips holidays"),
+        view.description.contains("skips the dates of holidays"),
         "{}",
         view.description
     );
@@ -92,6 +95,8 @@ async fn a_schedule_skips_its_calendars_dates_as_configured_now() {
         .get(&Actor::Operator, &s.schedule_id)
         .await
         .unwrap();
+    // The worker found the calendar changed and worked the next run out again: the 15th
+    // is a holiday now, the 16th and the 18th are free again.
     let view = ScheduleView::new(&s, 3);
     assert_eq!(
         view.next_runs,
@@ -99,13 +104,27 @@ async fn a_schedule_skips_its_calendars_dates_as_configured_now() {
             "2027-01-16T09:00:00Z",
             "2027-01-17T09:00:00Z",
             "2027-01-18T09:00:00Z"
-        ],
-        "the new calendar's date is skipped, though the next run was worked out before"
+        ]
     );
+    assert_eq!(s.next_run_at, Some(START + 25 * 3_600_000));
     assert_eq!(s.bounds.calendar_dates.len(), 1);
-    // Its stored next run falls on the new holiday: the claim skips it, recorded.
-    assert_eq!(s.next_run_at, Some(START + 3_600_000));
-    let claimed = app.schedules().claim(&s, "w", 60_000).await.unwrap();
+    // A process that has not adopted a calendar the table lacks reads the table, not its
+    // own configuration: the schedule is unchanged by it.
+    let mut other = common::config_in(&dir);
+    with_holidays(&mut other, &["2027-01-16"], None);
+    let clock = ManualClock::starting_at(START);
+    let reader = common::app_with(&other, Some(clock as Arc<dyn Clock>)).await;
+    let seen = reader
+        .schedules()
+        .get(&Actor::Operator, &s.schedule_id)
+        .await
+        .unwrap();
+    assert_eq!(seen.next_run_at, s.next_run_at);
+    // A next run stored before its date joined a calendar (the worker was not restarted
+    // yet) is skipped by its claim, recorded.
+    let mut stale = s.clone();
+    stale.bounds.calendar_dates = vec![chrono::NaiveDate::from_ymd_opt(2027, 1, 16).unwrap()];
+    let claimed = app.schedules().claim(&stale, "w", 60_000).await.unwrap();
     assert!(claimed.is_none(), "not run on a holiday");
     let runs = app
         .schedules()

@@ -1,7 +1,7 @@
 //! What `nightshift config check` checks, and `nightshift run` before it touches anything:
-//! everything the configuration names must work. [`structure`] needs nothing but the file
-//! (cron expressions, every `[[schedules]]` entry resolved as it would be stored, channels
-//! and their contexts); [`environment`] also looks at this machine (the model files, the
+//! everything the configuration names must work. [`structure`] needs the file and the
+//! calendar files it names (cron expressions, calendars, every `[[schedules]]` entry
+//! resolved as it would be stored, channels and their contexts); [`environment`] also looks at this machine (the model files, the
 //! ONNX Runtime library, token and secret files, environment variables). Every problem is
 //! a configuration error naming its key.
 

@@ -104,7 +104,6 @@ impl App {
         let limits = store_limits(config)?;
         let db = open_db(config).await?;
         migrate::migrate(&db).await?;
-        crate::schedule::calendar::store(&db, &limits.calendars).await?;
         let mut memory = Memory::new(db, embedder, config.memory.clone(), config.search.clone())
             .await?
             .with_embed_batch_size(config.embedding.batch_size);

@@ -19,7 +19,7 @@ use crate::spec::{ClearField, SchedulePatch};
 impl App {
     /// Resolves `spec` into the schedule it describes for `user_id`, and checks it as
     /// [`App::add_schedule`] would, without storing it.
-    pub fn resolve_schedule(
+    pub async fn resolve_schedule(
         &self,
         actor: &Actor,
         user_id: &str,
@@ -45,7 +45,7 @@ impl App {
             now,
         );
         self.check_channel(actor, &new)?;
-        self.schedules.limits().resolve_calendars(&mut new)?;
+        new.bounds.calendar_dates = self.schedules.calendar_dates(&new.bounds.calendars).await?;
         crate::schedule::validate::check_new(&new, self.clock().now_ms(), self.schedules.limits())?;
         Ok(new)
     }
@@ -57,7 +57,7 @@ impl App {
         user_id: &str,
         spec: &ScheduleSpec,
     ) -> Result<Schedule> {
-        let new = self.resolve_schedule(actor, user_id, spec)?;
+        let new = self.resolve_schedule(actor, user_id, spec).await?;
         self.schedules.create(actor, &new).await
     }
 
@@ -254,7 +254,6 @@ impl App {
         if matches!(new.cadence, Cadence::Triggered { .. }) && patch.jitter.is_none() {
             new.jitter_secs = None;
         }
-        self.schedules.limits().resolve_calendars(&mut new)?;
         // New bounds or jitter move the next run as a new cadence does.
         let bounds_changed = new.bounds != current.bounds || new.jitter_secs != current.jitter_secs;
         Ok(Edited {

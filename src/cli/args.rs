@@ -449,7 +449,8 @@ pub struct EditArgs {
     #[command(flatten)]
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
-    /// starts_at, ends_at, max_runs, skip, jitter or catch_up_window (repeatable).
+    /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window or after
+    /// (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }

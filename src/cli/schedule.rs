@@ -62,8 +62,9 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
             let (user, dry_run) = (args.user.clone(), args.dry_run);
             let spec = spec(args)?;
             if dry_run {
-                let new =
-                    app.resolve_schedule(&nightshift::access::Actor::Operator, &user, &spec)?;
+                let new = app
+                    .resolve_schedule(&nightshift::access::Actor::Operator, &user, &spec)
+                    .await?;
                 let preview = SchedulePreview::new(&new, app.clock().now_ms(), SHOW_NEXT_RUNS);
                 return print(json, &preview, || {
                     format!(

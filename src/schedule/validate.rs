@@ -135,6 +135,8 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
     if new.next_after(now_ms).is_none() {
         let field = if new.bounds.ends_at.is_some() {
             "ends_at"
+        } else if !new.bounds.calendars.is_empty() {
+            "calendars"
         } else if !new.bounds.skip.is_empty() {
             "skip"
         } else {
@@ -142,7 +144,7 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
         };
         return Err(input::InputError::new(
             field,
-            "leaves no occurrence to run (starts_at, ends_at and skip together)",
+            "leaves no occurrence to run (starts_at, ends_at, skip and calendars together)",
         )
         .into());
     }

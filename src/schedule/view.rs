@@ -263,7 +263,10 @@ fn describe(
         words.push_str(&format!("; skips {}", bounds.skip.join(", ")));
     }
     if !bounds.calendars.is_empty() {
-        words.push_str(&format!("; skips {}", bounds.calendars.join(", ")));
+        words.push_str(&format!(
+            "; skips the dates of {}",
+            bounds.calendars.join(", ")
+        ));
     }
     if let Some(max) = bounds.max_runs {
         let left = runs_left.unwrap_or(max);

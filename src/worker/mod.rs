@@ -83,6 +83,11 @@ pub async fn run_with(
         None => app.runtime().map_err(AppError::from)?,
     };
     let channels = app.channels().map_err(AppError::from)?;
+    // The calendars first: config schedules naming them are checked against them.
+    let (changed, refreshed) = store.adopt_calendars().await.map_err(AppError::from)?;
+    if !changed.is_empty() {
+        tracing::info!(calendars = ?changed, schedules = refreshed, "calendars changed; schedules naming them brought up to date");
+    }
     let report = sync::sync(store, &config.schedules, &config.scheduler.default_timezone)
         .await
         .map_err(AppError::from)?;

@@ -91,10 +91,15 @@ impl ScheduleStore {
         } else {
             0
         };
+        // Its next run was worked out before a date was added to one of its calendars: it
+        // is skipped (and cancels nothing).
+        let on_calendar = schedule
+            .bounds
+            .on_calendar(scheduled_for, schedule.cadence.zone());
         // overlap = "cancel_other": the run still going is cancelled, and this one starts.
         // Its worker finds out at its next lease renewal and drops it; its answer is not
         // recorded.
-        if schedule.overlap == Overlap::CancelOther {
+        if schedule.overlap == Overlap::CancelOther && !on_calendar {
             tx.execute(
                 "UPDATE schedule_runs SET status = 'cancelled', finished_at = ?2,
                  lease_expires_at = NULL,
@@ -105,10 +110,6 @@ impl ScheduleStore {
             .await?;
         }
         let run_id = ids::new_id("run");
-        // Its next run was worked out before a date was added to one of its calendars.
-        let on_calendar = schedule
-            .bounds
-            .on_calendar(scheduled_for, schedule.cadence.zone());
         let skip_reason = if on_calendar {
             Some("on a date of its calendars")
         } else if running > 0 && schedule.overlap == Overlap::Skip {

@@ -15,9 +15,9 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
     max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id,
-    after_on, calendars_json)
+    after_on, calendars_json, calendar_dates_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -51,6 +51,18 @@ impl ScheduleStore {
         new: &NewSchedule,
         now: i64,
     ) -> Result<String> {
+        // The calendars' dates as the worker wrote them, checked with them.
+        let with_dates;
+        let new = if new.bounds.calendars.is_empty() {
+            new
+        } else {
+            let mut resolved = new.clone();
+            resolved.bounds.calendar_dates =
+                crate::schedule::calendar::dates_in(tx, &new.bounds.calendars).await?;
+            crate::schedule::validate::check_cadence(&resolved, now, &self.limits)?;
+            with_dates = resolved;
+            &with_dates
+        };
         let count: i64 = query_scalar(
             tx,
             "SELECT count(*) FROM schedules WHERE user_id = ?1 AND status IN ('active', 'paused')",
@@ -101,7 +113,8 @@ impl ScheduleStore {
                 new.catch_up_window_secs,
                 new.after.as_ref().map(|a| a.schedule_id.as_str()),
                 new.after.as_ref().map(|a| a.on.as_str()),
-                calendars_json(&new.bounds)?
+                calendars_json(&new.bounds)?,
+                calendar_dates_json(&new.bounds)
             ],
         )
         .await?;
@@ -137,6 +150,12 @@ pub(super) fn calendars_json(bounds: &crate::schedule::bounds::Bounds) -> Result
     serde_json::to_string(&bounds.calendars)
         .map(Some)
         .map_err(|e| InputError::new("calendars", format!("cannot be stored: {e}")).into())
+}
+
+/// The calendars' dates as stored with the schedule, or NULL when it names none.
+pub(super) fn calendar_dates_json(bounds: &crate::schedule::bounds::Bounds) -> Option<String> {
+    (!bounds.calendars.is_empty())
+        .then(|| serde_json::to_string(&bounds.calendar_dates).expect("dates serialize"))
 }
 
 /// When the occurrence `nominal` of a schedule is due, and the nominal time to store

@@ -22,7 +22,7 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     timeout_secs = ?10, max_turns = ?11, max_cost = ?12, channel_id = ?13,
     channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
     max_runs = ?20, skip_json = ?21, jitter_secs = ?22, catch_up_window_secs = ?24,
-    after_schedule_id = ?27, after_on = ?28, calendars_json = ?29,
+    after_schedule_id = ?27, after_on = ?28, calendars_json = ?29, calendar_dates_json = ?30,
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN ?20 IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
@@ -94,7 +94,11 @@ impl ScheduleStore {
         edited: &Edited,
         now: i64,
     ) -> Result<()> {
-        let new = &edited.new;
+        let mut new = edited.new.clone();
+        // The calendars' dates as the worker wrote them (none without calendars).
+        new.bounds.calendar_dates =
+            crate::schedule::calendar::dates_in(tx, &new.bounds.calendars).await?;
+        let new = &new;
         check_fields(new)?;
         if edited.cadence_changed {
             check_cadence(new, now, &self.limits)?;
@@ -175,7 +179,8 @@ impl ScheduleStore {
                 edited.cadence_changed && ran_all,
                 new.after.as_ref().map(|a| a.schedule_id.as_str()),
                 new.after.as_ref().map(|a| a.on.as_str()),
-                super::create::calendars_json(&new.bounds)?
+                super::create::calendars_json(&new.bounds)?,
+                super::create::calendar_dates_json(&new.bounds)
             ],
         )
         .await?;

@@ -12,6 +12,7 @@
 
 mod announce;
 mod backfill;
+mod calendars;
 mod claim;
 mod control;
 mod create;
@@ -69,9 +70,7 @@ impl FromRow for Schedule {
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
         (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
-        calendars_json,
-        (SELECT json_group_array(d.value) FROM json_each(schedules.calendars_json) c
-         JOIN calendars k ON k.name = c.value, json_each(k.dates_json) d)";
+        calendars_json, calendar_dates_json";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -119,12 +118,9 @@ impl FromRow for Schedule {
                     Some(_) => json_column(row, 35, "calendars")?,
                     None => Vec::new(),
                 },
-                calendar_dates: {
-                    let dates: Vec<chrono::NaiveDate> = json_column(row, 36, "calendar dates")?;
-                    let mut dates = dates;
-                    dates.sort_unstable();
-                    dates.dedup();
-                    dates
+                calendar_dates: match row.get::<Option<String>>(36)? {
+                    Some(_) => json_column(row, 36, "calendar dates")?,
+                    None => Vec::new(),
                 },
             },
             runs_started: row.get(28)?,
