@@ -83,25 +83,29 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let done = async {
-            let mut queued = Vec::new();
-            let mut already_run = Vec::new();
-            for at in occurrences {
-                let taken: i64 = query_scalar(
-                    &tx,
-                    "SELECT (SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1
-                             AND scheduled_for = ?2 AND event_id IS NULL AND status != 'skipped')
-                          + (SELECT count(*) FROM schedule_events WHERE schedule_id = ?1
-                             AND event_key = ?3)",
-                    libsql::params![schedule_id, at, format!("at:{at}")],
+            // The range's occurrences that already have a run (one skipped is run) or are
+            // queued by an earlier backfill, in one read.
+            let (first, last) = match (occurrences.first(), occurrences.last()) {
+                (Some(&first), Some(&last)) => (first, last),
+                _ => (0, -1),
+            };
+            let mut taken = std::collections::HashSet::new();
+            let mut rows = tx
+                .query(
+                    "SELECT scheduled_for FROM schedule_runs WHERE schedule_id = ?1
+                     AND scheduled_for BETWEEN ?2 AND ?3 AND event_id IS NULL
+                     AND status != 'skipped'
+                     UNION SELECT scheduled_for FROM schedule_events WHERE schedule_id = ?1
+                     AND kind = 'backfill' AND scheduled_for BETWEEN ?2 AND ?3",
+                    libsql::params![schedule_id, first, last],
                 )
-                .await?
-                .unwrap_or(0);
-                if taken > 0 {
-                    already_run.push(at);
-                } else {
-                    queued.push(at);
-                }
+                .await?;
+            while let Some(row) = rows.next().await? {
+                taken.insert(row.get::<i64>(0)?);
             }
+            drop(rows);
+            let (already_run, queued): (Vec<i64>, Vec<i64>) =
+                occurrences.into_iter().partition(|at| taken.contains(at));
             if !dry_run {
                 let waiting: i64 = query_scalar(
                     &tx,

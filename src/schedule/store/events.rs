@@ -32,13 +32,14 @@ const EVENT_CAN_RUN: &str = "(s.status IN ('completed', 'failed') OR (s.status =
           WHERE r.schedule_id = s.schedule_id AND r.status = 'running'))))";
 
 /// The earliest event waiting for a run that a schedule can take now: when the scheduler
-/// has something to do.
-pub(super) const EARLIEST_EVENT: &str = "(SELECT min(e.created_at)
-     FROM schedule_events e JOIN schedules s ON s.schedule_id = e.schedule_id
-     WHERE e.run_id IS NULL
-     AND (s.status IN ('completed', 'failed') OR (s.status = 'active'
-     AND (s.overlap = 'allow' OR NOT EXISTS (SELECT 1 FROM schedule_runs r
-          WHERE r.schedule_id = s.schedule_id AND r.status = 'running')))))";
+/// has something to do (a subquery of the scheduler's one wake-up read).
+pub(super) fn earliest_event_sql() -> String {
+    format!(
+        "(SELECT min(e.created_at) FROM schedule_events e
+          JOIN schedules s ON s.schedule_id = e.schedule_id
+          WHERE e.run_id IS NULL AND {EVENT_CAN_RUN})"
+    )
+}
 
 /// What a trigger did.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -224,27 +225,24 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
-        let can_run: i64 = query_scalar(
+        // Its status and whether it can take the event now, in one read.
+        let state: Option<(String, bool)> = crate::db::query_first_row(
             &tx,
-            &format!(
-                "SELECT count(*) FROM schedules s WHERE s.schedule_id = ?1 AND {EVENT_CAN_RUN}"
-            ),
+            &format!("SELECT s.status, {EVENT_CAN_RUN} FROM schedules s WHERE s.schedule_id = ?1"),
             [schedule_id],
-        )
-        .await?
-        .unwrap_or(0);
-        if can_run == 0 {
-            // A run started meanwhile, or the schedule was paused: the event waits.
-            tx.rollback().await?;
-            return Ok(None);
-        }
-        let status: Option<String> = query_scalar(
-            &tx,
-            "SELECT status FROM schedules WHERE schedule_id = ?1",
-            [schedule_id],
+            |row| Ok((row.get(0)?, row.get::<i64>(1)? != 0)),
         )
         .await?;
-        if status.as_deref() != Some("active") {
+        let status = match state {
+            Some((status, true)) => status,
+            // A run started meanwhile, or the schedule was paused (the event waits), or it
+            // was deleted (its events went with it).
+            _ => {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+        };
+        if status != "active" {
             // The schedule ended before the event's run could start: recorded, not run.
             tx.execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status,
@@ -257,10 +255,7 @@ impl ScheduleStore {
                     event.scheduled_for,
                     worker_id,
                     now,
-                    format!(
-                        "not run: the schedule is {}",
-                        status.as_deref().unwrap_or("gone")
-                    ),
+                    format!("not run: the schedule is {status}"),
                     event.kind.as_str(),
                     (event.kind != RunOrigin::Backfill).then_some(event.event_id.as_str())
                 ],

@@ -1,6 +1,6 @@
 //! Reading schedules and runs: one, a filtered page, what is due, when to wake next.
 
-use super::events::EARLIEST_EVENT;
+use super::events::earliest_event_sql;
 use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
 use crate::access::Actor;
 use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, FromRow};
@@ -149,9 +149,10 @@ impl ScheduleStore {
                 "SELECT (SELECT min(t) FROM (
                             SELECT min(next_run_at) AS t FROM schedules
                             WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}
-                            UNION ALL SELECT {EARLIEST_EVENT})),
+                            UNION ALL SELECT {})),
                         (SELECT min(lease_expires_at) FROM schedule_runs
-                         WHERE status = 'running')"
+                         WHERE status = 'running')",
+                earliest_event_sql()
             ),
             (),
             |row| {
