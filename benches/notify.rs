@@ -84,6 +84,7 @@ async fn main() {
         max_message_chars: 3500,
         public_url: None,
         ttl_ms: [86_400_000; 3],
+        max_pending_per_channel: config.notify.max_pending_per_channel,
     };
     let wake = Arc::new(Notify::new());
     let sender = Sender {

@@ -848,3 +848,43 @@ async fn database_files_and_snapshots_are_private() {
         assert_eq!(mode(&wal), 0o600);
     }
 }
+
+/// A user at `memory.max_notes_per_user` does not fail the facts pass: the facts that do
+/// not fit are skipped and counted (`facts_over_limit`), the pass succeeds and moves on,
+/// and the next pass does not try them again.
+#[tokio::test]
+async fn facts_beyond_the_notes_limit_are_skipped_and_counted() {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.memory.max_notes_per_user = 2;
+    config.validate().unwrap();
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let memory = app.memory().clone();
+    let consolidator = app.consolidator(Some("w".into()));
+    memory
+        .append(
+            "alice",
+            "chat",
+            &[
+                NewEvent::new(Role::User, "I prefer green tea in the morning."),
+                NewEvent::new(Role::User, "We decided to use Postgres for billing"),
+                NewEvent::new(Role::User, "I usually cycle to work"),
+                NewEvent::new(Role::Tool, "profile lookup: My birthday is 4 May"),
+            ],
+        )
+        .await
+        .unwrap();
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded", "{:?}", reports[0]);
+    assert_eq!(reports[0].counts["facts_saved"], 2);
+    assert_eq!(reports[0].counts["facts_over_limit"], 2);
+    assert_eq!(memory.notes("alice").await.unwrap().len(), 2);
+
+    // The next pass has nothing left to do and fails nothing.
+    let reports = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(reports[0].status, "succeeded", "{:?}", reports[0]);
+    assert!(reports[0].counts.get("facts_over_limit").is_none());
+    assert!(reports[0].counts.get("sessions_failed").is_none());
+    assert_eq!(memory.notes("alice").await.unwrap().len(), 2);
+}

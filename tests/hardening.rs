@@ -342,8 +342,8 @@ fn input_is_read_only_up_to_its_limit() {
     refused(&out, 2, "over the limit");
     assert!(written < 50 << 20, "{written} bytes were taken");
 
-    // A 30 MB JSONL input is over the import limit; an event with a 1 MB payload is
-    // refused by the payload limit.
+    // A 30 MB JSONL input is over the import limit; an event with a 100 KiB payload is
+    // refused by the payload limit, and a line of 1 MiB by the line limit, naming it.
     let huge = "x".repeat(30 << 20);
     let out = with_stdin(
         d,
@@ -360,23 +360,25 @@ fn input_is_read_only_up_to_its_limit() {
         huge.as_bytes(),
     );
     refused(&out, 2, "over the limit");
-    let payload = "p".repeat(1 << 20);
-    let line = format!("{{\"role\": \"tool\", \"content\": \"result\", \"payload\": {{\"data\": \"{payload}\"}}}}\n");
-    let out = with_stdin(
-        d,
-        &[
-            "memory",
-            "append",
-            "--user",
-            "u",
-            "--session",
-            "s",
-            "--file",
-            "-",
-        ],
-        line.as_bytes(),
-    );
+    let append = [
+        "memory",
+        "append",
+        "--user",
+        "u",
+        "--session",
+        "s",
+        "--file",
+        "-",
+    ];
+    let event = |payload: &str| {
+        format!("{{\"role\": \"tool\", \"content\": \"result\", \"payload\": {{\"data\": \"{payload}\"}}}}\n")
+    };
+    let out = with_stdin(d, &append, event(&"p".repeat(100 << 10)).as_bytes());
     refused(&out, 2, "payload");
+    let lines = format!("{}{}", event("small"), event(&"p".repeat(1 << 20)));
+    let out = with_stdin(d, &append, lines.as_bytes());
+    refused(&out, 2, "line 2");
+    refused(&out, 2, "memory.max_import_line_bytes");
     assert_eq!(count(d, "SELECT count(*) FROM events"), 0);
 }
 

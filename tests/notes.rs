@@ -253,3 +253,88 @@ async fn search_rejects_bad_requests() {
     request.top_k = Some(0);
     assert!(memory.search(&request).await.is_err());
 }
+
+/// `memory.max_notes_per_user`: exactly the limit is kept, one more new note is refused as
+/// a conflict naming the limit with nothing changed, while replacing by key, updating,
+/// superseding and deleting still work, and other users are not affected.
+#[tokio::test]
+async fn notes_per_user_are_capped_at_the_limit() {
+    use nightshift::error::{ErrorKind, Kind};
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.memory.max_notes_per_user = 3;
+    config.validate().unwrap();
+    let memory = nightshift::app::open_memory(&config).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let mut note = NewNote::new(format!("note number {i}"));
+        note.key = (i == 0).then(|| "first".to_string());
+        ids.push(memory.save_note("alice", &note).await.unwrap().note_id);
+    }
+    let before = (
+        count(&memory, "SELECT count(*) FROM notes").await,
+        count(&memory, "SELECT count(*) FROM chunks").await,
+    );
+
+    let err = memory
+        .save_note("alice", &NewNote::new("one note too many"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MemoryError::TooManyNotes { limit: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    let text = err.to_string();
+    assert!(
+        text.contains("alice")
+            && text.contains("3 notes")
+            && text.contains("memory.max_notes_per_user"),
+        "{text}"
+    );
+    assert_eq!(
+        (
+            count(&memory, "SELECT count(*) FROM notes").await,
+            count(&memory, "SELECT count(*) FROM chunks").await,
+        ),
+        before,
+        "nothing was stored"
+    );
+    let hits = memory.search(&search("alice", "too many")).await.unwrap();
+    assert!(hits.iter().all(|h| !h.text.contains("too many")));
+
+    // At the limit, what does not add a note still works.
+    let mut keyed = NewNote::new("note number 0, replaced by its key");
+    keyed.key = Some("first".into());
+    let replaced = memory.save_note("alice", &keyed).await.unwrap();
+    assert_eq!(
+        (replaced.note_id.as_str(), replaced.created),
+        (ids[0].as_str(), false)
+    );
+    memory
+        .update_note("alice", &ids[1], "note number 1, updated", None)
+        .await
+        .unwrap();
+    // A changed fact supersedes its note: the old version is history, not counted.
+    memory
+        .supersede_note("alice", &ids[2], &NewNote::new("note number 2, superseded"))
+        .await
+        .unwrap();
+    assert_eq!(memory.notes("alice").await.unwrap().len(), 3);
+    // Another user has their own allowance.
+    memory
+        .save_note("bob", &NewNote::new("bob's first note"))
+        .await
+        .unwrap();
+    // A deleted note makes room for one more.
+    memory.delete_note("alice", &ids[1]).await.unwrap();
+    memory
+        .save_note("alice", &NewNote::new("room again"))
+        .await
+        .unwrap();
+    assert!(memory
+        .save_note("alice", &NewNote::new("and over again"))
+        .await
+        .is_err());
+    fts_integrity(&memory).await;
+}

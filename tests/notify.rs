@@ -627,3 +627,163 @@ async fn a_message_links_to_its_run_when_the_api_is_public() {
         nightshift::notify::channels::render_text(&body).ends_with(&format!("/v1/runs/{run_id}"))
     );
 }
+
+/// `notify.max_pending_per_channel`: a channel may have exactly that many messages
+/// waiting; the next one is kept as a dead letter naming the limit (not lost, not
+/// queued), the run that wrote it is recorded as usual, other channels are not affected,
+/// and once the channel catches up new messages queue again.
+#[tokio::test]
+async fn a_full_channel_outbox_keeps_new_messages_as_dead_letters() {
+    let (url, server) = Server::start().await;
+    let (other_url, _other) = Server::start().await;
+    let h = harness(|c| {
+        c.channels
+            .insert("hook".into(), channel(ChannelKind::Webhook, &url, None));
+        c.channels.insert(
+            "other".into(),
+            channel(ChannelKind::Webhook, &other_url, None),
+        );
+        c.notify.max_pending_per_channel = 2;
+    })
+    .await;
+    let schedule = h.schedule(Some("hook"), NotifyPolicy::Always).await;
+    let first = h.finish(&schedule, RunStatus::Succeeded, "one").await;
+    h.finish(&schedule, RunStatus::Succeeded, "two").await;
+    let pending = h.outbox().list(Some("pending"), 10).await.unwrap();
+    assert_eq!(pending.len(), 2, "exactly the limit waits");
+
+    let third = h.finish(&schedule, RunStatus::Succeeded, "three").await;
+    let run = h.store.run(&Actor::Operator, &third).await.unwrap();
+    assert_eq!(
+        run.status,
+        RunStatus::Succeeded,
+        "the run is recorded as usual"
+    );
+    assert_eq!(h.outbox().list(Some("pending"), 10).await.unwrap().len(), 2);
+    let dead = h.outbox().list(Some("dead"), 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].run_id.as_deref(), Some(third.as_str()));
+    assert_eq!(dead[0].attempts, 0, "never tried");
+    let reason = dead[0].last_error.as_deref().unwrap();
+    assert!(
+        reason.contains("`hook`")
+            && reason.contains("2 messages")
+            && reason.contains("notify.max_pending_per_channel"),
+        "{reason}"
+    );
+    // Three messages in all: the one over the limit is kept, not dropped.
+    assert_eq!(
+        common::count(&h.memory, "SELECT count(*) FROM outbox").await,
+        3
+    );
+
+    // Another channel has its own allowance.
+    let elsewhere = h.schedule(Some("other"), NotifyPolicy::Always).await;
+    h.finish(&elsewhere, RunStatus::Succeeded, "elsewhere")
+        .await;
+    let pending = h.outbox().list(Some("pending"), 10).await.unwrap();
+    assert_eq!(pending.len(), 3);
+
+    // The channel catches up: the two waiting are delivered, and there is room again.
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 3);
+    assert!(h.notified(&first).await);
+    assert!(!h.notified(&third).await, "the dead letter was not sent");
+    assert_eq!(server.received().len(), 2);
+    let fourth = h.finish(&schedule, RunStatus::Succeeded, "four").await;
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 1);
+    assert!(h.notified(&fourth).await);
+    // The dead letter can still be sent by hand.
+    let notify = nightshift::config::NotifyConfig::default();
+    h.outbox()
+        .retry(&dead[0].message_id, h.clock.now_ms(), &notify)
+        .await
+        .unwrap();
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 1);
+    assert!(h.notified(&third).await);
+    assert_eq!(server.received().len(), 4);
+}
+
+/// What a channel answers is read only as far as it matters: a success is taken at its
+/// status line, its body never read (one that never ends holds nothing up); an error's
+/// body is read up to 16 KiB (a longer one is left unread) and its reason kept short.
+#[tokio::test]
+async fn channel_answers_are_read_only_up_to_their_limit() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Answers every request with `head`, then a chunked body of `x` that never ends.
+    async fn endless(head: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    // The request: its head, then as many bytes as it says it has.
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let body_start = loop {
+                        let n = socket.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        seen.extend_from_slice(&buf[..n]);
+                        if let Some(i) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                    };
+                    let head_text = String::from_utf8_lossy(&seen[..body_start]).to_lowercase();
+                    let length: usize = head_text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut have = seen.len() - body_start;
+                    while have < length {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => have += n,
+                        }
+                    }
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = format!("2000\r\n{}\r\n", "x".repeat(0x2000));
+                    while socket.write_all(chunk.as_bytes()).await.is_ok() {}
+                });
+            }
+        });
+        format!("http://{addr}/hook")
+    }
+
+    let ok = endless("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").await;
+    let failing =
+        endless("HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n").await;
+    let h = harness(|c| {
+        c.channels
+            .insert("ok".into(), channel(ChannelKind::Webhook, &ok, None));
+        c.channels.insert(
+            "failing".into(),
+            channel(ChannelKind::Webhook, &failing, None),
+        );
+    })
+    .await;
+    let to_ok = h.schedule(Some("ok"), NotifyPolicy::Always).await;
+    let to_failing = h.schedule(Some("failing"), NotifyPolicy::Always).await;
+    let delivered = h.finish(&to_ok, RunStatus::Succeeded, "fine").await;
+    h.finish(&to_failing, RunStatus::Succeeded, "fine too")
+        .await;
+
+    let started = std::time::Instant::now();
+    assert_eq!(h.sender().deliver_due().await.unwrap(), 2);
+    // Well within the 5 s delivery timeout: neither endless body was waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(h.notified(&delivered).await);
+    let pending = h.outbox().list(Some("pending"), 10).await.unwrap();
+    assert_eq!(pending.len(), 1, "the failed delivery waits for its retry");
+    let reason = pending[0].last_error.as_deref().unwrap();
+    assert!(reason.starts_with("HTTP 500"), "{reason}");
+    assert!(reason.chars().count() <= 300, "{} characters", reason.len());
+}

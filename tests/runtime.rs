@@ -537,3 +537,118 @@ async fn answers_are_read_up_to_their_limit() {
         outcome.error
     );
 }
+
+/// `runtime.max_tool_arguments_bytes`: a tool call whose arguments are exactly the limit
+/// runs; one a byte over is not run, and the model is answered with a tool error naming
+/// the limit, as for an unknown tool. The run goes on and ends with the model's answer.
+#[tokio::test]
+async fn tool_call_arguments_over_their_limit_are_answered_with_a_tool_error() {
+    let (_dir, memory) = common::fresh().await;
+    // `{"content":"…"}` is 14 bytes around its text.
+    let arguments = |len: usize| json!({"content": "x".repeat(len - 14)});
+    assert_eq!(arguments(1024).to_string().len(), 1024);
+    let (url, seen) = serve("/v1/chat/completions", move |n, _| {
+        let message = match n {
+            1 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c1", "memory_save", arguments(1024))]}),
+            2 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c2", "memory_save", arguments(1025))]}),
+            _ => json!({"role": "assistant", "content": "saved what fitted"}),
+        };
+        Json(json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+            .into_response()
+    })
+    .await;
+    let mut config = openai_config(format!("{url}/v1"));
+    config.max_tool_arguments_bytes = 1024;
+    let runtime = OpenAiRuntime::new(&config).unwrap();
+    let outcome = runtime.run_goal(&request("u"), &memory).await;
+    assert_eq!(outcome.error, None);
+    assert_eq!(outcome.output, "saved what fitted");
+    let notes = memory.notes("u").await.unwrap();
+    assert_eq!(notes.len(), 1, "only the call at the limit ran");
+    assert_eq!(notes[0].content.len(), 1010);
+
+    let bodies = seen.lock().unwrap().clone();
+    let last_tool_result = |body: &Value| {
+        body["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(last_tool_result(&bodies[1]).contains("note_id"));
+    let refused = last_tool_result(&bodies[2]);
+    let refused: Value = serde_json::from_str(&refused).unwrap();
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.contains("1025 bytes")
+            && error.contains("limit of 1024 bytes")
+            && error.contains("runtime.max_tool_arguments_bytes"),
+        "{error}"
+    );
+}
+
+/// An answer of exactly `runtime.max_response_bytes` is read; one a byte longer fails the
+/// attempt saying which limit it went over.
+#[tokio::test]
+async fn an_answer_of_exactly_the_response_limit_is_read() {
+    let (_dir, memory) = common::fresh().await;
+    const LIMIT: usize = 1 << 20;
+    // `{"output":"…"}` is 13 bytes around its text.
+    for (len, fits) in [(LIMIT, true), (LIMIT + 1, false)] {
+        let body = json!({"output": "x".repeat(len - 13)}).to_string();
+        assert_eq!(body.len(), len);
+        let (url, _) = serve("/goal", move |_, _| {
+            ([("content-type", "application/json")], body.clone()).into_response()
+        })
+        .await;
+        let mut config = http_config(format!("{url}/goal"));
+        config.max_response_bytes = LIMIT;
+        config.max_retries = 0;
+        let outcome = HttpRuntime::new(&config)
+            .unwrap()
+            .run_goal(&request("u"), &memory)
+            .await;
+        if fits {
+            assert_eq!(outcome.error, None);
+            assert_eq!(outcome.output.len(), LIMIT - 13);
+        } else {
+            assert!(
+                matches!(&outcome.error, Some(RuntimeError::BadAnswer { reason, .. })
+                    if reason.contains(&format!("limit of {LIMIT} bytes")) && reason.contains("max_response_bytes")),
+                "{:?}",
+                outcome.error
+            );
+            assert!(outcome.output.is_empty());
+        }
+    }
+}
+
+/// A runtime's error answer is read up to 16 KiB, never whole: a 500 with a body of
+/// 32 MiB is a clear status error at once, with a short reason.
+#[tokio::test]
+async fn a_runtime_error_body_is_read_only_up_to_its_limit() {
+    let (_dir, memory) = common::fresh().await;
+    let huge = "e".repeat(32 << 20);
+    let (url, seen) = serve("/goal", move |_, _| {
+        (StatusCode::INTERNAL_SERVER_ERROR, huge.clone()).into_response()
+    })
+    .await;
+    let mut config = http_config(format!("{url}/goal"));
+    config.max_retries = 0;
+    let outcome = HttpRuntime::new(&config)
+        .unwrap()
+        .run_goal(&request("u"), &memory)
+        .await;
+    let err = outcome.error.unwrap();
+    assert!(
+        matches!(err, RuntimeError::Status { status: 500, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().len() < 500,
+        "{} bytes",
+        err.to_string().len()
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}

@@ -614,6 +614,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
         max_message_chars: 3500,
         public_url: None,
         ttl_ms: [3_600_000; 3],
+        max_pending_per_channel: 10_000,
     };
     let now = memory.clock().now_ms();
     let tx = conn.write_tx().await.unwrap();

@@ -119,6 +119,9 @@ pub struct NotifyConfig {
     pub timeout_secs: u64,
     /// Characters of a run's output one message carries at most (the run keeps more).
     pub max_message_chars: usize,
+    /// Messages waiting to be delivered on one channel; a message beyond them is kept as
+    /// a dead letter saying so instead of joining the queue.
+    pub max_pending_per_channel: i64,
 }
 
 impl NotifyConfig {
@@ -148,6 +151,7 @@ impl Default for NotifyConfig {
             max_in_flight: 8,
             timeout_secs: 15,
             max_message_chars: 3500,
+            max_pending_per_channel: 10_000,
         }
     }
 }
@@ -297,6 +301,10 @@ pub struct MemoryConfig {
     pub max_import_bytes: usize,
     /// Most events one append may carry.
     pub max_batch_events: usize,
+    /// Longest line of a JSONL input, in bytes.
+    pub max_import_line_bytes: usize,
+    /// Notes one user may have (superseded versions of a fact not counted).
+    pub max_notes_per_user: i64,
 }
 
 impl Default for MemoryConfig {
@@ -309,6 +317,8 @@ impl Default for MemoryConfig {
             max_payload_bytes: 65_536,
             max_import_bytes: 16 * 1024 * 1024,
             max_batch_events: 10_000,
+            max_import_line_bytes: 1024 * 1024,
+            max_notes_per_user: 10_000,
         }
     }
 }
@@ -491,6 +501,9 @@ pub struct RuntimeConfig {
     /// Tool calls the model may ask for in one turn, and in one run.
     pub max_tool_calls_per_turn: usize,
     pub max_tool_calls_per_run: usize,
+    /// Largest arguments of one tool call, in bytes of JSON; larger ones are answered
+    /// with a tool error instead of running.
+    pub max_tool_arguments_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -511,6 +524,7 @@ impl Default for RuntimeConfig {
             max_response_bytes: 8 * 1024 * 1024,
             max_tool_calls_per_turn: 16,
             max_tool_calls_per_run: 64,
+            max_tool_arguments_bytes: 65_536,
         }
     }
 }

@@ -187,6 +187,16 @@ fn memory(config: &Config) -> Result<(), ConfigError> {
         mem.max_batch_events,
         1..=1_000_000,
     )?;
+    range(
+        "memory.max_import_line_bytes",
+        mem.max_import_line_bytes,
+        1024..=1024 * MIB,
+    )?;
+    range(
+        "memory.max_notes_per_user",
+        mem.max_notes_per_user,
+        1..=10_000_000,
+    )?;
     Ok(())
 }
 
@@ -327,6 +337,11 @@ fn runtime(config: &Config) -> Result<(), ConfigError> {
         rt.max_tool_calls_per_run,
         1..=100_000,
     )?;
+    range(
+        "runtime.max_tool_arguments_bytes",
+        rt.max_tool_arguments_bytes,
+        1024..=16 * MIB,
+    )?;
     Ok(())
 }
 
@@ -363,6 +378,11 @@ fn notify(config: &Config) -> Result<(), ConfigError> {
         "notify.max_message_chars",
         n.max_message_chars,
         100..=100_000,
+    )?;
+    range(
+        "notify.max_pending_per_channel",
+        n.max_pending_per_channel,
+        1..=1_000_000,
     )?;
     Ok(())
 }
@@ -518,6 +538,8 @@ mod tests {
         ("memory", "max_payload_bytes"),
         ("memory", "max_import_bytes"),
         ("memory", "max_batch_events"),
+        ("memory", "max_import_line_bytes"),
+        ("memory", "max_notes_per_user"),
         ("search", "default_top_k"),
         ("search", "max_top_k"),
         ("search", "candidates"),
@@ -546,6 +568,7 @@ mod tests {
         ("runtime", "max_response_bytes"),
         ("runtime", "max_tool_calls_per_turn"),
         ("runtime", "max_tool_calls_per_run"),
+        ("runtime", "max_tool_arguments_bytes"),
         ("notify", "failure_notice_after"),
         ("notify", "max_attempts"),
         ("notify", "backoff_base_ms"),
@@ -556,6 +579,7 @@ mod tests {
         ("notify", "max_in_flight"),
         ("notify", "timeout_secs"),
         ("notify", "max_message_chars"),
+        ("notify", "max_pending_per_channel"),
         ("consolidation", "quiet_minutes"),
         ("consolidation", "summary_budget_tokens"),
         ("consolidation", "summary_min_turns"),

@@ -79,6 +79,8 @@ enum Learned {
     Duplicate,
     Superseded,
     Tombstoned,
+    /// The user is at `memory.max_notes_per_user`: the fact is skipped, not retried.
+    OverLimit,
 }
 
 impl Consolidator {
@@ -380,6 +382,13 @@ impl Consolidator {
             // A long pass shares its thread and can be stopped between sessions.
             tokio::task::yield_now().await;
         }
+        if let Some(skipped) = counts.get("facts_over_limit").and_then(Value::as_i64) {
+            tracing::warn!(
+                facts = skipped,
+                limit = self.memory.limits().max_notes_per_user,
+                "facts not stored: their users are at memory.max_notes_per_user"
+            );
+        }
         Ok(PassOutcome {
             counts,
             error: first_error,
@@ -446,6 +455,7 @@ impl Consolidator {
                 Learned::Duplicate => "duplicates",
                 Learned::Superseded => "superseded",
                 Learned::Tombstoned => "tombstoned",
+                Learned::OverLimit => "facts_over_limit",
             };
             bump(counts, key, 1);
         }
@@ -518,10 +528,13 @@ impl Consolidator {
                 self.memory.supersede_note(user_id, old, &note).await?;
                 Ok(Learned::Superseded)
             }
-            None => {
-                self.memory.save_note(user_id, &note).await?;
-                Ok(Learned::Saved)
-            }
+            None => match self.memory.save_note(user_id, &note).await {
+                Ok(_) => Ok(Learned::Saved),
+                // A user at the notes limit must not fail the pass on every run: the
+                // fact is left out, counted, and the pass goes on.
+                Err(crate::memory::MemoryError::TooManyNotes { .. }) => Ok(Learned::OverLimit),
+                Err(err) => Err(err.into()),
+            },
         }
     }
 

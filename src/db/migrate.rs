@@ -89,6 +89,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "calendars",
         sql: include_str!("../../migrations/0015_calendars.sql"),
     },
+    Migration {
+        version: 16,
+        name: "outbox_pending_by_channel",
+        sql: include_str!("../../migrations/0016_outbox_pending_by_channel.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -191,7 +191,9 @@ impl Memory {
     }
 
     /// Appends the events of a JSONL text (one `{"role": …, "content": …}` per line; blank
-    /// lines skipped). A bad line is reported with its number and nothing is stored.
+    /// lines skipped), at most `memory.max_import_bytes` of it with no line over
+    /// `memory.max_import_line_bytes`. A bad line is reported with its number and nothing
+    /// is stored.
     pub async fn append_jsonl(
         &self,
         user_id: &str,
@@ -215,6 +217,14 @@ impl Memory {
                 line: index + 1,
                 reason,
             };
+            if line.len() > self.limits.max_import_line_bytes {
+                return Err(at(format!(
+                    "is {} bytes, over the limit of {} bytes (memory.max_import_line_bytes)",
+                    line.len(),
+                    self.limits.max_import_line_bytes
+                ))
+                .into());
+            }
             let line = std::str::from_utf8(line).map_err(|e| at(format!("invalid UTF-8 ({e})")))?;
             if line.trim().is_empty() {
                 continue;

@@ -65,6 +65,11 @@ pub enum MemoryError {
     SessionOfOtherUser { session_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
     ReservedSession(String),
+    #[error(
+        "user `{user_id}` already has {limit} notes (memory.max_notes_per_user); \
+         update or delete one to save another"
+    )]
+    TooManyNotes { user_id: String, limit: i64 },
     #[error("write failed: {0}")]
     WriteFailed(String),
     #[error(transparent)]
@@ -89,7 +94,9 @@ impl Kind for MemoryError {
                 ErrorKind::BadInput
             }
             MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => ErrorKind::NotFound,
-            MemoryError::SessionOfOtherUser { .. } => ErrorKind::Conflict,
+            MemoryError::SessionOfOtherUser { .. } | MemoryError::TooManyNotes { .. } => {
+                ErrorKind::Conflict
+            }
             MemoryError::WriteFailed(_) => ErrorKind::Internal,
             MemoryError::Embed(err) => err.kind(),
             MemoryError::Db(err) => err.kind(),

@@ -140,6 +140,10 @@ impl Memory {
                 }
             }
             None => {
+                if let Err(err) = self.check_note_room(&tx, user_id).await {
+                    tx.rollback().await?;
+                    return Err(err);
+                }
                 let note_id = ids::new_id("note");
                 tx.execute(
                     "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
@@ -170,6 +174,28 @@ impl Memory {
         tx.commit().await?;
         self.wake_embedder();
         Ok(outcome)
+    }
+
+    /// Refuses a new note when the user already has `memory.max_notes_per_user` current
+    /// notes (superseded versions are history, not counted), inside the transaction that
+    /// would add it. Counts no further than the limit.
+    async fn check_note_room(&self, tx: &crate::db::WriteTx, user_id: &str) -> Result<()> {
+        let limit = self.limits.max_notes_per_user;
+        let count: i64 = crate::db::query_scalar(
+            tx,
+            "SELECT count(*) FROM (SELECT 1 FROM notes WHERE user_id = ?1
+             AND superseded_by IS NULL LIMIT ?2)",
+            libsql::params![user_id, limit],
+        )
+        .await?
+        .unwrap_or(0);
+        if count >= limit {
+            return Err(MemoryError::TooManyNotes {
+                user_id: user_id.to_string(),
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// Saves `new` as the current version of a fact and keeps `old_note_id` as history:

@@ -180,3 +180,60 @@ pub(super) fn scan_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> 
     hits.truncate(k);
     hits
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(rows: usize) -> Arc<SessionVectors> {
+        let mut matrix = VectorMatrix::new(16);
+        for i in 0..rows {
+            matrix.push(i as i64, &[0.25; 16]);
+        }
+        Arc::new(SessionVectors {
+            model: "m".into(),
+            removals: 0,
+            last_vector_id: rows as i64,
+            matrix,
+        })
+    }
+
+    fn held(cache: &VectorCache) -> (usize, usize) {
+        let state = cache.state.lock().unwrap();
+        (state.entries.len(), state.bytes)
+    }
+
+    /// `search.vector_cache_mib` bounds the sessions kept: filling the budget exactly keeps
+    /// them all, one more session evicts the least recently used, and the bytes counted
+    /// never go over the budget (only a single session larger than it is kept alone,
+    /// for the search using it).
+    #[test]
+    fn the_cache_stays_within_its_budget_evicting_the_least_recently_used() {
+        let one = session(10).bytes();
+        let cache = VectorCache::new(3 * one);
+        for id in ["a", "b", "c"] {
+            cache.put(id, session(10));
+        }
+        assert_eq!(held(&cache), (3, 3 * one), "at the budget: all kept");
+        // `a` is used, so `b` is now the least recently used.
+        assert!(cache.peek("a").is_some());
+        cache.put("d", session(10));
+        assert_eq!(held(&cache), (3, 3 * one), "one past it: one evicted");
+        assert!(cache.peek("b").is_none(), "the least recently used went");
+        for id in ["a", "c", "d"] {
+            assert!(cache.peek(id).is_some(), "{id} kept");
+        }
+        // A session bigger than the whole budget is kept alone, never beside others.
+        cache.put("huge", session(40));
+        let (entries, _) = held(&cache);
+        assert_eq!(entries, 1);
+        cache.put("e", session(10));
+        let (entries, bytes) = held(&cache);
+        assert_eq!((entries, bytes), (1, one), "the huge one went first");
+        // A budget of 0 (vector_cache_mib = 0) keeps at most the session in use.
+        let none = VectorCache::new(0);
+        none.put("a", session(10));
+        none.put("b", session(10));
+        assert_eq!(held(&none).0, 1);
+    }
+}

@@ -38,6 +38,9 @@ pub struct NotifyPlan {
     pub public_url: Option<String>,
     /// Lifetime of a message by priority (high, normal, low), milliseconds.
     pub ttl_ms: [i64; 3],
+    /// Messages that may wait for delivery on one channel
+    /// (`notify.max_pending_per_channel`); one more is kept as a dead letter instead.
+    pub max_pending_per_channel: i64,
 }
 
 impl NotifyPlan {
@@ -61,7 +64,10 @@ pub struct NewMessage<'a> {
 }
 
 /// Writes a message inside the caller's transaction (the one recording the run). The
-/// idempotency key makes a second write of the same message a no-op.
+/// idempotency key makes a second write of the same message a no-op. A channel that
+/// already has `plan.max_pending_per_channel` messages waiting gets this one as a dead
+/// letter saying why (kept for `outbox retry`, never dropped silently), in the same single
+/// statement: no extra round trip inside the write transaction.
 pub async fn enqueue_in(
     conn: &crate::db::WriteTx,
     plan: &NotifyPlan,
@@ -69,11 +75,26 @@ pub async fn enqueue_in(
     now: i64,
 ) -> Result<(), libsql::Error> {
     let key = format!("{}:{}", message.run_id, message.kind);
-    conn.execute(
+    let full = format!(
+        "the outbox of channel `{}` is full: {} messages already wait for delivery \
+         (notify.max_pending_per_channel)",
+        plan.channel_id, plan.max_pending_per_channel
+    );
+    // The count stops at the limit: a full outbox costs no more to check than a nearly
+    // full one. `WHERE true` keeps SQLite from reading ON CONFLICT as a join's.
+    let status: Option<String> = crate::db::query_scalar(
+        conn,
         "INSERT INTO outbox (message_id, idempotency_key, kind, run_id, schedule_id, user_id,
-         channel_id, channel_context_id, priority, payload_json, next_attempt_at, expires_at, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11)
-         ON CONFLICT (idempotency_key) DO NOTHING",
+         channel_id, channel_context_id, priority, payload_json, next_attempt_at, expires_at,
+         created_at, status, last_error)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11,
+                CASE WHEN full THEN 'dead' ELSE 'pending' END,
+                CASE WHEN full THEN ?14 END
+         FROM (SELECT count(*) >= ?13 AS full FROM
+               (SELECT 1 FROM outbox WHERE status = 'pending' AND channel_id = ?7 LIMIT ?13))
+         WHERE true
+         ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING status",
         libsql::params![
             ids::new_id("msg"),
             key,
@@ -86,10 +107,20 @@ pub async fn enqueue_in(
             message.priority.as_str(),
             message.payload.to_string(),
             now,
-            now + plan.ttl(message.priority)
+            now + plan.ttl(message.priority),
+            plan.max_pending_per_channel,
+            full.as_str()
         ],
     )
     .await?;
+    if status.as_deref() == Some("dead") {
+        tracing::warn!(
+            channel = %plan.channel_id,
+            run_id = %message.run_id,
+            limit = plan.max_pending_per_channel,
+            "outbox full: the message is kept as a dead letter instead of waiting to be sent"
+        );
+    }
     Ok(())
 }
 

@@ -77,6 +77,7 @@ impl Router {
                 self.notify.ttl_normal_secs * 1000,
                 self.notify.ttl_low_secs * 1000,
             ],
+            max_pending_per_channel: self.notify.max_pending_per_channel,
         }
     }
 }

@@ -18,6 +18,7 @@ pub struct OpenAiRuntime {
     completion_price: f64,
     max_tool_calls_per_turn: usize,
     max_tool_calls_per_run: usize,
+    max_tool_arguments_bytes: usize,
 }
 
 /// Most tokens one answer may report using; more (or fewer than none) makes it a bad
@@ -61,6 +62,7 @@ impl OpenAiRuntime {
             completion_price: config.completion_price_per_mtok / 1e6,
             max_tool_calls_per_turn: config.max_tool_calls_per_turn,
             max_tool_calls_per_run: config.max_tool_calls_per_run,
+            max_tool_arguments_bytes: config.max_tool_arguments_bytes,
         })
     }
 
@@ -147,7 +149,11 @@ impl AgentRuntime for OpenAiRuntime {
                     return outcome;
                 }
             }
-            let Some(message) = answer["choices"].get(0).map(|c| c["message"].clone()) else {
+            let Some(message) = answer["choices"]
+                .get(0)
+                .map(|c| c["message"].clone())
+                .filter(serde_json::Value::is_object)
+            else {
                 outcome.error = Some(self.bad("no choices[0].message"));
                 return outcome;
             };
@@ -205,6 +211,7 @@ impl AgentRuntime for OpenAiRuntime {
                     &request.session_id,
                     name,
                     arguments,
+                    self.max_tool_arguments_bytes,
                 )
                 .await;
                 let mut event = NewEvent::new(Role::Tool, result.clone());

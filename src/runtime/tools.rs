@@ -45,14 +45,24 @@ fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, String> {
 }
 
 /// Runs one tool call for `user_id`; the result (or the error) is JSON for the model.
+/// Arguments over `max_arguments_bytes` are not read: the model is told so, as it is of an
+/// unknown tool.
 pub(super) async fn call(
     memory: &Memory,
     user_id: &str,
     session_id: &str,
     name: &str,
     arguments: &str,
+    max_arguments_bytes: usize,
 ) -> String {
     let result = async {
+        if arguments.len() > max_arguments_bytes {
+            return Err(format!(
+                "arguments are {} bytes, over the limit of {max_arguments_bytes} bytes \
+                 (runtime.max_tool_arguments_bytes)",
+                arguments.len()
+            ));
+        }
         let args: Value =
             serde_json::from_str(arguments).map_err(|e| format!("arguments are not JSON: {e}"))?;
         match name {
