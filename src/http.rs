@@ -11,6 +11,20 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
+/// What a request's error says with its causes (a timeout, a reset), without the URL: the
+/// top error alone says only "error sending request" or "error decoding response body".
+pub fn error_text(err: reqwest::Error) -> String {
+    let err = err.without_url();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Why a body could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyError {
@@ -47,7 +61,7 @@ pub async fn read_body(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| BodyError::Read(e.without_url().to_string()))?
+        .map_err(|e| BodyError::Read(error_text(e)))?
     {
         if body.len() + chunk.len() > limit {
             return Err(BodyError::TooLarge { limit });

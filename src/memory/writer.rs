@@ -209,8 +209,15 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
     for job in jobs {
         tx.execute("SAVEPOINT append_job", ()).await?;
         let result = append_in_tx(statements, &job.append).await;
-        if result.is_err() {
-            tx.execute("ROLLBACK TO append_job", ()).await?;
+        if let Err(err) = result {
+            if tx.execute("ROLLBACK TO append_job", ()).await.is_err() {
+                // The failure ended the whole transaction (SQLite rolls it back on an I/O
+                // error or a full disk): report it, not the savepoint it took along.
+                return Err(err);
+            }
+            tx.execute("RELEASE append_job", ()).await?;
+            results.push(Err(err));
+            continue;
         }
         tx.execute("RELEASE append_job", ()).await?;
         results.push(result);

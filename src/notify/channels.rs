@@ -390,7 +390,7 @@ impl Channels {
         }
         let response = request.send().await.map_err(|e| DeliveryError {
             // Without the URL: it may carry a token (Telegram).
-            reason: format!("cannot reach the channel: {}", e.without_url()),
+            reason: format!("cannot reach the channel: {}", crate::http::error_text(e)),
             retry_after: None,
             permanent: false,
             progress: 0,

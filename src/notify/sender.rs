@@ -17,6 +17,9 @@ use crate::db::clock::Clock;
 
 /// Longest sleep without looking at the outbox again.
 const MAX_SLEEP: Duration = Duration::from_secs(30);
+/// Sleep after a pass that failed: a database that reads but refuses writes (a full disk)
+/// shows a message due at once, and the sender must not retry its claim in a busy loop.
+const FAILED_PASS_SLEEP: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct Sender {
@@ -49,11 +52,11 @@ impl Sender {
     /// Runs until `stop`, delivering as messages come due.
     pub async fn run(&self, stop: CancellationToken, check: Duration) {
         loop {
-            let sent = match self.deliver_due().await {
-                Ok(n) => n,
+            let (sent, failed) = match self.deliver_due().await {
+                Ok(n) => (n, false),
                 Err(err) => {
                     tracing::warn!(%err, "outbox pass failed");
-                    0
+                    (0, true)
                 }
             };
             if sent > 0 {
@@ -66,6 +69,11 @@ impl Sender {
             }
             // Another process may enqueue: look again at least this often.
             .min(check);
+            let wait = if failed {
+                wait.max(FAILED_PASS_SLEEP)
+            } else {
+                wait
+            };
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep_until(Instant::now() + wait) => {}
