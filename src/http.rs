@@ -70,3 +70,20 @@ pub async fn read_body(
     }
     Ok(body)
 }
+
+/// The start of a body, at most `limit` bytes: whatever arrived before the limit, its end,
+/// or a failure. For error answers, whose first words say what went wrong even when the
+/// rest is too long or never comes.
+pub async fn read_prefix(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let take = chunk.len().min(limit - body.len());
+                body.extend_from_slice(&chunk[..take]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
+}

@@ -625,7 +625,7 @@ async fn an_answer_of_exactly_the_response_limit_is_read() {
 }
 
 /// A runtime's error answer is read up to 16 KiB, never whole: a 500 with a body of
-/// 32 MiB is a clear status error at once, with a short reason.
+/// 32 MiB is a clear status error at once, with a short reason: the body's start.
 #[tokio::test]
 async fn a_runtime_error_body_is_read_only_up_to_its_limit() {
     let (_dir, memory) = common::fresh().await;
@@ -650,5 +650,6 @@ async fn a_runtime_error_body_is_read_only_up_to_its_limit() {
         "{} bytes",
         err.to_string().len()
     );
+    assert!(err.to_string().contains(&"e".repeat(100)), "{err}");
     assert_eq!(seen.lock().unwrap().len(), 1);
 }

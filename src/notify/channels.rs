@@ -401,10 +401,9 @@ impl Channels {
         }
         let retry_after = crate::http::retry_after(response.headers());
         // Only the start of an error body is kept: a channel cannot make this read grow.
-        let body = crate::http::read_body(response, ERROR_BODY_LIMIT)
-            .await
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let body =
+            String::from_utf8_lossy(&crate::http::read_prefix(response, ERROR_BODY_LIMIT).await)
+                .into_owned();
         // Telegram says how long to wait in its JSON body.
         let retry_after = retry_after.or_else(|| {
             serde_json::from_str::<Value>(&body).ok()?["parameters"]["retry_after"]

@@ -85,10 +85,10 @@ impl JsonClient {
                     let retry_after = crate::http::retry_after(response.headers())
                         .map(|d| d.min(MAX_RETRY_AFTER));
                     // Only the start of an error answer is kept.
-                    let body = crate::http::read_body(response, ERROR_BODY_LIMIT)
-                        .await
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .unwrap_or_default();
+                    let body = String::from_utf8_lossy(
+                        &crate::http::read_prefix(response, ERROR_BODY_LIMIT).await,
+                    )
+                    .into_owned();
                     let failure = RuntimeError::Status {
                         url: url.to_string(),
                         status: status.as_u16(),
