@@ -493,3 +493,55 @@ async fn the_cli_on_a_full_disk_fails_clearly_and_writes_nothing() {
         );
     }
 }
+
+/// A CLI write on a libSQL server queued behind other holders of the write lock (each for
+/// less than sqld's transaction timeout, eight seconds together) waits its turn at the
+/// server and goes through: nothing answers it busy meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_write_waits_out_a_queue_at_the_server_lock() {
+    let dir = TempDir::new().unwrap();
+    let sqld = Sqld::start();
+    let config = write_config(dir.path(), &sqld.url, "http://127.0.0.1:9/goal");
+    cli(&config, &["memory", "save", "--user", "u", "first note"]);
+    let connect = || async {
+        libsql::Builder::new_remote(sqld.url.clone(), String::new())
+            .build()
+            .await
+            .unwrap()
+            .connect()
+            .unwrap()
+    };
+    // Two holders, one after the other, each for less than sqld's transaction timeout.
+    let first = connect().await;
+    first.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+    let second = connect().await;
+    let queued = tokio::spawn(async move {
+        second.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        second.execute("COMMIT", ()).await.unwrap();
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let writer = nightshift(
+        &config,
+        None,
+        &["--json", "memory", "save", "--user", "u", "second note"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    first.execute("COMMIT", ()).await.unwrap();
+    queued.await.unwrap();
+    let out = tokio::task::spawn_blocking(move || writer.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let notes = cli(&config, &["memory", "notes", "--user", "u"]);
+    assert_eq!(notes.as_array().map(Vec::len), Some(2), "{notes}");
+}

@@ -176,8 +176,8 @@ fn sigkill(pid: u32) {
 
 /// Copies the database and the workers' logs as the failing check found them, for a
 /// post-mortem, beside the temporary folder (which goes with the test).
-fn keep(dir: &TempDir) {
-    let kept = dir.path().with_extension("kept");
+fn keep(dir: &TempDir, suffix: &str) {
+    let kept = dir.path().with_extension(suffix);
     let _ = std::fs::create_dir_all(&kept);
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         let _ = std::fs::copy(entry.path(), kept.join(entry.file_name()));
@@ -261,7 +261,7 @@ async fn crash_loop(database: String, dir: &TempDir, victim: Victim) {
             ));
         }
         if checker.violations() > 0 {
-            keep(dir);
+            keep(dir, "kept");
             break;
         }
     }
@@ -293,6 +293,8 @@ async fn crash_loop(database: String, dir: &TempDir, victim: Victim) {
     checker.report(&ledger, &sink, &label, kills, seed).await;
     let violations = checker.violations();
     if violations > 0 {
+        // And as the drain left them, with the last worker's log.
+        keep(dir, "end");
         if let Some(last) = logs.last() {
             eprintln!("--- the last killed worker's log ---\n{}", read_log(last));
         }
