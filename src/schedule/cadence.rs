@@ -153,7 +153,12 @@ impl Cadence {
             Cadence::Cron { expr, tz } => {
                 let spec = CronSpec::parse(expr).ok()?;
                 let tz = parse_zone(tz).ok()?;
-                spec.next_after(at_ms(after_ms)?, tz)
+                // Nothing accepted follows the last accepted instant, and far outside the
+                // range chrono has no wall-clock time to read (it panics near its limits).
+                if after_ms >= MAX_INSTANT_MS {
+                    return None;
+                }
+                spec.next_after(at_ms(after_ms.max(-MAX_INSTANT_MS))?, tz)
                     .map(|t| t.timestamp_millis())
             }
             Cadence::Once { at, .. } => (*at > after_ms).then_some(*at),
