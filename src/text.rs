@@ -17,9 +17,13 @@ pub fn normalize_whitespace(text: &str) -> String {
 /// Lower-cased alphanumeric runs, as FTS5's `unicode61` tokenizer splits text: any
 /// character that is not a letter or digit separates tokens.
 pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    words(text).map(str::to_lowercase)
+}
+
+/// The alphanumeric runs of `text` as they are written (see [`tokens`]).
+pub fn words(text: &str) -> impl Iterator<Item = &str> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|t| !t.is_empty())
-        .map(|t| t.to_lowercase())
 }
 
 /// True for English function words that carry no search signal on their own.

@@ -11,23 +11,32 @@ const MAX_TERMS: usize = 32;
 /// The FTS5 expression matching any of the query's words in the `text` or `context`
 /// columns (never `scope`), or `None` when the query has no searchable word.
 pub fn keyword_expression(query: &str) -> Option<String> {
-    let mut all: Vec<String> = Vec::new();
-    for token in text::tokens(query) {
-        if !all.contains(&token) {
-            all.push(token);
+    // Each word as typed, with its lower case for telling repeats and stop words: FTS5
+    // folds the word itself, by the Unicode its tokenizer knows (6.1), as it folded the
+    // stored text; a word folded here by newer Unicode (a capital of Osage, Cherokee,
+    // Georgian Mtavruli) would look for a form that was never indexed.
+    let mut all: Vec<(&str, String)> = Vec::new();
+    for word in text::words(query) {
+        let folded = word.to_lowercase();
+        if !all.iter().any(|(_, seen)| *seen == folded) {
+            all.push((word, folded));
         }
     }
-    let content: Vec<&String> = all.iter().filter(|t| !text::is_stop_word(t)).collect();
+    let content: Vec<&str> = all
+        .iter()
+        .filter(|(_, folded)| !text::is_stop_word(folded))
+        .map(|(word, _)| *word)
+        .collect();
     // A query made only of stop words ("who is it?") still searches for them.
-    let terms: Vec<&String> = if content.is_empty() {
-        all.iter().collect()
+    let terms: Vec<&str> = if content.is_empty() {
+        all.iter().map(|(word, _)| *word).collect()
     } else {
         content
     };
     if terms.is_empty() {
         return None;
     }
-    // Tokens are letters and digits only, so quoting cannot be escaped from.
+    // Words are letters and digits only, so quoting cannot be escaped from.
     let quoted: Vec<String> = terms
         .iter()
         .take(MAX_TERMS)
@@ -50,7 +59,7 @@ mod tests {
     fn operators_and_quotes_become_plain_terms() {
         assert_eq!(
             keyword_expression(r#"tea" OR NEAR(x* -y) AND {col}:z"#).unwrap(),
-            r#"{text context}:"tea" OR {text context}:"near" OR {text context}:"x" OR {text context}:"y" OR {text context}:"col" OR {text context}:"z""#
+            r#"{text context}:"tea" OR {text context}:"NEAR" OR {text context}:"x" OR {text context}:"y" OR {text context}:"col" OR {text context}:"z""#
         );
     }
 
@@ -65,5 +74,10 @@ mod tests {
             r#"{text context}:"who" OR {text context}:"is" OR {text context}:"it""#
         );
         assert_eq!(keyword_expression(" ?! ** "), None);
+        // A repeat in another case is one term, kept as first typed.
+        assert_eq!(
+            keyword_expression("Tea tea TEA").unwrap(),
+            r#"{text context}:"Tea""#
+        );
     }
 }
