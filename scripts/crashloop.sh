@@ -17,8 +17,10 @@ kills=500
 server=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --kills) kills="$2"; shift 2 ;;
-        --seed) export NIGHTSHIFT_CRASHLOOP_SEED="$2"; shift 2 ;;
+        --kills) kills="${2:-}"; shift; [ $# -gt 0 ] && shift ;;
+        --seed)
+            case "${2:-}" in ''|*[!0-9]*) echo "crashloop.sh: --seed takes a number" >&2; exit 2 ;; esac
+            export NIGHTSHIFT_CRASHLOOP_SEED="$2"; shift 2 ;;
         --server) server=1; shift ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "crashloop.sh: unknown argument: $1" >&2; exit 2 ;;

@@ -19,6 +19,10 @@ pub enum Outcome {
     Done(Value),
     /// SIGKILLed by the driver.
     Killed,
+    /// Refused with exit 1 because the database was out of reach (a libSQL server
+    /// answering busy or refusing connections): allowed only where the run says so, and
+    /// as uncertain as a kill (a commit whose answer was lost).
+    Unavailable(String),
     Failed(String),
 }
 
@@ -26,13 +30,16 @@ pub enum Outcome {
 pub struct Cli {
     config: PathBuf,
     in_flight: Mutex<Vec<u32>>,
+    /// Whether a command refused as unavailable is booked as such rather than failed.
+    tolerate_unavailable: bool,
 }
 
 impl Cli {
-    pub fn new(config: PathBuf) -> Cli {
+    pub fn new(config: PathBuf, tolerate_unavailable: bool) -> Cli {
         Cli {
             config,
             in_flight: Mutex::new(Vec::new()),
+            tolerate_unavailable,
         }
     }
 
@@ -66,6 +73,12 @@ impl Cli {
             return Outcome::Killed;
         }
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let out_of_reach = ["SQLITE_BUSY", "database is locked", "429 Too Many Requests"]
+            .iter()
+            .any(|sign| stderr.contains(sign));
+        if self.tolerate_unavailable && out.status.code() == Some(1) && out_of_reach {
+            return Outcome::Unavailable(stderr);
+        }
         if !out.status.success() || stderr.contains("panicked") {
             return Outcome::Failed(format!("{args:?} exited {}: {stderr}", out.status));
         }
@@ -79,6 +92,7 @@ impl Cli {
         match self.run(args, None) {
             Outcome::Done(value) => Ok(value),
             Outcome::Killed => Err(format!("{args:?} was killed")),
+            Outcome::Unavailable(why) => Err(why),
             Outcome::Failed(why) => Err(why),
         }
     }
@@ -139,6 +153,12 @@ impl Ledger {
                 done(books, value);
             }
             Outcome::Killed => *books.ops.entry("writer commands killed").or_default() += 1,
+            Outcome::Unavailable(_) => {
+                *books
+                    .ops
+                    .entry("writes refused as unavailable (exit 1)")
+                    .or_default() += 1
+            }
             Outcome::Failed(why) => books.failures.push(why),
         });
     }
@@ -222,7 +242,7 @@ fn appender(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut Rng, i: usi
             ];
             (cli.run(&args, None), 1)
         };
-        let killed = matches!(outcome, Outcome::Killed);
+        let killed = matches!(outcome, Outcome::Killed | Outcome::Unavailable(_));
         ledger.book("events appended", outcome, |books, _| {
             books.appended.entry(session.clone()).or_default().0 += events;
         });
