@@ -93,3 +93,16 @@ impl std::error::Error for Error {
         self.inner.source()
     }
 }
+
+/// An error's text followed by its causes': many errors (reqwest's, libsql's sync) say
+/// little at the top and what went wrong (a timeout, a reset) only below.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

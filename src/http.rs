@@ -14,15 +14,7 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// What a request's error says with its causes (a timeout, a reset), without the URL: the
 /// top error alone says only "error sending request" or "error decoding response body".
 pub fn error_text(err: reqwest::Error) -> String {
-    let err = err.without_url();
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    crate::error::error_chain(&err.without_url())
 }
 
 /// Why a body could not be read.

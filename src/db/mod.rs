@@ -508,14 +508,7 @@ fn classify(target: &DbTarget, reason: String) -> DbError {
 /// A replica that cannot be built or synced: the reason, with its cause chain (libsql's
 /// sync errors say little at the top).
 fn replica_err(target: &DbTarget, err: libsql::Error) -> DbError {
-    let mut reason = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        reason.push_str(": ");
-        reason.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    classify(target, reason)
+    classify(target, crate::error::error_chain(&err))
 }
 
 /// A column value [`query_scalar`] can return. (libsql keeps its own conversion trait

@@ -53,7 +53,7 @@ impl JsonClient {
                     let failure = RuntimeError::Unreachable {
                         url: url.to_string(),
                         // Without the URL reqwest repeats; the cause chain says what failed.
-                        reason: error_chain(&err),
+                        reason: crate::error::error_chain(&err),
                     };
                     if attempt >= self.max_retries {
                         return Err(failure);
@@ -107,15 +107,4 @@ impl JsonClient {
             attempt += 1;
         }
     }
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
 }

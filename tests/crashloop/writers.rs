@@ -201,6 +201,22 @@ fn user(rng: &mut Rng) -> String {
     format!("u{}", rng.below(crate::USERS as u64))
 }
 
+/// One user event appended to `session`.
+fn append_one(cli: &Cli, user: &str, session: &str, text: &str) -> Outcome {
+    let args = [
+        "memory",
+        "append",
+        "--user",
+        user,
+        "--session",
+        session,
+        "--role",
+        "user",
+        text,
+    ];
+    cli.run(&args, None)
+}
+
 /// Appends, one event or a batch of three, to a few sessions per user.
 fn appender(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut Rng, i: usize) {
     while !stop.load(Ordering::SeqCst) {
@@ -229,18 +245,7 @@ fn appender(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut Rng, i: usi
             (cli.run(&args, Some(&batch)), 3)
         } else {
             let text = format!("remember the crashloop fact number {n} about {user}");
-            let args = [
-                "memory",
-                "append",
-                "--user",
-                &user,
-                "--session",
-                &session,
-                "--role",
-                "user",
-                &text,
-            ];
-            (cli.run(&args, None), 1)
+            (append_one(cli, &user, &session, &text), 1)
         };
         let killed = matches!(outcome, Outcome::Killed | Outcome::Unavailable(_));
         ledger.book("events appended", outcome, |books, _| {
@@ -290,20 +295,7 @@ fn notes_and_forgetting(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut
                 let user = user(rng);
                 let session = format!("forget-{n}");
                 let text = format!("a passing remark {step}");
-                let made = cli.run(
-                    &[
-                        "memory",
-                        "append",
-                        "--user",
-                        &user,
-                        "--session",
-                        &session,
-                        "--role",
-                        "user",
-                        &text,
-                    ],
-                    None,
-                );
+                let made = append_one(cli, &user, &session, &text);
                 if !matches!(made, Outcome::Done(_)) {
                     ledger.book("events appended", made, |_, _| {});
                     continue;
