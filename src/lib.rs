@@ -11,6 +11,7 @@
 //! - [`schedule`]: cadences, the schedule store, claims and run records, config sync.
 //! - [`runtime`]: the agent runtimes a due run is sent to.
 //! - [`notify`]: channels, the durable outbox and its sender.
+//! - [`state`]: scoped key-value state (session, `user:`, `app:`, `temp:`).
 //! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
 //! - [`embed`]: the `Embedder` trait and its backends.
 //! - [`eval`]: retrieval-quality measurement on LoCoMo.
@@ -49,6 +50,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod spec;
+pub mod state;
 pub mod telemetry;
 pub mod text;
 pub mod tokens;

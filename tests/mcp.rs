@@ -81,7 +81,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 18] = [
+const TOOLS: [&str; 22] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -100,6 +100,10 @@ const TOOLS: [&str; 18] = [
     "schedule_run_now",
     "schedule_trigger",
     "schedule_backfill",
+    "state_get",
+    "state_set",
+    "state_delete",
+    "state_list",
 ];
 
 #[tokio::test]

@@ -50,6 +50,7 @@ pub struct ApiState {
         (name = "notes", description = "A user's notes"),
         (name = "memory", description = "Search"),
         (name = "sessions", description = "Conversations"),
+        (name = "state", description = "Scoped key-value state"),
         (name = "schedules", description = "Schedules and their runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
         (name = "system", description = "Health, readiness, metrics, this document")
@@ -75,6 +76,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::notes::router())
         .merge(routes::search::router())
         .merge(routes::sessions::router())
+        .merge(routes::state::router())
         .merge(routes::schedules::router())
         .merge(routes::admin::router())
         .merge(routes::system::router())

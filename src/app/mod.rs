@@ -85,6 +85,7 @@ pub struct App {
     /// The scheduler loop's heartbeat, for readiness.
     liveness: Arc<crate::health::Liveness>,
     tokens: crate::tokens::TokenStore,
+    state: crate::state::StateStore,
     /// Writes a front door started and its caller stopped waiting for (a cancelled MCP
     /// call): they finish whole, and the process waits for them on its way out.
     background: tokio_util::task::TaskTracker,
@@ -119,6 +120,7 @@ impl App {
             outbox: Outbox::new(memory.db().clone()),
             liveness: Arc::new(crate::health::Liveness::default()),
             tokens: crate::tokens::TokenStore::new(memory.db().clone(), memory.clock().clone()),
+            state: crate::state::StateStore::new(memory.clone()),
             memory,
             schedules,
             router,
@@ -165,6 +167,10 @@ impl App {
 
     pub fn tokens(&self) -> &crate::tokens::TokenStore {
         &self.tokens
+    }
+
+    pub fn state(&self) -> &crate::state::StateStore {
+        &self.state
     }
 
     /// Where a front door spawns work that must finish even if its caller goes away.

@@ -78,6 +78,10 @@ pub enum Command {
     /// The derived search index.
     #[command(subcommand)]
     Index(IndexCommand),
+    /// Scoped key-value state: a JSON value per key; no prefix = a session's, `user:` = a
+    /// user's, `app:` = everyone's (the operator writes), `temp:` = one run's.
+    #[command(subcommand)]
+    State(super::state::StateCommand),
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),

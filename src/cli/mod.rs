@@ -8,6 +8,7 @@ mod input;
 mod memory;
 mod output;
 mod schedule;
+mod state;
 mod status;
 
 use std::io::IsTerminal;
@@ -154,6 +155,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Eval(command) => admin::eval(&config()?, command, json).await,
         Command::Memory(command) => memory::run(&open(config()?).await?, command, json).await,
         Command::Schedule(command) => schedule::run(&open(config()?).await?, command, json).await,
+        Command::State(command) => state::run(&open(config()?).await?, command, json).await,
         Command::Consolidate {
             passes,
             user,

@@ -305,6 +305,10 @@ pub struct MemoryConfig {
     pub max_import_line_bytes: usize,
     /// Notes one user may have (superseded versions of a fact not counted).
     pub max_notes_per_user: i64,
+    /// Largest state value, in bytes of its JSON.
+    pub max_state_value_bytes: usize,
+    /// Most keys one scope (a session, a user, the app, a run) may hold.
+    pub max_state_keys: usize,
 }
 
 impl Default for MemoryConfig {
@@ -319,6 +323,8 @@ impl Default for MemoryConfig {
             max_batch_events: 10_000,
             max_import_line_bytes: 1024 * 1024,
             max_notes_per_user: 10_000,
+            max_state_value_bytes: 65_536,
+            max_state_keys: 1_000,
         }
     }
 }

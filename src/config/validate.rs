@@ -197,6 +197,12 @@ fn memory(config: &Config) -> Result<(), ConfigError> {
         mem.max_notes_per_user,
         1..=10_000_000,
     )?;
+    range(
+        "memory.max_state_value_bytes",
+        mem.max_state_value_bytes,
+        2..=16 * MIB,
+    )?;
+    range("memory.max_state_keys", mem.max_state_keys, 1..=1_000_000)?;
     Ok(())
 }
 
@@ -540,6 +546,8 @@ mod tests {
         ("memory", "max_batch_events"),
         ("memory", "max_import_line_bytes"),
         ("memory", "max_notes_per_user"),
+        ("memory", "max_state_value_bytes"),
+        ("memory", "max_state_keys"),
         ("search", "default_top_k"),
         ("search", "max_top_k"),
         ("search", "candidates"),

@@ -543,6 +543,11 @@ impl Consolidator {
         let mut counts = Counts::new();
         let expired = self.memory.expire_notes(now).await?;
         bump(&mut counts, "notes_expired", expired as i64);
+        // `temp:` state a crashed run left (a run that ends clears its own).
+        let cleared = crate::state::StateStore::new(self.memory.clone())
+            .sweep_temp()
+            .await?;
+        bump(&mut counts, "temp_state_cleared", cleared as i64);
         if self.config.conversation_retention_days > 0 {
             let cutoff = now - self.config.conversation_retention_days * 86_400_000;
             let removed = self.memory.remove_idle_sessions(cutoff).await?;

@@ -94,6 +94,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox_pending_by_channel",
         sql: include_str!("../../migrations/0016_outbox_pending_by_channel.sql"),
     },
+    Migration {
+        version: 17,
+        name: "state",
+        sql: include_str!("../../migrations/0017_state.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

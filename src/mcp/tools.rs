@@ -191,6 +191,23 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
+    /// A tool taking `I` and answering `O`.
+    pub fn of<I: ToSchema, O: ToSchema>(
+        name: &'static str,
+        title: &'static str,
+        effect: Effect,
+        description: &'static str,
+    ) -> Self {
+        ToolDef {
+            name,
+            title,
+            description,
+            effect,
+            input: schema::of::<I>(),
+            output: schema::of::<O>(),
+        }
+    }
+
     pub fn tool(&self) -> Tool {
         let annotations = ToolAnnotations::with_title(self.title)
             .read_only(self.effect == Effect::Reads)
@@ -206,20 +223,13 @@ impl ToolDef {
 
 macro_rules! def {
     ($name:literal, $title:literal, $effect:ident, $description:literal, $input:ty, $output:ty) => {
-        ToolDef {
-            name: $name,
-            title: $title,
-            description: $description,
-            effect: Effect::$effect,
-            input: schema::of::<$input>(),
-            output: schema::of::<$output>(),
-        }
+        ToolDef::of::<$input, $output>($name, $title, Effect::$effect, $description)
     };
 }
 
 /// Every tool, in the order `tools/list` pages through them.
 pub fn definitions() -> Vec<ToolDef> {
-    vec![
+    let mut tools = vec![
         def!("memory_search", "Search memory", Reads,
             "Search the user's saved notes (and optionally one conversation) by meaning and keywords; best first.",
             MemorySearchIn, SearchResponse),
@@ -274,7 +284,9 @@ pub fn definitions() -> Vec<ToolDef> {
         def!("schedule_backfill", "Backfill a schedule", Writes,
             "Run the occurrences of a past range of one of the user's schedules, oldest first (at most 1000); those that already ran are not run again; dry_run lists them only.",
             ScheduleBackfillIn, Backfill),
-    ]
+    ];
+    tools.extend(super::state_tools::definitions());
+    tools
 }
 
 /// Why a call did not give a result.
@@ -292,7 +304,7 @@ impl From<Error> for CallError {
 }
 
 /// The arguments as `T`; a mismatch names the argument it is about.
-fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
+pub(super) fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
     let value = Value::Object(arguments.unwrap_or_default());
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -309,7 +321,7 @@ fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallErr
 }
 
 /// The result a model reads: a line of text, and the structured value for a client.
-fn done<T: Serialize>(text: String, value: &T) -> Result<CallToolResult, CallError> {
+pub(super) fn done<T: Serialize>(text: String, value: &T) -> Result<CallToolResult, CallError> {
     let value = serde_json::to_value(value).map_err(|e| {
         CallError::Failed(Error::new(crate::error::ErrorKind::Internal, e.to_string()))
     })?;
@@ -662,6 +674,6 @@ pub async fn call(
             };
             done(text, &RunsOut { runs })
         }
-        other => Err(CallError::UnknownTool(other.to_string())),
+        other => super::state_tools::call(app, user, other, arguments).await,
     }
 }

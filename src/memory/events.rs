@@ -24,7 +24,7 @@ impl crate::error::Kind for JsonlError {
 
 /// Makes sure `session_id` exists and belongs to `user_id`, creating it if needed, inside
 /// the caller's transaction. Returns its last sequence.
-pub(super) async fn ensure_session(
+pub(crate) async fn ensure_session(
     conn: &crate::db::Runner,
     session_id: &str,
     user_id: &str,

@@ -44,6 +44,7 @@ pub use types::{
     SessionForgotten, SessionKind,
 };
 pub use upkeep::FactsCursor;
+pub(crate) use events::ensure_session;
 pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};

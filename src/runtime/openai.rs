@@ -205,10 +205,14 @@ impl AgentRuntime for OpenAiRuntime {
                 let id = call["id"].as_str().unwrap_or_default();
                 let name = call["function"]["name"].as_str().unwrap_or_default();
                 let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+                let scope = tools::ToolScope {
+                    user_id: &request.user_id,
+                    session_id: &request.session_id,
+                    run_id: &request.run_id,
+                };
                 let result = tools::call(
                     memory,
-                    &request.user_id,
-                    &request.session_id,
+                    &scope,
                     name,
                     arguments,
                     self.max_tool_arguments_bytes,

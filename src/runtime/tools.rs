@@ -1,10 +1,18 @@
-//! The memory tools offered to the model (seed 002's names and schemas), always scoped to
-//! the schedule's user.
+//! The memory and state tools offered to the model (seed 002's names and schemas for
+//! memory), always scoped to the schedule's user, its session and the run.
 
 use serde_json::{json, Value};
 
 use crate::db::run_to_completion;
 use crate::memory::{Memory, NewNote, SearchRequest};
+use crate::state::{StateAccess, StateStore};
+
+/// Who a tool call acts for: the schedule's user, the schedule's session, the run.
+pub(super) struct ToolScope<'a> {
+    pub user_id: &'a str,
+    pub session_id: &'a str,
+    pub run_id: &'a str,
+}
 
 pub(super) fn definitions() -> Value {
     json!([
@@ -34,7 +42,34 @@ pub(super) fn definitions() -> Value {
             "description": "Delete a saved note.",
             "parameters": {"type": "object", "properties": {
                 "note_id": {"type": "string"}
-            }, "required": ["note_id"]}}}
+            }, "required": ["note_id"]}}},
+        {"type": "function", "function": {
+            "name": "state_get",
+            "description": "Read a state value. A key without a prefix is this task's; `user:` keys are shared by all of the user's tasks; `app:` keys by everyone (read-only); `temp:` keys last for this run only.",
+            "parameters": {"type": "object", "properties": {
+                "key": {"type": "string"}
+            }, "required": ["key"]}}},
+        {"type": "function", "function": {
+            "name": "state_set",
+            "description": "Set a state key to any JSON value; returns its new version. Give expected_version (0: the key must not exist) to write only if no one changed it since you read it.",
+            "parameters": {"type": "object", "properties": {
+                "key": {"type": "string"},
+                "value": {"description": "Any JSON value"},
+                "expected_version": {"type": "integer"}
+            }, "required": ["key", "value"]}}},
+        {"type": "function", "function": {
+            "name": "state_delete",
+            "description": "Delete a state key (optionally only at expected_version).",
+            "parameters": {"type": "object", "properties": {
+                "key": {"type": "string"},
+                "expected_version": {"type": "integer"}
+            }, "required": ["key"]}}},
+        {"type": "function", "function": {
+            "name": "state_list",
+            "description": "The state keys visible to this run that start with a prefix (all when empty), with their values.",
+            "parameters": {"type": "object", "properties": {
+                "prefix": {"type": "string"}
+            }}}}
     ])
 }
 
@@ -44,17 +79,35 @@ fn arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("missing string argument `{name}`"))
 }
 
-/// Runs one tool call for `user_id`; the result (or the error) is JSON for the model.
-/// Arguments over `max_arguments_bytes` are not read: the model is told so, as it is of an
-/// unknown tool.
+/// An optional version argument: absent or null is none; anything but an integer is
+/// refused.
+fn version_arg(args: &Value, name: &str) -> Result<Option<i64>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("`{name}` must be an integer, got {value}")),
+    }
+}
+
+/// Runs one tool call for the scope's user; the result (or the error) is JSON for the
+/// model. Arguments over `max_arguments_bytes` are not read: the model is told so, as it
+/// is of an unknown tool.
 pub(super) async fn call(
     memory: &Memory,
-    user_id: &str,
-    session_id: &str,
+    scope: &ToolScope<'_>,
     name: &str,
     arguments: &str,
     max_arguments_bytes: usize,
 ) -> String {
+    let (user_id, session_id) = (scope.user_id, scope.session_id);
+    let state = || {
+        (
+            StateStore::new(memory.clone()),
+            StateAccess::run(scope.user_id, scope.session_id, scope.run_id),
+        )
+    };
     let result = async {
         if arguments.len() > max_arguments_bytes {
             return Err(format!(
@@ -115,6 +168,56 @@ pub(super) async fn call(
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(json!({"note_id": note_id, "message": "deleted"}))
+            }
+            "state_get" => {
+                let (state, access) = state();
+                let entry = state
+                    .get(&access, arg(&args, "key")?)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({"key": entry.key, "value": entry.value, "version": entry.version}))
+            }
+            "state_set" => {
+                let (state, access) = state();
+                let key = arg(&args, "key")?.to_string();
+                let value = args
+                    .get("value")
+                    .cloned()
+                    .ok_or("missing argument `value`")?;
+                let expected = version_arg(&args, "expected_version")?;
+                let entry = run_to_completion(async move {
+                    state.set(&access, &key, &value, expected).await
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                Ok(json!({"key": entry.key, "version": entry.version, "message": "set"}))
+            }
+            "state_delete" => {
+                let (state, access) = state();
+                let key = arg(&args, "key")?.to_string();
+                let expected = version_arg(&args, "expected_version")?;
+                let deleted =
+                    run_to_completion(async move { state.delete(&access, &key, expected).await })
+                        .await
+                        .map_err(|e| e.to_string())?;
+                Ok(json!({"key": deleted.key, "message": "deleted"}))
+            }
+            "state_list" => {
+                let (state, access) = state();
+                let prefix = match args.get("prefix") {
+                    None | Some(Value::Null) => "",
+                    Some(_) => arg(&args, "prefix")?,
+                };
+                let list = state
+                    .list(&access, prefix)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let entries: Vec<Value> = list
+                    .entries
+                    .into_iter()
+                    .map(|e| json!({"key": e.key, "value": e.value, "version": e.version}))
+                    .collect();
+                Ok(json!({ "entries": entries }))
             }
             other => Err(format!("unknown tool `{other}`")),
         }

@@ -6,4 +6,5 @@ pub mod notes;
 pub mod schedules;
 pub mod search;
 pub mod sessions;
+pub mod state;
 pub mod system;

@@ -86,6 +86,8 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(false);
         }
+        // The run's `temp:` state ends with it, whatever its outcome.
+        crate::state::clear_run(&tx, &claim.run_id).await?;
         // A run an event started never ends its schedule: only the cadence's own
         // occurrences do.
         let one_shot =
