@@ -347,7 +347,11 @@ async fn openai_tool_loop_uses_memory_tools_scoped_to_the_user() {
             "memory_search",
             "memory_save",
             "memory_update",
-            "memory_delete"
+            "memory_delete",
+            "state_get",
+            "state_set",
+            "state_delete",
+            "state_list"
         ]
     );
     // The search result the model saw holds Alice's note and not Bob's.
@@ -380,6 +384,104 @@ async fn openai_tool_loop_uses_memory_tools_scoped_to_the_user() {
     assert!(bobs.iter().all(|h| !h.text.contains("Weather")));
     // Goal, two tool calls with their results, and the answer.
     assert_eq!(outcome.transcript.len(), 6);
+}
+
+#[tokio::test]
+async fn openai_state_tools_act_for_the_run_its_user_and_its_session() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let app = nightshift::app::App::open(&common::config_in(&dir))
+        .await
+        .unwrap();
+    let memory = app.memory().clone();
+    // The run exists, as it does when the worker calls the runtime.
+    let schedule = app
+        .schedules()
+        .create(
+            &nightshift::access::Actor::Operator,
+            &nightshift::schedule::types::NewSchedule::new(
+                "alice",
+                "goal",
+                nightshift::schedule::Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: 4_000_000_000_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+         VALUES ('run-1', ?1, 1, 'running')",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    let (url, seen) = serve("/v1/chat/completions", |n, _| {
+        let message = match n {
+            1 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c1", "state_set", json!({"key": "temp:step", "value": {"n": 1}})),
+                tool_call("c2", "state_set", json!({"key": "user:seen", "value": true, "expected_version": 0})),
+                tool_call("c3", "state_set", json!({"key": "progress", "value": [1, 2]})),
+                tool_call("c4", "state_set", json!({"key": "app:motd", "value": "mine"}))]}),
+            2 => json!({"role": "assistant", "content": null, "tool_calls": [
+                tool_call("c5", "state_get", json!({"key": "temp:step"})),
+                tool_call("c6", "state_list", json!({})),
+                tool_call("c7", "state_set", json!({"key": "user:seen", "value": 1, "expected_version": "x"}))]}),
+            _ => json!({"role": "assistant", "content": "done"}),
+        };
+        Json(json!({"choices": [{"message": message}]})).into_response()
+    })
+    .await;
+    let runtime = OpenAiRuntime::new(&openai_config(format!("{url}/v1"))).unwrap();
+    let outcome = runtime.run_goal(&request("alice"), &memory).await;
+    assert_eq!(outcome.error, None);
+    let bodies = seen.lock().unwrap().clone();
+    let results = |body: &Value| -> Vec<Value> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+            .collect()
+    };
+    let first = results(&bodies[1]);
+    assert_eq!(first[0]["message"], "set", "{first:?}");
+    assert_eq!(first[1]["message"], "set", "{first:?}");
+    assert_eq!(first[2]["message"], "set", "{first:?}");
+    assert!(
+        first[3]["error"]
+            .as_str()
+            .unwrap()
+            .contains("only the operator"),
+        "{first:?}"
+    );
+    let second = &results(&bodies[2])[4..];
+    assert_eq!(second[0]["value"], json!({"n": 1}));
+    let keys: Vec<&str> = second[1]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["progress", "temp:step", "user:seen"]);
+    assert!(second[2]["error"]
+        .as_str()
+        .unwrap()
+        .contains("expected_version"));
+    // The session key went to the schedule's session, the user key to alice.
+    let state = app.state();
+    let session = nightshift::state::StateAccess::user("alice", Some("scheduled:sch-1".into()));
+    assert_eq!(
+        state.get(&session, "progress").await.unwrap().value,
+        json!([1, 2])
+    );
+    assert_eq!(
+        state.get(&session, "user:seen").await.unwrap().value,
+        json!(true)
+    );
 }
 
 #[tokio::test]

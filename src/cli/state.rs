@@ -102,11 +102,7 @@ pub async fn run(app: &App, command: StateCommand, json: bool) -> Result<(), Err
         StateCommand::List { at, prefix } => {
             let list = state.list(&at.access(), &prefix).await?;
             print(json, &list, || {
-                list.entries
-                    .iter()
-                    .map(line)
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                list.entries.iter().map(line).collect::<Vec<_>>().join("\n")
             })
         }
     }

@@ -76,7 +76,10 @@ pub async fn call(
             let access = StateAccess::user(user, input.session);
             let entry = state.get(&access, &input.key).await.map_err(Error::from)?;
             done(
-                format!("{} = {} (version {})", entry.key, entry.value, entry.version),
+                format!(
+                    "{} = {} (version {})",
+                    entry.key, entry.value, entry.version
+                ),
                 &entry,
             )
         }

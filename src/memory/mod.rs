@@ -29,6 +29,7 @@ use std::sync::Arc;
 pub use chunking::chunk_text;
 pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET, MAX_BUDGET};
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
+pub(crate) use events::ensure_session;
 pub use events::{JsonlError, MAX_RECALL};
 pub use fts_query::keyword_expression;
 pub use matrix::VectorMatrix;
@@ -44,7 +45,6 @@ pub use types::{
     SessionForgotten, SessionKind,
 };
 pub use upkeep::FactsCursor;
-pub(crate) use events::ensure_session;
 pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};

@@ -185,11 +185,12 @@ pub(super) async fn call(
                     .cloned()
                     .ok_or("missing argument `value`")?;
                 let expected = version_arg(&args, "expected_version")?;
-                let entry = run_to_completion(async move {
-                    state.set(&access, &key, &value, expected).await
-                })
-                .await
-                .map_err(|e| e.to_string())?;
+                let entry =
+                    run_to_completion(
+                        async move { state.set(&access, &key, &value, expected).await },
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({"key": entry.key, "version": entry.version, "message": "set"}))
             }
             "state_delete" => {

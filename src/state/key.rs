@@ -77,7 +77,16 @@ mod tests {
         // Only the exact prefixes count.
         assert_eq!(scope("User:theme").unwrap(), Scope::Session);
         assert_eq!(scope("users:x").unwrap(), Scope::Session);
-        for bad in ["", " x", "x ", "user:", "temp: ", "a\0b", "a\nb", "\u{1b}[0m"] {
+        for bad in [
+            "",
+            " x",
+            "x ",
+            "user:",
+            "temp: ",
+            "a\0b",
+            "a\nb",
+            "\u{1b}[0m",
+        ] {
             assert!(StateKey::parse(bad).is_err(), "{bad:?}");
         }
         assert!(StateKey::parse(&"k".repeat(MAX_KEY_BYTES)).is_ok());

@@ -170,9 +170,7 @@ pub fn parse_value(text: &str) -> Result<serde_json::Value, StateError> {
     serde_json::from_str(text).map_err(|e| {
         StateError::Input(InputError::new(
             "state value",
-            format!(
-                "is not JSON: {e} (a text value is quoted: '\"like this\"')"
-            ),
+            format!("is not JSON: {e} (a text value is quoted: '\"like this\"')"),
         ))
     })
 }

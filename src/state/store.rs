@@ -335,7 +335,10 @@ impl StateStore {
     /// The value as stored (compact JSON), within `memory.max_state_value_bytes`.
     fn check_value(&self, value: &Value) -> Result<String> {
         let text = serde_json::to_string(value).map_err(|e| {
-            StateError::Input(InputError::new("state value", format!("cannot be stored: {e}")))
+            StateError::Input(InputError::new(
+                "state value",
+                format!("cannot be stored: {e}"),
+            ))
         })?;
         let max = self.memory.limits().max_state_value_bytes;
         if text.len() > max {

@@ -60,9 +60,7 @@ fn access(
 ) -> Result<StateAccess, ApiError> {
     Ok(match (&caller.actor, user) {
         (Actor::Operator, None) => StateAccess::operator(None, session),
-        (Actor::Operator, Some(_)) => {
-            StateAccess::operator(Some(caller.user_for(user)?), session)
-        }
+        (Actor::Operator, Some(_)) => StateAccess::operator(Some(caller.user_for(user)?), session),
         (Actor::User(_), _) => StateAccess::user(caller.user_for(user)?, session),
     })
 }
