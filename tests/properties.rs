@@ -707,6 +707,13 @@ fn routes() -> Vec<(&'static str, &'static str, bool, Value)> {
             false,
             json!({"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z", "dry_run": true}),
         ),
+        (
+            "PUT",
+            "/v1/state/user:{session}",
+            false,
+            json!({"value": {"a": [1, "b"]}, "expected_version": 0}),
+        ),
+        ("PUT", "/v1/state/app:{session}", true, json!({"value": "x"})),
         ("POST", "/v1/admin/outbox/{message}/retry", true, json!({})),
         (
             "POST",
@@ -768,6 +775,8 @@ const FIELDS: &[&str] = &[
     "idempotency_key",
     "passes",
     "user",
+    "value",
+    "expected_version",
 ];
 
 fn json_value() -> BoxedStrategy<Value> {
