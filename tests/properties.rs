@@ -713,7 +713,12 @@ fn routes() -> Vec<(&'static str, &'static str, bool, Value)> {
             false,
             json!({"value": {"a": [1, "b"]}, "expected_version": 0}),
         ),
-        ("PUT", "/v1/state/app:{session}", true, json!({"value": "x"})),
+        (
+            "PUT",
+            "/v1/state/app:{session}",
+            true,
+            json!({"value": "x"}),
+        ),
         ("POST", "/v1/admin/outbox/{message}/retry", true, json!({})),
         (
             "POST",

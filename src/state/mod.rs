@@ -174,3 +174,28 @@ pub fn parse_value(text: &str) -> Result<serde_json::Value, StateError> {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text is a JSON value or refused as the state value; never a panic.
+        #[test]
+        fn any_text_is_a_value_or_refused(text in any::<String>()) {
+            match parse_value(&text) {
+                Ok(value) => prop_assert_eq!(serde_json::from_str::<serde_json::Value>(&text).ok(), Some(value)),
+                Err(StateError::Input(err)) => prop_assert_eq!(err.field, "state value"),
+                Err(other) => prop_assert!(false, "{other}"),
+            }
+        }
+
+        /// Any JSON-ish text (nesting, escapes, numbers at the edges) either parses or is
+        /// refused.
+        #[test]
+        fn jsonish_text_is_a_value_or_refused(text in r#"[\[\]{}"\\:,0-9eE+\-.a-z\u{0}-\u{1f}\u{fffd}]{0,64}"#) {
+            let _ = parse_value(&text);
+        }
+    }
+}
