@@ -10,6 +10,7 @@ mod embedding;
 mod events;
 mod fts_query;
 mod index;
+mod macros;
 mod matrix;
 mod notes;
 mod rebuild;
@@ -31,6 +32,7 @@ pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
 pub use events::{JsonlError, MAX_RECALL};
 pub use fts_query::keyword_expression;
+pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
 pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
