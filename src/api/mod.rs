@@ -51,6 +51,7 @@ pub struct ApiState {
         (name = "memory", description = "Search"),
         (name = "sessions", description = "Conversations"),
         (name = "schedules", description = "Schedules and their runs"),
+        (name = "macros", description = "Tool chains learned from a user's scheduled runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
         (name = "system", description = "Health, readiness, metrics, this document")
     )
@@ -76,6 +77,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::search::router())
         .merge(routes::sessions::router())
         .merge(routes::schedules::router())
+        .merge(routes::macros::router())
         .merge(routes::admin::router())
         .merge(routes::system::router())
 }

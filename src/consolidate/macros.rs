@@ -17,7 +17,8 @@
 //! the user in which a trigger occurs first multiplies the trigger's count and every
 //! pair's and chain's of that trigger by `macros_decay`, so a chain that stops occurring
 //! loses confidence with each run that no longer has it, and a user or tool that is idle
-//! keeps what it learned. The result does not depend on how runs are split into passes.
+//! keeps what it learned. The result does not depend on how runs are split into passes
+//! (but for a chain forgotten between two passes, which starts again from nothing).
 //! Confidence is support / trigger runs. A row is promoted (listed, hinted) while its
 //! support is at least `macros_min_support` and its confidence `macros_min_confidence`,
 //! and forgotten once its support falls below `macros_floor`.
