@@ -51,7 +51,10 @@ struct Plant {
 
 fn search_then_save(rng: &mut Rng) -> Vec<Call> {
     vec![
-        ("memory_search", json!({"query": format!("q{}", rng.below(100))})),
+        (
+            "memory_search",
+            json!({"query": format!("q{}", rng.below(100))}),
+        ),
         (
             "memory_save",
             json!({"content": format!("c{}", rng.below(100)), "tags": ["daily"]}),
@@ -61,7 +64,10 @@ fn search_then_save(rng: &mut Rng) -> Vec<Call> {
 
 fn calendar_weather_notify(rng: &mut Rng) -> Vec<Call> {
     vec![
-        ("calendar_read", json!({"day": format!("d{}", rng.below(7))})),
+        (
+            "calendar_read",
+            json!({"day": format!("d{}", rng.below(7))}),
+        ),
         ("weather", json!({"city": "Lisbon"})),
         ("notify", json!({"channel": "ops", "text": "x"})),
     ]
@@ -70,7 +76,10 @@ fn calendar_weather_notify(rng: &mut Rng) -> Vec<Call> {
 fn list_then_forget(rng: &mut Rng) -> Vec<Call> {
     vec![
         ("notes_list", json!({"limit": 10})),
-        ("memory_forget", json!({"note_id": format!("n{}", rng.below(50))})),
+        (
+            "memory_forget",
+            json!({"note_id": format!("n{}", rng.below(50))}),
+        ),
     ]
 }
 
@@ -256,10 +265,14 @@ async fn planted_chains_are_learned_per_user_and_noise_is_not() {
     }];
     // Two schedules of alice's, one of bob's, their runs in a few passes.
     for _ in 0..3 {
-        s.runs("alice", "alice-daily", 20, || run_calls(&mut rng, &alice, 0.9))
-            .await;
-        s.runs("alice", "alice-hourly", 15, || run_calls(&mut rng, &alice, 0.9))
-            .await;
+        s.runs("alice", "alice-daily", 20, || {
+            run_calls(&mut rng, &alice, 0.9)
+        })
+        .await;
+        s.runs("alice", "alice-hourly", 15, || {
+            run_calls(&mut rng, &alice, 0.9)
+        })
+        .await;
         s.runs("bob", "bob-daily", 20, || run_calls(&mut rng, &bob, 0.9))
             .await;
         s.pass().await;
@@ -473,7 +486,10 @@ async fn the_openai_runtime_hints_at_the_users_macro_after_its_trigger() {
     s.runs("alice", "alice-daily", 10, || {
         vec![
             ("memory_search", json!({"query": "weather"})),
-            ("memory_save", json!({"content": "sunny", "tags": ["daily"]})),
+            (
+                "memory_save",
+                json!({"content": "sunny", "tags": ["daily"]}),
+            ),
         ]
     })
     .await;

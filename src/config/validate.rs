@@ -512,7 +512,11 @@ fn consolidation(config: &Config) -> Result<(), ConfigError> {
         c.macros_min_support,
         1..=1_000_000,
     )?;
-    share("consolidation.macros_min_confidence", c.macros_min_confidence, false)?;
+    share(
+        "consolidation.macros_min_confidence",
+        c.macros_min_confidence,
+        false,
+    )?;
     share("consolidation.macros_decay", c.macros_decay, false)?;
     share("consolidation.macros_floor", c.macros_floor, false)?;
     Ok(())

@@ -310,7 +310,12 @@ pub(super) async fn save(
     }
     for ((tool, pattern), rows) in &learning.rows {
         for ((next, next2), row) in rows.iter().filter(|(_, r)| r.changed()) {
-            let key = [tool.as_str(), pattern.as_str(), next.as_str(), next2.as_str()];
+            let key = [
+                tool.as_str(),
+                pattern.as_str(),
+                next.as_str(),
+                next2.as_str(),
+            ];
             match row.learned {
                 Learned::Removed => remove_row(&tx, user_id, key).await?,
                 Learned::Kept => upsert_row(&tx, user_id, key, row, now).await?,

@@ -88,7 +88,9 @@ pub(super) fn calls_of(turn: &Turn) -> Vec<Option<Call>> {
     calls
         .iter()
         .map(|call| {
-            let tool = call["function"]["name"].as_str().filter(|t| !t.is_empty())?;
+            let tool = call["function"]["name"]
+                .as_str()
+                .filter(|t| !t.is_empty())?;
             let arguments = call_arguments(call);
             Some(Call {
                 tool: tool.to_string(),
@@ -103,9 +105,7 @@ pub(super) fn calls_of(turn: &Turn) -> Vec<Option<Call>> {
 /// user's, and at the first turn.
 pub(super) fn run_starts(turns: &[Turn]) -> Vec<usize> {
     (0..turns.len())
-        .filter(|&i| {
-            i == 0 || (turns[i].role == Role::User && turns[i - 1].role != Role::User)
-        })
+        .filter(|&i| i == 0 || (turns[i].role == Role::User && turns[i - 1].role != Role::User))
         .collect()
 }
 
@@ -151,10 +151,16 @@ pub(super) fn observe(run: &Run) -> Observation {
             continue;
         };
         let pair = (key(a), (b.tool.clone(), String::new()));
-        seen.chains.entry(pair).or_default().push(b.arguments.clone());
+        seen.chains
+            .entry(pair)
+            .or_default()
+            .push(b.arguments.clone());
         if let Some(Some(c)) = run.calls.get(i + 2) {
             let chain = (key(a), (b.tool.clone(), c.tool.clone()));
-            seen.chains.entry(chain).or_default().push(b.arguments.clone());
+            seen.chains
+                .entry(chain)
+                .or_default()
+                .push(b.arguments.clone());
         }
     }
     seen

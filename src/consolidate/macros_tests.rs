@@ -14,8 +14,10 @@ fn turn(sequence: i64, role: Role, payload: Value) -> Turn {
 fn calls(names: &[(&str, Value)]) -> Value {
     let calls: Vec<Value> = names
         .iter()
-        .map(|(name, args)| json!({"id": "c", "type": "function",
-            "function": {"name": name, "arguments": args.to_string()}}))
+        .map(|(name, args)| {
+            json!({"id": "c", "type": "function",
+            "function": {"name": name, "arguments": args.to_string()}})
+        })
         .collect();
     json!({"tool_calls": calls})
 }
@@ -26,14 +28,26 @@ fn transcript() -> Vec<Turn> {
         turn(1, Role::User, json!({})),
         turn(2, Role::Assistant, calls(&[("search", q.clone())])),
         turn(3, Role::Tool, json!({"name": "search"})),
-        turn(4, Role::Assistant, calls(&[("save", json!({"content": "a"}))])),
+        turn(
+            4,
+            Role::Assistant,
+            calls(&[("save", json!({"content": "a"}))]),
+        ),
         turn(5, Role::Tool, json!({"name": "save"})),
         turn(6, Role::Assistant, json!({})),
         turn(7, Role::User, json!({})),
         turn(8, Role::User, json!({})),
-        turn(9, Role::Assistant, calls(&[("search", q), ("forget", json!({}))])),
+        turn(
+            9,
+            Role::Assistant,
+            calls(&[("search", q), ("forget", json!({}))]),
+        ),
         turn(10, Role::Assistant, json!({"omitted": "big"})),
-        turn(11, Role::Assistant, calls(&[("save", json!({"content": "b"}))])),
+        turn(
+            11,
+            Role::Assistant,
+            calls(&[("save", json!({"content": "b"}))]),
+        ),
     ]
 }
 

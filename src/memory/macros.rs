@@ -172,7 +172,10 @@ mod tests {
 
     #[test]
     fn a_pattern_is_the_sorted_argument_names() {
-        assert_eq!(args_pattern(&json!({"top_k": 3, "query": "x"})), "query,top_k");
+        assert_eq!(
+            args_pattern(&json!({"top_k": 3, "query": "x"})),
+            "query,top_k"
+        );
         assert_eq!(args_pattern(&json!({})), "");
         assert_eq!(args_pattern(&json!("text")), "");
     }
