@@ -534,3 +534,43 @@ async fn the_openai_runtime_hints_at_the_users_macro_after_its_trigger() {
         assert!(system_hints(&seen).iter().all(Vec::is_empty), "{user}");
     }
 }
+
+#[tokio::test]
+async fn the_cli_lists_a_users_macros_only() {
+    let mut s = setup(|_| {}).await;
+    s.runs("alice", "alice-daily", 6, || {
+        vec![
+            ("memory_search", json!({"query": "q"})),
+            ("memory_save", json!({"content": "c"})),
+        ]
+    })
+    .await;
+    s.pass().await;
+    let db = s._dir.path().join("nightshift.db");
+    let list = |user: &str, json: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"));
+        command
+            .env_remove("NIGHTSHIFT_CONFIG")
+            .arg("--db")
+            .arg(&db)
+            .args(["macros", "list", "--user", user]);
+        if json {
+            command.arg("--json");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let alice: Value = serde_json::from_str(&list("alice", true)).unwrap();
+    assert_eq!(alice["user_id"], "alice");
+    assert_eq!(alice["macros"][0]["trigger_tool"], "memory_search");
+    assert_eq!(alice["macros"][0]["next_tool"], "memory_save");
+    assert_eq!(alice["macros"][0]["confidence"], 1.0);
+    let text = list("alice", false);
+    assert!(
+        text.starts_with("memory_search(query) -> memory_save  confidence 1.00"),
+        "{text}"
+    );
+    let bob: Value = serde_json::from_str(&list("bob", true)).unwrap();
+    assert_eq!(bob["macros"], json!([]));
+}
