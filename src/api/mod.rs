@@ -52,6 +52,7 @@ pub struct ApiState {
         (name = "sessions", description = "Conversations"),
         (name = "state", description = "Scoped key-value state"),
         (name = "schedules", description = "Schedules and their runs"),
+        (name = "macros", description = "Tool chains learned from a user's scheduled runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
         (name = "system", description = "Health, readiness, metrics, this document")
     )
@@ -78,6 +79,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::sessions::router())
         .merge(routes::state::router())
         .merge(routes::schedules::router())
+        .merge(routes::macros::router())
         .merge(routes::admin::router())
         .merge(routes::system::router())
 }

@@ -149,9 +149,9 @@ pub struct LimitQuery {
 #[serde(deny_unknown_fields)]
 pub struct ConsolidateBody {
     /// Passes to run (all when absent): summaries, facts, expiry, prune, backfill,
-    /// optimize, snapshot.
+    /// optimize, snapshot, macros.
     #[serde(default)]
     pub passes: Vec<String>,
-    /// Only this user's sessions (summaries and facts).
+    /// Only this user's sessions (summaries, facts and macros).
     pub user: Option<String>,
 }

@@ -85,13 +85,16 @@ pub enum Command {
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
+    /// Tool chains learned from scheduled runs (the `macros` consolidation pass).
+    #[command(subcommand)]
+    Macros(MacrosCommand),
     /// Run consolidation passes now, or show past ones.
     Consolidate {
         /// Only this pass (repeatable): summaries, facts, expiry, prune, backfill,
-        /// optimize, snapshot. All when absent.
+        /// optimize, snapshot, macros. All when absent.
         #[arg(long = "pass", value_name = "NAME")]
         passes: Vec<String>,
-        /// Only this user's sessions (summaries and facts).
+        /// Only this user's sessions (summaries, facts and macros).
         #[arg(long)]
         user: Option<String>,
         /// List past passes with their counts instead.
@@ -539,6 +542,16 @@ pub struct ScheduleFlags {
     /// succeeded (default), failed or finished: which runs of --after start one.
     #[arg(long, value_name = "WHEN")]
     pub on: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MacrosCommand {
+    /// The user's promoted macros, most confident first: after a call, the call its runs
+    /// usually make next.
+    List {
+        #[arg(long)]
+        user: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

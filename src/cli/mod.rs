@@ -5,6 +5,7 @@ mod admin;
 mod args;
 mod generate;
 mod input;
+mod macros;
 mod memory;
 mod output;
 mod schedule;
@@ -156,6 +157,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Memory(command) => memory::run(&open(config()?).await?, command, json).await,
         Command::Schedule(command) => schedule::run(&open(config()?).await?, command, json).await,
         Command::State(command) => state::run(&open(config()?).await?, command, json).await,
+        Command::Macros(command) => macros::run(&open(config()?).await?, command, json).await,
         Command::Consolidate {
             passes,
             user,

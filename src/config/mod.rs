@@ -182,6 +182,15 @@ pub struct ConsolidationConfig {
     /// Where `VACUUM INTO` snapshots go (none when unset), and how many are kept.
     pub snapshot_dir: Option<String>,
     pub snapshot_keep: usize,
+    /// Macros (tool chains learned from scheduled runs): the weighted runs a chain needs
+    /// and the share of its trigger's runs it must follow to be promoted.
+    pub macros_min_support: u32,
+    pub macros_min_confidence: f64,
+    /// Each run of a user in which a trigger occurs multiplies its counts (and its
+    /// chains') by this first: 1 never forgets.
+    pub macros_decay: f64,
+    /// A chain whose weighted support falls below this is forgotten.
+    pub macros_floor: f64,
 }
 
 impl Default for ConsolidationConfig {
@@ -201,6 +210,10 @@ impl Default for ConsolidationConfig {
             outbox_retention_days: 7,
             snapshot_dir: None,
             snapshot_keep: 7,
+            macros_min_support: 3,
+            macros_min_confidence: 0.6,
+            macros_decay: 0.95,
+            macros_floor: 0.5,
         }
     }
 }
@@ -510,6 +523,10 @@ pub struct RuntimeConfig {
     /// Largest arguments of one tool call, in bytes of JSON; larger ones are answered
     /// with a tool error instead of running.
     pub max_tool_arguments_bytes: usize,
+    /// `openai`: after a turn's calls, the next request carries a hint naming the call
+    /// the user's runs usually make next, from a macro at least this confident (0: no
+    /// hints).
+    pub macro_hint_min_confidence: f64,
 }
 
 impl Default for RuntimeConfig {
@@ -531,6 +548,7 @@ impl Default for RuntimeConfig {
             max_tool_calls_per_turn: 16,
             max_tool_calls_per_run: 64,
             max_tool_arguments_bytes: 65_536,
+            macro_hint_min_confidence: 0.8,
         }
     }
 }

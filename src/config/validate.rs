@@ -54,6 +54,17 @@ fn zone(key: &str, name: &str) -> Result<(), ConfigError> {
     }
 }
 
+/// A share: above 0 (or at 0 when `zero` is allowed) and at most 1; NaN is refused.
+fn share(key: &str, value: f64, zero: bool) -> Result<(), ConfigError> {
+    let low_ok = if zero { value >= 0.0 } else { value > 0.0 };
+    if low_ok && value <= 1.0 {
+        Ok(())
+    } else {
+        let low = if zero { "from 0" } else { "above 0" };
+        invalid(key, format!("must be {low} to 1, got {value}"))
+    }
+}
+
 fn not_blank(key: &str, value: &str) -> Result<(), ConfigError> {
     input::check_text(key, value, 4096, Lines::One).or_else(|e| invalid(key, e.reason))
 }
@@ -348,6 +359,11 @@ fn runtime(config: &Config) -> Result<(), ConfigError> {
         rt.max_tool_arguments_bytes,
         1024..=16 * MIB,
     )?;
+    share(
+        "runtime.macro_hint_min_confidence",
+        rt.macro_hint_min_confidence,
+        true,
+    )?;
     Ok(())
 }
 
@@ -497,6 +513,18 @@ fn consolidation(config: &Config) -> Result<(), ConfigError> {
         not_blank("consolidation.snapshot_dir", dir)?;
     }
     range("consolidation.snapshot_keep", c.snapshot_keep, 1..=10_000)?;
+    range(
+        "consolidation.macros_min_support",
+        c.macros_min_support,
+        1..=1_000_000,
+    )?;
+    share(
+        "consolidation.macros_min_confidence",
+        c.macros_min_confidence,
+        false,
+    )?;
+    share("consolidation.macros_decay", c.macros_decay, false)?;
+    share("consolidation.macros_floor", c.macros_floor, false)?;
     Ok(())
 }
 
@@ -596,6 +624,7 @@ mod tests {
         ("consolidation", "conversation_retention_days"),
         ("consolidation", "outbox_retention_days"),
         ("consolidation", "snapshot_keep"),
+        ("consolidation", "macros_min_support"),
         ("server", "max_body_bytes"),
         ("server", "request_timeout_secs"),
         ("server", "max_concurrent_requests"),

@@ -1,10 +1,12 @@
 //! Overnight consolidation: rolling summaries, fact extraction with dedupe, supersession
 //! and tombstones, expiry and retention, pruning, embedding backfill, index upkeep and
-//! snapshots. Every pass is recorded with its counts in `maintenance_runs`; per-session
+//! snapshots, and macros (tool chains learned from scheduled runs). Every pass is recorded with its counts in `maintenance_runs`; per-session
 //! cursors advance only when a pass succeeded for that session, so a pass cut short is
 //! finished by the next one and running a pass twice changes nothing the second time.
 
 pub mod facts;
+mod macro_store;
+mod macros;
 mod passes;
 
 use std::str::FromStr;
@@ -27,10 +29,11 @@ pub enum Pass {
     Backfill,
     Optimize,
     Snapshot,
+    Macros,
 }
 
 impl Pass {
-    pub const ALL: [Pass; 7] = [
+    pub const ALL: [Pass; 8] = [
         Pass::Summaries,
         Pass::Facts,
         Pass::Expiry,
@@ -38,6 +41,7 @@ impl Pass {
         Pass::Backfill,
         Pass::Optimize,
         Pass::Snapshot,
+        Pass::Macros,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +53,7 @@ impl Pass {
             Pass::Backfill => "backfill",
             Pass::Optimize => "optimize",
             Pass::Snapshot => "snapshot",
+            Pass::Macros => "macros",
         }
     }
 }
@@ -67,7 +72,8 @@ impl FromStr for Pass {
 #[derive(Debug, thiserror::Error)]
 pub enum ConsolidateError {
     #[error(
-        "unknown pass `{0}`: use summaries, facts, expiry, prune, backfill, optimize or snapshot"
+        "unknown pass `{0}`: use summaries, facts, expiry, prune, backfill, optimize, snapshot \
+         or macros"
     )]
     UnknownPass(String),
     #[error("snapshot failed: {0}")]

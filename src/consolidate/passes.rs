@@ -47,7 +47,7 @@ pub struct Consolidator {
 /// Tries the facts pass gives one event before skipping it (and reporting it).
 pub const FACTS_TRIES: i64 = 3;
 
-type Counts = Map<String, Value>;
+pub(super) type Counts = Map<String, Value>;
 
 /// A pass's counts, and its first error when it failed in part (the facts pass goes on
 /// with the other sessions when one fails).
@@ -69,7 +69,7 @@ fn panic_text(join: tokio::task::JoinError) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn bump(counts: &mut Counts, key: &str, by: i64) {
+pub(super) fn bump(counts: &mut Counts, key: &str, by: i64) {
     let value = counts.get(key).and_then(Value::as_i64).unwrap_or(0) + by;
     counts.insert(key.to_string(), json!(value));
 }
@@ -259,6 +259,10 @@ impl Consolidator {
             Pass::Backfill => self.backfill().await?,
             Pass::Optimize => self.optimize().await?,
             Pass::Snapshot => self.snapshot().await?,
+            Pass::Macros => {
+                let (counts, error) = super::macros::run(&self.memory, &self.config, user).await?;
+                return Ok(PassOutcome { counts, error });
+            }
         };
         Ok(PassOutcome {
             counts,

@@ -2,6 +2,7 @@
 //! `/chat/completions` endpoint with nightshift's own tool loop and memory tools; `http`
 //! posts the goal to an agent runtime's endpoint and reads its answer.
 
+mod hints;
 mod http;
 mod openai;
 mod request;

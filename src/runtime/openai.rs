@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::request::JsonClient;
-use super::{tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use super::{hints, tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::config::RuntimeConfig;
 use crate::memory::{Memory, NewEvent, Role};
 
@@ -19,6 +19,7 @@ pub struct OpenAiRuntime {
     max_tool_calls_per_turn: usize,
     max_tool_calls_per_run: usize,
     max_tool_arguments_bytes: usize,
+    macro_hint_min_confidence: f64,
 }
 
 /// Most tokens one answer may report using; more (or fewer than none) makes it a bad
@@ -63,6 +64,7 @@ impl OpenAiRuntime {
             max_tool_calls_per_turn: config.max_tool_calls_per_turn,
             max_tool_calls_per_run: config.max_tool_calls_per_run,
             max_tool_arguments_bytes: config.max_tool_arguments_bytes,
+            macro_hint_min_confidence: config.macro_hint_min_confidence,
         })
     }
 
@@ -222,6 +224,15 @@ impl AgentRuntime for OpenAiRuntime {
                 event.payload = Some(json!({"tool_call_id": id, "name": name}));
                 outcome.transcript.push(event);
                 messages.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+            }
+            let hint = hints::after_calls(
+                memory,
+                &request.user_id,
+                &calls,
+                self.macro_hint_min_confidence,
+            );
+            if let Some(hint) = hint.await {
+                messages.push(json!({"role": "system", "content": hint}));
             }
         }
     }
