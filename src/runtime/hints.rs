@@ -58,11 +58,20 @@ pub fn text(hinted: &Macro) -> String {
     } else {
         format!(", usually with {}", constants.join(", "))
     };
-    format!(
+    let hint = format!(
         "After `{}`, runs for this user usually call {next} next{with} (confidence {:.2}).",
         hinted.trigger_tool, hinted.confidence
-    )
+    );
+    // Names and constants come from earlier runs' calls, which a model wrote: a hint
+    // stays a line, however long they were.
+    if hint.chars().count() <= MAX_HINT_CHARS {
+        return hint;
+    }
+    format!("{}…", crate::text::truncate_chars(&hint, MAX_HINT_CHARS))
 }
+
+/// Longest hint, in characters.
+const MAX_HINT_CHARS: usize = 600;
 
 #[cfg(test)]
 mod tests {
@@ -90,5 +99,10 @@ mod tests {
             "After `memory_search`, runs for this user usually call `memory_save` next, \
              usually with tags=[\"daily\"] (confidence 0.92)."
         );
+        let long = Macro {
+            next_args: json!({"content": "é".repeat(10_000)}),
+            ..hinted
+        };
+        assert_eq!(text(&long).chars().count(), MAX_HINT_CHARS + 1);
     }
 }
