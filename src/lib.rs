@@ -12,6 +12,7 @@
 //! - [`runtime`]: the agent runtimes a due run is sent to.
 //! - [`notify`]: channels, the durable outbox and its sender.
 //! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
+//! - [`artifact`]: files agents produced, stored with a session, content once per hash.
 //! - [`embed`]: the `Embedder` trait and its backends.
 //! - [`eval`]: retrieval-quality measurement on LoCoMo.
 //! - [`db`]: opening the database, connections, write transactions, migrations, the clock.
@@ -31,6 +32,7 @@ mod text_enum;
 pub mod access;
 pub mod api;
 pub mod app;
+pub mod artifact;
 pub mod config;
 pub mod consolidate;
 pub mod daemon;

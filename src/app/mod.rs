@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::artifact::ArtifactStore;
 use crate::config::{Config, ConfigError};
 use crate::consolidate::facts::{FactExtractor, ModelExtractor, PatternExtractor};
 use crate::consolidate::Consolidator;
@@ -85,6 +86,8 @@ pub struct App {
     /// The scheduler loop's heartbeat, for readiness.
     liveness: Arc<crate::health::Liveness>,
     tokens: crate::tokens::TokenStore,
+    /// Files agents produced; one instance, so this process's folder writes are ordered.
+    artifacts: ArtifactStore,
     /// Writes a front door started and its caller stopped waiting for (a cancelled MCP
     /// call): they finish whole, and the process waits for them on its way out.
     background: tokio_util::task::TaskTracker,
@@ -119,6 +122,11 @@ impl App {
             outbox: Outbox::new(memory.db().clone()),
             liveness: Arc::new(crate::health::Liveness::default()),
             tokens: crate::tokens::TokenStore::new(memory.db().clone(), memory.clock().clone()),
+            artifacts: ArtifactStore::new(
+                memory.db().clone(),
+                memory.clock().clone(),
+                config.artifacts.clone(),
+            ),
             memory,
             schedules,
             router,
@@ -167,6 +175,10 @@ impl App {
         &self.tokens
     }
 
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.artifacts
+    }
+
     /// Where a front door spawns work that must finish even if its caller goes away.
     pub fn background(&self) -> &tokio_util::task::TaskTracker {
         &self.background
@@ -208,6 +220,7 @@ impl App {
             memory: self.memory.clone(),
             schedules: self.schedules.clone(),
             outbox: self.outbox.clone(),
+            artifacts: self.artifacts.clone(),
             config: self.config.consolidation.clone(),
             worker_id,
             summarizer: runtime::summarizer(&self.config.runtime),

@@ -78,6 +78,8 @@ pub enum ConsolidateError {
     Outbox(#[from] crate::notify::outbox::OutboxError),
     #[error(transparent)]
     Schedule(#[from] crate::schedule::ScheduleError),
+    #[error(transparent)]
+    Artifact(#[from] crate::artifact::ArtifactError),
     /// The facts of one event could not be read.
     #[error("{0}")]
     Extraction(String),
@@ -98,6 +100,7 @@ impl crate::error::Kind for ConsolidateError {
             ConsolidateError::Outbox(err) => err.kind(),
             ConsolidateError::Db(err) => err.kind(),
             ConsolidateError::Schedule(err) => err.kind(),
+            ConsolidateError::Artifact(err) => err.kind(),
             ConsolidateError::Panicked(_) | ConsolidateError::Extraction(_) => ErrorKind::Internal,
         }
     }
