@@ -50,6 +50,7 @@ pub struct ApiState {
         (name = "notes", description = "A user's notes"),
         (name = "memory", description = "Search"),
         (name = "sessions", description = "Conversations"),
+        (name = "artifacts", description = "Files agents produced, stored with a session"),
         (name = "schedules", description = "Schedules and their runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
         (name = "system", description = "Health, readiness, metrics, this document")
@@ -73,6 +74,7 @@ impl utoipa::Modify for BearerAuth {
 fn documented_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::notes::router())
+        .merge(routes::artifacts::router())
         .merge(routes::search::router())
         .merge(routes::sessions::router())
         .merge(routes::schedules::router())

@@ -1,6 +1,7 @@
 //! The routes, by what they are about.
 
 pub mod admin;
+pub mod artifacts;
 pub mod mcp;
 pub mod notes;
 pub mod schedules;
