@@ -206,10 +206,11 @@ impl App {
 
     /// The configured channels; reads their secrets.
     pub fn channels(&self) -> Result<Channels, ChannelError> {
-        Channels::from_config(
+        Ok(Channels::from_config(
             &self.config.channels,
             Duration::from_secs(self.config.notify.timeout_secs),
-        )
+        )?
+        .with_artifacts(self.artifacts.clone()))
     }
 
     /// The consolidator: summaries and facts by the model when an `openai` runtime is

@@ -13,11 +13,13 @@
 
 mod folder;
 mod gc;
+mod notice;
 mod store;
 mod types;
 mod validate;
 
 pub use gc::GcReport;
+pub use notice::{ascii_file_name, notice_json, of_run_in};
 pub use store::ArtifactStore;
 pub use types::{Artifact, ArtifactDeleted, NewArtifact};
 pub use validate::{check_mime_type, check_name, DEFAULT_MIME_TYPE, MAX_NAME_CHARS};

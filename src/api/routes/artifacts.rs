@@ -106,16 +106,7 @@ async fn get_artifact_content(
 /// `attachment` with the name twice (RFC 6266): an ASCII fallback with anything unsafe
 /// replaced by `_`, and the exact name percent-encoded as UTF-8.
 pub fn content_disposition(name: &str) -> String {
-    let fallback: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let fallback = crate::artifact::ascii_file_name(name);
     let encoded =
         percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string();
     format!("attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}")
