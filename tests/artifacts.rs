@@ -72,11 +72,21 @@ async fn same_bytes_in_two_sessions_are_stored_once_and_outlive_either() {
     let store = app.artifacts();
     for (bytes, in_folder) in [(b"small".to_vec(), false), (vec![7u8; 1000], true)] {
         let a = store
-            .put("alice", "s1", None, &file("a.bin", "application/x-a", &bytes))
+            .put(
+                "alice",
+                "s1",
+                None,
+                &file("a.bin", "application/x-a", &bytes),
+            )
             .await
             .unwrap();
         let b = store
-            .put("alice", "s2", None, &file("b.bin", "application/x-b", &bytes))
+            .put(
+                "alice",
+                "s2",
+                None,
+                &file("b.bin", "application/x-b", &bytes),
+            )
             .await
             .unwrap();
         assert_eq!(a.hash, b.hash);
@@ -133,7 +143,10 @@ async fn content_goes_inline_up_to_the_limit_and_to_the_folder_past_it() {
         past.hash
     );
     assert_eq!(count(&app, &folder).await, 1);
-    assert_eq!(std::fs::read(path_in(&app, &past.hash)).unwrap(), [b'y'; 17]);
+    assert_eq!(
+        std::fs::read(path_in(&app, &past.hash)).unwrap(),
+        [b'y'; 17]
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -194,7 +207,12 @@ async fn the_crash_window_between_file_and_row_is_collected_or_reported() {
     assert_eq!(err.kind(), ErrorKind::Internal);
     assert!(err.to_string().contains("missing"), "{err}");
     store
-        .put("alice", "s", None, &file("again", "text/plain", &[1u8; 100]))
+        .put(
+            "alice",
+            "s",
+            None,
+            &file("again", "text/plain", &[1u8; 100]),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -251,7 +269,10 @@ async fn size_and_quota_limits_hold_at_and_past_their_edge() {
         .unwrap();
     // Nothing of the refused ones was written; another user has a quota of their own.
     assert_eq!(count(&app, "SELECT count(*) FROM artifacts").await, 3);
-    assert_eq!(count(&app, "SELECT count(*) FROM artifact_contents").await, 3);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM artifact_contents").await,
+        3
+    );
     store
         .put("bob", "t", None, &file("f", "text/plain", &[6u8; 100]))
         .await
@@ -283,7 +304,12 @@ async fn bad_names_types_and_sessions_are_refused_and_change_nothing() {
         assert!(err.to_string().contains(field), "{err}");
     }
     let err = store
-        .put("alice", "memory:alice", None, &file("a", "text/plain", b"x"))
+        .put(
+            "alice",
+            "memory:alice",
+            None,
+            &file("a", "text/plain", b"x"),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput);
@@ -298,12 +324,21 @@ async fn bad_names_types_and_sessions_are_refused_and_change_nothing() {
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert_eq!(count(&app, "SELECT count(*) FROM artifacts").await, 1);
     assert_eq!(
-        count(&app, "SELECT count(*) FROM sessions WHERE session_id != 'bobs'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM sessions WHERE session_id != 'bobs'"
+        )
+        .await,
         0
     );
     // Unicode names are names.
     let stored = store
-        .put("alice", "s", None, &file("Bericht März 📈.csv", "text/csv; charset=utf-8", b"x"))
+        .put(
+            "alice",
+            "s",
+            None,
+            &file("Bericht März 📈.csv", "text/csv; charset=utf-8", b"x"),
+        )
         .await
         .unwrap();
     assert_eq!(stored.name, "Bericht März 📈.csv");
@@ -327,14 +362,27 @@ async fn another_users_artifact_is_not_found_in_the_library() {
     };
     let as_bob = missing(store.metadata(&bob, &a.artifact_id).await.map(|_| ()));
     let nowhere = missing(store.metadata(&alice(), "art-nope").await.map(|_| ()));
-    assert_eq!(as_bob.replace(&a.artifact_id, "ID"), nowhere.replace("art-nope", "ID"));
+    assert_eq!(
+        as_bob.replace(&a.artifact_id, "ID"),
+        nowhere.replace("art-nope", "ID")
+    );
     missing(store.get(&bob, &a.artifact_id).await.map(|_| ()));
     missing(store.delete(&bob, &a.artifact_id).await.map(|_| ()));
     assert!(store.list(&bob, "alice", None).await.unwrap().is_empty());
     assert!(store.list(&bob, "bob", None).await.unwrap().is_empty());
-    assert_eq!(store.list(&alice(), "alice", Some("s")).await.unwrap(), [a.clone()]);
-    assert!(store.list(&alice(), "alice", Some("t")).await.unwrap().is_empty());
-    assert_eq!(store.get(&Actor::Operator, &a.artifact_id).await.unwrap().1, b"alice's");
+    assert_eq!(
+        store.list(&alice(), "alice", Some("s")).await.unwrap(),
+        std::slice::from_ref(&a)
+    );
+    assert!(store
+        .list(&alice(), "alice", Some("t"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.get(&Actor::Operator, &a.artifact_id).await.unwrap().1,
+        b"alice's"
+    );
 }
 
 #[tokio::test]
@@ -363,13 +411,19 @@ async fn forgetting_a_session_deletes_its_artifacts_and_their_content() {
     }
     // Inline content went with its rows at once (the trigger); the file waits for the
     // collector, which removes it once past the grace period.
-    assert_eq!(count(&app, "SELECT count(*) FROM artifact_contents").await, 1);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM artifact_contents").await,
+        1
+    );
     assert!(path_in(&app, &big.hash).exists());
     age(&path_in(&app, &big.hash), 2 * 3600);
     let report = store.collect_garbage().await.unwrap();
     assert_eq!(report.files_removed, 1);
     assert!(!path_in(&app, &big.hash).exists());
-    assert_eq!(store.get(&alice(), &other.artifact_id).await.unwrap().1, b"other");
+    assert_eq!(
+        store.get(&alice(), &other.artifact_id).await.unwrap().1,
+        b"other"
+    );
 }
 
 fn cli(db: &Path, args: &[&str], stdin: &[u8]) -> Output {
@@ -394,17 +448,37 @@ fn the_cli_stores_reads_lists_and_deletes_and_hides_others_artifacts() {
     let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
     let out = cli(
         &db,
-        &["--json", "artifact", "put", "--user", "alice", "--session", "s",
-          "--name", "data.bin", "--type", "application/x-data"],
+        &[
+            "--json",
+            "artifact",
+            "put",
+            "--user",
+            "alice",
+            "--session",
+            "s",
+            "--name",
+            "data.bin",
+            "--type",
+            "application/x-data",
+        ],
         &bytes,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stored: Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = stored["artifact_id"].as_str().unwrap().to_string();
     assert_eq!(stored["size"], 70_000);
     // Past inline_max_bytes (64 KiB by default): in the folder beside the database.
     let hash = stored["hash"].as_str().unwrap();
-    assert!(dir.path().join("artifacts").join(&hash[..2]).join(hash).exists());
+    assert!(dir
+        .path()
+        .join("artifacts")
+        .join(&hash[..2])
+        .join(hash)
+        .exists());
 
     let out = cli(&db, &["artifact", "get", "--user", "alice", &id], b"");
     assert!(out.status.success());
@@ -412,7 +486,15 @@ fn the_cli_stores_reads_lists_and_deletes_and_hides_others_artifacts() {
     let copy = dir.path().join("copy.bin");
     let out = cli(
         &db,
-        &["artifact", "get", "--user", "alice", "--out", copy.to_str().unwrap(), &id],
+        &[
+            "artifact",
+            "get",
+            "--user",
+            "alice",
+            "--out",
+            copy.to_str().unwrap(),
+            &id,
+        ],
         b"",
     );
     assert!(out.status.success());
@@ -432,22 +514,43 @@ fn the_cli_stores_reads_lists_and_deletes_and_hides_others_artifacts() {
         assert!(out.stdout.is_empty());
     }
     let out = cli(&db, &["--json", "artifact", "list", "--user", "bob"], b"");
-    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!([]));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!([])
+    );
 
     // A bad name is bad input (exit 2), named; nothing is stored.
     let out = cli(
         &db,
-        &["artifact", "put", "--user", "alice", "--session", "s", "--name", "a/b"],
+        &[
+            "artifact",
+            "put",
+            "--user",
+            "alice",
+            "--session",
+            "s",
+            "--name",
+            "a/b",
+        ],
         b"x",
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("artifact name"));
 
-    let out = cli(&db, &["--json", "artifact", "delete", "--user", "alice", &id], b"");
+    let out = cli(
+        &db,
+        &["--json", "artifact", "delete", "--user", "alice", &id],
+        b"",
+    );
     assert!(out.status.success());
     let out = cli(&db, &["artifact", "get", "--user", "alice", &id], b"");
     assert_eq!(out.status.code(), Some(3));
-    assert!(!dir.path().join("artifacts").join(&hash[..2]).join(hash).exists());
+    assert!(!dir
+        .path()
+        .join("artifacts")
+        .join(&hash[..2])
+        .join(hash)
+        .exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,33 +559,51 @@ async fn the_api_serves_content_with_its_type_and_hides_others_artifacts() {
     let a = api
         .app
         .artifacts()
-        .put("alice", "s", None, &file("Bericht März.csv", "text/csv", b"a,b\n1,2\n"))
+        .put(
+            "alice",
+            "s",
+            None,
+            &file("Bericht März.csv", "text/csv", b"a,b\n1,2\n"),
+        )
         .await
         .unwrap();
     let alice = api.token(Some("alice")).await;
     let bob = api.token(Some("bob")).await;
     let admin = api.token(None).await;
     let meta = api
-        .call("GET", &format!("/v1/artifacts/{}", a.artifact_id), Some(&alice), None)
+        .call(
+            "GET",
+            &format!("/v1/artifacts/{}", a.artifact_id),
+            Some(&alice),
+            None,
+        )
         .await;
     assert_eq!(meta.status, 200);
     assert_eq!(meta.body["hash"], a.hash.as_str());
     let content = api
         .client
-        .get(format!("{}/v1/artifacts/{}/content", api.base, a.artifact_id))
+        .get(format!(
+            "{}/v1/artifacts/{}/content",
+            api.base, a.artifact_id
+        ))
         .bearer_auth(&alice)
         .send()
         .await
         .unwrap();
     assert_eq!(content.status(), 200);
     assert_eq!(content.headers()["content-type"], "text/csv");
-    let disposition = content.headers()["content-disposition"].to_str().unwrap().to_string();
+    let disposition = content.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_string();
     assert_eq!(
         disposition,
         "attachment; filename=\"Bericht M_rz.csv\"; filename*=UTF-8''Bericht%20M%C3%A4rz%2Ecsv"
     );
     assert_eq!(content.bytes().await.unwrap().as_ref(), b"a,b\n1,2\n");
-    let list = api.call("GET", "/v1/artifacts?session=s", Some(&alice), None).await;
+    let list = api
+        .call("GET", "/v1/artifacts?session=s", Some(&alice), None)
+        .await;
     assert_eq!(list.body.as_array().unwrap().len(), 1);
 
     for (method, path) in [
@@ -496,13 +617,22 @@ async fn the_api_serves_content_with_its_type_and_hides_others_artifacts() {
     }
     let list = api.call("GET", "/v1/artifacts", Some(&bob), None).await;
     assert_eq!(list.body, json!([]));
-    let list = api.call("GET", "/v1/artifacts?user=alice", Some(&bob), None).await;
+    let list = api
+        .call("GET", "/v1/artifacts?user=alice", Some(&bob), None)
+        .await;
     assert_eq!(list.status, 403);
     // The operator reaches it, naming the user for a list.
-    let list = api.call("GET", "/v1/artifacts?user=alice", Some(&admin), None).await;
+    let list = api
+        .call("GET", "/v1/artifacts?user=alice", Some(&admin), None)
+        .await;
     assert_eq!(list.body.as_array().unwrap().len(), 1);
     let gone = api
-        .call("DELETE", &format!("/v1/artifacts/{}", a.artifact_id), Some(&alice), None)
+        .call(
+            "DELETE",
+            &format!("/v1/artifacts/{}", a.artifact_id),
+            Some(&alice),
+            None,
+        )
         .await;
     assert_eq!(gone.status, 200);
     assert_eq!(gone.body["content_removed"], true);
@@ -530,12 +660,14 @@ async fn serve_webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
     let router = Router::new()
         .route(
             "/hook",
-            post(|State(seen): State<Arc<Mutex<Vec<Value>>>>, body: Bytes| async move {
-                seen.lock()
-                    .unwrap()
-                    .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                "ok"
-            }),
+            post(
+                |State(seen): State<Arc<Mutex<Vec<Value>>>>, body: Bytes| async move {
+                    seen.lock()
+                        .unwrap()
+                        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                    "ok"
+                },
+            ),
         )
         .with_state(seen.clone());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
@@ -576,10 +708,18 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
         );
     })
     .await;
-    let mut new = NewSchedule::new("alice", "report", Cadence::cron("0 9 * * *", "UTC").unwrap());
+    let mut new = NewSchedule::new(
+        "alice",
+        "report",
+        Cadence::cron("0 9 * * *", "UTC").unwrap(),
+    );
     new.channel_id = Some("hook".into());
     new.notify = NotifyPolicy::Always;
-    let schedule = app.schedules().create(&Actor::Operator, &new).await.unwrap();
+    let schedule = app
+        .schedules()
+        .create(&Actor::Operator, &new)
+        .await
+        .unwrap();
     app.schedules()
         .run_now(&Actor::Operator, &schedule.schedule_id)
         .await
@@ -605,14 +745,24 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
     let _ = stop.send(());
     worker.await.unwrap().unwrap();
 
-    let run_id = message["run_id"].as_str().expect("a webhook message").to_string();
+    let run_id = message["run_id"]
+        .as_str()
+        .expect("a webhook message")
+        .to_string();
     let listed = app.artifacts().list(&alice(), "alice", None).await.unwrap();
     assert_eq!(listed.len(), 1, "{listed:?}");
     let stored = &listed[0];
     assert_eq!(stored.run_id.as_deref(), Some(run_id.as_str()));
-    assert_eq!(stored.session_id, format!("scheduled:{}", schedule.schedule_id));
     assert_eq!(
-        app.artifacts().get(&alice(), &stored.artifact_id).await.unwrap().1,
+        stored.session_id,
+        format!("scheduled:{}", schedule.schedule_id)
+    );
+    assert_eq!(
+        app.artifacts()
+            .get(&alice(), &stored.artifact_id)
+            .await
+            .unwrap()
+            .1,
         csv
     );
     let announced = &message["artifacts"];
@@ -628,7 +778,11 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
         }])
     );
     // The ones that could not be stored are named in the run's output; the run stands.
-    let run = app.schedules().run(&Actor::Operator, &run_id).await.unwrap();
+    let run = app
+        .schedules()
+        .run(&Actor::Operator, &run_id)
+        .await
+        .unwrap();
     let output = run.output.unwrap_or_default();
     assert!(output.starts_with("report ready"), "{output}");
     assert!(output.contains("`huge.bin` not stored"), "{output}");

@@ -144,7 +144,10 @@ async fn rebuilding_the_schedules_table_keeps_schedules_runs_cascade_and_trigger
     drop(conn);
     assert_eq!(
         migrate::migrate(&db).await.unwrap(),
-        migrate::MIGRATIONS.iter().filter(|m| m.version > 11).count()
+        migrate::MIGRATIONS
+            .iter()
+            .filter(|m| m.version > 11)
+            .count()
     );
 
     let conn = db.conn().await.unwrap();

@@ -93,17 +93,41 @@ mod tests {
         for ok in ["report.pdf", "a", "Bericht für März.csv", &"é".repeat(255)] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", " ", "a/b", "a\\b", "a\0b", "..", ".", " a", &"x".repeat(256)] {
+        for bad in [
+            "",
+            " ",
+            "a/b",
+            "a\\b",
+            "a\0b",
+            "..",
+            ".",
+            " a",
+            &"x".repeat(256),
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn mime_types() {
-        for ok in ["text/csv", "image/svg+xml", "text/plain; charset=utf-8", "a/b;x=\"y z\""] {
+        for ok in [
+            "text/csv",
+            "image/svg+xml",
+            "text/plain; charset=utf-8",
+            "a/b;x=\"y z\"",
+        ] {
             assert!(check_mime_type(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "text", "text/", "/csv", "text/c sv", "tëxt/csv", "a/b;x", "a/b\0"] {
+        for bad in [
+            "",
+            "text",
+            "text/",
+            "/csv",
+            "text/c sv",
+            "tëxt/csv",
+            "a/b;x",
+            "a/b\0",
+        ] {
             assert!(check_mime_type(bad).is_err(), "{bad:?}");
         }
     }

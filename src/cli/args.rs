@@ -155,7 +155,11 @@ pub enum ArtifactCommand {
         #[arg(long)]
         name: String,
         /// Its MIME type, like text/csv.
-        #[arg(long = "type", value_name = "MIME", default_value = "application/octet-stream")]
+        #[arg(
+            long = "type",
+            value_name = "MIME",
+            default_value = "application/octet-stream"
+        )]
         mime_type: String,
         /// The file to store; standard input when absent or `-`. Read only up to
         /// `[artifacts] max_artifact_bytes`.

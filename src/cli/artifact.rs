@@ -31,7 +31,10 @@ fn read_up_to(path: &Path, max: usize) -> Result<Vec<u8>, Error> {
     let limit = max as u64 + 1;
     let mut content = Vec::new();
     let read = if path.as_os_str() == "-" {
-        std::io::stdin().lock().take(limit).read_to_end(&mut content)
+        std::io::stdin()
+            .lock()
+            .take(limit)
+            .read_to_end(&mut content)
     } else {
         let file = std::fs::File::open(path).map_err(|e| {
             let kind = if e.kind() == std::io::ErrorKind::NotFound {
@@ -92,8 +95,9 @@ pub async fn run(app: &App, command: ArtifactCommand, json: bool) -> Result<(), 
                 let mut value = serde_json::to_value(&artifact).map_err(|e| {
                     Error::new(ErrorKind::Internal, format!("cannot write JSON: {e}"))
                 })?;
-                value["content_base64"] =
-                    base64::engine::general_purpose::STANDARD.encode(&content).into();
+                value["content_base64"] = base64::engine::general_purpose::STANDARD
+                    .encode(&content)
+                    .into();
                 return print(true, &value, String::new);
             }
             bytes(&content)
@@ -115,7 +119,9 @@ pub async fn run(app: &App, command: ArtifactCommand, json: bool) -> Result<(), 
         ArtifactCommand::Delete { user, id } => {
             let actor = Actor::user(user)?;
             let deleted = store.delete(&actor, &id).await?;
-            print(json, &deleted, || format!("deleted {}", deleted.artifact_id))
+            print(json, &deleted, || {
+                format!("deleted {}", deleted.artifact_id)
+            })
         }
     }
 }

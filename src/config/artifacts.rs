@@ -83,13 +83,8 @@ pub(super) fn validate(config: &ArtifactsConfig) -> Result<(), ConfigError> {
         ));
     }
     if let Some(dir) = &config.dir {
-        crate::input::check_text(
-            "artifacts.dir",
-            dir,
-            4096,
-            crate::input::Lines::One,
-        )
-        .map_err(|e| invalid("artifacts.dir", e.reason))?;
+        crate::input::check_text("artifacts.dir", dir, 4096, crate::input::Lines::One)
+            .map_err(|e| invalid("artifacts.dir", e.reason))?;
     }
     Ok(())
 }

@@ -357,11 +357,11 @@ impl Channels {
             thread,
             parts.len(),
         )
-            .await
-            .map_err(|mut e| {
-                e.reason = e.reason.replace(token, "<token>");
-                e
-            })
+        .await
+        .map_err(|mut e| {
+            e.reason = e.reason.replace(token, "<token>");
+            e
+        })
     }
 
     async fn ntfy(

@@ -200,8 +200,9 @@ impl Executor {
                 )
                 .await;
             if let Err(err) = stored {
-                let name = crate::input::printable(crate::text::truncate_chars(&artifact.name, 100))
-                    .into_owned();
+                let name =
+                    crate::input::printable(crate::text::truncate_chars(&artifact.name, 100))
+                        .into_owned();
                 tracing::warn!(run_id = %claim.run_id, artifact = %name, %err, "artifact not stored");
                 if !outcome.output.is_empty() {
                     outcome.output.push('\n');

@@ -62,8 +62,7 @@ impl Channels {
                 e.progress = part as i64;
                 e
             };
-            let (Some(id), size) = (file["id"].as_str(), file["size"].as_i64().unwrap_or(0))
-            else {
+            let (Some(id), size) = (file["id"].as_str(), file["size"].as_i64().unwrap_or(0)) else {
                 continue;
             };
             if size > TELEGRAM_DOCUMENT_LIMIT {
@@ -119,7 +118,9 @@ mod tests {
             ("r\"é.csv", "text/csv", b"a,b\n"),
         );
         let text = String::from_utf8(body).unwrap();
-        assert!(text.starts_with("--B\r\nContent-Disposition: form-data; name=\"chat_id\"\r\n\r\n42\r\n"));
-        assert!(text.contains("filename=\"r__.csv\"\r\nContent-Type: text/csv\r\n\r\na,b\n\r\n--B--\r\n"));
+        assert!(text
+            .starts_with("--B\r\nContent-Disposition: form-data; name=\"chat_id\"\r\n\r\n42\r\n"));
+        assert!(text
+            .contains("filename=\"r__.csv\"\r\nContent-Type: text/csv\r\n\r\na,b\n\r\n--B--\r\n"));
     }
 }
