@@ -1,28 +1,19 @@
 //! Artifacts: content stored once per hash, inline or in the folder by size; the crash
 //! window between a file and its row; limits at and past their edge; another user's
-//! artifact not found by any door; forgetting a session; a run's artifacts stored and
-//! announced; and the name and type parsers under any input.
+//! artifact not found by any door; forgetting a session; and the name and type parsers
+//! under any input. A run's artifacts: `tests/artifacts_runs.rs`.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
-use base64::Engine;
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::artifact::{check_mime_type, check_name, ArtifactError, NewArtifact};
-use nightshift::config::{ChannelConfig, ChannelKind, Config};
+use nightshift::config::Config;
 use nightshift::error::{ErrorKind, Kind};
-use nightshift::runtime::{AgentRuntime, GoalRequest, HttpRuntime, RuntimeError};
-use nightshift::schedule::types::{NewSchedule, NotifyPolicy};
-use nightshift::schedule::Cadence;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -636,198 +627,6 @@ async fn the_api_serves_content_with_its_type_and_hides_others_artifacts() {
         .await;
     assert_eq!(gone.status, 200);
     assert_eq!(gone.body["content_removed"], true);
-}
-
-/// Serves `answer` for every POST at `/goal`; the webhook peer records what it gets.
-async fn serve_goal(answer: Value) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/goal", listener.local_addr().unwrap());
-    let router = Router::new().route(
-        "/goal",
-        post(move |Json(_): Json<Value>| {
-            let answer = answer.clone();
-            async move { Json(answer) }
-        }),
-    );
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    url
-}
-
-async fn serve_webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let router = Router::new()
-        .route(
-            "/hook",
-            post(
-                |State(seen): State<Arc<Mutex<Vec<Value>>>>, body: Bytes| async move {
-                    seen.lock()
-                        .unwrap()
-                        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                    "ok"
-                },
-            ),
-        )
-        .with_state(seen.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (url, seen)
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
-    let csv = b"day,count\nmon,3\n".to_vec();
-    let runtime_url = serve_goal(json!({
-        "output": "report ready",
-        "artifacts": [
-            {"name": "report.csv", "type": "text/csv", "content_base64": b64(&csv)},
-            {"name": "huge.bin", "content_base64": b64(&[0u8; 2000])},
-            {"name": "bad/name", "content_base64": b64(b"x")},
-        ]
-    }))
-    .await;
-    let (hook_url, seen) = serve_webhook().await;
-    let dir = TempDir::new().unwrap();
-    let app = app(&dir, |c| {
-        c.runtime.kind = nightshift::config::RuntimeKind::Http;
-        c.runtime.url = runtime_url;
-        c.artifacts.max_artifact_bytes = 1024;
-        c.server.public_url = Some("https://ns.example".into());
-        c.channels.insert(
-            "hook".into(),
-            ChannelConfig {
-                kind: ChannelKind::Webhook,
-                url: Some(hook_url),
-                secret_env: None,
-                secret_file: None,
-            },
-        );
-    })
-    .await;
-    let mut new = NewSchedule::new(
-        "alice",
-        "report",
-        Cadence::cron("0 9 * * *", "UTC").unwrap(),
-    );
-    new.channel_id = Some("hook".into());
-    new.notify = NotifyPolicy::Always;
-    let schedule = app
-        .schedules()
-        .create(&Actor::Operator, &new)
-        .await
-        .unwrap();
-    app.schedules()
-        .run_now(&Actor::Operator, &schedule.schedule_id)
-        .await
-        .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn({
-        let app = app.clone();
-        async move {
-            nightshift::worker::run(&app, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
-    let mut message = Value::Null;
-    for _ in 0..200 {
-        if let Some(first) = seen.lock().unwrap().first() {
-            message = first.clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = stop.send(());
-    worker.await.unwrap().unwrap();
-
-    let run_id = message["run_id"]
-        .as_str()
-        .expect("a webhook message")
-        .to_string();
-    let listed = app.artifacts().list(&alice(), "alice", None).await.unwrap();
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    let stored = &listed[0];
-    assert_eq!(stored.run_id.as_deref(), Some(run_id.as_str()));
-    assert_eq!(
-        stored.session_id,
-        format!("scheduled:{}", schedule.schedule_id)
-    );
-    assert_eq!(
-        app.artifacts()
-            .get(&alice(), &stored.artifact_id)
-            .await
-            .unwrap()
-            .1,
-        csv
-    );
-    let announced = &message["artifacts"];
-    assert_eq!(
-        announced,
-        &json!([{
-            "id": stored.artifact_id,
-            "name": "report.csv",
-            "type": "text/csv",
-            "size": csv.len(),
-            "hash": blake3::hash(&csv).to_hex().to_string(),
-            "url": format!("https://ns.example/v1/artifacts/{}/content", stored.artifact_id),
-        }])
-    );
-    // The ones that could not be stored are named in the run's output; the run stands.
-    let run = app
-        .schedules()
-        .run(&Actor::Operator, &run_id)
-        .await
-        .unwrap();
-    let output = run.output.unwrap_or_default();
-    assert!(output.starts_with("report ready"), "{output}");
-    assert!(output.contains("`huge.bin` not stored"), "{output}");
-    assert!(output.contains("artifacts.max_artifact_bytes"), "{output}");
-    assert!(output.contains("`bad/name` not stored"), "{output}");
-    assert_eq!(run.status.as_str(), "succeeded");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_base64_in_an_answer_is_a_bad_answer() {
-    let url = serve_goal(json!({
-        "output": "here",
-        "artifacts": [{"name": "r.txt", "content_base64": "not base64 !!"}]
-    }))
-    .await;
-    let dir = TempDir::new().unwrap();
-    let app = app(&dir, |_| {}).await;
-    let runtime = HttpRuntime::new(&nightshift::config::RuntimeConfig {
-        kind: nightshift::config::RuntimeKind::Http,
-        url,
-        timeout_secs: 5,
-        max_retries: 0,
-        ..Default::default()
-    })
-    .unwrap();
-    let request = GoalRequest {
-        run_id: "run-1".into(),
-        schedule_id: "sch-1".into(),
-        user_id: "alice".into(),
-        goal: "g".into(),
-        session_id: "scheduled:sch-1".into(),
-        context: String::new(),
-        input: None,
-        max_turns: 1,
-        max_cost: None,
-    };
-    let outcome = runtime.run_goal(&request, app.memory()).await;
-    match &outcome.error {
-        Some(RuntimeError::BadAnswer { reason, .. }) => {
-            assert!(reason.contains("artifacts[0]"), "{reason}");
-            assert!(reason.contains("base64"), "{reason}");
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(outcome.artifacts.is_empty());
 }
 
 proptest! {

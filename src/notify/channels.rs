@@ -490,6 +490,25 @@ mod tests {
     }
 
     #[test]
+    fn the_text_lists_a_runs_files_with_their_links() {
+        let payload = json!({
+            "summary": "report: done",
+            "output": "done",
+            "artifacts": [
+                {"id": "art-1", "name": "a.csv", "type": "text/csv", "size": 3,
+                 "url": "https://ns.example/v1/artifacts/art-1/content"},
+                {"id": "art-2", "name": "b.png", "type": "image/png", "size": 9},
+            ]
+        });
+        assert_eq!(
+            render_text(&payload),
+            "report: done\n\ndone\n\nFiles:\n\
+             - a.csv (text/csv, 3 bytes) https://ns.example/v1/artifacts/art-1/content\n\
+             - b.png (image/png, 9 bytes)"
+        );
+    }
+
+    #[test]
     fn secrets_do_not_print() {
         assert_eq!(format!("{:?}", Secret("hunter2".into())), "Secret(…)");
     }
