@@ -546,7 +546,7 @@ fn the_cli_stores_reads_lists_and_deletes_and_hides_others_artifacts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_serves_content_with_its_type_and_hides_others_artifacts() {
-    let api = common::api::TestApi::start(|_| {}).await;
+    let api = common::api::TestApi::start(|c| c.artifacts.max_artifact_bytes = 64).await;
     let a = api
         .app
         .artifacts()
@@ -617,6 +617,61 @@ async fn the_api_serves_content_with_its_type_and_hides_others_artifacts() {
         .call("GET", "/v1/artifacts?user=alice", Some(&admin), None)
         .await;
     assert_eq!(list.body.as_array().unwrap().len(), 1);
+    // An upload: the body's bytes, typed by `type=` or the request's Content-Type.
+    let uploaded = api
+        .client
+        .post(format!(
+            "{}/v1/artifacts?session=up&name=notes.txt",
+            api.base
+        ))
+        .bearer_auth(&alice)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let uploaded: Value = uploaded.json().await.unwrap();
+    assert_eq!(uploaded["mime_type"], "text/plain; charset=utf-8");
+    assert_eq!(uploaded["session_id"], "up");
+    let too_big = api
+        .client
+        .post(format!(
+            "{}/v1/artifacts?session=up&name=big.bin&type=application/x-big",
+            api.base
+        ))
+        .bearer_auth(&alice)
+        .body(vec![0u8; 65])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), 400);
+    assert!(too_big
+        .text()
+        .await
+        .unwrap()
+        .contains("artifacts.max_artifact_bytes"));
+    let bad_name = api
+        .client
+        .post(format!("{}/v1/artifacts?session=up&name=a%2Fb", api.base))
+        .bearer_auth(&alice)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_name.status(), 400);
+    let bobs = api
+        .call(
+            "GET",
+            &format!(
+                "/v1/artifacts/{}",
+                uploaded["artifact_id"].as_str().unwrap()
+            ),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(bobs.status, 404);
     let gone = api
         .call(
             "DELETE",

@@ -19,7 +19,7 @@ use crate::artifact::{Artifact, ArtifactDeleted};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
-        .routes(routes!(list_artifacts))
+        .routes(routes!(list_artifacts, put_artifact))
         .routes(routes!(get_artifact, delete_artifact))
         .routes(routes!(get_artifact_content))
 }
@@ -33,6 +33,70 @@ pub struct ArtifactListQuery {
     pub user: Option<String>,
     /// Only this session's artifacts.
     pub session: Option<String>,
+}
+
+/// `?user=&session=&name=&type=`: where an uploaded artifact goes, and what it is.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ArtifactPutQuery {
+    /// With an admin token: the user to act for.
+    pub user: Option<String>,
+    /// The session it belongs to (created on first use).
+    pub session: String,
+    /// Its file name (1 to 255 characters, no `/`).
+    pub name: String,
+    /// Its MIME type; the request's `Content-Type` when absent.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub mime_type: Option<String>,
+}
+
+/// Store the request's body as an artifact (201). The body is read up to
+/// `server.max_body_bytes` (413 past it); an artifact over `artifacts.max_artifact_bytes`
+/// is 400, one past `artifacts.max_bytes_per_user` 409.
+#[utoipa::path(post, path = "/v1/artifacts", tag = "artifacts", params(ArtifactPutQuery),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 201, body = Artifact), Failures),
+    security(("bearer" = [])))]
+async fn put_artifact(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: axum::http::HeaderMap,
+    ApiQuery(query): ApiQuery<ArtifactPutQuery>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<(axum::http::StatusCode, Json<Artifact>), ApiError> {
+    let user = caller.user_for(query.user.as_deref())?;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                rejection.status(),
+                "too_large",
+                "the body is larger than server.max_body_bytes",
+            )
+        } else {
+            ApiError::bad_input(crate::input::printable(&rejection.body_text()).into_owned())
+        }
+    })?;
+    let mime_type = match query.mime_type {
+        Some(mime_type) => mime_type,
+        None => headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(crate::artifact::DEFAULT_MIME_TYPE)
+            .to_string(),
+    };
+    let artifact = crate::artifact::NewArtifact {
+        name: query.name,
+        mime_type,
+        content: body.to_vec(),
+    };
+    let stored = state
+        .app
+        .artifacts()
+        .put(&user, &query.session, None, &artifact)
+        .await?;
+    Ok((axum::http::StatusCode::CREATED, Json(stored)))
 }
 
 /// The user's artifacts, newest first.
