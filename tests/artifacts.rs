@@ -216,6 +216,20 @@ async fn the_crash_window_between_file_and_row_is_collected_or_reported() {
         store.get(&alice(), &kept.artifact_id).await,
         Err(ArtifactError::ContentCorrupt { .. })
     ));
+    // …and storing the bytes again repairs that too.
+    store
+        .put(
+            "alice",
+            "s",
+            None,
+            &file("third", "text/plain", &[1u8; 100]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&alice(), &kept.artifact_id).await.unwrap().1,
+        [1u8; 100]
+    );
 }
 
 #[tokio::test]

@@ -20,13 +20,17 @@ pub(super) fn path_of(root: &Path, hash: &str) -> PathBuf {
     root.join(&hash[..2]).join(hash)
 }
 
-/// Makes sure the file for `hash` holds `bytes`: written anew when missing or of another
-/// size, else only its modification time is moved on, so the collector's grace period
-/// counts from this put and never races it.
+/// Makes sure the file for `hash` holds `bytes`: written anew when missing or not what it
+/// should be, else only its modification time is moved on, so the collector's grace
+/// period counts from this put and never races it.
 pub(super) fn ensure(root: &Path, hash: &str, bytes: &[u8]) -> Result<(), String> {
     let path = path_of(root, hash);
     if let Ok(meta) = std::fs::metadata(&path) {
-        if meta.is_file() && meta.len() == bytes.len() as u64 {
+        let intact = meta.is_file()
+            && meta.len() == bytes.len() as u64
+            && std::fs::read(&path)
+                .is_ok_and(|found| blake3::hash(&found).to_hex().as_str() == hash);
+        if intact {
             let touched = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
