@@ -707,6 +707,12 @@ fn routes() -> Vec<(&'static str, &'static str, bool, Value)> {
             false,
             json!({"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z", "dry_run": true}),
         ),
+        (
+            "POST",
+            "/v1/artifacts?session={session}&name=data.json",
+            false,
+            json!({"text": "an artifact's bytes"}),
+        ),
         ("POST", "/v1/admin/outbox/{message}/retry", true, json!({})),
         (
             "POST",
