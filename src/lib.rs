@@ -13,6 +13,7 @@
 //! - [`notify`]: channels, the durable outbox and its sender.
 //! - [`state`]: scoped key-value state (session, `user:`, `app:`, `temp:`).
 //! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
+//! - [`artifact`]: files agents produced, stored with a session, content once per hash.
 //! - [`embed`]: the `Embedder` trait and its backends.
 //! - [`eval`]: retrieval-quality measurement on LoCoMo.
 //! - [`db`]: opening the database, connections, write transactions, migrations, the clock.
@@ -32,6 +33,7 @@ mod text_enum;
 pub mod access;
 pub mod api;
 pub mod app;
+pub mod artifact;
 pub mod config;
 pub mod consolidate;
 pub mod daemon;

@@ -693,7 +693,8 @@ async fn the_openapi_document_matches_the_router() {
             .replace("{session_id}", "s-x")
             .replace("{schedule_id}", "sch-x")
             .replace("{run_id}", "run-x")
-            .replace("{message_id}", "msg-x");
+            .replace("{message_id}", "msg-x")
+            .replace("{artifact_id}", "art-x");
         let token = if path.starts_with("/v1/admin") {
             &admin
         } else {

@@ -719,6 +719,12 @@ fn routes() -> Vec<(&'static str, &'static str, bool, Value)> {
             true,
             json!({"value": "x"}),
         ),
+        (
+            "POST",
+            "/v1/artifacts?session={session}&name=data.json",
+            false,
+            json!({"text": "an artifact's bytes"}),
+        ),
         ("POST", "/v1/admin/outbox/{message}/retry", true, json!({})),
         (
             "POST",

@@ -51,6 +51,7 @@ pub struct ApiState {
         (name = "memory", description = "Search"),
         (name = "sessions", description = "Conversations"),
         (name = "state", description = "Scoped key-value state"),
+        (name = "artifacts", description = "Files agents produced, stored with a session"),
         (name = "schedules", description = "Schedules and their runs"),
         (name = "macros", description = "Tool chains learned from a user's scheduled runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
@@ -75,6 +76,7 @@ impl utoipa::Modify for BearerAuth {
 fn documented_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::notes::router())
+        .merge(routes::artifacts::router())
         .merge(routes::search::router())
         .merge(routes::sessions::router())
         .merge(routes::state::router())

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::artifact::ArtifactStore;
 use crate::config::{Config, ConfigError};
 use crate::consolidate::facts::{FactExtractor, ModelExtractor, PatternExtractor};
 use crate::consolidate::Consolidator;
@@ -86,6 +87,8 @@ pub struct App {
     liveness: Arc<crate::health::Liveness>,
     tokens: crate::tokens::TokenStore,
     state: crate::state::StateStore,
+    /// Files agents produced; one instance, so this process's folder writes are ordered.
+    artifacts: ArtifactStore,
     /// Writes a front door started and its caller stopped waiting for (a cancelled MCP
     /// call): they finish whole, and the process waits for them on its way out.
     background: tokio_util::task::TaskTracker,
@@ -121,6 +124,11 @@ impl App {
             liveness: Arc::new(crate::health::Liveness::default()),
             tokens: crate::tokens::TokenStore::new(memory.db().clone(), memory.clock().clone()),
             state: crate::state::StateStore::new(memory.clone()),
+            artifacts: ArtifactStore::new(
+                memory.db().clone(),
+                memory.clock().clone(),
+                config.artifacts.clone(),
+            ),
             memory,
             schedules,
             router,
@@ -173,6 +181,10 @@ impl App {
         &self.state
     }
 
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.artifacts
+    }
+
     /// Where a front door spawns work that must finish even if its caller goes away.
     pub fn background(&self) -> &tokio_util::task::TaskTracker {
         &self.background
@@ -200,10 +212,11 @@ impl App {
 
     /// The configured channels; reads their secrets.
     pub fn channels(&self) -> Result<Channels, ChannelError> {
-        Channels::from_config(
+        Ok(Channels::from_config(
             &self.config.channels,
             Duration::from_secs(self.config.notify.timeout_secs),
-        )
+        )?
+        .with_artifacts(self.artifacts.clone()))
     }
 
     /// The consolidator: summaries and facts by the model when an `openai` runtime is
@@ -214,6 +227,7 @@ impl App {
             memory: self.memory.clone(),
             schedules: self.schedules.clone(),
             outbox: self.outbox.clone(),
+            artifacts: self.artifacts.clone(),
             config: self.config.consolidation.clone(),
             worker_id,
             summarizer: runtime::summarizer(&self.config.runtime),

@@ -82,6 +82,9 @@ pub enum Command {
     /// user's, `app:` = everyone's (the operator writes), `temp:` = one run's.
     #[command(subcommand)]
     State(super::state::StateCommand),
+    /// Files agents produced (reports, charts, CSVs), stored with a session.
+    #[command(subcommand)]
+    Artifact(ArtifactCommand),
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
@@ -142,6 +145,60 @@ pub enum GenerateCommand {
     Completions { dir: PathBuf },
     /// The command line reference in Markdown.
     CliDoc { file: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ArtifactCommand {
+    /// Store a file with a session (created on first use); prints the artifact's id.
+    /// Identical bytes are stored once, however many artifacts share them.
+    Put {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        /// The session it belongs to; forgetting the session deletes it.
+        #[arg(long)]
+        session: String,
+        /// Its file name (1 to 255 characters, no `/`).
+        #[arg(long)]
+        name: String,
+        /// Its MIME type, like text/csv.
+        #[arg(
+            long = "type",
+            value_name = "MIME",
+            default_value = "application/octet-stream"
+        )]
+        mime_type: String,
+        /// The file to store; standard input when absent or `-`. Read only up to
+        /// `[artifacts] max_artifact_bytes`.
+        file: Option<PathBuf>,
+    },
+    /// An artifact's bytes, to standard output or --out (with --json: its metadata and
+    /// the bytes in base64).
+    Get {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        /// Write the bytes to this file instead, and print the metadata.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        id: String,
+    },
+    /// A user's artifacts, newest first.
+    List {
+        /// The user who owns them.
+        #[arg(long)]
+        user: String,
+        /// Only this session's.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Delete an artifact (its content too, when no other artifact shares it).
+    Delete {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

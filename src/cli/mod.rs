@@ -3,6 +3,7 @@
 
 mod admin;
 mod args;
+mod artifact;
 mod generate;
 mod input;
 mod macros;
@@ -170,6 +171,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         }
         Command::Workers => admin::workers(&open(config()?).await?, json).await,
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
+        Command::Artifact(command) => artifact::run(&open(config()?).await?, command, json).await,
         Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,
         Command::Token(command) => admin::token(&open(config()?).await?, command, json).await,
         Command::Generate(command) => generate::run(command),

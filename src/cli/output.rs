@@ -41,6 +41,25 @@ pub fn line(text: &str) -> Result<(), Error> {
     }
 }
 
+/// Writes raw bytes to stdout (an artifact's content); a closed pipe ends output quietly.
+pub fn bytes(data: &[u8]) -> Result<(), Error> {
+    if stdout_closed() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(data).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(err) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("cannot write to standard output: {err}"),
+        )),
+    }
+}
+
 /// Prints `value` as JSON, or `human()` (made printable) otherwise.
 pub fn print<T: Serialize>(
     json: bool,

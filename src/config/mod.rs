@@ -1,7 +1,10 @@
 //! Typed configuration. Every key has a default, unknown keys are rejected, and every value
 //! is checked so a bad file fails at start with the key's name rather than at 3 a.m.
 
+mod artifacts;
 mod validate;
+
+pub use artifacts::ArtifactsConfig;
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +55,8 @@ pub struct Config {
     pub users: std::collections::BTreeMap<String, UserConfig>,
     /// The HTTP API (and MCP endpoint) served by `nightshift run`.
     pub server: ServerConfig,
+    /// Files agents produced, stored with a session.
+    pub artifacts: ArtifactsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -85,6 +85,7 @@ fn http_url(key: &str, value: &str) -> Result<(), ConfigError> {
 pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     database(config)?;
     memory(config)?;
+    super::artifacts::validate(&config.artifacts)?;
     search(config)?;
     embedding(config)?;
     scheduler(config)?;
@@ -630,6 +631,10 @@ mod tests {
         ("server", "max_concurrent_requests"),
         ("server", "rate_burst"),
         ("server", "header_read_timeout_secs"),
+        ("artifacts", "inline_max_bytes"),
+        ("artifacts", "max_artifact_bytes"),
+        ("artifacts", "max_bytes_per_user"),
+        ("artifacts", "gc_grace_secs"),
     ];
 
     proptest! {

@@ -86,6 +86,8 @@ pub enum ConsolidateError {
     Schedule(#[from] crate::schedule::ScheduleError),
     #[error(transparent)]
     State(#[from] crate::state::StateError),
+    #[error(transparent)]
+    Artifact(#[from] crate::artifact::ArtifactError),
     /// The facts of one event could not be read.
     #[error("{0}")]
     Extraction(String),
@@ -107,6 +109,7 @@ impl crate::error::Kind for ConsolidateError {
             ConsolidateError::Db(err) => err.kind(),
             ConsolidateError::Schedule(err) => err.kind(),
             ConsolidateError::State(err) => err.kind(),
+            ConsolidateError::Artifact(err) => err.kind(),
             ConsolidateError::Panicked(_) | ConsolidateError::Extraction(_) => ErrorKind::Internal,
         }
     }

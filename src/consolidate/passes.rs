@@ -8,6 +8,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
 use super::{ConsolidateError, Pass, Progress};
+use crate::artifact::ArtifactStore;
 use crate::config::ConsolidationConfig;
 use crate::ids;
 use crate::memory::{
@@ -38,6 +39,8 @@ pub struct Consolidator {
     pub schedules: ScheduleStore,
     /// Whose delivered messages the prune pass removes.
     pub outbox: Outbox,
+    /// Whose unreferenced content the expiry pass removes.
+    pub artifacts: ArtifactStore,
     pub config: ConsolidationConfig,
     pub worker_id: Option<String>,
     pub summarizer: Arc<dyn Summarizer>,
@@ -557,6 +560,18 @@ impl Consolidator {
             let removed = self.memory.remove_idle_sessions(cutoff).await?;
             bump(&mut counts, "sessions_removed", removed as i64);
         }
+        // After the sessions: content of artifacts that went with them goes too.
+        let garbage = self.artifacts.collect_garbage().await?;
+        bump(
+            &mut counts,
+            "artifact_contents_removed",
+            garbage.contents_removed as i64,
+        );
+        bump(
+            &mut counts,
+            "artifact_files_removed",
+            garbage.files_removed as i64,
+        );
         Ok(counts)
     }
 

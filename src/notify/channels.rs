@@ -1,6 +1,8 @@
 //! Channel adapters, each speaking its service's public API: a signed JSON webhook, a
 //! Slack incoming webhook, the Telegram Bot API, ntfy, and the log.
 
+mod documents;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use super::outbox::Message;
+use crate::artifact::ArtifactStore;
 use crate::config::{ChannelConfig, ChannelKind};
 use crate::text::truncate_chars;
 
@@ -88,6 +91,8 @@ struct Channel {
 pub struct Channels {
     channels: BTreeMap<String, Channel>,
     client: reqwest::Client,
+    /// Where Telegram's documents are read from; without it only their links are sent.
+    artifacts: Option<ArtifactStore>,
 }
 
 fn load_secret(id: &str, config: &ChannelConfig) -> Result<Option<Secret>, ChannelError> {
@@ -170,6 +175,20 @@ pub fn render_text(payload: &Value) -> String {
     if let Some(url) = payload["run_url"].as_str() {
         text.push_str(&format!("\n\n{url}"));
     }
+    if let Some(files) = payload["artifacts"].as_array().filter(|f| !f.is_empty()) {
+        text.push_str("\n\nFiles:");
+        for file in files {
+            text.push_str(&format!(
+                "\n- {} ({}, {} bytes)",
+                file["name"].as_str().unwrap_or_default(),
+                file["type"].as_str().unwrap_or_default(),
+                file["size"].as_i64().unwrap_or_default()
+            ));
+            if let Some(url) = file["url"].as_str() {
+                text.push_str(&format!(" {url}"));
+            }
+        }
+    }
     text
 }
 
@@ -215,7 +234,15 @@ impl Channels {
         Ok(Self {
             channels: loaded,
             client,
+            artifacts: None,
         })
+    }
+
+    /// The same channels, sending a run's artifacts as files where the channel can
+    /// (Telegram's `sendDocument`).
+    pub fn with_artifacts(mut self, artifacts: ArtifactStore) -> Self {
+        self.artifacts = Some(artifacts);
+        self
     }
 
     pub fn contains(&self, id: &str) -> bool {
@@ -323,7 +350,18 @@ impl Channels {
                 });
             result?;
         }
-        Ok(())
+        self.telegram_documents(
+            &format!("{base}/bot{token}/sendDocument"),
+            message,
+            chat,
+            thread,
+            parts.len(),
+        )
+        .await
+        .map_err(|mut e| {
+            e.reason = e.reason.replace(token, "<token>");
+            e
+        })
     }
 
     async fn ntfy(
@@ -449,6 +487,25 @@ mod tests {
         for bad in ["", "a/b", "../admin", "a?x=1", &"x".repeat(65)] {
             assert!(check_context(ChannelKind::Ntfy, bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_text_lists_a_runs_files_with_their_links() {
+        let payload = json!({
+            "summary": "report: done",
+            "output": "done",
+            "artifacts": [
+                {"id": "art-1", "name": "a.csv", "type": "text/csv", "size": 3,
+                 "url": "https://ns.example/v1/artifacts/art-1/content"},
+                {"id": "art-2", "name": "b.png", "type": "image/png", "size": 9},
+            ]
+        });
+        assert_eq!(
+            render_text(&payload),
+            "report: done\n\ndone\n\nFiles:\n\
+             - a.csv (text/csv, 3 bytes) https://ns.example/v1/artifacts/art-1/content\n\
+             - b.png (image/png, 9 bytes)"
+        );
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The plain goal protocol: POST `{run_id, schedule_id, user_id, goal, session_id,
-//! context, input?}` and read `{output, status?, turn_count?, cost?}`.
+//! context, input?}` and read `{output, status?, turn_count?, cost?, artifacts?}`, where
+//! `artifacts` is `[{"name", "type"?, "content_base64"}]`: files the run produced.
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::request::JsonClient;
 use super::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::artifact::NewArtifact;
 use crate::config::RuntimeConfig;
 use crate::memory::{Memory, NewEvent, Role};
 
@@ -23,6 +25,43 @@ struct Answer {
     turn_count: Option<i64>,
     #[serde(default)]
     cost: Option<f64>,
+    #[serde(default)]
+    artifacts: Vec<AnswerArtifact>,
+}
+
+/// A file attached to an answer.
+#[derive(Deserialize)]
+struct AnswerArtifact {
+    name: String,
+    #[serde(default, rename = "type")]
+    mime_type: Option<String>,
+    content_base64: String,
+}
+
+/// The attached files, decoded; bad base64 is a reason naming the file.
+fn decode_artifacts(attached: Vec<AnswerArtifact>) -> Result<Vec<NewArtifact>, String> {
+    use base64::Engine;
+    attached
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let content = base64::engine::general_purpose::STANDARD
+                .decode(a.content_base64.trim())
+                .map_err(|e| {
+                    format!(
+                        "artifacts[{i}] (`{}`): content_base64 is not base64: {e}",
+                        crate::input::printable(crate::text::truncate_chars(&a.name, 100))
+                    )
+                })?;
+            Ok(NewArtifact {
+                name: a.name,
+                mime_type: a
+                    .mime_type
+                    .unwrap_or_else(|| crate::artifact::DEFAULT_MIME_TYPE.to_string()),
+                content,
+            })
+        })
+        .collect()
 }
 
 impl HttpRuntime {
@@ -81,6 +120,16 @@ impl AgentRuntime for HttpRuntime {
         }
         outcome.turn_count = turn_count;
         outcome.cost = cost;
+        match decode_artifacts(answer.artifacts) {
+            Ok(artifacts) => outcome.artifacts = artifacts,
+            Err(reason) => {
+                outcome.error = Some(RuntimeError::BadAnswer {
+                    url: self.url.clone(),
+                    reason,
+                });
+                return outcome;
+            }
+        }
         if !answer.output.trim().is_empty() {
             outcome
                 .transcript

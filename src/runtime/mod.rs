@@ -1,6 +1,7 @@
 //! Agent runtimes: what runs a schedule's goal. `openai` drives any OpenAI-compatible
 //! `/chat/completions` endpoint with nightshift's own tool loop and memory tools; `http`
-//! posts the goal to an agent runtime's endpoint and reads its answer.
+//! posts the goal to an agent runtime's endpoint and reads its answer (and the files it
+//! attached).
 
 mod hints;
 mod http;
@@ -115,6 +116,9 @@ pub struct GoalOutcome {
     pub transcript: Vec<NewEvent>,
     /// Why the run failed, if it did.
     pub error: Option<RuntimeError>,
+    /// Files the run produced, stored with its session after it (within
+    /// `[artifacts]`'s limits; one over them is skipped with a note in the output).
+    pub artifacts: Vec<crate::artifact::NewArtifact>,
 }
 
 #[async_trait]

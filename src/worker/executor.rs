@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::listener::{FinishedRun, RunListener};
+use crate::artifact::ArtifactStore;
 use crate::config::{RuntimeConfig, SchedulerConfig};
 use crate::memory::{
     ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
@@ -37,6 +38,8 @@ pub struct Executor {
     pub listener: Arc<dyn RunListener>,
     /// Rolling summaries of the schedule's session, brought up to date after each run.
     pub summaries: Option<(SummaryPolicy, Arc<dyn Summarizer>)>,
+    /// Where the files a run produced are stored, with the schedule's session.
+    pub artifacts: ArtifactStore,
 }
 
 impl Executor {
@@ -181,14 +184,47 @@ impl Executor {
         crate::text::truncate_chars(&context, budget * 4).to_string()
     }
 
+    /// Stores the files the run produced with its session and run id. One that cannot be
+    /// stored (over a limit, a bad name or type) is skipped with a note at the end of the
+    /// run's output: the run itself stands.
+    async fn store_artifacts(&self, claim: &Claim, session: &str, outcome: &mut GoalOutcome) {
+        let artifacts = std::mem::take(&mut outcome.artifacts);
+        for artifact in &artifacts {
+            let stored = self
+                .artifacts
+                .put(
+                    &claim.schedule.user_id,
+                    session,
+                    Some(&claim.run_id),
+                    artifact,
+                )
+                .await;
+            if let Err(err) = stored {
+                let name =
+                    crate::input::printable(crate::text::truncate_chars(&artifact.name, 100))
+                        .into_owned();
+                tracing::warn!(run_id = %claim.run_id, artifact = %name, %err, "artifact not stored");
+                if !outcome.output.is_empty() {
+                    outcome.output.push('\n');
+                }
+                outcome
+                    .output
+                    .push_str(&format!("[artifact `{name}` not stored: {err}]"));
+            }
+        }
+    }
+
     async fn record(
         &self,
         claim: &Claim,
         status: RunStatus,
-        outcome: GoalOutcome,
+        mut outcome: GoalOutcome,
         hard_stop: &CancellationToken,
     ) {
         let schedule = &claim.schedule;
+        let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+        // Before the run's record: its notification lists them.
+        self.store_artifacts(claim, &session, &mut outcome).await;
         let run_outcome = RunOutcome {
             status: Some(status),
             output: (!outcome.output.is_empty()).then(|| outcome.output.clone()),
@@ -198,7 +234,6 @@ impl Executor {
             completion_tokens: outcome.completion_tokens,
             cost: outcome.cost,
         };
-        let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
         // Each turn kept within the size any event may have, the rest cut with a note: a
         // long answer must not cost the run its transcript.
         let max_text = self.memory.limits().max_text_bytes;

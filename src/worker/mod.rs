@@ -114,6 +114,7 @@ pub async fn run_with(
         worker_id: worker_id.clone(),
         listener: Arc::new(listener::LogListener),
         summaries: Some((consolidation.policy(), consolidation.summarizer.clone())),
+        artifacts: app.artifacts().clone(),
     });
     let scheduler = scheduler::Scheduler {
         store: store.clone(),

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod macros;
+pub mod artifacts;
 pub mod mcp;
 pub mod notes;
 pub mod schedules;

@@ -107,13 +107,14 @@ impl ScheduleStore {
             } else {
                 Priority::High
             };
-            enqueue_in(
-                tx,
-                plan,
-                message("run", priority, payload("run.finished", summary, text)),
-                now,
-            )
-            .await?;
+            let mut payload = payload("run.finished", summary, text);
+            // The files the run produced, stored before this transaction.
+            let artifacts = crate::artifact::of_run_in(tx, &claim.run_id).await?;
+            if !artifacts.is_empty() {
+                payload["artifacts"] =
+                    crate::artifact::notice_json(&artifacts, plan.public_url.as_deref());
+            }
+            enqueue_in(tx, plan, message("run", priority, payload), now).await?;
             written = true;
         }
         if !status.is_success() && failures == plan.failure_notice_after {

@@ -1,0 +1,415 @@
+//! Put, get, list and delete, each checked against who acts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::folder;
+use super::types::{Artifact, ArtifactDeleted, NewArtifact};
+use super::validate::{check_mime_type, check_name};
+use super::{ArtifactError, Result};
+use crate::access::Actor;
+use crate::config::ArtifactsConfig;
+use crate::db::clock::Clock;
+use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, Db, DbTarget, FromRow};
+use crate::input;
+use crate::memory::SessionKind;
+
+/// The artifact store. Cheap to clone; clones share the folder lock.
+#[derive(Clone)]
+pub struct ArtifactStore {
+    pub(super) db: Db,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) config: ArtifactsConfig,
+    /// The content-addressed folder; `None` keeps every content in the database.
+    pub(super) folder: Option<PathBuf>,
+    /// Orders this process's folder writes and removals with the rows that reference
+    /// them (a put and a delete of the same content never interleave here).
+    pub(super) folder_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// Where content above `inline_max_bytes` goes: `[artifacts] dir`, else `artifacts/`
+/// beside a local database file. A server (or a replica of one) without `dir` has no
+/// folder every worker shares, so its content stays in the database.
+pub fn folder_for(target: &DbTarget, config: &ArtifactsConfig) -> Option<PathBuf> {
+    if let Some(dir) = &config.dir {
+        return Some(PathBuf::from(dir));
+    }
+    match target {
+        DbTarget::Local(path) => Some(
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("artifacts"), |p| p.join("artifacts")),
+        ),
+        DbTarget::Remote { .. } | DbTarget::Replica { .. } => None,
+    }
+}
+
+/// Runs folder work on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ArtifactError::Folder(e.to_string()))?
+        .map_err(ArtifactError::Folder)
+}
+
+impl ArtifactStore {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, config: ArtifactsConfig) -> Self {
+        let folder = folder_for(db.target(), &config);
+        Self {
+            db,
+            clock,
+            config,
+            folder,
+            folder_lock: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// The limits and folder it works with.
+    pub fn config(&self) -> &ArtifactsConfig {
+        &self.config
+    }
+
+    /// The content-addressed folder, when content is kept in one.
+    pub fn folder(&self) -> Option<&std::path::Path> {
+        self.folder.as_deref()
+    }
+
+    /// Checks an artifact before anything is written: name, type, size.
+    pub fn check(&self, artifact: &NewArtifact) -> Result<()> {
+        check_name(&artifact.name)?;
+        check_mime_type(&artifact.mime_type)?;
+        let size = artifact.content.len();
+        if size > self.config.max_artifact_bytes {
+            return Err(ArtifactError::TooLarge {
+                size: size as u64,
+                limit: self.config.max_artifact_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Bytes `user_id`'s artifacts take (shared content counted per artifact).
+    async fn used(&self, conn: &impl crate::db::Queryable, user_id: &str) -> Result<u64> {
+        let used: Option<i64> = query_scalar(
+            conn,
+            "SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE user_id = ?1",
+            [user_id],
+        )
+        .await?;
+        Ok(used.unwrap_or(0).max(0) as u64)
+    }
+
+    fn over_quota(&self, user_id: &str, used: u64, size: u64) -> Result<()> {
+        let limit = self.config.max_bytes_per_user;
+        if used.saturating_add(size) > limit {
+            return Err(ArtifactError::OverQuota {
+                user_id: user_id.to_string(),
+                used,
+                size,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Stores an artifact for `user_id` in `session_id` (created on first use, like an
+    /// append's), recording the run that produced it when one did. Over a limit or with
+    /// bad input nothing is written.
+    pub async fn put(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        run_id: Option<&str>,
+        artifact: &NewArtifact,
+    ) -> Result<Artifact> {
+        input::check_user_id(user_id)?;
+        input::check_id("session id", session_id)?;
+        if let Some(run_id) = run_id {
+            input::check_id("run id", run_id)?;
+        }
+        if SessionKind::of(session_id) == SessionKind::Memory {
+            return Err(ArtifactError::ReservedSession(session_id.to_string()));
+        }
+        self.check(artifact)?;
+        let size = artifact.content.len() as u64;
+        let hash = blake3::hash(&artifact.content).to_hex().to_string();
+        let conn = self.db.conn().await?;
+        // Checked before the file is written, and again in the transaction.
+        let used = self.used(&conn, user_id).await?;
+        self.over_quota(user_id, used, size)?;
+        let stored: Option<i64> = query_scalar(
+            &conn,
+            "SELECT in_folder FROM artifact_contents WHERE hash = ?1",
+            [hash.as_str()],
+        )
+        .await?;
+        drop(conn);
+        // Content already stored keeps its place; new content goes by its size.
+        let in_folder = match (&self.folder, stored) {
+            (Some(_), Some(flag)) => flag == 1,
+            (Some(_), None) => size > self.config.inline_max_bytes as u64,
+            (None, _) => false,
+        };
+        let _guard = match in_folder {
+            true => Some(self.folder_lock.lock().await),
+            false => None,
+        };
+        if in_folder {
+            self.write_file(&hash, &artifact.content).await?;
+        }
+        let record = self
+            .insert(user_id, session_id, run_id, artifact, &hash, in_folder)
+            .await?;
+        if in_folder {
+            // A delete in another process may have removed the file between our write and
+            // our commit: the content is referenced now, so put it back.
+            self.write_file(&hash, &artifact.content).await?;
+        }
+        Ok(record)
+    }
+
+    async fn write_file(&self, hash: &str, content: &[u8]) -> Result<()> {
+        let Some(root) = self.folder.clone() else {
+            return Ok(());
+        };
+        let (hash, content) = (hash.to_string(), content.to_vec());
+        blocking(move || folder::ensure(&root, &hash, &content)).await
+    }
+
+    /// The rows, in one transaction: the session (created if new), the quota, the
+    /// content (once per hash) and the artifact.
+    async fn insert(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        run_id: Option<&str>,
+        artifact: &NewArtifact,
+        hash: &str,
+        in_folder: bool,
+    ) -> Result<Artifact> {
+        let now = self.clock.now_ms();
+        let size = artifact.content.len() as i64;
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let owner: Option<String> = query_scalar(
+            &tx,
+            "SELECT user_id FROM sessions WHERE session_id = ?1",
+            [session_id],
+        )
+        .await?;
+        match owner {
+            Some(owner) if owner != user_id => {
+                return Err(ArtifactError::SessionOfOtherUser {
+                    session_id: session_id.to_string(),
+                })
+            }
+            Some(_) => {}
+            None => {
+                tx.execute(
+                    "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?4)",
+                    libsql::params![
+                        session_id,
+                        user_id,
+                        SessionKind::of(session_id).as_str(),
+                        now
+                    ],
+                )
+                .await?;
+                tx.execute(
+                    "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)",
+                    libsql::params![session_id, now],
+                )
+                .await?;
+            }
+        }
+        let used = self.used(&tx, user_id).await?;
+        self.over_quota(user_id, used, size as u64)?;
+        let data = (!in_folder).then(|| artifact.content.clone());
+        tx.execute(
+            "INSERT INTO artifact_contents (hash, size, in_folder, data, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (hash) DO NOTHING",
+            libsql::params![hash, size, i64::from(in_folder), data, now],
+        )
+        .await?;
+        let record = Artifact {
+            artifact_id: crate::ids::new_id("art"),
+            user_id: user_id.to_string(),
+            session_id: session_id.to_string(),
+            run_id: run_id.map(str::to_string),
+            name: artifact.name.clone(),
+            mime_type: artifact.mime_type.clone(),
+            size,
+            hash: hash.to_string(),
+            created_at: now,
+        };
+        tx.execute(
+            "INSERT INTO artifacts (artifact_id, user_id, session_id, run_id, name, mime_type,
+             size, hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            libsql::params![
+                record.artifact_id.as_str(),
+                user_id,
+                session_id,
+                run_id,
+                record.name.as_str(),
+                record.mime_type.as_str(),
+                size,
+                hash,
+                now
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// An artifact's metadata, if `actor` may see it.
+    pub async fn metadata(&self, actor: &Actor, artifact_id: &str) -> Result<Artifact> {
+        input::check_id("artifact id", artifact_id)?;
+        let conn = self.db.conn().await?;
+        let sql = format!(
+            "SELECT {} FROM artifacts WHERE artifact_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+            Artifact::COLUMNS
+        );
+        fetch_optional(&conn, &sql, libsql::params![artifact_id, actor.user_id()])
+            .await?
+            .ok_or_else(|| ArtifactError::NotFound(artifact_id.to_string()))
+    }
+
+    /// An artifact's metadata and bytes, if `actor` may see it. Content whose file is
+    /// missing, or whose bytes no longer match their hash, is a clear error.
+    pub async fn get(&self, actor: &Actor, artifact_id: &str) -> Result<(Artifact, Vec<u8>)> {
+        let artifact = self.metadata(actor, artifact_id).await?;
+        let conn = self.db.conn().await?;
+        let stored = query_first_row(
+            &conn,
+            "SELECT in_folder, data FROM artifact_contents WHERE hash = ?1",
+            [artifact.hash.as_str()],
+            |row| Ok((row.get::<i64>(0)?, row.get::<Option<Vec<u8>>>(1)?)),
+        )
+        .await?;
+        drop(conn);
+        let missing = |path: String| ArtifactError::ContentMissing {
+            artifact_id: artifact_id.to_string(),
+            path,
+        };
+        let bytes = match stored {
+            Some((0, Some(data))) => data,
+            Some((1, _)) => {
+                let (Some(root), true) = (self.folder.clone(), folder::is_hash(&artifact.hash))
+                else {
+                    return Err(missing("no artifact folder is configured".into()));
+                };
+                let hash = artifact.hash.clone();
+                let path = folder::path_of(&root, &hash).display().to_string();
+                blocking(move || folder::read(&root, &hash))
+                    .await?
+                    .ok_or_else(|| missing(path))?
+            }
+            _ => return Err(missing("no stored content".into())),
+        };
+        if blake3::hash(&bytes).to_hex().as_str() != artifact.hash {
+            return Err(ArtifactError::ContentCorrupt {
+                artifact_id: artifact_id.to_string(),
+                hash: artifact.hash,
+            });
+        }
+        Ok((artifact, bytes))
+    }
+
+    /// `user_id`'s artifacts, newest first, optionally of one session. Another user's
+    /// list is empty, as for a user with none.
+    pub async fn list(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+        session_id: Option<&str>,
+    ) -> Result<Vec<Artifact>> {
+        input::check_user_id(user_id)?;
+        if let Some(session_id) = session_id {
+            input::check_id("session id", session_id)?;
+        }
+        if !actor.may_act_for(user_id) {
+            return Ok(Vec::new());
+        }
+        let conn = self.db.conn().await?;
+        let sql = format!(
+            "SELECT {} FROM artifacts WHERE user_id = ?1 AND (?2 IS NULL OR session_id = ?2)
+             ORDER BY created_at DESC, artifact_id DESC",
+            Artifact::COLUMNS
+        );
+        Ok(fetch_all(&conn, &sql, libsql::params![user_id, session_id]).await?)
+    }
+
+    /// The artifacts a run produced (for its notification), oldest first.
+    pub async fn of_run(&self, run_id: &str) -> Result<Vec<Artifact>> {
+        let conn = self.db.conn().await?;
+        let sql = format!(
+            "SELECT {} FROM artifacts WHERE run_id = ?1 ORDER BY created_at, artifact_id",
+            Artifact::COLUMNS
+        );
+        Ok(fetch_all(&conn, &sql, [run_id]).await?)
+    }
+
+    /// Deletes an artifact, if `actor` may see it: its row first (its content's with it
+    /// when no other artifact shares it), then the content's file.
+    pub async fn delete(&self, actor: &Actor, artifact_id: &str) -> Result<ArtifactDeleted> {
+        let artifact = self.metadata(actor, artifact_id).await?;
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let deleted = tx
+            .execute(
+                "DELETE FROM artifacts WHERE artifact_id = ?1",
+                [artifact_id],
+            )
+            .await?;
+        if deleted == 0 {
+            return Err(ArtifactError::NotFound(artifact_id.to_string()));
+        }
+        // The trigger removed the content row if this was its last artifact.
+        let left: Option<i64> = query_scalar(
+            &tx,
+            "SELECT 1 FROM artifact_contents WHERE hash = ?1",
+            [artifact.hash.as_str()],
+        )
+        .await?;
+        tx.commit().await?;
+        drop(conn);
+        let content_removed = left.is_none();
+        if content_removed {
+            self.remove_unreferenced_file(&artifact.hash).await?;
+        }
+        Ok(ArtifactDeleted {
+            artifact_id: artifact_id.to_string(),
+            deleted: true,
+            content_removed,
+        })
+    }
+
+    /// Removes the folder file of `hash` unless a content row references it (again: a
+    /// put may have stored the same bytes since). Whether a file was removed.
+    pub(super) async fn remove_unreferenced_file(&self, hash: &str) -> Result<bool> {
+        let Some(root) = self.folder.clone() else {
+            return Ok(false);
+        };
+        if !folder::is_hash(hash) {
+            return Ok(false);
+        }
+        let _guard = self.folder_lock.lock().await;
+        let conn = self.db.conn().await?;
+        let referenced: Option<i64> = query_scalar(
+            &conn,
+            "SELECT 1 FROM artifact_contents WHERE hash = ?1",
+            [hash],
+        )
+        .await?;
+        drop(conn);
+        if referenced.is_some() {
+            return Ok(false);
+        }
+        let hash = hash.to_string();
+        blocking(move || folder::remove(&root, &hash)).await
+    }
+}
