@@ -1,8 +1,8 @@
 //! The routes, by what they are about.
 
 pub mod admin;
-pub mod macros;
 pub mod artifacts;
+pub mod macros;
 pub mod mcp;
 pub mod notes;
 pub mod schedules;
