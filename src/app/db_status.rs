@@ -26,7 +26,8 @@ pub struct DbStatus {
     pub binary_schema_version: i64,
     pub up_to_date: bool,
     pub migrations: Vec<MigrationStatus>,
-    /// Rows by kind: sessions, events, notes, chunks, vectors (when the schema is current).
+    /// Rows by kind: sessions, events, notes, chunks, vectors, state keys, artifacts, promoted
+    /// macros (when the schema is current).
     pub counts: BTreeMap<String, i64>,
     pub embedding_model: Option<String>,
     pub embedding: EmbeddingStatusReport,
@@ -60,6 +61,9 @@ pub async fn db_status(db: &Db, backend: &str) -> Result<DbStatus, DbError> {
             ("notes", "SELECT count(*) FROM notes"),
             ("chunks", "SELECT count(*) FROM chunks"),
             ("vectors", "SELECT count(*) FROM chunk_vectors"),
+            ("state_keys", "SELECT count(*) FROM state_entries"),
+            ("artifacts", "SELECT count(*) FROM artifacts"),
+            ("macros", "SELECT count(*) FROM macros WHERE promoted = 1"),
         ] {
             let n: i64 = query_scalar(&conn, sql, ()).await?.unwrap_or(0);
             counts.insert(name.to_string(), n);
