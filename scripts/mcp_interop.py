@@ -20,7 +20,7 @@ EXPECTED_TOOLS = {
     "memory_recall", "memory_context", "schedule_add", "schedule_list", "schedule_show",
     "schedule_edit", "schedule_pause", "schedule_resume", "schedule_delete", "schedule_runs",
     "schedule_run_now", "schedule_trigger", "schedule_backfill",
-    "state_get", "state_set", "state_delete", "state_list",
+    "state_get", "state_set", "state_delete", "state_list", "memory_history", "memory_restore",
 }
 
 

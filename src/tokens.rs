@@ -245,6 +245,12 @@ impl TokenStore {
         .await?)
     }
 
+    /// Forgets this process's checked tokens of `user_id` (their rows are gone: a purge).
+    pub fn forget_user(&self, user_id: &str) {
+        self.recent()
+            .retain(|_, c| c.found.actor.user_id() != Some(user_id));
+    }
+
     /// Revokes a token: it is refused from now on.
     pub async fn revoke(&self, token_id: &str) -> Result<TokenInfo, TokenError> {
         input::check_id("token id", token_id)?;

@@ -81,7 +81,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 22] = [
+const TOOLS: [&str; 24] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -104,6 +104,8 @@ const TOOLS: [&str; 22] = [
     "state_set",
     "state_delete",
     "state_list",
+    "memory_history",
+    "memory_restore",
 ];
 
 #[tokio::test]

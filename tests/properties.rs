@@ -725,6 +725,18 @@ fn routes() -> Vec<(&'static str, &'static str, bool, Value)> {
             false,
             json!({"text": "an artifact's bytes"}),
         ),
+        (
+            "POST",
+            "/v1/notes/{note}/restore",
+            false,
+            json!({"version": 1}),
+        ),
+        (
+            "POST",
+            "/v1/admin/users/{session}/purge",
+            true,
+            json!({"dry_run": true}),
+        ),
         ("POST", "/v1/admin/outbox/{message}/retry", true, json!({})),
         (
             "POST",
@@ -788,6 +800,7 @@ const FIELDS: &[&str] = &[
     "user",
     "value",
     "expected_version",
+    "version",
 ];
 
 fn json_value() -> BoxedStrategy<Value> {

@@ -76,6 +76,7 @@ impl utoipa::Modify for BearerAuth {
 fn documented_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::notes::router())
+        .merge(routes::versions::router())
         .merge(routes::artifacts::router())
         .merge(routes::search::router())
         .merge(routes::sessions::router())

@@ -9,6 +9,7 @@
 pub mod check;
 pub mod db_status;
 pub mod overview;
+pub mod purge;
 mod schedules;
 pub mod status;
 
@@ -175,6 +176,20 @@ impl App {
 
     pub fn tokens(&self) -> &crate::tokens::TokenStore {
         &self.tokens
+    }
+
+    /// Erases everything of `user_id` (or with `dry_run`, counts it): see [`purge`].
+    pub async fn purge_user(
+        &self,
+        actor: &crate::access::Actor,
+        user_id: &str,
+        dry_run: bool,
+    ) -> Result<purge::UserPurged, purge::PurgeError> {
+        let purged = purge::purge_user(self.db(), actor, user_id, dry_run).await?;
+        if purged.purged {
+            self.tokens.forget_user(user_id);
+        }
+        Ok(purged)
     }
 
     pub fn state(&self) -> &crate::state::StateStore {

@@ -341,6 +341,8 @@ pub enum MemoryCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    #[command(flatten)]
+    Versions(super::versions::VersionsCommand),
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use nightshift::app::App;
 use nightshift::db::clock::to_rfc3339;
 use nightshift::error::Error;
 use nightshift::memory::{
-    AppendedEvents, ContextRequest, HitSource, Memory, NewEvent, NewNote, NoteDeleted,
+    AppendedEvents, ContextRequest, HitSource, Memory, NewEvent, NewNote, NoteDeleted, Origin,
     SearchRequest, SearchResponse, SessionForgotten,
 };
 
@@ -14,7 +14,7 @@ use super::input::{file_arg, text_arg};
 use super::output::{note, print};
 
 pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Error> {
-    let memory = app.memory();
+    let memory = &app.memory().by(Origin::Cli);
     let max_text = memory.limits().max_text_bytes;
     match command {
         MemoryCommand::Save {
@@ -196,6 +196,7 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             };
             print(json, &out, || format!("forgot {}", out.session_id))
         }
+        MemoryCommand::Versions(command) => super::versions::run(app, command, json).await,
     }
 }
 
@@ -215,7 +216,7 @@ const CLI_EMBED_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Embeds queued chunks briefly before the process exits; what is left (or fails) stays
 /// queued for the daemon.
-async fn settle_embeddings(memory: &Memory) {
+pub(super) async fn settle_embeddings(memory: &Memory) {
     if let Err(err) = memory.embed_queued_within(CLI_EMBED_BUDGET).await {
         tracing::warn!(%err, "embedding left to the daemon");
     }

@@ -12,6 +12,7 @@ mod output;
 mod schedule;
 mod state;
 mod status;
+mod versions;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

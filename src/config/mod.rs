@@ -327,6 +327,9 @@ pub struct MemoryConfig {
     pub max_state_value_bytes: usize,
     /// Most keys one scope (a session, a user, the app, a run) may hold.
     pub max_state_keys: usize,
+    /// Days a deleted note's versions are kept (restorable) before the expiry pass purges
+    /// them; 0 keeps them until the user is purged.
+    pub deleted_note_retention_days: i64,
 }
 
 impl Default for MemoryConfig {
@@ -343,6 +346,7 @@ impl Default for MemoryConfig {
             max_notes_per_user: 10_000,
             max_state_value_bytes: 65_536,
             max_state_keys: 1_000,
+            deleted_note_retention_days: 30,
         }
     }
 }

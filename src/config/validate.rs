@@ -215,6 +215,11 @@ fn memory(config: &Config) -> Result<(), ConfigError> {
         2..=16 * MIB,
     )?;
     range("memory.max_state_keys", mem.max_state_keys, 1..=1_000_000)?;
+    range(
+        "memory.deleted_note_retention_days",
+        mem.deleted_note_retention_days,
+        0..=36_500,
+    )?;
     Ok(())
 }
 
@@ -577,6 +582,7 @@ mod tests {
         ("memory", "max_notes_per_user"),
         ("memory", "max_state_value_bytes"),
         ("memory", "max_state_keys"),
+        ("memory", "deleted_note_retention_days"),
         ("search", "default_top_k"),
         ("search", "max_top_k"),
         ("search", "candidates"),

@@ -12,7 +12,7 @@ use crate::artifact::ArtifactStore;
 use crate::config::ConsolidationConfig;
 use crate::ids;
 use crate::memory::{
-    Memory, NewNote, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
+    Memory, NewNote, Origin, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
 use crate::notify::outbox::Outbox;
 use crate::schedule::ScheduleStore;
@@ -532,10 +532,18 @@ impl Consolidator {
         };
         match same_key.first() {
             Some((old, _)) => {
-                self.memory.supersede_note(user_id, old, &note).await?;
+                self.memory
+                    .by(Origin::Consolidation("facts"))
+                    .supersede_note(user_id, old, &note)
+                    .await?;
                 Ok(Learned::Superseded)
             }
-            None => match self.memory.save_note(user_id, &note).await {
+            None => match self
+                .memory
+                .by(Origin::Consolidation("facts"))
+                .save_note(user_id, &note)
+                .await
+            {
                 Ok(_) => Ok(Learned::Saved),
                 // A user at the notes limit must not fail the pass on every run: the
                 // fact is left out, counted, and the pass goes on.
@@ -548,8 +556,18 @@ impl Consolidator {
     async fn expiry(&self) -> Result<Counts, ConsolidateError> {
         let now = self.now();
         let mut counts = Counts::new();
-        let expired = self.memory.expire_notes(now).await?;
+        let expired = self
+            .memory
+            .by(Origin::Consolidation("expiry"))
+            .expire_notes(now)
+            .await?;
         bump(&mut counts, "notes_expired", expired as i64);
+        let retention_days = self.memory.limits().deleted_note_retention_days;
+        if retention_days > 0 {
+            let cutoff = now.saturating_sub(retention_days.saturating_mul(86_400_000));
+            let purged = self.memory.purge_deleted_versions(cutoff).await?;
+            bump(&mut counts, "note_versions_purged", purged as i64);
+        }
         // `temp:` state a crashed run left (a run that ends clears its own).
         let cleared = crate::state::StateStore::new(self.memory.clone())
             .sweep_temp()

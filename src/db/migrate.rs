@@ -109,6 +109,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "macros",
         sql: include_str!("../../migrations/0019_macros.sql"),
     },
+    Migration {
+        version: 20,
+        name: "note_versions",
+        sql: include_str!("../../migrations/0020_note_versions.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

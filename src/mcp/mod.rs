@@ -11,6 +11,7 @@ mod schema;
 mod state_tools;
 pub mod stdio;
 pub mod tools;
+mod version_tools;
 
 pub use handler::{McpServer, SessionUser, TOOLS_PER_PAGE};
 

@@ -286,6 +286,7 @@ pub fn definitions() -> Vec<ToolDef> {
             ScheduleBackfillIn, Backfill),
     ];
     tools.extend(super::state_tools::definitions());
+    tools.extend(super::version_tools::definitions());
     tools
 }
 
@@ -337,7 +338,7 @@ pub async fn call(
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<CallToolResult, CallError> {
-    let memory = app.memory();
+    let memory = &app.memory().by(crate::memory::Origin::Mcp);
     let actor = Actor::user(user).map_err(Error::from)?;
     match name {
         "memory_search" => {
@@ -674,6 +675,9 @@ pub async fn call(
             };
             done(text, &RunsOut { runs })
         }
-        other => super::state_tools::call(app, user, other, arguments).await,
+        other if other.starts_with("state_") => {
+            super::state_tools::call(app, user, other, arguments).await
+        }
+        other => super::version_tools::call(app, user, other, arguments).await,
     }
 }

@@ -20,6 +20,7 @@ mod summary;
 mod types;
 mod upkeep;
 mod vectors;
+mod versions;
 mod writer;
 
 /// Characters of the previous event a conversation chunk carries as its context.
@@ -47,6 +48,7 @@ pub use types::{
     SessionForgotten, SessionKind,
 };
 pub use upkeep::FactsCursor;
+pub use versions::{NoteChange, NoteVersion, Origin};
 pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};
@@ -66,6 +68,10 @@ pub enum MemoryError {
     SessionNotFound(String),
     #[error("session id `{session_id}` is in use by another user; choose another")]
     SessionOfOtherUser { session_id: String },
+    #[error("note `{note_id}` has no version {version}")]
+    VersionNotFound { note_id: String, version: i64 },
+    #[error("the key `{key}` is now note `{note_id}`'s; change or delete that note first")]
+    KeyTaken { key: String, note_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
     ReservedSession(String),
     #[error(
@@ -96,10 +102,12 @@ impl Kind for MemoryError {
             MemoryError::Input(_) | MemoryError::ReservedSession(_) | MemoryError::Jsonl(_) => {
                 ErrorKind::BadInput
             }
-            MemoryError::NoteNotFound(_) | MemoryError::SessionNotFound(_) => ErrorKind::NotFound,
-            MemoryError::SessionOfOtherUser { .. } | MemoryError::TooManyNotes { .. } => {
-                ErrorKind::Conflict
-            }
+            MemoryError::NoteNotFound(_)
+            | MemoryError::SessionNotFound(_)
+            | MemoryError::VersionNotFound { .. } => ErrorKind::NotFound,
+            MemoryError::SessionOfOtherUser { .. }
+            | MemoryError::TooManyNotes { .. }
+            | MemoryError::KeyTaken { .. } => ErrorKind::Conflict,
             MemoryError::WriteFailed(_) => ErrorKind::Internal,
             MemoryError::Embed(err) => err.kind(),
             MemoryError::Db(err) => err.kind(),
@@ -129,6 +137,8 @@ pub struct Memory {
     embed_wake: Arc<tokio::sync::Notify>,
     /// Chunks the background embedder claims and embeds at a time.
     embed_batch_size: usize,
+    /// Who changes notes through this handle, recorded with each version.
+    origin: Origin,
 }
 
 impl Memory {
@@ -156,6 +166,7 @@ impl Memory {
             clock: Arc::new(SystemClock),
             embed_wake: Arc::new(tokio::sync::Notify::new()),
             embed_batch_size: 32,
+            origin: Origin::Library,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {

@@ -4,6 +4,7 @@
 
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
+use super::versions::{self, NoteChange};
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
 use crate::db::{fetch_all, fetch_optional, json_column, DbError, FromRow};
 use crate::ids;
@@ -70,7 +71,11 @@ pub fn tombstone_hash(content: &str) -> String {
 
 /// Moves the user's memory session on by one sequence (creating it on first use) and
 /// returns that sequence: it orders note writes and tells a rebuild something changed.
-async fn next_memory_sequence(conn: &crate::db::WriteTx, user_id: &str, now: i64) -> Result<i64> {
+pub(super) async fn next_memory_sequence(
+    conn: &crate::db::WriteTx,
+    user_id: &str,
+    now: i64,
+) -> Result<i64> {
     let session_id = SessionKind::memory_session(user_id);
     let sequence = ensure_session(&conn.runner(), &session_id, user_id, now).await? + 1;
     conn.execute(
@@ -134,6 +139,7 @@ impl Memory {
                     )
                     .await?;
                 }
+                versions::record(&tx, &note_id, NoteChange::Updated, self.origin(), now).await?;
                 SaveOutcome {
                     note_id,
                     created: false,
@@ -165,6 +171,7 @@ impl Memory {
                 .await?;
                 self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
                     .await?;
+                versions::record(&tx, &note_id, NoteChange::Created, self.origin(), now).await?;
                 SaveOutcome {
                     note_id,
                     created: true,
@@ -179,7 +186,11 @@ impl Memory {
     /// Refuses a new note when the user already has `memory.max_notes_per_user` current
     /// notes (superseded versions are history, not counted), inside the transaction that
     /// would add it. Counts no further than the limit.
-    async fn check_note_room(&self, tx: &crate::db::WriteTx, user_id: &str) -> Result<()> {
+    pub(super) async fn check_note_room(
+        &self,
+        tx: &crate::db::WriteTx,
+        user_id: &str,
+    ) -> Result<()> {
         let limit = self.limits.max_notes_per_user;
         let count: i64 = crate::db::query_scalar(
             tx,
@@ -230,6 +241,7 @@ impl Memory {
         }
         tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id])
             .await?;
+        versions::record(&tx, old_note_id, NoteChange::Superseded, self.origin(), now).await?;
         let sequence = next_memory_sequence(&tx, user_id, now).await?;
         tx.execute(
             "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
@@ -250,6 +262,7 @@ impl Memory {
         .await?;
         self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
             .await?;
+        versions::record(&tx, &note_id, NoteChange::Created, self.origin(), now).await?;
         tx.commit().await?;
         self.wake_embedder();
         Ok(SaveOutcome {
@@ -309,6 +322,7 @@ impl Memory {
             now,
         )
         .await?;
+        versions::record(&tx, note_id, NoteChange::Updated, self.origin(), now).await?;
         tx.commit().await?;
         self.wake_embedder();
         self.note(user_id, note_id).await
@@ -339,7 +353,7 @@ impl Memory {
             .await
     }
 
-    async fn write_note_chunks(
+    pub(super) async fn write_note_chunks(
         &self,
         conn: &crate::db::WriteTx,
         user_id: &str,
@@ -380,6 +394,9 @@ impl Memory {
             libsql::params![note_id, user_id],
         )
         .await?;
+        if content.is_some() {
+            versions::record(&tx, note_id, NoteChange::Deleted, self.origin(), now).await?;
+        }
         let deleted = tx
             .execute(
                 "DELETE FROM notes WHERE note_id = ?1 AND user_id = ?2",

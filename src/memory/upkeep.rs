@@ -19,12 +19,16 @@ impl Memory {
     /// Deletes notes whose time ran out (with their chunks, FTS rows and vectors).
     pub async fn expire_notes(&self, now: i64) -> Result<u64> {
         let conn = self.db.conn().await?;
-        Ok(conn
+        let tx = conn.write_tx().await?;
+        super::versions::record_expiries(&tx, self.origin(), now).await?;
+        let expired = tx
             .execute(
                 "DELETE FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",
                 [now],
             )
-            .await?)
+            .await?;
+        tx.commit().await?;
+        Ok(expired)
     }
 
     /// Deletes conversation and scheduled-run sessions idle since before `cutoff`, with

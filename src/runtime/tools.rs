@@ -102,6 +102,7 @@ pub(super) async fn call(
     max_arguments_bytes: usize,
 ) -> String {
     let (user_id, session_id) = (scope.user_id, scope.session_id);
+    let memory = &memory.by(crate::memory::Origin::Run(scope.run_id.to_string()));
     let state = || {
         (
             StateStore::new(memory.clone()),

@@ -10,3 +10,4 @@ pub mod search;
 pub mod sessions;
 pub mod state;
 pub mod system;
+pub mod versions;

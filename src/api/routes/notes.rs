@@ -11,7 +11,7 @@ use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::types::{SaveNoteBody, UpdateNoteBody, UserQuery};
 use crate::api::ApiState;
-use crate::memory::{NewNote, Note, NoteDeleted, SaveOutcome};
+use crate::memory::{NewNote, Note, NoteDeleted, Origin, SaveOutcome};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -41,7 +41,12 @@ async fn save_note(
         category: body.category,
         ..Default::default()
     };
-    let outcome = state.app.memory().save_note(&user, &note).await?;
+    let outcome = state
+        .app
+        .memory()
+        .by(Origin::Api)
+        .save_note(&user, &note)
+        .await?;
     let status = if outcome.created {
         StatusCode::CREATED
     } else {
@@ -96,6 +101,7 @@ async fn update_note(
     let note = state
         .app
         .memory()
+        .by(Origin::Api)
         .update_note(&user, &note_id, &body.text, body.tags.as_deref())
         .await?;
     Ok(Json(note))
@@ -113,7 +119,12 @@ async fn delete_note(
     ApiQuery(query): ApiQuery<UserQuery>,
 ) -> Result<Json<NoteDeleted>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
-    state.app.memory().delete_note(&user, &note_id).await?;
+    state
+        .app
+        .memory()
+        .by(Origin::Api)
+        .delete_note(&user, &note_id)
+        .await?;
     Ok(Json(NoteDeleted {
         note_id,
         deleted: true,

@@ -1,0 +1,101 @@
+//! A note's versions (`/v1/notes/{id}/history`, `/v1/notes/{id}/restore`) and erasing a
+//! user (`/v1/admin/users/{user}/purge`, an admin token only).
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::access::Actor;
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, Failures};
+use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::api::types::UserQuery;
+use crate::api::ApiState;
+use crate::app::purge::UserPurged;
+use crate::memory::{Note, NoteVersion, Origin};
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(history))
+        .routes(routes!(restore))
+        .routes(routes!(purge))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreBody {
+    /// The version to bring back (see the note's history).
+    pub version: i64,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeBody {
+    /// Count what would go, and remove nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Every version of one of the user's notes, oldest first (a deleted note's too, until
+/// its retention ends).
+#[utoipa::path(get, path = "/v1/notes/{note_id}/history", tag = "notes",
+    params(("note_id" = String, Path), UserQuery),
+    responses((status = 200, body = Vec<NoteVersion>), Failures),
+    security(("bearer" = [])))]
+async fn history(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(note_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<Vec<NoteVersion>>, ApiError> {
+    let user = caller.user_for(query.user.as_deref())?;
+    Ok(Json(
+        state.app.memory().note_history(&user, &note_id).await?,
+    ))
+}
+
+/// Bring a version of a note back as its newest version: same id, searchable again.
+#[utoipa::path(post, path = "/v1/notes/{note_id}/restore", tag = "notes",
+    params(("note_id" = String, Path), UserQuery),
+    request_body = RestoreBody,
+    responses((status = 200, body = Note), Failures),
+    security(("bearer" = [])))]
+async fn restore(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(note_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(body): ApiJson<RestoreBody>,
+) -> Result<Json<Note>, ApiError> {
+    let user = caller.user_for(query.user.as_deref())?;
+    let note = state
+        .app
+        .memory()
+        .by(Origin::Api)
+        .restore_note(&user, &note_id, body.version)
+        .await?;
+    Ok(Json(note))
+}
+
+/// Erase everything of a user, history included, and say what went (admin).
+#[utoipa::path(post, path = "/v1/admin/users/{user_id}/purge", tag = "admin",
+    params(("user_id" = String, Path)),
+    request_body = PurgeBody,
+    responses((status = 200, body = UserPurged), Failures),
+    security(("bearer" = [])))]
+async fn purge(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(user_id): ApiPath<String>,
+    ApiJson(body): ApiJson<PurgeBody>,
+) -> Result<Json<UserPurged>, ApiError> {
+    caller.require_admin()?;
+    let purged = state
+        .app
+        .purge_user(&Actor::Operator, &user_id, body.dry_run)
+        .await?;
+    Ok(Json(purged))
+}

@@ -1,0 +1,290 @@
+//! Note versions: every change to a note keeps the note as it stood after the change, and
+//! who or what made it, so a user can see what their memory said and bring any of it
+//! back. A change and its version are written in one transaction.
+
+use serde::Serialize;
+
+use super::notes::next_memory_sequence;
+use super::{check_id, Memory, MemoryError, Note, Result};
+use crate::db::{fetch_all, fetch_optional, json_column, query_scalar, DbError, FromRow, WriteTx};
+
+text_enum!(
+    /// What a change did to a note.
+    NoteChange {
+        Created => "created",
+        Updated => "updated",
+        Superseded => "superseded",
+        Deleted => "deleted",
+        Restored => "restored",
+    }
+);
+
+/// Who or what changes notes through a [`Memory`]: recorded with each version.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// A caller that did not say (tests, benchmarks, library users).
+    #[default]
+    Library,
+    Cli,
+    Api,
+    Mcp,
+    /// A scheduled run's tool call.
+    Run(String),
+    /// A consolidation pass, by name.
+    Consolidation(&'static str),
+}
+
+impl Origin {
+    /// As stored: `cli`, `api`, `mcp`, `run:RUN_ID`, `consolidation:PASS`, `library`.
+    pub fn label(&self) -> String {
+        match self {
+            Origin::Library => "library".into(),
+            Origin::Cli => "cli".into(),
+            Origin::Api => "api".into(),
+            Origin::Mcp => "mcp".into(),
+            Origin::Run(run_id) => format!("run:{run_id}"),
+            Origin::Consolidation(pass) => format!("consolidation:{pass}"),
+        }
+    }
+}
+
+/// A note as one change left it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct NoteVersion {
+    pub note_id: String,
+    /// 1 for the first, one more for each change.
+    pub version: i64,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub key: Option<String>,
+    pub category: Option<String>,
+    pub source: String,
+    pub change: NoteChange,
+    /// `cli`, `api`, `mcp`, `run:RUN_ID`, `consolidation:PASS`, `library`.
+    pub changed_by: String,
+    pub changed_at: i64,
+}
+
+impl FromRow for NoteVersion {
+    const COLUMNS: &'static str = "note_id, version, content, tags_json, key, category, source,
+        change, changed_by, changed_at";
+
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        Ok(NoteVersion {
+            note_id: row.get(0)?,
+            version: row.get(1)?,
+            content: row.get(2)?,
+            tags: json_column(row, 3, "note version tags")?,
+            key: row.get(4)?,
+            category: row.get(5)?,
+            source: row.get(6)?,
+            change: crate::db::text_column(row, 7, "note change")?,
+            changed_by: row.get(8)?,
+            changed_at: row.get(9)?,
+        })
+    }
+}
+
+/// Keeps the note as it stands now (inside the transaction that changed it) as its next
+/// version. For a deletion, called before the row goes.
+pub(super) async fn record(
+    tx: &WriteTx,
+    note_id: &str,
+    change: NoteChange,
+    origin: &Origin,
+    now: i64,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO note_versions (note_id, version, user_id, content, tags_json, key,
+         category, source, change, changed_by, changed_at)
+         SELECT note_id,
+                COALESCE((SELECT max(version) FROM note_versions WHERE note_id = ?1), 0) + 1,
+                user_id, content, tags_json, key, category, source, ?2, ?3, ?4
+         FROM notes WHERE note_id = ?1",
+        libsql::params![note_id, change.as_str(), origin.label(), now],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records the deletion of every note that expired by `now`, before they are deleted in
+/// the same transaction.
+pub(super) async fn record_expiries(tx: &WriteTx, origin: &Origin, now: i64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO note_versions (note_id, version, user_id, content, tags_json, key,
+         category, source, change, changed_by, changed_at)
+         SELECT note_id,
+                COALESCE((SELECT max(v.version) FROM note_versions v
+                          WHERE v.note_id = notes.note_id), 0) + 1,
+                user_id, content, tags_json, key, category, source, 'deleted', ?2, ?1
+         FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+        libsql::params![now, origin.label()],
+    )
+    .await?;
+    Ok(())
+}
+
+impl Memory {
+    /// The same store, recording `origin` with every note change it makes.
+    pub fn by(&self, origin: Origin) -> Memory {
+        let mut memory = self.clone();
+        memory.origin = origin;
+        memory
+    }
+
+    pub(super) fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// Every version of one of the user's notes, oldest first; a deleted note's too, until
+    /// its retention ends.
+    pub async fn note_history(&self, user_id: &str, note_id: &str) -> Result<Vec<NoteVersion>> {
+        check_id("user id", user_id)?;
+        check_id("note id", note_id)?;
+        let conn = self.db.conn().await?;
+        let versions: Vec<NoteVersion> = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM note_versions WHERE note_id = ?1 AND user_id = ?2
+                 ORDER BY version",
+                NoteVersion::COLUMNS
+            ),
+            libsql::params![note_id, user_id],
+        )
+        .await?;
+        if versions.is_empty() {
+            return Err(MemoryError::NoteNotFound(note_id.to_string()));
+        }
+        Ok(versions)
+    }
+
+    /// Brings version `version` of one of the user's notes back as its newest version: the
+    /// same id, searchable again, whether the note was since changed, superseded or
+    /// deleted (within its retention).
+    pub async fn restore_note(&self, user_id: &str, note_id: &str, version: i64) -> Result<Note> {
+        check_id("user id", user_id)?;
+        check_id("note id", note_id)?;
+        crate::input::check_range("version", version, 1..=i64::MAX)?;
+        let conn = self.db.conn().await?;
+        let wanted: NoteVersion = fetch_optional(
+            &conn,
+            &format!(
+                "SELECT {} FROM note_versions WHERE note_id = ?1 AND user_id = ?2
+                 AND version = ?3",
+                NoteVersion::COLUMNS
+            ),
+            libsql::params![note_id, user_id, version],
+        )
+        .await?
+        .ok_or_else(|| MemoryError::VersionNotFound {
+            note_id: note_id.to_string(),
+            version,
+        })?;
+        drop(conn);
+        let chunks = self
+            .prepare_chunks(&[wanted.content.as_str()])
+            .pop()
+            .unwrap_or_default();
+        let tags_json = serde_json::to_string(&wanted.tags).expect("tags serialise");
+        let now = self.clock.now_ms();
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let result = async {
+            if let Some(key) = &wanted.key {
+                let holder: Option<String> = query_scalar(
+                    &tx,
+                    "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2 AND note_id != ?3",
+                    libsql::params![user_id, key.as_str(), note_id],
+                )
+                .await?;
+                if let Some(holder) = holder {
+                    return Err(MemoryError::KeyTaken {
+                        key: key.clone(),
+                        note_id: holder,
+                    });
+                }
+            }
+            let exists: Option<i64> = query_scalar(
+                &tx,
+                "SELECT 1 FROM notes WHERE note_id = ?1 AND user_id = ?2",
+                libsql::params![note_id, user_id],
+            )
+            .await?;
+            if exists.is_some() {
+                tx.execute("DELETE FROM chunks WHERE note_id = ?1", [note_id])
+                    .await?;
+                tx.execute(
+                    "UPDATE notes SET content = ?3, tags_json = ?4, key = ?5, category = ?6,
+                     superseded_by = NULL, updated_at = ?7 WHERE note_id = ?1 AND user_id = ?2",
+                    libsql::params![
+                        note_id,
+                        user_id,
+                        wanted.content.as_str(),
+                        tags_json.as_str(),
+                        wanted.key.as_deref(),
+                        wanted.category.as_deref(),
+                        now
+                    ],
+                )
+                .await?;
+            } else {
+                self.check_note_room(&tx, user_id).await?;
+                tx.execute(
+                    "INSERT INTO notes (note_id, user_id, content, tags_json, key, category,
+                     created_at, updated_at, source)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+                       COALESCE((SELECT min(changed_at) FROM note_versions WHERE note_id = ?1), ?7),
+                       ?7, ?8)",
+                    libsql::params![
+                        note_id,
+                        user_id,
+                        wanted.content.as_str(),
+                        tags_json.as_str(),
+                        wanted.key.as_deref(),
+                        wanted.category.as_deref(),
+                        now,
+                        wanted.source.as_str()
+                    ],
+                )
+                .await?;
+            }
+            // Wanted back: consolidation may learn it again.
+            tx.execute(
+                "DELETE FROM note_tombstones WHERE user_id = ?1 AND content_hash = ?2",
+                libsql::params![user_id, super::tombstone_hash(&wanted.content)],
+            )
+            .await?;
+            let sequence = next_memory_sequence(&tx, user_id, now).await?;
+            self.write_note_chunks(&tx, user_id, note_id, &chunks, sequence, now)
+                .await?;
+            record(&tx, note_id, NoteChange::Restored, &self.origin, now).await
+        }
+        .await;
+        match result {
+            Ok(()) => tx.commit().await?,
+            Err(err) => {
+                tx.rollback().await?;
+                return Err(err);
+            }
+        }
+        self.wake_embedder();
+        self.note(user_id, note_id).await
+    }
+
+    /// Removes the versions of notes deleted before `cutoff` (the retention's end).
+    /// Returns how many versions went.
+    pub async fn purge_deleted_versions(&self, cutoff: i64) -> Result<u64> {
+        let conn = self.db.conn().await?;
+        Ok(conn
+            .execute(
+                "DELETE FROM note_versions WHERE note_id IN (
+                   SELECT v.note_id FROM note_versions v
+                   WHERE v.change = 'deleted' AND v.changed_at < ?1
+                     AND v.version = (SELECT max(w.version) FROM note_versions w
+                                      WHERE w.note_id = v.note_id)
+                     AND NOT EXISTS (SELECT 1 FROM notes n WHERE n.note_id = v.note_id))",
+                [cutoff],
+            )
+            .await?)
+    }
+}

@@ -1,0 +1,497 @@
+//! Note versions and erasure on a real database file: every change keeps a version with
+//! who and when (update, consolidation's supersede, delete, restore), a deleted note stays
+//! restorable until its retention ends, and purging a user leaves nothing of them, table
+//! by table, while nothing of anyone else is touched.
+
+mod common;
+
+use std::sync::Arc;
+
+use nightshift::access::Actor;
+use nightshift::app::purge::purge_user;
+use nightshift::app::App;
+use nightshift::artifact::NewArtifact;
+use nightshift::consolidate::Pass;
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::memory::{MemoryError, NewEvent, NewNote, NoteChange, Origin, Role, SearchRequest};
+use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::Cadence;
+use nightshift::state::StateAccess;
+use nightshift::tokens::NewToken;
+use serde_json::json;
+use tempfile::TempDir;
+
+const START: i64 = 1_800_000_000_000;
+
+async fn app_at(dir: &TempDir) -> (App, Arc<ManualClock>) {
+    let clock = ManualClock::starting_at(START);
+    let app = common::app_with(
+        &common::config_in(dir),
+        Some(clock.clone() as Arc<dyn Clock>),
+    )
+    .await;
+    (app, clock)
+}
+
+async fn found(app: &App, user: &str, query: &str) -> Vec<String> {
+    app.memory()
+        .search(&SearchRequest {
+            user_id: user.into(),
+            query: query.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.text)
+        .collect()
+}
+
+#[tokio::test]
+async fn every_change_keeps_a_version_with_who_and_when() {
+    let dir = TempDir::new().unwrap();
+    let (app, clock) = app_at(&dir).await;
+    let memory = app.memory();
+    let saved = memory
+        .by(Origin::Cli)
+        .save_note("alice", &NewNote::new("Alice drinks green tea"))
+        .await
+        .unwrap();
+    let id = saved.note_id;
+    clock.advance_ms(1000);
+    memory
+        .by(Origin::Api)
+        .update_note("alice", &id, "Alice drinks black tea", None)
+        .await
+        .unwrap();
+    clock.advance_ms(1000);
+    let newer = memory
+        .by(Origin::Consolidation("facts"))
+        .supersede_note("alice", &id, &NewNote::new("Alice drinks oolong now"))
+        .await
+        .unwrap();
+    clock.advance_ms(1000);
+    // Superseded: out of search, in history.
+    assert!(!found(&app, "alice", "black tea")
+        .await
+        .iter()
+        .any(|t| t.contains("black")));
+    let restored = memory
+        .by(Origin::Mcp)
+        .restore_note("alice", &id, 1)
+        .await
+        .unwrap();
+    assert_eq!(restored.content, "Alice drinks green tea");
+    assert_eq!(restored.superseded_by, None);
+    assert_eq!(restored.created_at, START);
+    assert!(found(&app, "alice", "green tea")
+        .await
+        .contains(&"Alice drinks green tea".to_string()));
+    clock.advance_ms(1000);
+    memory
+        .by(Origin::Run("run-7".into()))
+        .delete_note("alice", &id)
+        .await
+        .unwrap();
+
+    let history = memory.note_history("alice", &id).await.unwrap();
+    let seen: Vec<(i64, NoteChange, &str, i64, &str)> = history
+        .iter()
+        .map(|v| {
+            (
+                v.version,
+                v.change,
+                v.changed_by.as_str(),
+                v.changed_at,
+                v.content.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                1,
+                NoteChange::Created,
+                "cli",
+                START,
+                "Alice drinks green tea"
+            ),
+            (
+                2,
+                NoteChange::Updated,
+                "api",
+                START + 1000,
+                "Alice drinks black tea"
+            ),
+            (
+                3,
+                NoteChange::Superseded,
+                "consolidation:facts",
+                START + 2000,
+                "Alice drinks black tea"
+            ),
+            (
+                4,
+                NoteChange::Restored,
+                "mcp",
+                START + 3000,
+                "Alice drinks green tea"
+            ),
+            (
+                5,
+                NoteChange::Deleted,
+                "run:run-7",
+                START + 4000,
+                "Alice drinks green tea"
+            ),
+        ]
+    );
+    // The consolidation's new note has its own history.
+    let other = memory.note_history("alice", &newer.note_id).await.unwrap();
+    assert_eq!(other[0].changed_by, "consolidation:facts");
+    // Deleted: gone from search and notes, still restorable.
+    assert!(found(&app, "alice", "green tea").await.is_empty());
+    assert!(memory.note("alice", &id).await.is_err());
+    memory.restore_note("alice", &id, 2).await.unwrap();
+    assert_eq!(
+        found(&app, "alice", "black tea").await,
+        ["Alice drinks black tea"]
+    );
+    // Another user: the note and its versions do not exist.
+    for result in [
+        memory.note_history("bob", &id).await.map(|_| ()),
+        memory.restore_note("bob", &id, 1).await.map(|_| ()),
+    ] {
+        assert!(
+            matches!(
+                result,
+                Err(MemoryError::NoteNotFound(_)) | Err(MemoryError::VersionNotFound { .. })
+            ),
+            "{result:?}"
+        );
+    }
+    assert!(matches!(
+        memory.restore_note("alice", &id, 99).await,
+        Err(MemoryError::VersionNotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_restore_never_takes_a_key_another_note_holds() {
+    let dir = TempDir::new().unwrap();
+    let (app, _) = app_at(&dir).await;
+    let memory = app.memory();
+    let mut keyed = NewNote::new("Standup at 9");
+    keyed.key = Some("standup".into());
+    let first = memory.save_note("alice", &keyed).await.unwrap().note_id;
+    memory.delete_note("alice", &first).await.unwrap();
+    keyed.content = "Standup at 10".into();
+    let second = memory.save_note("alice", &keyed).await.unwrap().note_id;
+    assert_ne!(first, second);
+    let refused = memory.restore_note("alice", &first, 1).await;
+    assert!(
+        matches!(refused, Err(MemoryError::KeyTaken { .. })),
+        "{refused:?}"
+    );
+    assert!(memory.note("alice", &first).await.is_err());
+    assert_eq!(
+        memory.note("alice", &second).await.unwrap().content,
+        "Standup at 10"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_notes_versions_last_until_the_retention_ends() {
+    let dir = TempDir::new().unwrap();
+    let (app, clock) = app_at(&dir).await;
+    let memory = app.memory();
+    let id = memory
+        .save_note("alice", &NewNote::new("temporary thought"))
+        .await
+        .unwrap()
+        .note_id;
+    let kept = memory
+        .save_note("alice", &NewNote::new("kept thought"))
+        .await
+        .unwrap()
+        .note_id;
+    memory.delete_note("alice", &id).await.unwrap();
+    let expiry = |app: &App| {
+        let consolidator = app.consolidator(None);
+        async move { consolidator.run(&[Pass::Expiry], None, None).await.unwrap() }
+    };
+    clock.advance_ms(29 * 86_400_000);
+    let report = expiry(&app).await;
+    assert_eq!(report[0].counts["note_versions_purged"], json!(0));
+    assert_eq!(memory.note_history("alice", &id).await.unwrap().len(), 2);
+    clock.advance_ms(2 * 86_400_000);
+    let report = expiry(&app).await;
+    assert_eq!(report[0].counts["note_versions_purged"], json!(2));
+    assert!(memory.note_history("alice", &id).await.is_err());
+    assert!(memory.restore_note("alice", &id, 1).await.is_err());
+    // A note that still exists keeps its history.
+    assert_eq!(memory.note_history("alice", &kept).await.unwrap().len(), 1);
+}
+
+/// Rows of `user` in every table that holds a user's data.
+async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
+    let tables: [(&str, &str); 18] = [
+        ("sessions", "SELECT count(*) FROM sessions WHERE user_id = ?1"),
+        ("events", "SELECT count(*) FROM events e JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
+        ("session_state", "SELECT count(*) FROM session_state st JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
+        ("notes", "SELECT count(*) FROM notes WHERE user_id = ?1"),
+        ("note_versions", "SELECT count(*) FROM note_versions WHERE user_id = ?1"),
+        ("note_tombstones", "SELECT count(*) FROM note_tombstones WHERE user_id = ?1"),
+        ("chunks", "SELECT count(*) FROM chunks WHERE user_id = ?1"),
+        ("chunks_fts", "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ('\"' || ?1 || 'word\"')"),
+        ("chunk_vectors", "SELECT count(*) FROM chunk_vectors WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE user_id = ?1)"),
+        ("state_entries", "SELECT count(*) FROM state_entries WHERE user_id = ?1"),
+        ("artifacts", "SELECT count(*) FROM artifacts WHERE user_id = ?1"),
+        ("macros", "SELECT count(*) FROM macros WHERE user_id = ?1"),
+        ("schedules", "SELECT count(*) FROM schedules WHERE user_id = ?1"),
+        ("schedule_runs", "SELECT count(*) FROM schedule_runs r JOIN schedules s USING (schedule_id) WHERE s.user_id = ?1"),
+        ("outbox", "SELECT count(*) FROM outbox WHERE user_id = ?1"),
+        ("api_tokens", "SELECT count(*) FROM api_tokens WHERE user_id = ?1"),
+        ("macro_triggers", "SELECT count(*) FROM macro_triggers WHERE user_id = ?1"),
+        ("macro_cursors", "SELECT count(*) FROM macro_cursors WHERE user_id = ?1"),
+    ];
+    let conn = app.db().conn().await.unwrap();
+    let mut out = Vec::new();
+    for (table, sql) in tables {
+        let n: i64 = nightshift::db::query_scalar(&conn, sql, [user])
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        out.push((table, n));
+    }
+    out
+}
+
+async fn fill(app: &App, user: &str) {
+    let memory = app.memory();
+    let word = format!("{user}word");
+    let id = memory
+        .save_note(user, &NewNote::new(format!("a note with {word}")))
+        .await
+        .unwrap()
+        .note_id;
+    memory
+        .update_note(user, &id, &format!("an updated note with {word}"), None)
+        .await
+        .unwrap();
+    let gone = memory
+        .save_note(user, &NewNote::new(format!("deleted {word}")))
+        .await
+        .unwrap()
+        .note_id;
+    memory.delete_note(user, &gone).await.unwrap();
+    let session = format!("{user}-chat");
+    memory
+        .append(
+            user,
+            &session,
+            &[NewEvent::new(Role::User, format!("hello {word}"))],
+        )
+        .await
+        .unwrap();
+    memory.embed_pending(&|_, _| {}).await.unwrap();
+    app.state()
+        .set(
+            &StateAccess::user(user, Some(session.clone())),
+            "draft",
+            &json!(1),
+            None,
+        )
+        .await
+        .unwrap();
+    app.state()
+        .set(
+            &StateAccess::user(user, None),
+            "user:tz",
+            &json!("UTC"),
+            None,
+        )
+        .await
+        .unwrap();
+    app.artifacts()
+        .put(
+            user,
+            &session,
+            None,
+            &NewArtifact {
+                name: "r.txt".into(),
+                mime_type: "text/plain".into(),
+                content: format!("{user} report").into_bytes(),
+            },
+        )
+        .await
+        .unwrap();
+    app.schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                user,
+                "goal",
+                Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: 4_000_000_000_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    app.tokens()
+        .create(&NewToken {
+            user_id: Some(user.into()),
+            name: None,
+            expires_in_secs: None,
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn purging_a_user_leaves_nothing_of_them_and_touches_no_one_else() {
+    let dir = TempDir::new().unwrap();
+    let (app, _) = app_at(&dir).await;
+    fill(&app, "alice").await;
+    fill(&app, "bob").await;
+    let bob_before = rows_of(&app, "bob").await;
+    let alice_before = rows_of(&app, "alice").await;
+    for table in [
+        "sessions",
+        "events",
+        "notes",
+        "note_versions",
+        "note_tombstones",
+        "chunks",
+        "chunks_fts",
+        "chunk_vectors",
+        "state_entries",
+        "artifacts",
+        "schedules",
+        "api_tokens",
+    ] {
+        let n = alice_before.iter().find(|(t, _)| *t == table).unwrap().1;
+        assert!(n > 0, "the set-up left no {table} for alice");
+    }
+
+    // A dry run counts and removes nothing.
+    let dry = purge_user(app.db(), &Actor::Operator, "alice", true)
+        .await
+        .unwrap();
+    assert!(!dry.purged);
+    assert_eq!(dry.removed["notes"], 1);
+    assert_eq!(rows_of(&app, "alice").await, alice_before);
+    // A user purges only themselves.
+    assert!(
+        purge_user(app.db(), &Actor::user("bob").unwrap(), "alice", false)
+            .await
+            .is_err()
+    );
+
+    let purged = purge_user(app.db(), &Actor::user("alice").unwrap(), "alice", false)
+        .await
+        .unwrap();
+    assert!(purged.purged);
+    // The note's two versions and the deleted note's two.
+    assert_eq!(purged.removed["note_versions"], 4);
+    for (table, n) in rows_of(&app, "alice").await {
+        assert_eq!(n, 0, "{table} still holds alice's rows");
+    }
+    assert_eq!(rows_of(&app, "bob").await, bob_before);
+    common::fts_integrity(app.memory()).await;
+    assert_eq!(
+        found(&app, "bob", "bobword").await,
+        ["an updated note with bobword"]
+    );
+    assert!(found(&app, "alice", "aliceword").await.is_empty());
+}
+
+#[tokio::test]
+async fn the_api_serves_history_and_restore_and_keeps_purge_to_admins() {
+    let api = common::api::TestApi::start(|_| {}).await;
+    let alice = api.token(Some("alice")).await;
+    let bob = api.token(Some("bob")).await;
+    let admin = api.token(None).await;
+    let saved = api
+        .call(
+            "POST",
+            "/v1/notes",
+            Some(&alice),
+            Some(json!({"text": "first words"})),
+        )
+        .await;
+    let id = saved.body["note_id"].as_str().unwrap().to_string();
+    api.call(
+        "PATCH",
+        &format!("/v1/notes/{id}"),
+        Some(&alice),
+        Some(json!({"text": "second words"})),
+    )
+    .await;
+    let history = api
+        .call(
+            "GET",
+            &format!("/v1/notes/{id}/history"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(history.status, 200);
+    assert_eq!(history.body[1]["changed_by"], "api");
+    assert_eq!(
+        api.call("GET", &format!("/v1/notes/{id}/history"), Some(&bob), None)
+            .await
+            .status,
+        404
+    );
+    let restored = api
+        .call(
+            "POST",
+            &format!("/v1/notes/{id}/restore"),
+            Some(&alice),
+            Some(json!({"version": 1})),
+        )
+        .await;
+    assert_eq!(restored.status, 200, "{}", restored.body);
+    assert_eq!(restored.body["content"], "first words");
+    let bad = api
+        .call(
+            "POST",
+            &format!("/v1/notes/{id}/restore"),
+            Some(&alice),
+            Some(json!({"version": 0})),
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    let refused = api
+        .call(
+            "POST",
+            "/v1/admin/users/alice/purge",
+            Some(&alice),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    let purged = api
+        .call(
+            "POST",
+            "/v1/admin/users/alice/purge",
+            Some(&admin),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(purged.status, 200, "{}", purged.body);
+    assert_eq!(purged.body["removed"]["notes"], 1);
+    // Alice's token went with her.
+    assert_eq!(
+        api.call("GET", "/v1/notes", Some(&alice), None)
+            .await
+            .status,
+        401
+    );
+    api.stop().await;
+}
