@@ -728,14 +728,18 @@ async fn one_bad_message_never_stops_consolidation_for_good() {
         async fn extract(
             &self,
             text: &str,
-        ) -> Result<Vec<nightshift::consolidate::facts::Fact>, String> {
+            _instructions: Option<&str>,
+        ) -> Result<nightshift::consolidate::facts::Extracted, String> {
             if text.contains("poison") {
                 return Err("cannot read this one".into());
             }
             if text.contains("explode") {
                 panic!("the extractor broke");
             }
-            Ok(nightshift::consolidate::facts::extract(text))
+            Ok(nightshift::consolidate::facts::Extracted {
+                facts: nightshift::consolidate::facts::extract(text),
+                usage: Default::default(),
+            })
         }
     }
     let (_dir, memory, _, mut consolidator) = setup().await;

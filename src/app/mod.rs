@@ -247,6 +247,14 @@ impl App {
             worker_id,
             summarizer: runtime::summarizer(&self.config.runtime),
             extractor: fact_extractor(&self.config.runtime),
+            user_instructions: self
+                .config
+                .users
+                .iter()
+                .filter_map(|(user, settings)| {
+                    Some((user.clone(), settings.extraction_instructions.clone()?))
+                })
+                .collect(),
         }
     }
 }

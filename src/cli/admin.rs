@@ -180,6 +180,52 @@ pub async fn outbox(app: &App, command: OutboxCommand, json: bool) -> Result<(),
     }
 }
 
+/// `consolidate --pass facts --dry-run`: the facts the pass would store, nothing written.
+pub async fn facts_dry_run(
+    app: &App,
+    passes: Vec<String>,
+    user: Option<String>,
+    json: bool,
+) -> Result<(), Error> {
+    if passes != ["facts"] {
+        return Err(Error::new(
+            ErrorKind::BadInput,
+            "--dry-run works with `--pass facts` alone",
+        ));
+    }
+    let dry = app
+        .consolidator(None)
+        .facts_dry_run(user.as_deref())
+        .await?;
+    print(json, &dry, || {
+        let mut lines: Vec<String> = dry
+            .facts
+            .iter()
+            .map(|f| {
+                format!(
+                    "{:<11} {} {}#{}  [{}] {}",
+                    f.outcome.as_str(),
+                    f.user_id,
+                    f.session_id,
+                    f.sequence,
+                    f.key,
+                    f.content
+                )
+            })
+            .collect();
+        if lines.is_empty() {
+            lines.push("no facts to extract".into());
+        }
+        if dry.prompt_tokens + dry.completion_tokens > 0 {
+            lines.push(format!(
+                "model: {} prompt + {} completion tokens, cost {:.6}",
+                dry.prompt_tokens, dry.completion_tokens, dry.cost
+            ));
+        }
+        lines.join("\n")
+    })
+}
+
 pub async fn consolidate(
     app: &App,
     passes: Vec<String>,

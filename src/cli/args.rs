@@ -103,6 +103,10 @@ pub enum Command {
         /// List past passes with their counts instead.
         #[arg(long)]
         status: bool,
+        /// With `--pass facts` alone: print the facts the pass would store (and what it
+        /// would do with each), writing nothing.
+        #[arg(long)]
+        dry_run: bool,
         /// At most this many.
         #[arg(long, default_value_t = 20)]
         limit: i64,

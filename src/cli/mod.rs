@@ -164,8 +164,16 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
             passes,
             user,
             status,
+            dry_run,
             limit,
-        } => admin::consolidate(&open(config()?).await?, passes, user, status, limit, json).await,
+        } => {
+            let app = open(config()?).await?;
+            if dry_run {
+                admin::facts_dry_run(&app, passes, user, json).await
+            } else {
+                admin::consolidate(&app, passes, user, status, limit, json).await
+            }
+        }
         Command::Status { watch } => {
             let stop = shutdown_signal()?;
             status::run(&open(config()?).await?, watch, json, stop).await

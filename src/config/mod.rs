@@ -196,6 +196,10 @@ pub struct ConsolidationConfig {
     pub macros_decay: f64,
     /// A chain whose weighted support falls below this is forgotten.
     pub macros_floor: f64,
+    /// Told to the model that extracts facts (what to look for, what to leave out).
+    pub extraction_instructions: Option<String>,
+    /// The categories of facts the facts pass stores; others are left out and counted.
+    pub fact_categories: Vec<String>,
 }
 
 impl Default for ConsolidationConfig {
@@ -219,6 +223,10 @@ impl Default for ConsolidationConfig {
             macros_min_confidence: 0.6,
             macros_decay: 0.95,
             macros_floor: 0.5,
+            extraction_instructions: None,
+            fact_categories: ["preference", "decision", "habit", "profile", "fact"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }
@@ -256,6 +264,8 @@ pub struct UserConfig {
     /// Channel ids this user's own schedules (added with their token) may notify through,
     /// besides the default channel's and the log.
     pub channels: Vec<String>,
+    /// Told to the model that extracts this user's facts, after the global instructions.
+    pub extraction_instructions: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -452,6 +452,10 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
         if let Err(err) = input::check_user_id(user) {
             return invalid(&key, err.reason);
         }
+        instructions(
+            &format!("{key}.extraction_instructions"),
+            settings.extraction_instructions.as_deref(),
+        )?;
         for id in &settings.channels {
             if !config.channels.contains_key(id) && id != "log" {
                 return invalid(
@@ -473,8 +477,41 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Longest `extraction_instructions`, in bytes.
+const MAX_INSTRUCTIONS_BYTES: usize = 4096;
+
+fn instructions(key: &str, text: Option<&str>) -> Result<(), ConfigError> {
+    match text {
+        Some(text) => input::check_text(key, text, MAX_INSTRUCTIONS_BYTES, input::Lines::Many)
+            .or_else(|err| invalid(key, err.reason)),
+        None => Ok(()),
+    }
+}
+
 fn consolidation(config: &Config) -> Result<(), ConfigError> {
     let c = &config.consolidation;
+    instructions(
+        "consolidation.extraction_instructions",
+        c.extraction_instructions.as_deref(),
+    )?;
+    if c.fact_categories.is_empty() {
+        return invalid(
+            "consolidation.fact_categories",
+            "is empty: name at least one category (an empty list would store no fact)",
+        );
+    }
+    for category in &c.fact_categories {
+        if !crate::consolidate::facts::CATEGORIES.contains(&category.as_str()) {
+            return invalid(
+                "consolidation.fact_categories",
+                format!(
+                    "`{}` is not one of {}",
+                    input::printable(category),
+                    crate::consolidate::facts::CATEGORIES.join(", ")
+                ),
+            );
+        }
+    }
     not_blank("consolidation.cron", &c.cron)?;
     zone("consolidation.timezone", &c.timezone)?;
     range("consolidation.quiet_minutes", c.quiet_minutes, 0..=525_600)?;

@@ -398,12 +398,28 @@ mod tests {
     }
 }
 
+/// What one model call used; all zero when no model was called.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelUsage {
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+}
+
+/// The facts in a text, and what finding them cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    pub facts: Vec<Fact>,
+    pub usage: ModelUsage,
+}
+
 /// Where facts come from: patterns, or the model when one is configured.
 #[async_trait::async_trait]
 pub trait FactExtractor: Send + Sync {
-    /// The facts in `text`; an error when this text cannot be read for facts (it is
-    /// retried by later passes, then skipped and reported).
-    async fn extract(&self, text: &str) -> Result<Vec<Fact>, String>;
+    /// The facts in `text`, following the operator's `instructions` where the extractor
+    /// can (a model can; patterns cannot); an error when this text cannot be read for
+    /// facts (it is retried by later passes, then skipped and reported).
+    async fn extract(&self, text: &str, instructions: Option<&str>) -> Result<Extracted, String>;
 }
 
 /// The pattern extractor, with a fault inside it reported as an error for this one text
@@ -424,8 +440,11 @@ pub struct PatternExtractor;
 
 #[async_trait::async_trait]
 impl FactExtractor for PatternExtractor {
-    async fn extract(&self, text: &str) -> Result<Vec<Fact>, String> {
-        extract_guarded(text)
+    async fn extract(&self, text: &str, _instructions: Option<&str>) -> Result<Extracted, String> {
+        Ok(Extracted {
+            facts: extract_guarded(text)?,
+            usage: ModelUsage::default(),
+        })
     }
 }
 
@@ -435,7 +454,8 @@ pub struct ModelExtractor {
     pub runtime: crate::runtime::OpenAiRuntime,
 }
 
-const CATEGORIES: [&str; 5] = ["preference", "decision", "habit", "profile", "fact"];
+/// The categories a fact may have.
+pub const CATEGORIES: [&str; 5] = ["preference", "decision", "habit", "profile", "fact"];
 
 /// Reads `[{"category", "key", "content"}, …]` out of a model's answer.
 pub fn parse_model_facts(answer: &str) -> Option<Vec<Fact>> {
@@ -469,27 +489,43 @@ pub fn parse_model_facts(answer: &str) -> Option<Vec<Fact>> {
 
 #[async_trait::async_trait]
 impl FactExtractor for ModelExtractor {
-    async fn extract(&self, input: &str) -> Result<Vec<Fact>, String> {
+    async fn extract(&self, input: &str, instructions: Option<&str>) -> Result<Extracted, String> {
+        let steer = instructions
+            .map(|text| format!("Instructions from the operator:\n{text}\n\n"))
+            .unwrap_or_default();
         let prompt = format!(
             "Extract lasting facts the speaker states about themselves (preferences, decisions, \
              habits, profile facts such as name, home, job). Answer with JSON only: an array of \
              {{\"category\": \"preference|decision|habit|profile\", \"key\": \"the subject in 1-3 \
              words\", \"content\": \"the fact as one short sentence\"}}, or [] when there are none.\n\n\
-             Message:\n{}",
+             {steer}Message:\n{}",
             crate::text::truncate_chars(input, 8000)
         );
+        let mut usage = ModelUsage::default();
         match self
             .runtime
-            .complete("You extract facts and answer with JSON only.", &prompt)
+            .complete_with_usage("You extract facts and answer with JSON only.", &prompt)
             .await
         {
-            Ok(answer) => match parse_model_facts(&answer) {
-                Some(facts) => return Ok(facts),
-                None => tracing::warn!("the model's facts were not readable JSON; using patterns"),
-            },
+            Ok(answer) => {
+                usage = ModelUsage {
+                    prompt_tokens: answer.prompt_tokens,
+                    completion_tokens: answer.completion_tokens,
+                    cost: answer.cost,
+                };
+                match parse_model_facts(&answer.text) {
+                    Some(facts) => return Ok(Extracted { facts, usage }),
+                    None => {
+                        tracing::warn!("the model's facts were not readable JSON; using patterns")
+                    }
+                }
+            }
             Err(err) => tracing::warn!(%err, "fact extraction by the model failed; using patterns"),
         }
-        extract_guarded(input)
+        Ok(Extracted {
+            facts: extract_guarded(input)?,
+            usage,
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 //! finished by the next one and running a pass twice changes nothing the second time.
 
 pub mod facts;
+mod facts_pass;
 mod macro_store;
 mod macros;
 mod passes;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use facts_pass::{ExtractedFact, FactOutcome, FactsDryRun};
 pub use passes::{Consolidator, PassReport};
 
 use crate::db::DbError;

@@ -6,20 +6,14 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::facts::{cosine, token_jaccard, Fact, FactExtractor};
+use super::facts::FactExtractor;
 use super::{ConsolidateError, Pass, Progress};
 use crate::artifact::ArtifactStore;
 use crate::config::ConsolidationConfig;
 use crate::ids;
-use crate::memory::{
-    Memory, NewNote, Origin, Role, SearchRequest, SummarizeOutcome, Summarizer, SummaryPolicy,
-};
+use crate::memory::{Memory, Origin, SummarizeOutcome, Summarizer, SummaryPolicy};
 use crate::notify::outbox::Outbox;
 use crate::schedule::ScheduleStore;
-
-/// Cosine and word-overlap thresholds above which two facts are the same fact.
-const SAME_COSINE: f64 = 0.97;
-const SAME_JACCARD: f64 = 0.85;
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PassReport {
@@ -45,6 +39,8 @@ pub struct Consolidator {
     pub worker_id: Option<String>,
     pub summarizer: Arc<dyn Summarizer>,
     pub extractor: Arc<dyn FactExtractor>,
+    /// Each user's `extraction_instructions`, after the global ones.
+    pub user_instructions: std::collections::HashMap<String, String>,
 }
 
 /// Tries the facts pass gives one event before skipping it (and reporting it).
@@ -54,9 +50,9 @@ pub(super) type Counts = Map<String, Value>;
 
 /// A pass's counts, and its first error when it failed in part (the facts pass goes on
 /// with the other sessions when one fails).
-struct PassOutcome {
-    counts: Counts,
-    error: Option<String>,
+pub(super) struct PassOutcome {
+    pub counts: Counts,
+    pub error: Option<String>,
 }
 
 /// What a panicked task's payload says.
@@ -77,15 +73,6 @@ pub(super) fn bump(counts: &mut Counts, key: &str, by: i64) {
     counts.insert(key.to_string(), json!(value));
 }
 
-enum Learned {
-    Saved,
-    Duplicate,
-    Superseded,
-    Tombstoned,
-    /// The user is at `memory.max_notes_per_user`: the fact is skipped, not retried.
-    OverLimit,
-}
-
 impl Consolidator {
     pub fn policy(&self) -> SummaryPolicy {
         SummaryPolicy {
@@ -97,7 +84,7 @@ impl Consolidator {
         }
     }
 
-    fn now(&self) -> i64 {
+    pub(super) fn now(&self) -> i64 {
         self.memory.clock().now_ms()
     }
 
@@ -274,7 +261,7 @@ impl Consolidator {
     }
 
     /// Conversation and scheduled-run sessions, optionally of one user.
-    async fn sessions(
+    pub(super) async fn sessions(
         &self,
         user: Option<&str>,
     ) -> Result<Vec<(String, String)>, ConsolidateError> {
@@ -366,193 +353,6 @@ impl Consolidator {
     /// [`FACTS_TRIES`], skipped and reported, so one message never stops the pass for
     /// good. A session that fails does not stop the others: the pass is then recorded
     /// failed with its counts.
-    async fn facts(
-        &self,
-        user: Option<&str>,
-        progress: Option<&Progress>,
-    ) -> Result<PassOutcome, ConsolidateError> {
-        let sessions = self.sessions(user).await?;
-        let mut counts = Counts::new();
-        let mut first_error = None;
-        for (i, (session_id, user_id)) in sessions.iter().enumerate() {
-            if let Err(err) = self
-                .facts_of_session(session_id, user_id, &mut counts)
-                .await
-            {
-                bump(&mut counts, "sessions_failed", 1);
-                tracing::warn!(%session_id, %err, "facts pass failed for a session");
-                first_error.get_or_insert_with(|| format!("session `{session_id}`: {err}"));
-            }
-            if let Some(progress) = progress {
-                progress(Pass::Facts, i + 1, sessions.len());
-            }
-            // A long pass shares its thread and can be stopped between sessions.
-            tokio::task::yield_now().await;
-        }
-        if let Some(skipped) = counts.get("facts_over_limit").and_then(Value::as_i64) {
-            tracing::warn!(
-                facts = skipped,
-                limit = self.memory.limits().max_notes_per_user,
-                "facts not stored: their users are at memory.max_notes_per_user"
-            );
-        }
-        Ok(PassOutcome {
-            counts,
-            error: first_error,
-        })
-    }
-
-    async fn facts_of_session(
-        &self,
-        session_id: &str,
-        user_id: &str,
-        counts: &mut Counts,
-    ) -> Result<(), ConsolidateError> {
-        let cursor = self.memory.facts_cursor(session_id).await?;
-        let events = self
-            .memory
-            .events_after(session_id, cursor.upper_sequence)
-            .await?;
-        let Some(last) = events.last().map(|e| e.sequence) else {
-            return Ok(());
-        };
-        bump(counts, "sessions", 1);
-        for event in &events {
-            bump(counts, "events", 1);
-            // Facts come from what the user (or a tool) said, never the assistant.
-            if !matches!(event.role, Role::User | Role::Tool) {
-                continue;
-            }
-            if let Err(err) = self.facts_of_event(user_id, &event.content, counts).await {
-                let failures = self
-                    .memory
-                    .record_facts_failure(session_id, event.sequence)
-                    .await?;
-                if failures < FACTS_TRIES {
-                    // Everything before this event is done; this one is tried again.
-                    self.memory
-                        .advance_facts_cursor(session_id, event.sequence - 1)
-                        .await?;
-                    return Err(err);
-                }
-                tracing::error!(%session_id, sequence = event.sequence, %err, tries = failures,
-                    "skipping an event the facts pass cannot read");
-                bump(counts, "events_skipped", 1);
-            }
-        }
-        // Only now that every fact of these events is stored does the cursor move.
-        self.memory.advance_facts_cursor(session_id, last).await?;
-        Ok(())
-    }
-
-    async fn facts_of_event(
-        &self,
-        user_id: &str,
-        content: &str,
-        counts: &mut Counts,
-    ) -> Result<(), ConsolidateError> {
-        let facts = self
-            .extractor
-            .extract(content)
-            .await
-            .map_err(ConsolidateError::Extraction)?;
-        for fact in facts {
-            let key = match self.learn(user_id, &fact).await? {
-                Learned::Saved => "facts_saved",
-                Learned::Duplicate => "duplicates",
-                Learned::Superseded => "superseded",
-                Learned::Tombstoned => "tombstoned",
-                Learned::OverLimit => "facts_over_limit",
-            };
-            bump(counts, key, 1);
-        }
-        Ok(())
-    }
-
-    fn same_fact(&self, a: &str, b: &str) -> Result<bool, ConsolidateError> {
-        if crate::memory::tombstone_hash(a) == crate::memory::tombstone_hash(b) {
-            return Ok(true);
-        }
-        let vectors = self
-            .memory
-            .embedder()
-            .embed(&[a, b])
-            .map_err(crate::memory::MemoryError::from)?;
-        Ok(cosine(&vectors[0], &vectors[1]) >= SAME_COSINE && token_jaccard(a, b) >= SAME_JACCARD)
-    }
-
-    /// Stores a fact unless the user deleted it or already has it; a changed fact
-    /// supersedes the old one, which stays as history.
-    async fn learn(&self, user_id: &str, fact: &Fact) -> Result<Learned, ConsolidateError> {
-        if self.memory.is_tombstoned(user_id, &fact.content).await? {
-            return Ok(Learned::Tombstoned);
-        }
-        let conn = self.memory.db().conn().await?;
-        let mut rows = conn
-            .query(
-                "SELECT note_id, content FROM notes WHERE user_id = ?1 AND fact_key = ?2
-                 AND superseded_by IS NULL ORDER BY updated_at DESC",
-                libsql::params![user_id, fact.key.as_str()],
-            )
-            .await?;
-        let mut same_key = Vec::new();
-        while let Some(row) = rows.next().await? {
-            same_key.push((row.get::<String>(0)?, row.get::<String>(1)?));
-        }
-        drop(rows);
-        drop(conn);
-        for (_, content) in &same_key {
-            if self.same_fact(content, &fact.content)? {
-                return Ok(Learned::Duplicate);
-            }
-        }
-        // The same fact may already be a note the user or agent saved by hand.
-        let similar = self
-            .memory
-            .search(&SearchRequest {
-                user_id: user_id.to_string(),
-                query: fact.content.clone(),
-                top_k: Some(5),
-                ..Default::default()
-            })
-            .await?;
-        for hit in &similar {
-            if self.same_fact(&hit.text, &fact.content)? {
-                return Ok(Learned::Duplicate);
-            }
-        }
-        let note = NewNote {
-            content: fact.content.clone(),
-            category: Some(fact.category.to_string()),
-            source: Some("consolidation".to_string()),
-            fact_key: Some(fact.key.clone()),
-            expires_at: (self.config.fact_retention_days > 0)
-                .then(|| self.now() + self.config.fact_retention_days * 86_400_000),
-            ..Default::default()
-        };
-        match same_key.first() {
-            Some((old, _)) => {
-                self.memory
-                    .by(Origin::Consolidation("facts"))
-                    .supersede_note(user_id, old, &note)
-                    .await?;
-                Ok(Learned::Superseded)
-            }
-            None => match self
-                .memory
-                .by(Origin::Consolidation("facts"))
-                .save_note(user_id, &note)
-                .await
-            {
-                Ok(_) => Ok(Learned::Saved),
-                // A user at the notes limit must not fail the pass on every run: the
-                // fact is left out, counted, and the pass goes on.
-                Err(crate::memory::MemoryError::TooManyNotes { .. }) => Ok(Learned::OverLimit),
-                Err(err) => Err(err.into()),
-            },
-        }
-    }
-
     async fn expiry(&self) -> Result<Counts, ConsolidateError> {
         let now = self.now();
         let mut counts = Counts::new();

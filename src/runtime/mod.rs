@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 pub use http::HttpRuntime;
-pub use openai::OpenAiRuntime;
+pub use openai::{Completion, OpenAiRuntime};
 pub use summarize::{summarizer, ModelSummarizer};
 
 use crate::config::{RuntimeConfig, RuntimeKind};

@@ -10,6 +10,15 @@ use super::{hints, tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::config::RuntimeConfig;
 use crate::memory::{Memory, NewEvent, Role};
 
+/// A completion's text, the tokens its answer reports, and their cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+}
+
 pub struct OpenAiRuntime {
     url: String,
     model: String,
@@ -70,6 +79,15 @@ impl OpenAiRuntime {
 
     /// One completion without tools: the model's answer to `prompt` under `system`.
     pub async fn complete(&self, system: &str, prompt: &str) -> Result<String, RuntimeError> {
+        Ok(self.complete_with_usage(system, prompt).await?.text)
+    }
+
+    /// As [`OpenAiRuntime::complete`], with the tokens the answer reports and their cost.
+    pub async fn complete_with_usage(
+        &self,
+        system: &str,
+        prompt: &str,
+    ) -> Result<Completion, RuntimeError> {
         let body = json!({
             "model": self.model,
             "messages": [
@@ -78,11 +96,19 @@ impl OpenAiRuntime {
             ],
         });
         let answer = self.client.post(&self.url, &body).await?;
-        usage(&answer).map_err(|reason| self.bad(reason))?;
-        answer["choices"][0]["message"]["content"]
+        let (prompt_tokens, completion_tokens) =
+            usage(&answer).map_err(|reason| self.bad(reason))?;
+        let text = answer["choices"][0]["message"]["content"]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| self.bad("no choices[0].message.content"))
+            .ok_or_else(|| self.bad("no choices[0].message.content"))?;
+        Ok(Completion {
+            text,
+            prompt_tokens,
+            completion_tokens,
+            cost: prompt_tokens as f64 * self.prompt_price
+                + completion_tokens as f64 * self.completion_price,
+        })
     }
 
     fn bad(&self, reason: impl Into<String>) -> RuntimeError {

@@ -1,0 +1,368 @@
+//! The facts pass: lasting facts from what users (and tools) said, each stored as a note
+//! unless the user deleted it or already has it; a changed fact supersedes the old note,
+//! which stays as history. Steerable: `extraction_instructions` (global and per user)
+//! reach the model, facts outside `fact_categories` are left out, and a dry run says what
+//! would be stored without writing anything. Every model call's tokens and cost are
+//! counted with the pass.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::facts::{cosine, token_jaccard, Fact, ModelUsage};
+use super::passes::{bump, Consolidator, Counts, PassOutcome, FACTS_TRIES};
+use super::{ConsolidateError, Pass, Progress};
+use crate::memory::{NewNote, Origin, Role, SearchRequest};
+
+/// Cosine and word-overlap thresholds above which two facts are the same fact.
+const SAME_COSINE: f64 = 0.97;
+const SAME_JACCARD: f64 = 0.85;
+
+/// What the pass does with a fact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FactOutcome {
+    /// Stored as a new note.
+    Save,
+    /// The user already has it (a fact or a note of theirs).
+    Duplicate,
+    /// Replaces the user's fact on the same subject, which stays as history.
+    Supersede,
+    /// The user deleted it once: not learned again.
+    Tombstoned,
+    /// Its category is not in `consolidation.fact_categories`.
+    NotAllowed,
+    /// The user is at `memory.max_notes_per_user`.
+    OverLimit,
+}
+
+impl FactOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactOutcome::Save => "save",
+            FactOutcome::Duplicate => "duplicate",
+            FactOutcome::Supersede => "supersede",
+            FactOutcome::Tombstoned => "tombstoned",
+            FactOutcome::NotAllowed => "not_allowed",
+            FactOutcome::OverLimit => "over_limit",
+        }
+    }
+
+    fn count_key(self) -> &'static str {
+        match self {
+            FactOutcome::Save => "facts_saved",
+            FactOutcome::Duplicate => "duplicates",
+            FactOutcome::Supersede => "superseded",
+            FactOutcome::Tombstoned => "tombstoned",
+            FactOutcome::NotAllowed => "facts_not_allowed",
+            FactOutcome::OverLimit => "facts_over_limit",
+        }
+    }
+}
+
+/// A fact a dry run found, and what the pass would do with it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ExtractedFact {
+    pub user_id: String,
+    pub session_id: String,
+    pub sequence: i64,
+    pub category: String,
+    pub key: String,
+    pub content: String,
+    pub outcome: FactOutcome,
+}
+
+/// What `consolidate --pass facts --dry-run` found, and what finding it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FactsDryRun {
+    pub facts: Vec<ExtractedFact>,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cost: f64,
+}
+
+/// What judging a fact against the user's memory found (nothing written).
+enum Judged {
+    Tombstoned,
+    Duplicate,
+    Supersede(String),
+    Save,
+}
+
+/// Adds a model call's usage to a pass's counts.
+fn add_usage(counts: &mut Counts, usage: &ModelUsage) {
+    if usage.prompt_tokens == 0 && usage.completion_tokens == 0 && usage.cost == 0.0 {
+        return;
+    }
+    bump(counts, "prompt_tokens", usage.prompt_tokens);
+    bump(counts, "completion_tokens", usage.completion_tokens);
+    let cost = counts.get("cost").and_then(Value::as_f64).unwrap_or(0.0) + usage.cost;
+    counts.insert("cost".into(), json!(cost));
+}
+
+impl Consolidator {
+    pub(super) async fn facts(
+        &self,
+        user: Option<&str>,
+        progress: Option<&Progress>,
+    ) -> Result<PassOutcome, ConsolidateError> {
+        let sessions = self.sessions(user).await?;
+        let mut counts = Counts::new();
+        let mut first_error = None;
+        for (i, (session_id, user_id)) in sessions.iter().enumerate() {
+            if let Err(err) = self
+                .facts_of_session(session_id, user_id, &mut counts)
+                .await
+            {
+                bump(&mut counts, "sessions_failed", 1);
+                tracing::warn!(%session_id, %err, "facts pass failed for a session");
+                first_error.get_or_insert_with(|| format!("session `{session_id}`: {err}"));
+            }
+            if let Some(progress) = progress {
+                progress(Pass::Facts, i + 1, sessions.len());
+            }
+            // A long pass shares its thread and can be stopped between sessions.
+            tokio::task::yield_now().await;
+        }
+        if let Some(skipped) = counts.get("facts_over_limit").and_then(Value::as_i64) {
+            tracing::warn!(
+                facts = skipped,
+                limit = self.memory.limits().max_notes_per_user,
+                "facts not stored: their users are at memory.max_notes_per_user"
+            );
+        }
+        Ok(PassOutcome {
+            counts,
+            error: first_error,
+        })
+    }
+
+    /// What the facts pass would store for `user` (every user when `None`) from the
+    /// events it has not read yet: nothing is written, no cursor moves.
+    pub async fn facts_dry_run(&self, user: Option<&str>) -> Result<FactsDryRun, ConsolidateError> {
+        if let Some(user) = user {
+            crate::input::check_user_id(user).map_err(crate::memory::MemoryError::from)?;
+        }
+        let mut out = FactsDryRun {
+            facts: Vec::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cost: 0.0,
+        };
+        for (session_id, user_id) in self.sessions(user).await? {
+            let cursor = self.memory.facts_cursor(&session_id).await?;
+            let events = self
+                .memory
+                .events_after(&session_id, cursor.upper_sequence)
+                .await?;
+            for event in events
+                .iter()
+                .filter(|e| matches!(e.role, Role::User | Role::Tool))
+            {
+                let extracted = self
+                    .extractor
+                    .extract(&event.content, self.instructions(&user_id).as_deref())
+                    .await
+                    .map_err(ConsolidateError::Extraction)?;
+                out.prompt_tokens += extracted.usage.prompt_tokens;
+                out.completion_tokens += extracted.usage.completion_tokens;
+                out.cost += extracted.usage.cost;
+                for fact in extracted.facts {
+                    let outcome = if !self.allowed(&fact) {
+                        FactOutcome::NotAllowed
+                    } else {
+                        match self.judge(&user_id, &fact).await? {
+                            Judged::Tombstoned => FactOutcome::Tombstoned,
+                            Judged::Duplicate => FactOutcome::Duplicate,
+                            Judged::Supersede(_) => FactOutcome::Supersede,
+                            Judged::Save => FactOutcome::Save,
+                        }
+                    };
+                    out.facts.push(ExtractedFact {
+                        user_id: user_id.clone(),
+                        session_id: session_id.clone(),
+                        sequence: event.sequence,
+                        category: fact.category.to_string(),
+                        key: fact.key,
+                        content: fact.content,
+                        outcome,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The operator's instructions for extraction: the global ones, then the user's.
+    fn instructions(&self, user_id: &str) -> Option<String> {
+        let parts: Vec<&str> = [
+            self.config.extraction_instructions.as_deref(),
+            self.user_instructions.get(user_id).map(String::as_str),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
+    fn allowed(&self, fact: &Fact) -> bool {
+        self.config
+            .fact_categories
+            .iter()
+            .any(|c| c.as_str() == fact.category)
+    }
+
+    async fn facts_of_session(
+        &self,
+        session_id: &str,
+        user_id: &str,
+        counts: &mut Counts,
+    ) -> Result<(), ConsolidateError> {
+        let cursor = self.memory.facts_cursor(session_id).await?;
+        let events = self
+            .memory
+            .events_after(session_id, cursor.upper_sequence)
+            .await?;
+        let Some(last) = events.last().map(|e| e.sequence) else {
+            return Ok(());
+        };
+        bump(counts, "sessions", 1);
+        for event in &events {
+            bump(counts, "events", 1);
+            // Facts come from what the user (or a tool) said, never the assistant.
+            if !matches!(event.role, Role::User | Role::Tool) {
+                continue;
+            }
+            if let Err(err) = self.facts_of_event(user_id, &event.content, counts).await {
+                let failures = self
+                    .memory
+                    .record_facts_failure(session_id, event.sequence)
+                    .await?;
+                if failures < FACTS_TRIES {
+                    // Everything before this event is done; this one is tried again.
+                    self.memory
+                        .advance_facts_cursor(session_id, event.sequence - 1)
+                        .await?;
+                    return Err(err);
+                }
+                tracing::error!(%session_id, sequence = event.sequence, %err, tries = failures,
+                    "skipping an event the facts pass cannot read");
+                bump(counts, "events_skipped", 1);
+            }
+        }
+        // Only now that every fact of these events is stored does the cursor move.
+        self.memory.advance_facts_cursor(session_id, last).await?;
+        Ok(())
+    }
+
+    async fn facts_of_event(
+        &self,
+        user_id: &str,
+        content: &str,
+        counts: &mut Counts,
+    ) -> Result<(), ConsolidateError> {
+        let extracted = self
+            .extractor
+            .extract(content, self.instructions(user_id).as_deref())
+            .await
+            .map_err(ConsolidateError::Extraction)?;
+        add_usage(counts, &extracted.usage);
+        for fact in extracted.facts {
+            let outcome = if self.allowed(&fact) {
+                self.learn(user_id, &fact).await?
+            } else {
+                FactOutcome::NotAllowed
+            };
+            bump(counts, outcome.count_key(), 1);
+        }
+        Ok(())
+    }
+
+    fn same_fact(&self, a: &str, b: &str) -> Result<bool, ConsolidateError> {
+        if crate::memory::tombstone_hash(a) == crate::memory::tombstone_hash(b) {
+            return Ok(true);
+        }
+        let vectors = self
+            .memory
+            .embedder()
+            .embed(&[a, b])
+            .map_err(crate::memory::MemoryError::from)?;
+        Ok(cosine(&vectors[0], &vectors[1]) >= SAME_COSINE && token_jaccard(a, b) >= SAME_JACCARD)
+    }
+
+    /// What storing `fact` would do, reading only.
+    async fn judge(&self, user_id: &str, fact: &Fact) -> Result<Judged, ConsolidateError> {
+        if self.memory.is_tombstoned(user_id, &fact.content).await? {
+            return Ok(Judged::Tombstoned);
+        }
+        let conn = self.memory.db().conn().await?;
+        let mut rows = conn
+            .query(
+                "SELECT note_id, content FROM notes WHERE user_id = ?1 AND fact_key = ?2
+                 AND superseded_by IS NULL ORDER BY updated_at DESC",
+                libsql::params![user_id, fact.key.as_str()],
+            )
+            .await?;
+        let mut same_key = Vec::new();
+        while let Some(row) = rows.next().await? {
+            same_key.push((row.get::<String>(0)?, row.get::<String>(1)?));
+        }
+        drop(rows);
+        drop(conn);
+        for (_, content) in &same_key {
+            if self.same_fact(content, &fact.content)? {
+                return Ok(Judged::Duplicate);
+            }
+        }
+        // The same fact may already be a note the user or agent saved by hand.
+        let similar = self
+            .memory
+            .search(&SearchRequest {
+                user_id: user_id.to_string(),
+                query: fact.content.clone(),
+                top_k: Some(5),
+                ..Default::default()
+            })
+            .await?;
+        for hit in &similar {
+            if self.same_fact(&hit.text, &fact.content)? {
+                return Ok(Judged::Duplicate);
+            }
+        }
+        Ok(match same_key.into_iter().next() {
+            Some((old, _)) => Judged::Supersede(old),
+            None => Judged::Save,
+        })
+    }
+
+    /// Stores a fact unless the user deleted it or already has it; a changed fact
+    /// supersedes the old one, which stays as history.
+    async fn learn(&self, user_id: &str, fact: &Fact) -> Result<FactOutcome, ConsolidateError> {
+        let judged = self.judge(user_id, fact).await?;
+        let note = NewNote {
+            content: fact.content.clone(),
+            category: Some(fact.category.to_string()),
+            source: Some("consolidation".to_string()),
+            fact_key: Some(fact.key.clone()),
+            expires_at: (self.config.fact_retention_days > 0)
+                .then(|| self.now() + self.config.fact_retention_days * 86_400_000),
+            ..Default::default()
+        };
+        let memory = self.memory.by(Origin::Consolidation("facts"));
+        match judged {
+            Judged::Tombstoned => Ok(FactOutcome::Tombstoned),
+            Judged::Duplicate => Ok(FactOutcome::Duplicate),
+            Judged::Supersede(old) => {
+                memory.supersede_note(user_id, &old, &note).await?;
+                Ok(FactOutcome::Supersede)
+            }
+            Judged::Save => match memory.save_note(user_id, &note).await {
+                Ok(_) => Ok(FactOutcome::Save),
+                // A user at the notes limit must not fail the pass on every run: the
+                // fact is left out, counted, and the pass goes on.
+                Err(crate::memory::MemoryError::TooManyNotes { .. }) => Ok(FactOutcome::OverLimit),
+                Err(err) => Err(err.into()),
+            },
+        }
+    }
+}
