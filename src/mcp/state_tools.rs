@@ -25,7 +25,7 @@ pub struct StateGetIn {
 pub struct StateSetIn {
     pub key: String,
     /// Any JSON value.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub value: serde_json::Value,
     /// Write only if the key is at this version now (0: only if it does not exist).
     pub expected_version: Option<i64>,

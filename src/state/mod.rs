@@ -87,7 +87,7 @@ pub struct StateEntry {
     pub key: String,
     pub scope: Scope,
     /// Any JSON value.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub value: serde_json::Value,
     /// Changes on every write; give it back as `expected_version` to write only if no one
     /// else wrote since.
@@ -113,7 +113,7 @@ pub struct StateList {
 #[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StateWrite {
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub value: serde_json::Value,
     /// Write only if the key is at this version now (0: only if it does not exist).
     pub expected_version: Option<i64>,
