@@ -28,6 +28,12 @@ use crate::db::DbError;
 use crate::error::{ErrorKind, Kind};
 use crate::input::InputError;
 
+/// Most artifacts one user may keep, whatever their sizes (empty files count too).
+pub const MAX_ARTIFACTS_PER_USER: i64 = 100_000;
+/// Most artifacts one run's answer may carry; more are not stored, each named in the run's
+/// output.
+pub const MAX_ARTIFACTS_PER_RUN: usize = 32;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error(transparent)]
@@ -48,6 +54,11 @@ pub enum ArtifactError {
         size: u64,
         limit: u64,
     },
+    #[error(
+        "user `{user_id}` has {limit} artifacts, the most one user may keep; delete some to \
+         store another"
+    )]
+    TooMany { user_id: String, limit: i64 },
     #[error("session id `{session_id}` is in use by another user; choose another")]
     SessionOfOtherUser { session_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
@@ -79,9 +90,9 @@ impl Kind for ArtifactError {
             | ArtifactError::TooLarge { .. }
             | ArtifactError::ReservedSession(_) => ErrorKind::BadInput,
             ArtifactError::NotFound(_) => ErrorKind::NotFound,
-            ArtifactError::OverQuota { .. } | ArtifactError::SessionOfOtherUser { .. } => {
-                ErrorKind::Conflict
-            }
+            ArtifactError::OverQuota { .. }
+            | ArtifactError::TooMany { .. }
+            | ArtifactError::SessionOfOtherUser { .. } => ErrorKind::Conflict,
             ArtifactError::ContentMissing { .. } | ArtifactError::ContentCorrupt { .. } => {
                 ErrorKind::Internal
             }

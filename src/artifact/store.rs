@@ -227,6 +227,19 @@ impl ArtifactStore {
         }
         let used = self.used(&tx, user_id).await?;
         self.over_quota(user_id, used, size as u64)?;
+        let count: i64 = query_scalar(
+            &tx,
+            "SELECT count(*) FROM (SELECT 1 FROM artifacts WHERE user_id = ?1 LIMIT ?2)",
+            libsql::params![user_id, super::MAX_ARTIFACTS_PER_USER],
+        )
+        .await?
+        .unwrap_or(0);
+        if count >= super::MAX_ARTIFACTS_PER_USER {
+            return Err(ArtifactError::TooMany {
+                user_id: user_id.to_string(),
+                limit: super::MAX_ARTIFACTS_PER_USER,
+            });
+        }
         let data = (!in_folder).then(|| artifact.content.clone());
         tx.execute(
             "INSERT INTO artifact_contents (hash, size, in_folder, data, created_at)
@@ -377,14 +390,14 @@ impl ArtifactStore {
         .await?;
         tx.commit().await?;
         drop(conn);
-        let content_removed = left.is_none();
-        if content_removed {
+        // Whether the content went too is not told: it would say whether another user
+        // holds the same bytes.
+        if left.is_none() {
             self.remove_unreferenced_file(&artifact.hash).await?;
         }
         Ok(ArtifactDeleted {
             artifact_id: artifact_id.to_string(),
             deleted: true,
-            content_removed,
         })
     }
 

@@ -65,6 +65,4 @@ impl std::fmt::Debug for NewArtifact {
 pub struct ArtifactDeleted {
     pub artifact_id: String,
     pub deleted: bool,
-    /// Whether its content went with it (no other artifact shares it).
-    pub content_removed: bool,
 }

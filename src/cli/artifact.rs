@@ -100,6 +100,14 @@ pub async fn run(app: &App, command: ArtifactCommand, json: bool) -> Result<(), 
                     .into();
                 return print(true, &value, String::new);
             }
+            // Bytes an agent wrote may hold escape sequences: a terminal never gets them.
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(Error::new(
+                    ErrorKind::BadInput,
+                    "standard output is a terminal: an artifact's bytes are not shown there; \
+                     give --out FILE, pipe them (`| less`), or use --json",
+                ));
+            }
             bytes(&content)
         }
         ArtifactCommand::List { user, session } => {

@@ -39,29 +39,28 @@ struct AnswerArtifact {
 }
 
 /// The attached files, decoded; bad base64 is a reason naming the file.
-fn decode_artifacts(attached: Vec<AnswerArtifact>) -> Result<Vec<NewArtifact>, String> {
+/// The answer's artifacts, and a note for each that cannot be read (its content is not
+/// base64): such an artifact is left out and the run stands, as for one the store refuses.
+fn decode_artifacts(attached: Vec<AnswerArtifact>) -> (Vec<NewArtifact>, Vec<String>) {
     use base64::Engine;
-    attached
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let content = base64::engine::general_purpose::STANDARD
-                .decode(a.content_base64.trim())
-                .map_err(|e| {
-                    format!(
-                        "artifacts[{i}] (`{}`): content_base64 is not base64: {e}",
-                        crate::input::printable(crate::text::truncate_chars(&a.name, 100))
-                    )
-                })?;
-            Ok(NewArtifact {
+    let mut artifacts = Vec::new();
+    let mut notes = Vec::new();
+    for (i, a) in attached.into_iter().enumerate() {
+        match base64::engine::general_purpose::STANDARD.decode(a.content_base64.trim()) {
+            Ok(content) => artifacts.push(NewArtifact {
                 name: a.name,
                 mime_type: a
                     .mime_type
                     .unwrap_or_else(|| crate::artifact::DEFAULT_MIME_TYPE.to_string()),
                 content,
-            })
-        })
-        .collect()
+            }),
+            Err(e) => notes.push(format!(
+                "[artifact {i} `{}` not stored: content_base64 is not base64: {e}]",
+                crate::input::printable(crate::text::truncate_chars(&a.name, 100))
+            )),
+        }
+    }
+    (artifacts, notes)
 }
 
 impl HttpRuntime {
@@ -120,16 +119,8 @@ impl AgentRuntime for HttpRuntime {
         }
         outcome.turn_count = turn_count;
         outcome.cost = cost;
-        match decode_artifacts(answer.artifacts) {
-            Ok(artifacts) => outcome.artifacts = artifacts,
-            Err(reason) => {
-                outcome.error = Some(RuntimeError::BadAnswer {
-                    url: self.url.clone(),
-                    reason,
-                });
-                return outcome;
-            }
-        }
+        let (artifacts, unreadable) = decode_artifacts(answer.artifacts);
+        outcome.artifacts = artifacts;
         if !answer.output.trim().is_empty() {
             outcome
                 .transcript
@@ -149,6 +140,13 @@ impl AgentRuntime for HttpRuntime {
             }
         }
         outcome.output = answer.output;
+        for note in unreadable {
+            tracing::warn!(run_id = %request.run_id, %note, "an artifact of the answer is left out");
+            if !outcome.output.is_empty() {
+                outcome.output.push('\n');
+            }
+            outcome.output.push_str(&note);
+        }
         outcome
     }
 }

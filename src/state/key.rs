@@ -26,10 +26,17 @@ impl StateKey {
         input::check_id("state key", key)?;
         let scope = Self::scope_of(key);
         let prefix_len = Self::prefix_len(scope);
-        if key[prefix_len..].trim().is_empty() {
+        let name = &key[prefix_len..];
+        if name.trim().is_empty() {
             return Err(InputError::new(
                 "state key",
                 format!("`{key}` has no name after its prefix"),
+            ));
+        }
+        if name.trim_start() != name {
+            return Err(InputError::new(
+                "state key",
+                format!("`{key}` has whitespace after its prefix"),
             ));
         }
         Ok(Self {
@@ -83,6 +90,7 @@ mod tests {
             "x ",
             "user:",
             "temp: ",
+            "user: x",
             "a\0b",
             "a\nb",
             "\u{1b}[0m",

@@ -248,7 +248,8 @@ impl StateStore {
         let need_user = |what: &str| {
             user_id.clone().ok_or_else(|| {
                 StateError::Scope(format!(
-                    "`{}` is {what} state: name the user it belongs to (--user)",
+                    "`{}` is {what} state: name the user it belongs to (--user on the command \
+                     line, ?user= with an admin token)",
                     key.as_str()
                 ))
             })

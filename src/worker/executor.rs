@@ -188,7 +188,20 @@ impl Executor {
     /// stored (over a limit, a bad name or type) is skipped with a note at the end of the
     /// run's output: the run itself stands.
     async fn store_artifacts(&self, claim: &Claim, session: &str, outcome: &mut GoalOutcome) {
-        let artifacts = std::mem::take(&mut outcome.artifacts);
+        let mut artifacts = std::mem::take(&mut outcome.artifacts);
+        // A run keeps at most MAX_ARTIFACTS_PER_RUN; the rest are named and left out.
+        let over = artifacts.split_off(artifacts.len().min(crate::artifact::MAX_ARTIFACTS_PER_RUN));
+        for artifact in &over {
+            let name = crate::input::printable(crate::text::truncate_chars(&artifact.name, 100))
+                .into_owned();
+            if !outcome.output.is_empty() {
+                outcome.output.push('\n');
+            }
+            outcome.output.push_str(&format!(
+                "[artifact `{name}` not stored: a run keeps at most {} artifacts]",
+                crate::artifact::MAX_ARTIFACTS_PER_RUN
+            ));
+        }
         for artifact in &artifacts {
             let stored = self
                 .artifacts
