@@ -394,3 +394,62 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
     let listed = app.artifacts().list(&alice(), "alice", None).await.unwrap();
     assert_eq!(listed.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_keeps_at_most_its_share_of_artifacts_and_names_the_rest() {
+    let limit = nightshift::artifact::MAX_ARTIFACTS_PER_RUN;
+    let attached: Vec<Value> = (0..limit + 2)
+        .map(|i| json!({"name": format!("f{i:02}.txt"), "content_base64": b64(format!("file {i}").as_bytes())}))
+        .collect();
+    let runtime_url = serve_goal(json!({"output": "many files", "artifacts": attached})).await;
+    let dir = TempDir::new().unwrap();
+    let app = app(&dir, |c| {
+        c.runtime.kind = nightshift::config::RuntimeKind::Http;
+        c.runtime.url = runtime_url;
+    })
+    .await;
+    let schedule = app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("alice", "files", Cadence::cron("0 9 * * *", "UTC").unwrap()),
+        )
+        .await
+        .unwrap();
+    let finished = |app: &App| {
+        let app = app.clone();
+        move || {
+            let app = app.clone();
+            std::thread::spawn(move || {
+                tokio::runtime::Runtime::new().unwrap().block_on(async {
+                    let conn = app.db().conn().await.unwrap();
+                    nightshift::db::query_scalar::<i64>(
+                        &conn,
+                        "SELECT count(*) FROM schedule_runs WHERE status != 'running'",
+                        (),
+                    )
+                    .await
+                    .unwrap()
+                    .unwrap_or(0)
+                        > 0
+                })
+            })
+            .join()
+            .unwrap()
+        }
+    };
+    run_once(&app, &schedule, finished(&app)).await;
+    let stored = app.artifacts().list(&alice(), "alice", None).await.unwrap();
+    assert_eq!(stored.len(), limit);
+    let runs = app
+        .schedules()
+        .runs(&Actor::Operator, &schedule.schedule_id, 10)
+        .await
+        .unwrap();
+    let output = runs[0].output.clone().unwrap_or_default();
+    assert_eq!(output.matches("a run keeps at most").count(), 2, "{output}");
+    assert!(
+        output.contains(&format!("`f{limit:02}.txt` not stored")),
+        "{output}"
+    );
+}
