@@ -495,3 +495,103 @@ async fn the_api_serves_history_and_restore_and_keeps_purge_to_admins() {
     );
     api.stop().await;
 }
+
+#[tokio::test]
+async fn as_of_answers_with_the_notes_as_they_were_then() {
+    let dir = TempDir::new().unwrap();
+    let (app, clock) = app_at(&dir).await;
+    let memory = app.memory();
+    let id = memory
+        .save_note("alice", &NewNote::new("Alice drinks green tea"))
+        .await
+        .unwrap()
+        .note_id;
+    clock.advance_ms(1000);
+    memory
+        .update_note("alice", &id, "Alice drinks black tea", None)
+        .await
+        .unwrap();
+    clock.advance_ms(1000);
+    let other = memory
+        .save_note("alice", &NewNote::new("Alice walks to work"))
+        .await
+        .unwrap()
+        .note_id;
+    memory.delete_note("alice", &id).await.unwrap();
+    memory
+        .save_note("bob", &NewNote::new("Bob drinks tea"))
+        .await
+        .unwrap();
+
+    let texts = |versions: Vec<nightshift::memory::NoteVersion>| -> Vec<String> {
+        versions.into_iter().map(|v| v.content).collect()
+    };
+    // Each edge: before anything, the first moment of each version, and after the delete.
+    assert!(memory
+        .notes_as_of("alice", START - 1)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        texts(memory.notes_as_of("alice", START).await.unwrap()),
+        ["Alice drinks green tea"]
+    );
+    assert_eq!(
+        texts(memory.notes_as_of("alice", START + 999).await.unwrap()),
+        ["Alice drinks green tea"]
+    );
+    assert_eq!(
+        texts(memory.notes_as_of("alice", START + 1000).await.unwrap()),
+        ["Alice drinks black tea"]
+    );
+    assert_eq!(
+        texts(memory.notes_as_of("alice", START + 2000).await.unwrap()),
+        ["Alice walks to work"]
+    );
+    // Search: the words of then, not of now; never another user's.
+    let then = memory
+        .search_as_of("alice", "green tea", START + 500, 5)
+        .await
+        .unwrap();
+    assert_eq!(texts(then), ["Alice drinks green tea"]);
+    assert!(memory
+        .search_as_of("alice", "green", START + 1500, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        texts(
+            memory
+                .search_as_of("alice", "black", START + 1500, 5)
+                .await
+                .unwrap()
+        ),
+        ["Alice drinks black tea"]
+    );
+    assert!(memory
+        .search_as_of("alice", "tea", START + 2500, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    let now = memory
+        .search_as_of("alice", "walks", START + 2500, 5)
+        .await
+        .unwrap();
+    assert_eq!(now[0].note_id, other);
+    assert!(memory
+        .search_as_of("bob", "green", START + 500, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    // Bad input is refused naming it.
+    assert!(memory.notes_as_of("alice", -1).await.is_err());
+    assert!(memory
+        .search_as_of("alice", "a\u{0}b", START, 5)
+        .await
+        .is_err());
+    assert!(memory
+        .search_as_of("alice", "!!!", START, 5)
+        .await
+        .unwrap()
+        .is_empty());
+}

@@ -11,6 +11,11 @@ const MAX_TERMS: usize = 32;
 /// The FTS5 expression matching any of the query's words in the `text` or `context`
 /// columns (never `scope`), or `None` when the query has no searchable word.
 pub fn keyword_expression(query: &str) -> Option<String> {
+    keyword_expression_in(query, "{text context}")
+}
+
+/// As [`keyword_expression`], over the FTS5 columns `columns` (`{a b}` or one name).
+pub fn keyword_expression_in(query: &str, columns: &str) -> Option<String> {
     // Each word as typed, with its lower case for telling repeats and stop words: FTS5
     // folds the word itself, by the Unicode its tokenizer knows (6.1), as it folded the
     // stored text; a word folded here by newer Unicode (a capital of Osage, Cherokee,
@@ -40,7 +45,7 @@ pub fn keyword_expression(query: &str) -> Option<String> {
     let quoted: Vec<String> = terms
         .iter()
         .take(MAX_TERMS)
-        .map(|t| format!("{{text context}}:\"{t}\""))
+        .map(|t| format!("{columns}:\"{t}\""))
         .collect();
     Some(quoted.join(" OR "))
 }

@@ -65,6 +65,22 @@ pub struct NoteVersion {
     pub changed_at: i64,
 }
 
+/// The version `v` of user ?1 that was a note's current one at ?2: its newest by then,
+/// unless that one deleted or superseded it.
+const VALID_AT: &str = "v.user_id = ?1 AND v.changed_at <= ?2
+    AND v.version = (SELECT max(w.version) FROM note_versions w
+                     WHERE w.note_id = v.note_id AND w.changed_at <= ?2)
+    AND v.change NOT IN ('deleted', 'superseded')";
+
+/// [`NoteVersion::COLUMNS`] of the table aliased `v`.
+fn qualified() -> String {
+    NoteVersion::COLUMNS
+        .split(',')
+        .map(|c| format!("v.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl FromRow for NoteVersion {
     const COLUMNS: &'static str = "note_id, version, content, tags_json, key, category, source,
         change, changed_by, changed_at";
@@ -269,6 +285,59 @@ impl Memory {
         }
         self.wake_embedder();
         self.note(user_id, note_id).await
+    }
+
+    /// The user's notes as they were at `at` (UTC ms): each note's version valid then,
+    /// leaving out notes not yet written, already deleted or superseded by then; most
+    /// recently changed first.
+    pub async fn notes_as_of(&self, user_id: &str, at: i64) -> Result<Vec<NoteVersion>> {
+        check_id("user id", user_id)?;
+        crate::input::check_instant("as of", at)?;
+        let conn = self.db.conn().await?;
+        Ok(fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM note_versions v WHERE {VALID_AT} ORDER BY v.changed_at DESC, v.note_id",
+                qualified()
+            ),
+            libsql::params![user_id, at],
+        )
+        .await?)
+    }
+
+    /// Keyword search of the user's notes as they were at `at`: the versions valid then
+    /// whose text matches, best first (bm25), at most `top_k`. Keywords only: vectors are
+    /// kept for the notes as they are now.
+    pub async fn search_as_of(
+        &self,
+        user_id: &str,
+        query: &str,
+        at: i64,
+        top_k: usize,
+    ) -> Result<Vec<NoteVersion>> {
+        check_id("user id", user_id)?;
+        crate::input::check_text(
+            "query",
+            query,
+            crate::input::MAX_QUERY_BYTES,
+            crate::input::Lines::One,
+        )?;
+        crate::input::check_instant("as of", at)?;
+        let Some(expression) = super::fts_query::keyword_expression_in(query, "content") else {
+            return Ok(Vec::new());
+        };
+        let conn = self.db.conn().await?;
+        Ok(fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM note_versions_fts f JOIN note_versions v ON v.version_id = f.rowid
+                 WHERE note_versions_fts MATCH ?3 AND {VALID_AT}
+                 ORDER BY bm25(note_versions_fts), v.changed_at DESC LIMIT ?4",
+                qualified()
+            ),
+            libsql::params![user_id, at, expression, top_k as i64],
+        )
+        .await?)
     }
 
     /// Removes the versions of notes deleted before `cutoff` (the retention's end).
