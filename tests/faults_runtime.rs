@@ -390,6 +390,7 @@ async fn channelled(
         owner: "w".into(),
         clock: clock.clone(),
         wake: Arc::default(),
+        changes: None,
     };
     let mut schedules = Vec::new();
     for (channel, path) in [

@@ -129,6 +129,7 @@ impl Harness {
             owner: "w".into(),
             clock: self.clock.clone(),
             wake: Arc::new(Notify::new()),
+            changes: None,
         }
     }
 

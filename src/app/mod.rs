@@ -115,6 +115,7 @@ impl App {
         if let Some(clock) = parts.clock {
             memory = memory.with_clock(clock);
         }
+        memory = memory.with_change_events(crate::notify::changes::ChangeForwarder::events(config));
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());
         let schedules = ScheduleStore::new(memory.db().clone(), memory.clock().clone(), limits)

@@ -92,6 +92,7 @@ const DELETES: &[&str] = &[
     "DELETE FROM schedules WHERE user_id = ?1",
     "DELETE FROM outbox WHERE user_id = ?1",
     "DELETE FROM api_tokens WHERE user_id = ?1",
+    "DELETE FROM memory_changes WHERE user_id = ?1",
 ];
 
 #[derive(Debug, thiserror::Error)]

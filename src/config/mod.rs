@@ -127,6 +127,9 @@ pub struct NotifyConfig {
     /// Messages waiting to be delivered on one channel; a message beyond them is kept as
     /// a dead letter saying so instead of joining the queue.
     pub max_pending_per_channel: i64,
+    /// Where every user's memory changes go as events (`ID` or `ID:CONTEXT`); off when
+    /// unset. A user's own `memory_changes_channel` takes precedence.
+    pub memory_changes_channel: Option<String>,
 }
 
 impl NotifyConfig {
@@ -157,6 +160,7 @@ impl Default for NotifyConfig {
             timeout_secs: 15,
             max_message_chars: 3500,
             max_pending_per_channel: 10_000,
+            memory_changes_channel: None,
         }
     }
 }
@@ -266,6 +270,9 @@ pub struct UserConfig {
     pub channels: Vec<String>,
     /// Told to the model that extracts this user's facts, after the global instructions.
     pub extraction_instructions: Option<String>,
+    /// Where this user's memory changes go as events (`ID` or `ID:CONTEXT`), instead of
+    /// `[notify] memory_changes_channel`.
+    pub memory_changes_channel: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -375,6 +375,15 @@ fn runtime(config: &Config) -> Result<(), ConfigError> {
 
 fn notify(config: &Config) -> Result<(), ConfigError> {
     let n = &config.notify;
+    if let Some(channel) = &n.memory_changes_channel {
+        let id = channel.split(':').next().unwrap_or_default();
+        if !config.channels.contains_key(id) && id != "log" {
+            return invalid(
+                "notify.memory_changes_channel",
+                format!("no channel `{}` is configured", input::printable(id)),
+            );
+        }
+    }
     input::check_text("notify.marker", &n.marker, 64, Lines::One)
         .or_else(|e| invalid("notify.marker", e.reason))?;
     range(
@@ -460,6 +469,15 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
             if !config.channels.contains_key(id) && id != "log" {
                 return invalid(
                     format!("{key}.channels"),
+                    format!("no channel `{}` is configured", input::printable(id)),
+                );
+            }
+        }
+        if let Some(channel) = &settings.memory_changes_channel {
+            let id = channel.split(':').next().unwrap_or_default();
+            if !config.channels.contains_key(id) && id != "log" {
+                return invalid(
+                    format!("{key}.memory_changes_channel"),
                     format!("no channel `{}` is configured", input::printable(id)),
                 );
             }

@@ -114,6 +114,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "note_versions",
         sql: include_str!("../../migrations/0020_note_versions.sql"),
     },
+    Migration {
+        version: 21,
+        name: "memory_changes",
+        sql: include_str!("../../migrations/0021_memory_changes.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -378,16 +378,24 @@ impl Memory {
         if SessionKind::of(session_id) == SessionKind::Memory {
             return Err(MemoryError::ReservedSession(session_id.to_string()));
         }
+        let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let deleted = conn
-            .execute(
-                "DELETE FROM sessions WHERE session_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
-                libsql::params![session_id, owner],
-            )
-            .await?;
-        if deleted == 0 {
+        let tx = conn.write_tx().await?;
+        let user_id: Option<String> = crate::db::query_scalar(
+            &tx,
+            "SELECT user_id FROM sessions WHERE session_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+            libsql::params![session_id, owner],
+        )
+        .await?;
+        let Some(user_id) = user_id else {
+            tx.rollback().await?;
             return Err(MemoryError::SessionNotFound(session_id.to_string()));
-        }
+        };
+        tx.execute("DELETE FROM sessions WHERE session_id = ?1", [session_id])
+            .await?;
+        self.session_forgotten(&tx, &user_id, session_id, now)
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 }

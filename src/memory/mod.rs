@@ -4,6 +4,7 @@
 //! Sessions, events and notes are the source of truth. Everything in `chunks`,
 //! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
 
+mod changes;
 mod chunking;
 mod context;
 mod embedding;
@@ -28,6 +29,7 @@ pub use index::CONTEXT_CHARS;
 
 use std::sync::Arc;
 
+pub use changes::ChangeEvents;
 pub use chunking::chunk_text;
 pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET, MAX_BUDGET};
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
@@ -139,6 +141,8 @@ pub struct Memory {
     embed_batch_size: usize,
     /// Who changes notes through this handle, recorded with each version.
     origin: Origin,
+    /// Whose changes are recorded as change events.
+    changes: ChangeEvents,
 }
 
 impl Memory {
@@ -167,6 +171,7 @@ impl Memory {
             embed_wake: Arc::new(tokio::sync::Notify::new()),
             embed_batch_size: 32,
             origin: Origin::Library,
+            changes: ChangeEvents::default(),
         };
         let recorded = memory.recorded_model().await?;
         match recorded {

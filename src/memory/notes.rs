@@ -4,7 +4,7 @@
 
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
-use super::versions::{self, NoteChange};
+use super::versions::NoteChange;
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
 use crate::db::{fetch_all, fetch_optional, json_column, DbError, FromRow};
 use crate::ids;
@@ -139,7 +139,8 @@ impl Memory {
                     )
                     .await?;
                 }
-                versions::record(&tx, &note_id, NoteChange::Updated, self.origin(), now).await?;
+                self.record_version(&tx, &note_id, NoteChange::Updated, now)
+                    .await?;
                 SaveOutcome {
                     note_id,
                     created: false,
@@ -171,7 +172,8 @@ impl Memory {
                 .await?;
                 self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
                     .await?;
-                versions::record(&tx, &note_id, NoteChange::Created, self.origin(), now).await?;
+                self.record_version(&tx, &note_id, NoteChange::Created, now)
+                    .await?;
                 SaveOutcome {
                     note_id,
                     created: true,
@@ -241,7 +243,8 @@ impl Memory {
         }
         tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id])
             .await?;
-        versions::record(&tx, old_note_id, NoteChange::Superseded, self.origin(), now).await?;
+        self.record_version(&tx, old_note_id, NoteChange::Superseded, now)
+            .await?;
         let sequence = next_memory_sequence(&tx, user_id, now).await?;
         tx.execute(
             "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
@@ -262,7 +265,8 @@ impl Memory {
         .await?;
         self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
             .await?;
-        versions::record(&tx, &note_id, NoteChange::Created, self.origin(), now).await?;
+        self.record_version(&tx, &note_id, NoteChange::Created, now)
+            .await?;
         tx.commit().await?;
         self.wake_embedder();
         Ok(SaveOutcome {
@@ -322,7 +326,8 @@ impl Memory {
             now,
         )
         .await?;
-        versions::record(&tx, note_id, NoteChange::Updated, self.origin(), now).await?;
+        self.record_version(&tx, note_id, NoteChange::Updated, now)
+            .await?;
         tx.commit().await?;
         self.wake_embedder();
         self.note(user_id, note_id).await
@@ -395,7 +400,8 @@ impl Memory {
         )
         .await?;
         if content.is_some() {
-            versions::record(&tx, note_id, NoteChange::Deleted, self.origin(), now).await?;
+            self.record_version(&tx, note_id, NoteChange::Deleted, now)
+                .await?;
         }
         let deleted = tx
             .execute(

@@ -21,6 +21,8 @@ impl Memory {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         super::versions::record_expiries(&tx, self.origin(), now).await?;
+        self.expiries_changed(&tx, &self.origin().label(), now)
+            .await?;
         let expired = tx
             .execute(
                 "DELETE FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",

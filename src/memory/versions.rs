@@ -103,7 +103,7 @@ impl FromRow for NoteVersion {
 
 /// Keeps the note as it stands now (inside the transaction that changed it) as its next
 /// version. For a deletion, called before the row goes.
-pub(super) async fn record(
+async fn record(
     tx: &WriteTx,
     note_id: &str,
     change: NoteChange,
@@ -141,6 +141,18 @@ pub(super) async fn record_expiries(tx: &WriteTx, origin: &Origin, now: i64) -> 
 }
 
 impl Memory {
+    /// Keeps the note's new version and, when its user wants them, the change event.
+    pub(super) async fn record_version(
+        &self,
+        tx: &WriteTx,
+        note_id: &str,
+        change: NoteChange,
+        now: i64,
+    ) -> Result<()> {
+        record(tx, note_id, change, &self.origin, now).await?;
+        self.note_changed(tx, note_id, now).await
+    }
+
     /// The same store, recording `origin` with every note change it makes.
     pub fn by(&self, origin: Origin) -> Memory {
         let mut memory = self.clone();
@@ -273,7 +285,8 @@ impl Memory {
             let sequence = next_memory_sequence(&tx, user_id, now).await?;
             self.write_note_chunks(&tx, user_id, note_id, &chunks, sequence, now)
                 .await?;
-            record(&tx, note_id, NoteChange::Restored, &self.origin, now).await
+            self.record_version(&tx, note_id, NoteChange::Restored, now)
+                .await
         }
         .await;
         match result {

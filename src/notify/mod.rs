@@ -2,6 +2,7 @@
 //! from, through a durable outbox, so nothing is lost or sent twice across restarts or
 //! channel outages.
 
+pub mod changes;
 pub mod channels;
 pub mod outbox;
 pub(crate) mod policy;

@@ -56,8 +56,9 @@ impl NotifyPlan {
 /// A message to put in the outbox.
 pub struct NewMessage<'a> {
     pub kind: &'static str,
-    pub run_id: &'a str,
-    pub schedule_id: &'a str,
+    /// The run it is about; none for a memory change.
+    pub run_id: Option<&'a str>,
+    pub schedule_id: Option<&'a str>,
     pub user_id: &'a str,
     pub priority: Priority,
     pub payload: serde_json::Value,
@@ -74,7 +75,18 @@ pub async fn enqueue_in(
     message: NewMessage<'_>,
     now: i64,
 ) -> Result<(), libsql::Error> {
-    let key = format!("{}:{}", message.run_id, message.kind);
+    let key = format!("{}:{}", message.run_id.unwrap_or_default(), message.kind);
+    enqueue_keyed_in(conn, plan, &key, message, now).await
+}
+
+/// As [`enqueue_in`], under the idempotency key `key`.
+pub async fn enqueue_keyed_in(
+    conn: &crate::db::WriteTx,
+    plan: &NotifyPlan,
+    key: &str,
+    message: NewMessage<'_>,
+    now: i64,
+) -> Result<(), libsql::Error> {
     let full = format!(
         "the outbox of channel `{}` is full: {} messages already wait for delivery \
          (notify.max_pending_per_channel)",
@@ -116,7 +128,8 @@ pub async fn enqueue_in(
     if status.as_deref() == Some("dead") {
         tracing::warn!(
             channel = %plan.channel_id,
-            run_id = %message.run_id,
+            run_id = message.run_id.unwrap_or_default(),
+            key,
             limit = plan.max_pending_per_channel,
             "outbox full: the message is kept as a dead letter instead of waiting to be sent"
         );

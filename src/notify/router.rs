@@ -52,6 +52,20 @@ impl Router {
         }
     }
 
+    /// The plan for a message to `channel` (`ID` or `ID:CONTEXT`) itself.
+    pub fn plan_to(&self, channel: &str) -> NotifyPlan {
+        let (channel_id, channel_context_id) = split_channel(channel);
+        let mut plan = self.plan(&Recipient {
+            user_id: "",
+            schedule_id: "",
+            channel_id: None,
+            channel_context_id: None,
+        });
+        plan.channel_id = channel_id;
+        plan.channel_context_id = channel_context_id;
+        plan
+    }
+
     pub fn plan(&self, to: &Recipient<'_>) -> NotifyPlan {
         let origin = to
             .channel_id

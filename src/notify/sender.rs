@@ -30,6 +30,9 @@ pub struct Sender {
     pub clock: Arc<dyn Clock>,
     /// Notified when a message was written by this process.
     pub wake: Arc<Notify>,
+    /// Moves recorded memory changes into the outbox before each pass, when any user's
+    /// changes go to a channel.
+    pub changes: Option<super::changes::ChangeForwarder>,
 }
 
 /// When to try again after `attempts` failures: exponential, with a jitter of ±50% that
@@ -52,6 +55,11 @@ impl Sender {
     /// Runs until `stop`, delivering as messages come due.
     pub async fn run(&self, stop: CancellationToken, check: Duration) {
         loop {
+            if let Some(changes) = &self.changes {
+                if let Err(err) = changes.forward(self.clock.now_ms()).await {
+                    tracing::warn!(%err, "cannot move memory changes into the outbox");
+                }
+            }
             let (sent, failed) = match self.deliver_due().await {
                 Ok(n) => (n, false),
                 Err(err) => {

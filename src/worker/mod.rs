@@ -135,6 +135,11 @@ pub async fn run_with(
         owner: worker_id.clone(),
         clock: memory.clock().clone(),
         wake: app.outbox_wake().clone(),
+        changes: crate::notify::changes::ChangeForwarder::from_config(
+            memory.db().clone(),
+            app.router().clone(),
+            config,
+        ),
     };
     // The sender outlives the scheduler loop so the last runs' messages still go out.
     let sender_stop = CancellationToken::new();

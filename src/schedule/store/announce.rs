@@ -66,8 +66,8 @@ impl ScheduleStore {
         let message =
             |kind: &'static str, priority: Priority, payload: serde_json::Value| NewMessage {
                 kind,
-                run_id: &claim.run_id,
-                schedule_id: &schedule.schedule_id,
+                run_id: Some(&claim.run_id),
+                schedule_id: Some(&schedule.schedule_id),
                 user_id: &schedule.user_id,
                 priority,
                 payload,
