@@ -13,6 +13,7 @@
 //! - [`notify`]: channels, the durable outbox and its sender.
 //! - [`state`]: scoped key-value state (session, `user:`, `app:`, `temp:`).
 //! - [`memory`]: sessions, events, notes, the derived index and hybrid search.
+//! - [`portable`]: export and import (nightshift archives, mem0, Markdown folders).
 //! - [`artifact`]: files agents produced, stored with a session, content once per hash.
 //! - [`embed`]: the `Embedder` trait and its backends.
 //! - [`eval`]: retrieval-quality measurement on LoCoMo.
@@ -48,6 +49,7 @@ pub mod input;
 pub mod mcp;
 pub mod memory;
 pub mod notify;
+pub mod portable;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;

@@ -85,6 +85,13 @@ pub enum Command {
     /// Files agents produced (reports, charts, CSVs), stored with a session.
     #[command(subcommand)]
     Artifact(ArtifactCommand),
+    /// Write a user's memory (or every user's) as one versioned archive of
+    /// newline-delimited JSON: sessions, events, notes and their versions, state,
+    /// artifacts, schedules and runs (docs/export.md).
+    Export(super::portable::ExportArgs),
+    /// Restore an archive from `export` exactly (ids kept; present rows skipped, conflicts
+    /// reported), or import notes from mem0's JSON or a folder of Markdown files.
+    Import(super::portable::ImportArgs),
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),

@@ -9,6 +9,7 @@ mod input;
 mod macros;
 mod memory;
 mod output;
+mod portable;
 mod schedule;
 mod state;
 mod status;
@@ -181,6 +182,8 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Workers => admin::workers(&open(config()?).await?, json).await,
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
         Command::Artifact(command) => artifact::run(&open(config()?).await?, command, json).await,
+        Command::Export(args) => portable::export(&open(config()?).await?, args, json).await,
+        Command::Import(args) => portable::import(&open(config()?).await?, args, json).await,
         Command::Index(command) => admin::index(&open(config()?).await?, command, json).await,
         Command::Token(command) => admin::token(&open(config()?).await?, command, json).await,
         Command::Generate(command) => generate::run(command),

@@ -67,6 +67,27 @@ impl Memory {
         Ok(report)
     }
 
+    /// Rebuilds the index of the named sessions (an import's); returns how many were
+    /// rebuilt (a session deleted meanwhile is skipped).
+    pub async fn rebuild_sessions(&self, session_ids: &[String]) -> Result<usize> {
+        let mut rebuilt = 0;
+        for session_id in session_ids {
+            let conn = self.db.conn().await?;
+            let owner: Option<String> = crate::db::query_scalar(
+                &conn,
+                "SELECT user_id FROM sessions WHERE session_id = ?1",
+                [session_id.as_str()],
+            )
+            .await?;
+            drop(conn);
+            let Some(user_id) = owner else { continue };
+            if self.rebuild_session(session_id, &user_id).await?.is_some() {
+                rebuilt += 1;
+            }
+        }
+        Ok(rebuilt)
+    }
+
     /// Rebuilds one session; `None` if it was deleted meanwhile.
     async fn rebuild_session(
         &self,

@@ -1,0 +1,139 @@
+//! `nightshift export` and `nightshift import`: a user's memory as one archive of
+//! newline-delimited JSON, and back (docs/export.md); notes from mem0 or Markdown.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use nightshift::access::Actor;
+use nightshift::app::App;
+use nightshift::error::{Error, ErrorKind};
+use nightshift::portable::{
+    ExportScope, ImportFormat, ImportReport, ImportRequest, Portable, PortableError,
+};
+
+use super::output::{note, print};
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The user whose memory to export.
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    user: Option<String>,
+    /// Every user (the operator).
+    #[arg(long)]
+    all: bool,
+    /// Write the archive here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// An archive from `nightshift export`, a mem0 JSON file, or a folder of Markdown files.
+    file: PathBuf,
+    /// What FILE is; detected when absent.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// mem0: the user of every memory (overrides theirs); Markdown: required.
+    #[arg(long)]
+    user: Option<String>,
+    /// Check and count everything, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Nightshift,
+    Mem0,
+    Markdown,
+}
+
+fn portable(app: &App) -> Portable {
+    Portable::new(
+        app.db().clone(),
+        app.memory().clone(),
+        app.artifacts().clone(),
+        app.clock().clone(),
+    )
+}
+
+pub async fn export(app: &App, args: ExportArgs, json: bool) -> Result<(), Error> {
+    let (actor, scope) = match args.user {
+        Some(user) => (Actor::user(user.clone())?, ExportScope::User(user)),
+        None => (Actor::Operator, ExportScope::All),
+    };
+    let now = app.clock().now_ms();
+    let portable = portable(app);
+    match &args.out {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| {
+                Error::new(
+                    ErrorKind::BadInput,
+                    format!("cannot create {}: {e}", path.display()),
+                )
+            })?;
+            let mut out = std::io::BufWriter::new(file);
+            let report = portable.export(&actor, &scope, now, &mut out).await?;
+            out.flush()
+                .map_err(|e| Error::new(ErrorKind::Unavailable, e.to_string()))?;
+            print(json, &report, || {
+                let total: u64 = report.lines.values().sum();
+                format!("exported {total} lines to {}", path.display())
+            })
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout());
+            match portable.export(&actor, &scope, now, &mut out).await {
+                Ok(_) => Ok(()),
+                // A reader that went away (`| head`) ends the output quietly.
+                Err(PortableError::Write(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                    Ok(())
+                }
+                Err(err) => Err(err.into()),
+            }
+        }
+    }
+}
+
+pub async fn import(app: &App, args: ImportArgs, json: bool) -> Result<(), Error> {
+    let request = ImportRequest {
+        path: args.file,
+        format: args.format.map(|f| match f {
+            Format::Nightshift => ImportFormat::Nightshift,
+            Format::Mem0 => ImportFormat::Mem0,
+            Format::Markdown => ImportFormat::Markdown,
+        }),
+        user: args.user,
+        dry_run: args.dry_run,
+    };
+    let report = portable(app).import(&Actor::Operator, &request).await?;
+    if report.dry_run {
+        note("dry run: nothing was written");
+    }
+    print(json, &report, || human(&report))
+}
+
+fn human(report: &ImportReport) -> String {
+    let mut lines = vec![format!(
+        "{} import for {}",
+        report.format,
+        report.users.join(", ")
+    )];
+    for (kind, counts) in &report.types {
+        let mut line = format!(
+            "{kind}: {} imported, {} already present, {} conflicts",
+            counts.imported,
+            counts.already_present,
+            counts.conflicts.len()
+        );
+        if !counts.conflicts.is_empty() {
+            line.push_str(&format!(" ({})", counts.conflicts.join(", ")));
+        }
+        lines.push(line);
+    }
+    if report.changed_nothing() {
+        lines.push("nothing changed: everything was already present or in conflict".to_string());
+    }
+    lines.join("\n")
+}

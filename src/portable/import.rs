@@ -1,0 +1,462 @@
+//! Reading an archive in two passes: the first checks every line (JSON, `type`, fields,
+//! users in the header's order, the end line and its count) and writes nothing; the second
+//! writes one user's lines at a time, each user in one transaction. A row whose key exists
+//! with the same content is already present; with other content, or under another user,
+//! it is a conflict: skipped, the stored row untouched.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read as _};
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
+use super::rows::{self, Row, CONTENT, TYPE};
+use super::tables::{table_of, Table};
+use super::{foreign, ImportRequest, Portable, PortableError, Result};
+use crate::access::Actor;
+use crate::db::{query_scalar, WriteTx};
+use crate::memory::SessionKind;
+
+/// One checked data line.
+pub(super) struct Line {
+    pub number: u64,
+    pub table: &'static Table,
+    pub row: Row,
+}
+
+pub(super) async fn import(
+    portable: &Portable,
+    actor: &Actor,
+    request: &ImportRequest,
+) -> Result<ImportReport> {
+    let format = match request.format {
+        Some(format) => format,
+        None => foreign::detect(&request.path)?,
+    };
+    let limits = portable.memory.limits().clone();
+    let mut report = ImportReport {
+        format: format.as_str().to_string(),
+        dry_run: request.dry_run,
+        ..ImportReport::default()
+    };
+    let mut reindex = BTreeSet::new();
+    if format != ImportFormat::Nightshift {
+        let batches = match format {
+            ImportFormat::Mem0 => foreign::mem0(&request.path, request.user.as_deref(), &limits)?,
+            _ => foreign::markdown(&request.path, request.user.as_deref(), &limits)?,
+        };
+        for (user, _) in &batches {
+            if !actor.may_act_for(user) {
+                return Err(PortableError::NotYours);
+            }
+        }
+        for (user, lines) in &batches {
+            report.users.push(user.clone());
+            write_user(
+                portable,
+                user,
+                lines,
+                request.dry_run,
+                true,
+                &mut report,
+                &mut reindex,
+            )
+            .await?;
+        }
+    } else {
+        let users = validate(&request.path, &limits)?;
+        for user in &users {
+            if !actor.may_act_for(user) {
+                return Err(PortableError::NotYours);
+            }
+        }
+        let mut reader = Archive::open(&request.path, &limits)?;
+        let mut current: Option<(String, Vec<Line>)> = None;
+        while let Some((user, line)) = reader.next_line()? {
+            match &mut current {
+                Some((u, lines)) if *u == user => lines.push(line),
+                _ => {
+                    if let Some((u, lines)) = current.take() {
+                        write_user(
+                            portable,
+                            &u,
+                            &lines,
+                            request.dry_run,
+                            false,
+                            &mut report,
+                            &mut reindex,
+                        )
+                        .await?;
+                    }
+                    current = Some((user, vec![line]));
+                }
+            }
+        }
+        if let Some((u, lines)) = current.take() {
+            write_user(
+                portable,
+                &u,
+                &lines,
+                request.dry_run,
+                false,
+                &mut report,
+                &mut reindex,
+            )
+            .await?;
+        }
+        report.users = users;
+    }
+    if !request.dry_run && !reindex.is_empty() {
+        let sessions: Vec<String> = reindex.into_iter().collect();
+        report.sessions_reindexed = portable.memory.rebuild_sessions(&sessions).await? as u64;
+    }
+    Ok(report)
+}
+
+/// The first pass: every line checked, nothing written. Returns the header's users.
+fn validate(path: &Path, limits: &crate::config::MemoryConfig) -> Result<Vec<String>> {
+    let mut reader = Archive::open(path, limits)?;
+    while reader.next_line()?.is_some() {}
+    Ok(reader.header.users)
+}
+
+/// An archive read line by line, each line at most `memory.max_import_line_bytes`.
+struct Archive {
+    reader: BufReader<std::fs::File>,
+    header: Header,
+    number: u64,
+    data_lines: u64,
+    /// Index in the header's users of the user whose lines come now.
+    user_at: Option<usize>,
+    max_line: usize,
+    max_text: usize,
+    ended: bool,
+}
+
+impl Archive {
+    fn open(path: &Path, limits: &crate::config::MemoryConfig) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| PortableError::File {
+            what: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut reader = BufReader::new(file);
+        let first = read_bounded(&mut reader, limits.max_import_line_bytes, 1)?
+            .ok_or_else(|| PortableError::line(1, "the file is empty: no header"))?;
+        let header: Header = serde_json::from_str(&first)
+            .map_err(|e| PortableError::line(1, format!("not an archive header: {e}")))?;
+        if header.format != FORMAT {
+            return Err(PortableError::line(1, format!("format is not `{FORMAT}`")));
+        }
+        if header.version != VERSION {
+            return Err(PortableError::line(
+                1,
+                format!(
+                    "version {} is not supported (this build reads {VERSION})",
+                    header.version
+                ),
+            ));
+        }
+        for user in &header.users {
+            crate::input::check_user_id(user).map_err(|e| PortableError::line(1, e.to_string()))?;
+        }
+        Ok(Self {
+            reader,
+            header,
+            number: 1,
+            data_lines: 0,
+            user_at: None,
+            max_line: limits.max_import_line_bytes,
+            max_text: limits.max_text_bytes,
+            ended: false,
+        })
+    }
+
+    /// The next data line and its user; `None` after the end line.
+    fn next_line(&mut self) -> Result<Option<(String, Line)>> {
+        let number = self.number + 1;
+        let text = read_bounded(&mut self.reader, self.max_line, number)?;
+        let Some(text) = text else {
+            if self.ended {
+                return Ok(None);
+            }
+            return Err(PortableError::line(
+                number,
+                "the archive ends without its end line: it is truncated",
+            ));
+        };
+        self.number = number;
+        if self.ended {
+            return Err(PortableError::line(number, "a line after the end line"));
+        }
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| PortableError::line(number, format!("not JSON: {e}")))?;
+        let Value::Object(object) = value else {
+            return Err(PortableError::line(number, "not a JSON object"));
+        };
+        let kind = match object.get(TYPE) {
+            Some(Value::String(kind)) => kind.clone(),
+            _ => return Err(PortableError::line(number, "no `type`")),
+        };
+        if kind == "end" {
+            let end: End = serde_json::from_value(Value::Object(object))
+                .map_err(|e| PortableError::line(number, format!("bad end line: {e}")))?;
+            if end.lines != self.data_lines {
+                return Err(PortableError::line(
+                    number,
+                    format!(
+                        "the end line counts {} lines but {} came before it",
+                        end.lines, self.data_lines
+                    ),
+                ));
+            }
+            self.ended = true;
+            return self.next_line();
+        }
+        let table = table_of(&kind)
+            .ok_or_else(|| PortableError::line(number, format!("unknown type `{kind}`")))?;
+        let row: Row = object.into_iter().collect();
+        let user = rows::check_line(table, &row, self.max_text)
+            .map_err(|reason| PortableError::line(number, reason))?;
+        let at = self
+            .header
+            .users
+            .iter()
+            .position(|u| *u == user)
+            .ok_or_else(|| {
+                PortableError::line(number, format!("user `{user}` is not in the header"))
+            })?;
+        match self.user_at {
+            Some(now) if at < now => {
+                return Err(PortableError::line(
+                    number,
+                    format!("user `{user}`'s lines are not together, in the header's order"),
+                ))
+            }
+            _ => self.user_at = Some(at),
+        }
+        self.data_lines += 1;
+        Ok(Some((user, Line { number, table, row })))
+    }
+}
+
+/// One line without its line break, or `None` at the end of the file.
+fn read_bounded(reader: &mut impl BufRead, max: usize, number: u64) -> Result<Option<String>> {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    reader
+        .by_ref()
+        .take(limit)
+        .read_until(b'\n', &mut buf)
+        .map_err(|e| PortableError::line(number, format!("cannot read: {e}")))?;
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > max {
+        return Err(PortableError::line(
+            number,
+            format!("longer than memory.max_import_line_bytes ({max} bytes)"),
+        ));
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| PortableError::line(number, "not valid UTF-8"))
+}
+
+/// Writes one user's lines in one transaction (rolled back for a dry run).
+pub(super) async fn write_user(
+    portable: &Portable,
+    user: &str,
+    lines: &[Line],
+    dry_run: bool,
+    ensure_memory_session: bool,
+    report: &mut ImportReport,
+    reindex: &mut BTreeSet<String>,
+) -> Result<()> {
+    let conn = portable.db.conn().await?;
+    let tx = conn.write_tx().await?;
+    let now = portable.clock.now_ms();
+    if ensure_memory_session {
+        let session = SessionKind::memory_session(user);
+        tx.execute(
+            "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
+             VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
+            libsql::params![session.as_str(), user, now],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)
+             ON CONFLICT DO NOTHING",
+            libsql::params![session.as_str(), now],
+        )
+        .await?;
+    }
+    let mut state_version = 0i64;
+    for line in lines {
+        let table = line.table;
+        let outcome = write_row(&tx, user, line).await?;
+        let counts = report.types.entry(table.kind.to_string()).or_default();
+        match outcome {
+            Outcome::Present => counts.already_present += 1,
+            Outcome::Conflict => counts.conflicts.push(rows::key_text(table, &line.row)),
+            Outcome::Imported => {
+                counts.imported += 1;
+                match table.kind {
+                    "event" | "session" => {
+                        if let Some(Value::String(s)) = line.row.get("session_id") {
+                            reindex.insert(s.clone());
+                        }
+                    }
+                    "note" => {
+                        reindex.insert(SessionKind::memory_session(user));
+                    }
+                    "state" => {
+                        if let Some(Value::Number(n)) = line.row.get("version") {
+                            state_version = state_version.max(n.as_i64().unwrap_or(0));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if state_version > 0 {
+        // State versions come from one counter: it must not hand out an imported one again.
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('state_version', CAST(?1 AS TEXT))
+             ON CONFLICT (key) DO UPDATE
+             SET value = CAST(MAX(CAST(value AS INTEGER), ?1) AS TEXT)",
+            [state_version],
+        )
+        .await?;
+    }
+    if dry_run {
+        tx.rollback().await?;
+    } else {
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+enum Outcome {
+    Imported,
+    Present,
+    Conflict,
+}
+
+async fn write_row(tx: &WriteTx, user: &str, line: &Line) -> Result<Outcome> {
+    let (table, row, number) = (line.table, &line.row, line.number);
+    let bad = |reason: String| PortableError::line(number, reason);
+    // A parent that belongs to another user makes this row a conflict.
+    for (column, parent, own) in [
+        ("session_id", "sessions", "session"),
+        ("schedule_id", "schedules", "schedule"),
+    ] {
+        let Some(Value::String(id)) = row.get(column) else {
+            continue;
+        };
+        if table.kind == own {
+            continue;
+        }
+        let sql = format!("SELECT user_id FROM {parent} WHERE {column} = ?1");
+        let owner: Option<String> = query_scalar(tx, &sql, [id.as_str()]).await?;
+        match owner {
+            None => {
+                return Err(bad(format!(
+                    "no {own} `{id}` in the archive or the database"
+                )))
+            }
+            Some(owner) if owner != user => return Ok(Outcome::Conflict),
+            Some(_) => {}
+        }
+    }
+    let values = |columns: &[&str]| -> Result<Vec<libsql::Value>> {
+        columns
+            .iter()
+            .map(|c| rows::to_sql(c, row.get(*c).unwrap_or(&Value::Null)).map_err(bad))
+            .collect()
+    };
+    let condition: Vec<String> = table
+        .key
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{c} = ?{}", i + 1))
+        .collect();
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {}",
+        table.columns.join(", "),
+        table.table,
+        condition.join(" AND ")
+    );
+    let mut found = tx
+        .query(&sql, libsql::params::Params::Positional(values(table.key)?))
+        .await?;
+    if let Some(stored) = found.next().await? {
+        let stored = rows::read_row(&stored, table.columns).map_err(bad)?;
+        let wanted: Row = table
+            .columns
+            .iter()
+            .map(|c| (c.to_string(), row.get(*c).cloned().unwrap_or(Value::Null)))
+            .collect();
+        return Ok(if stored == wanted {
+            Outcome::Present
+        } else {
+            Outcome::Conflict
+        });
+    }
+    drop(found);
+    if table.kind == "artifact" {
+        write_content(tx, row).await.map_err(bad)?;
+    }
+    let placeholders: Vec<String> = (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+        table.table,
+        table.columns.join(", "),
+        placeholders.join(", ")
+    );
+    let written = tx
+        .execute(
+            &sql,
+            libsql::params::Params::Positional(values(table.columns)?),
+        )
+        .await
+        .map_err(|e| bad(format!("cannot be stored: {e}")))?;
+    // Another unique constraint (a note's key, a run's occurrence) holds another row.
+    Ok(if written == 0 {
+        Outcome::Conflict
+    } else {
+        Outcome::Imported
+    })
+}
+
+/// An artifact's bytes, checked against its hash and size, stored once per hash.
+async fn write_content(tx: &WriteTx, row: &Row) -> Result<(), String> {
+    let (Some(Value::String(content)), Some(Value::String(hash)), Some(size), Some(created)) = (
+        row.get(CONTENT),
+        row.get("hash"),
+        row.get("size").and_then(Value::as_i64),
+        row.get("created_at").and_then(Value::as_i64),
+    ) else {
+        return Err("an artifact needs content_base64, hash, size and created_at".to_string());
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .map_err(|e| format!("content_base64 is not base64: {e}"))?;
+    if blake3::hash(&bytes).to_hex().as_str() != hash
+        || i64::try_from(bytes.len()).ok() != Some(size)
+    {
+        return Err("content_base64 does not match the artifact's hash and size".to_string());
+    }
+    tx.execute(
+        "INSERT INTO artifact_contents (hash, size, in_folder, data, created_at)
+         VALUES (?1, ?2, 0, ?3, ?4) ON CONFLICT (hash) DO NOTHING",
+        libsql::params![hash.as_str(), size, bytes, created],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Export and import: one user's memory (or every user's) as a versioned archive of
+//! newline-delimited JSON, restored exactly by import; and imports of notes from mem0's
+//! `get_all` output and from a folder of Markdown files. The format is documented in
+//! docs/export.md.
+//!
+//! - [`format`]: the header and end lines, the report types.
+//! - [`rows`]: stored values to JSON and back, and the checks an imported field passes.
+//! - [`export`]: writing an archive.
+//! - [`import`]: reading one (two passes: validate every line, then write a user at a time).
+//! - [`foreign`]: mem0 and Markdown, turned into note rows.
+//!
+//! Chunks, full-text rows and vectors are derived and never exported: an import rebuilds
+//! the index of every session it wrote to.
+
+mod export;
+mod foreign;
+pub mod format;
+mod import;
+mod rows;
+mod tables;
+
+use std::sync::Arc;
+
+use crate::access::Actor;
+use crate::artifact::{ArtifactError, ArtifactStore};
+use crate::db::clock::Clock;
+use crate::db::{Db, DbError};
+use crate::error::{ErrorKind, Kind};
+use crate::input::InputError;
+use crate::memory::{Memory, MemoryError};
+
+pub use format::{ExportReport, ImportFormat, ImportReport, TypeCounts};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PortableError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A line of an archive that is not what the format says; nothing was imported.
+    #[error("line {line}: {reason}; nothing was imported")]
+    Line { line: u64, reason: String },
+    #[error("{what}: {reason}; nothing was imported")]
+    File { what: String, reason: String },
+    #[error("a user may export or import only their own data")]
+    NotYours,
+    #[error("cannot write the archive: {0}")]
+    Write(std::io::Error),
+    #[error(transparent)]
+    Artifact(#[from] ArtifactError),
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl Kind for PortableError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            PortableError::Input(_)
+            | PortableError::Line { .. }
+            | PortableError::File { .. }
+            | PortableError::NotYours => ErrorKind::BadInput,
+            PortableError::Write(_) => ErrorKind::Unavailable,
+            PortableError::Artifact(err) => err.kind(),
+            PortableError::Memory(err) => err.kind(),
+            PortableError::Db(err) => err.kind(),
+        }
+    }
+}
+
+impl From<libsql::Error> for PortableError {
+    fn from(err: libsql::Error) -> Self {
+        PortableError::Db(DbError::Sql(err))
+    }
+}
+
+impl PortableError {
+    pub(crate) fn line(line: u64, reason: impl Into<String>) -> Self {
+        PortableError::Line {
+            line,
+            reason: reason.into(),
+        }
+    }
+}
+
+pub type Result<T, E = PortableError> = std::result::Result<T, E>;
+
+/// What export and import work on: the database, the memory store (its limits, and the
+/// index rebuilt after an import) and the artifact store (content read on export).
+#[derive(Clone)]
+pub struct Portable {
+    db: Db,
+    memory: Memory,
+    artifacts: ArtifactStore,
+    clock: Arc<dyn Clock>,
+}
+
+/// Whose data an export holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportScope {
+    User(String),
+    /// Every user (the operator only).
+    All,
+}
+
+/// What an import reads, and how.
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    pub path: std::path::PathBuf,
+    /// Detected from the file when `None`.
+    pub format: Option<ImportFormat>,
+    /// mem0: overrides or fills each item's user; Markdown: required.
+    pub user: Option<String>,
+    /// Check and count everything, write nothing.
+    pub dry_run: bool,
+}
+
+impl Portable {
+    pub fn new(db: Db, memory: Memory, artifacts: ArtifactStore, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            db,
+            memory,
+            artifacts,
+            clock,
+        }
+    }
+
+    /// Writes the archive of `scope` to `out`. A user may export only themselves; `All`
+    /// is for the operator. `exported_at` (UTC ms) goes in the header.
+    pub async fn export(
+        &self,
+        actor: &Actor,
+        scope: &ExportScope,
+        exported_at: i64,
+        out: &mut (dyn std::io::Write + Send),
+    ) -> Result<ExportReport> {
+        export::export(self, actor, scope, exported_at, out).await
+    }
+
+    /// Imports the archive (or mem0 file, or Markdown folder) `request` names. Rows that
+    /// exist with the same content are counted as already present; rows whose id exists
+    /// with other content are conflicts, skipped. One transaction per user.
+    pub async fn import(&self, actor: &Actor, request: &ImportRequest) -> Result<ImportReport> {
+        import::import(self, actor, request).await
+    }
+}

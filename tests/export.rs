@@ -1,0 +1,455 @@
+//! Export and import on real libSQL files: exact round trips, idempotence, conflicts,
+//! truncation, confinement to one user, mem0 and Markdown input, and any bytes.
+
+mod common;
+
+use std::path::Path;
+
+use nightshift::access::Actor;
+use nightshift::app::App;
+use nightshift::artifact::NewArtifact;
+use nightshift::memory::{NewEvent, NewNote, Role};
+use nightshift::portable::{ExportScope, ImportFormat, ImportRequest, Portable, PortableError};
+use proptest::prelude::*;
+use tempfile::TempDir;
+
+const AT: i64 = 1_700_000_000_000;
+
+async fn app_in(dir: &TempDir) -> App {
+    common::app_with(&common::config_in(dir), None).await
+}
+
+fn portable(app: &App) -> Portable {
+    Portable::new(
+        app.db().clone(),
+        app.memory().clone(),
+        app.artifacts().clone(),
+        app.clock().clone(),
+    )
+}
+
+async fn export(app: &App, user: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    portable(app)
+        .export(
+            &Actor::Operator,
+            &ExportScope::User(user.into()),
+            AT,
+            &mut out,
+        )
+        .await
+        .expect("export");
+    out
+}
+
+fn request(path: &Path, format: Option<ImportFormat>, user: Option<&str>) -> ImportRequest {
+    ImportRequest {
+        path: path.to_path_buf(),
+        format,
+        user: user.map(str::to_string),
+        dry_run: false,
+    }
+}
+
+async fn sql(app: &App, statement: &str) {
+    let conn = app.db().conn().await.unwrap();
+    conn.execute(statement, ()).await.unwrap();
+}
+
+fn note(content: &str, key: Option<&str>) -> NewNote {
+    NewNote {
+        content: content.into(),
+        tags: vec!["t1".into()],
+        key: key.map(str::to_string),
+        category: Some("fact".into()),
+        source: None,
+        fact_key: None,
+        expires_at: None,
+    }
+}
+
+fn event(role: Role, content: &str) -> NewEvent {
+    NewEvent {
+        role,
+        content: content.into(),
+        payload: Some(serde_json::json!({"tool": "x", "n": 1.25})),
+        importance: Some(0.3),
+        created_at: Some(AT),
+    }
+}
+
+/// Notes (one updated twice, one superseded), a conversation, state, an artifact, a
+/// schedule with runs; and some of bob's data that alice's export must never hold.
+async fn populate(app: &App) {
+    let memory = app.memory();
+    memory
+        .save_note("alice", &note("likes tea", Some("drink")))
+        .await
+        .unwrap();
+    memory
+        .save_note("alice", &note("likes green tea", Some("drink")))
+        .await
+        .unwrap();
+    let old = memory
+        .save_note("alice", &note("lives in Paris", None))
+        .await
+        .unwrap();
+    let new = memory
+        .save_note("alice", &note("lives in Lyon", None))
+        .await
+        .unwrap();
+    sql(
+        app,
+        &format!(
+            "UPDATE notes SET superseded_by = '{}' WHERE note_id = '{}'",
+            new.note_id, old.note_id
+        ),
+    )
+    .await;
+    memory
+        .append(
+            "alice",
+            "chat-1",
+            &[
+                event(Role::User, "hello"),
+                event(Role::Assistant, "hi\nthere"),
+            ],
+        )
+        .await
+        .unwrap();
+    memory
+        .save_note("bob", &note("bob's secret", None))
+        .await
+        .unwrap();
+    memory
+        .append("bob", "chat-bob", &[event(Role::User, "bob here")])
+        .await
+        .unwrap();
+    sql(
+        app,
+        "INSERT INTO state_entries (scope, scope_id, key, user_id, session_id, value_json,
+         version, created_at, updated_at)
+         VALUES ('user', 'alice', 'user:prefs', 'alice', NULL, '{\"a\": [1, 2]}', 7, 1, 2),
+                ('session', 'chat-1', 'step', 'alice', 'chat-1', '3', 8, 1, 2)",
+    )
+    .await;
+    let artifact = NewArtifact {
+        name: "report.csv".into(),
+        mime_type: "text/csv".into(),
+        content: b"a,b\n1,2\n".to_vec(),
+    };
+    app.artifacts()
+        .put("alice", "chat-1", None, &artifact)
+        .await
+        .unwrap();
+    sql(
+        app,
+        "INSERT INTO schedules (schedule_id, user_id, name, goal, cadence_json, cadence_text,
+         created_at, updated_at, next_run_at, max_cost)
+         VALUES ('sch-1', 'alice', 'daily', 'summarise the news', '{\"every_secs\":86400}',
+                 'every day', 10, 20, 30, 0.1)",
+    )
+    .await;
+    sql(
+        app,
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, started_at,
+         finished_at, output, cost)
+         VALUES ('run-1', 'sch-1', 100, 'succeeded', 101, 102, 'done', 0.003),
+                ('run-2', 'sch-1', 200, 'failed', 201, 202, NULL, 0)",
+    )
+    .await;
+}
+
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn round_trip_is_byte_identical_and_idempotent() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let archive = export(&source, "alice").await;
+    let text = String::from_utf8(archive.clone()).unwrap();
+    for kind in [
+        "session",
+        "event",
+        "summary",
+        "note",
+        "note_version",
+        "state",
+        "artifact",
+        "schedule",
+        "run",
+    ] {
+        assert!(
+            text.contains(&format!("\"type\":\"{kind}\"")),
+            "no {kind} in\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("bob"),
+        "bob's data in alice's export:\n{text}"
+    );
+    assert!(text.lines().last().unwrap().contains("\"end\""));
+
+    let target = app_in(&b).await;
+    let path = write(&files, "alice.ndjson", &archive);
+    let report = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert_eq!(report.format, "nightshift");
+    assert!(
+        report.types.values().all(|t| t.conflicts.is_empty()),
+        "{report:?}"
+    );
+    assert_eq!(report.types["note"].imported, 3);
+    assert_eq!(
+        export(&target, "alice").await,
+        archive,
+        "export → import → export differs"
+    );
+
+    // The index was rebuilt: a search finds an imported note.
+    let chunks = common::count(
+        target.memory(),
+        "SELECT count(*) FROM chunks WHERE user_id = 'alice'",
+    )
+    .await;
+    assert!(chunks > 0);
+
+    let again = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert!(again.changed_nothing(), "{again:?}");
+    assert!(again
+        .types
+        .values()
+        .all(|t| t.conflicts.is_empty() && t.already_present > 0));
+    assert_eq!(export(&target, "alice").await, archive);
+}
+
+#[tokio::test]
+async fn a_conflicting_note_is_reported_and_left_alone() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let archive = export(&source, "alice").await;
+    let target = app_in(&b).await;
+    let path = write(&files, "a.ndjson", &archive);
+    portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    sql(
+        &target,
+        "UPDATE notes SET content = 'changed here' WHERE content = 'lives in Lyon'",
+    )
+    .await;
+    let report = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert_eq!(report.types["note"].conflicts.len(), 1, "{report:?}");
+    let kept = common::count(
+        target.memory(),
+        "SELECT count(*) FROM notes WHERE content = 'changed here'",
+    )
+    .await;
+    assert_eq!(kept, 1);
+}
+
+#[tokio::test]
+async fn a_truncated_archive_imports_nothing_and_names_the_line() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let archive = export(&source, "alice").await;
+    let text = String::from_utf8(archive).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let target = app_in(&b).await;
+    let without_end = lines[..lines.len() - 1].join("\n") + "\n";
+    let cut = &text[..text.len() - 30];
+    for (name, bytes) in [("no-end", without_end.as_str()), ("cut", cut)] {
+        let path = write(&files, name, bytes.as_bytes());
+        let err = portable(&target)
+            .import(
+                &Actor::Operator,
+                &request(&path, Some(ImportFormat::Nightshift), None),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, PortableError::Line { .. }), "{name}: {err}");
+        assert!(err.to_string().starts_with("line "), "{name}: {err}");
+    }
+    let unknown = text.replacen("\"type\":\"note\"", "\"type\":\"nope\"", 1);
+    let path = write(&files, "unknown", unknown.as_bytes());
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown type"), "{err}");
+    assert_eq!(
+        common::count(target.memory(), "SELECT count(*) FROM notes").await,
+        0
+    );
+    assert_eq!(
+        common::count(target.memory(), "SELECT count(*) FROM sessions").await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_user_exports_only_themselves() {
+    let a = TempDir::new().unwrap();
+    let app = app_in(&a).await;
+    populate(&app).await;
+    let mut out = Vec::new();
+    let alice = Actor::user("alice").unwrap();
+    let err = portable(&app)
+        .export(&alice, &ExportScope::User("bob".into()), AT, &mut out)
+        .await;
+    assert!(matches!(err, Err(PortableError::NotYours)));
+    let err = portable(&app)
+        .export(&alice, &ExportScope::All, AT, &mut out)
+        .await;
+    assert!(matches!(err, Err(PortableError::NotYours)));
+    let mut all = Vec::new();
+    let report = portable(&app)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut all)
+        .await
+        .unwrap();
+    assert_eq!(report.users, vec!["alice".to_string(), "bob".to_string()]);
+}
+
+#[tokio::test]
+async fn mem0_and_markdown_become_notes_once() {
+    let (a, files) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let app = app_in(&a).await;
+    let item = |id: &str, text: &str| {
+        serde_json::json!({"id": id, "memory": text, "user_id": "carol", "hash": "h",
+            "metadata": {"tags": ["food"]}, "created_at": "2024-07-20T10:00:00.123456-07:00",
+            "updated_at": null})
+    };
+    let bare = serde_json::json!([item("m1", "likes pizza")]);
+    let wrapped =
+        serde_json::json!({"results": [item("m1", "likes pizza"), item("m2", "has a cat")]});
+    let bare = write(&files, "bare.json", bare.to_string().as_bytes());
+    let wrapped = write(&files, "wrapped.json", wrapped.to_string().as_bytes());
+    let p = portable(&app);
+    let first = p
+        .import(&Actor::Operator, &request(&bare, None, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.format.as_str(), first.types["note"].imported),
+        ("mem0", 1)
+    );
+    let second = p
+        .import(&Actor::Operator, &request(&wrapped, None, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            second.types["note"].imported,
+            second.types["note"].already_present
+        ),
+        (1, 1)
+    );
+    let tags = common::count(
+        app.memory(),
+        "SELECT count(*) FROM notes WHERE note_id = 'mem0-m1'
+        AND tags_json = '[\"food\"]' AND source = 'import' AND user_id = 'carol'",
+    )
+    .await;
+    assert_eq!(tags, 1);
+
+    let folder = files.path().join("md");
+    std::fs::create_dir_all(folder.join("sub")).unwrap();
+    std::fs::write(
+        folder.join("a.md"),
+        "---\ntags: [x, \"y\"]\nkey: k1\ncategory: pref\n---\nLikes hiking.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("sub/b.md"),
+        "---\ntags:\n  - z\n---\nSecond note\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("skip.txt"), "not a note").unwrap();
+    let md = p
+        .import(&Actor::Operator, &request(&folder, None, Some("dave")))
+        .await
+        .unwrap();
+    assert_eq!(
+        (md.format.as_str(), md.types["note"].imported),
+        ("markdown", 2),
+        "{md:?}"
+    );
+    let again = p
+        .import(&Actor::Operator, &request(&folder, None, Some("dave")))
+        .await
+        .unwrap();
+    assert!(again.changed_nothing(), "{again:?}");
+    let front = common::count(
+        app.memory(),
+        "SELECT count(*) FROM notes WHERE note_id = 'md-a.md'
+        AND key = 'k1' AND category = 'pref' AND tags_json = '[\"x\",\"y\"]'
+        AND content = 'Likes hiking.'",
+    )
+    .await;
+    assert_eq!(front, 1);
+    let nested = common::count(
+        app.memory(),
+        "SELECT count(*) FROM notes WHERE note_id = 'md-sub/b.md' AND tags_json = '[\"z\"]'",
+    )
+    .await;
+    assert_eq!(nested, 1);
+    let no_user = p
+        .import(&Actor::Operator, &request(&folder, None, None))
+        .await;
+    assert!(no_user.is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn any_bytes_are_an_error_naming_a_line_or_a_success(
+        prefix in prop::bool::ANY,
+        body in prop::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (a, files) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+            let app = app_in(&a).await;
+            let mut bytes = Vec::new();
+            if prefix {
+                bytes.extend_from_slice(b"{\"format\":\"nightshift-export\",\"version\":1,\"exported_at\":1,\"users\":[\"u\"]}\n");
+            }
+            bytes.extend_from_slice(&body);
+            let path = write(&files, "any", &bytes);
+            let result = portable(&app)
+                .import(&Actor::Operator, &request(&path, Some(ImportFormat::Nightshift), None))
+                .await;
+            if let Err(err) = result {
+                assert!(matches!(err, PortableError::Line { .. }), "{err}");
+            }
+        });
+    }
+}
