@@ -256,7 +256,7 @@ pub enum MemoryCommand {
         #[arg(long)]
         session: Option<String>,
         #[command(flatten)]
-        filter: super::filters::NoteFilterArgs,
+        filter: Box<super::filters::NoteFilterArgs>,
         #[command(flatten)]
         window: super::filters::WindowArgs,
         query: String,
@@ -286,7 +286,7 @@ pub enum MemoryCommand {
         #[arg(long)]
         user: String,
         #[command(flatten)]
-        filter: super::filters::NoteFilterArgs,
+        filter: Box<super::filters::NoteFilterArgs>,
     },
     /// Append events to a conversation session (created on first use).
     Append(AppendArgs),

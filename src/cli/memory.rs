@@ -51,7 +51,7 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
                 query,
                 top_k,
                 session_id: session,
-                filter: filter.into_filter()?,
+                filter: (*filter).into_filter()?,
                 window: window.into_window()?,
                 ..Default::default()
             };
@@ -110,7 +110,9 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             print(json, &out, || format!("deleted {}", out.note_id))
         }
         MemoryCommand::Notes { user, filter } => {
-            let notes = memory.notes_matching(&user, &filter.into_filter()?).await?;
+            let notes = memory
+                .notes_matching(&user, &(*filter).into_filter()?)
+                .await?;
             print(json, &notes, || {
                 notes
                     .iter()
