@@ -87,6 +87,7 @@ async fn main() {
         top_k: Some(10),
         session_id: Some("user-big-chat".into()),
         tags: Vec::new(),
+        ..Default::default()
     };
     memory.search(&warm).await.unwrap();
     let (mut inproc, mut http) = (Vec::new(), Vec::new());

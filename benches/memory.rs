@@ -58,6 +58,7 @@ async fn search_latencies(
         top_k: Some(10),
         session_id: Some(format!("{user}-chat")),
         tags: Vec::new(),
+        ..Default::default()
     };
     let cold_request = run(rng);
     let start = Instant::now();

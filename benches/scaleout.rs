@@ -289,6 +289,7 @@ async fn search_times(memory: &Memory, rng: &mut Rng, lang: &Language) -> Vec<Du
         top_k: Some(10),
         session_id: Some("user-big-chat".into()),
         tags: Vec::new(),
+        ..Default::default()
     };
     // The first search loads the user's vectors; it is not what a busy worker sees.
     memory.search(&request(rng)).await.expect("search");

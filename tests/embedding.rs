@@ -21,6 +21,7 @@ fn request(user: &str, query: &str, session: Option<&str>) -> SearchRequest {
         top_k: Some(5),
         session_id: session.map(str::to_string),
         tags: Vec::new(),
+        ..Default::default()
     }
 }
 

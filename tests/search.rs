@@ -14,6 +14,7 @@ fn request(user: &str, query: &str, session: Option<&str>) -> SearchRequest {
         top_k: Some(10),
         session_id: session.map(Into::into),
         tags: Vec::new(),
+        ..Default::default()
     }
 }
 

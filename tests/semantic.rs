@@ -106,6 +106,7 @@ async fn search_finds_by_meaning_once_the_queue_has_embedded() {
         top_k: Some(1),
         session_id: Some("chat".into()),
         tags: Vec::new(),
+        ..Default::default()
     };
     // No keyword in common, and no vector yet.
     assert!(memory.search(&request).await.unwrap().is_empty());

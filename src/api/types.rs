@@ -4,7 +4,8 @@
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::memory::{NewEvent, Strategy};
+use crate::input::InputError;
+use crate::memory::{parse_time_opt, EventWindow, NewEvent, NoteFilter, Strategy};
 
 /// `?user=`: the user an admin token acts for (a user token needs none).
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -45,6 +46,138 @@ pub struct SearchBody {
     /// Only notes carrying every one of these tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Only notes carrying at least one of these tags.
+    #[serde(default)]
+    pub any_tags: Vec<String>,
+    /// Only notes carrying none of these tags.
+    #[serde(default)]
+    pub no_tags: Vec<String>,
+    /// Only notes of exactly this category.
+    pub category: Option<String>,
+    /// Only notes whose key starts with exactly this text.
+    pub key_prefix: Option<String>,
+    /// Only notes of this source: `tool` or `consolidation`.
+    pub source: Option<String>,
+    /// Instants: UTC ms (digits), RFC 3339, or a date (UTC: its first moment for
+    /// `*_after` and `since`, its last for `*_before` and `until`); bounds are inclusive.
+    pub created_after: Option<String>,
+    pub created_before: Option<String>,
+    pub updated_after: Option<String>,
+    pub updated_before: Option<String>,
+    /// Only conversation events at or after this instant (notes are not affected).
+    pub since: Option<String>,
+    /// Only conversation events at or before this instant.
+    pub until: Option<String>,
+}
+
+impl SearchBody {
+    /// The note filter and event window the body asks for (their values checked by the
+    /// library).
+    pub fn filters(&mut self) -> Result<(NoteFilter, EventWindow), InputError> {
+        let filter = note_filter(
+            [
+                std::mem::take(&mut self.tags),
+                std::mem::take(&mut self.any_tags),
+                std::mem::take(&mut self.no_tags),
+            ],
+            [
+                self.category.take(),
+                self.key_prefix.take(),
+                self.source.take(),
+            ],
+            [
+                self.created_after.as_deref(),
+                self.created_before.as_deref(),
+                self.updated_after.as_deref(),
+                self.updated_before.as_deref(),
+            ],
+        )?;
+        let window = window(self.since.as_deref(), self.until.as_deref())?;
+        Ok((filter, window))
+    }
+}
+
+/// A note filter from its parts: tags all / any / none; category, key prefix, source;
+/// created after / before, updated after / before.
+pub(crate) fn note_filter(
+    [tags, any_tags, no_tags]: [Vec<String>; 3],
+    [category, key_prefix, source]: [Option<String>; 3],
+    [created_after, created_before, updated_after, updated_before]: [Option<&str>; 4],
+) -> Result<NoteFilter, InputError> {
+    Ok(NoteFilter {
+        tags,
+        any_tags,
+        no_tags,
+        category,
+        key_prefix,
+        source,
+        created_after: parse_time_opt("created_after", created_after, false)?,
+        created_before: parse_time_opt("created_before", created_before, true)?,
+        updated_after: parse_time_opt("updated_after", updated_after, false)?,
+        updated_before: parse_time_opt("updated_before", updated_before, true)?,
+    })
+}
+
+pub(crate) fn window(since: Option<&str>, until: Option<&str>) -> Result<EventWindow, InputError> {
+    Ok(EventWindow {
+        since: parse_time_opt("since", since, false)?,
+        until: parse_time_opt("until", until, true)?,
+    })
+}
+
+/// A comma-separated list of tags in a query parameter (a tag with a comma in it can be
+/// filtered on only by `POST /v1/search`).
+fn tag_list(list: Option<&str>) -> Vec<String> {
+    list.map(|l| l.split(',').map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// `GET /v1/notes`: which notes (every field narrows; the same meaning as in the search
+/// body, tag lists comma-separated).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NotesQuery {
+    /// With an admin token: the user to act for.
+    pub user: Option<String>,
+    /// Comma-separated: only notes carrying every one.
+    pub tags: Option<String>,
+    /// Comma-separated: only notes carrying at least one.
+    pub any_tags: Option<String>,
+    /// Comma-separated: only notes carrying none.
+    pub no_tags: Option<String>,
+    pub category: Option<String>,
+    pub key_prefix: Option<String>,
+    /// `tool` or `consolidation`.
+    pub source: Option<String>,
+    /// UTC ms, RFC 3339 or a date; inclusive.
+    pub created_after: Option<String>,
+    pub created_before: Option<String>,
+    pub updated_after: Option<String>,
+    pub updated_before: Option<String>,
+}
+
+impl NotesQuery {
+    pub fn filter(&mut self) -> Result<NoteFilter, InputError> {
+        note_filter(
+            [
+                tag_list(self.tags.as_deref()),
+                tag_list(self.any_tags.as_deref()),
+                tag_list(self.no_tags.as_deref()),
+            ],
+            [
+                self.category.take(),
+                self.key_prefix.take(),
+                self.source.take(),
+            ],
+            [
+                self.created_after.as_deref(),
+                self.created_before.as_deref(),
+                self.updated_after.as_deref(),
+                self.updated_before.as_deref(),
+            ],
+        )
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -61,6 +194,16 @@ pub struct RecallQuery {
     pub user: Option<String>,
     /// Events to return, the newest (default `memory.recall_limit`, 1..=10000).
     pub limit: Option<usize>,
+    /// Only events at or after this instant (UTC ms, RFC 3339 or a date).
+    pub since: Option<String>,
+    /// Only events at or before this instant.
+    pub until: Option<String>,
+}
+
+impl RecallQuery {
+    pub fn window(&self) -> Result<EventWindow, InputError> {
+        window(self.since.as_deref(), self.until.as_deref())
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

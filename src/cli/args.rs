@@ -266,9 +266,10 @@ pub enum MemoryCommand {
         /// Also search this conversation session of the user.
         #[arg(long)]
         session: Option<String>,
-        /// Only notes with this tag (repeatable: all must match).
-        #[arg(long = "tag", value_name = "TAG")]
-        tags: Vec<String>,
+        #[command(flatten)]
+        filter: Box<super::filters::NoteFilterArgs>,
+        #[command(flatten)]
+        window: super::filters::WindowArgs,
         query: String,
     },
     /// Replace a note's text, keeping its id.
@@ -295,6 +296,8 @@ pub enum MemoryCommand {
         /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
+        #[command(flatten)]
+        filter: Box<super::filters::NoteFilterArgs>,
     },
     /// Append events to a conversation session (created on first use).
     Append(AppendArgs),
@@ -306,9 +309,11 @@ pub enum MemoryCommand {
         /// Only if the session belongs to this user.
         #[arg(long)]
         user: Option<String>,
-        /// At most this many.
+        /// At most this many (the last of those in the window).
         #[arg(long)]
         limit: Option<usize>,
+        #[command(flatten)]
+        window: super::filters::WindowArgs,
     },
     /// A user's sessions, most recently active first.
     Sessions {

@@ -42,7 +42,8 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             user,
             top_k,
             session,
-            tags,
+            filter,
+            window,
             query,
         } => {
             let request = SearchRequest {
@@ -50,7 +51,9 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
                 query,
                 top_k,
                 session_id: session,
-                tags,
+                filter: (*filter).into_filter()?,
+                window: window.into_window()?,
+                ..Default::default()
             };
             let results = SearchResponse::from(memory.search_detailed(&request).await?);
             if let Some(reason) = &results.degraded_reason {
@@ -106,8 +109,10 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             };
             print(json, &out, || format!("deleted {}", out.note_id))
         }
-        MemoryCommand::Notes { user } => {
-            let notes = memory.notes(&user).await?;
+        MemoryCommand::Notes { user, filter } => {
+            let notes = memory
+                .notes_matching(&user, &(*filter).into_filter()?)
+                .await?;
             print(json, &notes, || {
                 notes
                     .iter()
@@ -121,10 +126,12 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             session,
             user,
             limit,
+            window,
         } => {
             let actor = actor(user)?;
             let limit = limit.unwrap_or(app.config().memory.recall_limit);
-            let events = memory.recall(&actor, &session, limit).await?;
+            let window = window.into_window()?;
+            let events = memory.recall_in(&actor, &session, limit, &window).await?;
             print(json, &events, || {
                 events
                     .iter()

@@ -4,6 +4,7 @@
 mod admin;
 mod args;
 mod artifact;
+mod filters;
 mod generate;
 mod input;
 mod macros;

@@ -203,6 +203,7 @@ pub async fn evaluate(memory: &Memory, json: &str, ks: &[usize]) -> Result<Repor
                     top_k: Some(max_k),
                     session_id: Some(session.clone()),
                     tags: Vec::new(),
+                    ..Default::default()
                 })
                 .await?;
             let found: Vec<&str> = hits

@@ -8,6 +8,7 @@
 mod handler;
 mod resources;
 mod schema;
+mod search_in;
 mod state_tools;
 pub mod stdio;
 pub mod tools;

@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::error::Error;
 use crate::memory::{
     AppendedEvents, Context, ContextRequest, Event, NewEvent, NewNote, Note, NoteDeleted, Role,
-    SaveOutcome, SearchRequest, SearchResponse, Strategy,
+    SaveOutcome, SearchResponse, Strategy,
 };
 use crate::schedule::store::{Backfill, ScheduleFilter, Triggered};
 use crate::schedule::types::ScheduleStatus;
@@ -26,19 +26,7 @@ use crate::schedule::view::{
 };
 use crate::spec::{SchedulePatch, ScheduleSpec};
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MemorySearchIn {
-    /// What to look for, in natural language.
-    pub query: String,
-    /// Hits to return (default 5).
-    pub top_k: Option<usize>,
-    /// Also search this conversation session.
-    pub session: Option<String>,
-    /// Only notes carrying every one of these tags.
-    #[serde(default)]
-    pub tags: Vec<String>,
-}
+pub use super::search_in::MemorySearchIn;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +71,10 @@ pub struct MemoryRecallIn {
     pub session: String,
     /// Events to return, the newest (default 50).
     pub limit: Option<usize>,
+    /// Only turns at or after this instant (UTC ms, RFC 3339 or a date).
+    pub since: Option<String>,
+    /// Only turns at or before this instant.
+    pub until: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -343,13 +335,7 @@ pub async fn call(
     match name {
         "memory_search" => {
             let input: MemorySearchIn = args(arguments)?;
-            let request = SearchRequest {
-                user_id: user.to_string(),
-                query: input.query,
-                top_k: input.top_k,
-                session_id: input.session,
-                tags: input.tags,
-            };
+            let request = input.into_request(user).map_err(Error::from)?;
             let found = SearchResponse::from(
                 memory
                     .search_detailed(&request)
@@ -442,8 +428,10 @@ pub async fn call(
         "memory_recall" => {
             let input: MemoryRecallIn = args(arguments)?;
             let limit = input.limit.unwrap_or(app.config().memory.recall_limit);
+            let window = crate::api::types::window(input.since.as_deref(), input.until.as_deref())
+                .map_err(Error::from)?;
             let events = memory
-                .recall(&actor, &input.session, limit)
+                .recall_in(&actor, &input.session, limit, &window)
                 .await
                 .map_err(Error::from)?;
             let text = if events.is_empty() {

@@ -244,6 +244,7 @@ impl Memory {
                     top_k: None,
                     session_id: Some(request.session_id.clone()),
                     tags: Vec::new(),
+                    ..Default::default()
                 };
                 let hits = self.search_checked(&request, true).await?.hits;
                 for hit in hits.into_iter().filter(|h| h.score >= RELEVANCE_THRESHOLD) {

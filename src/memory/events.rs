@@ -338,6 +338,40 @@ impl Memory {
         self.last_events(session_id, limit).await
     }
 
+    /// As [`Memory::recall`], keeping only the events that happened in `window`: the last
+    /// `limit` of those, oldest first.
+    pub async fn recall_in(
+        &self,
+        actor: &Actor,
+        session_id: &str,
+        limit: usize,
+        window: &super::EventWindow,
+    ) -> Result<Vec<Event>> {
+        if window.is_empty() {
+            return self.recall(actor, session_id, limit).await;
+        }
+        check_id("session id", session_id)?;
+        crate::input::check_range("limit", limit, 1..=MAX_RECALL)?;
+        window.check()?;
+        self.session(session_id, actor.user_id()).await?;
+        let (conditions, values) = window.sql("created_at", 3);
+        let mut params: Vec<libsql::Value> = vec![session_id.into(), (limit as i64).into()];
+        params.extend(values);
+        let conn = self.db.conn().await?;
+        let mut events: Vec<Event> = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM events WHERE session_id = ?1{conditions}
+                 ORDER BY sequence DESC LIMIT ?2",
+                Event::COLUMNS
+            ),
+            params,
+        )
+        .await?;
+        events.reverse();
+        Ok(events)
+    }
+
     /// The last `limit` events of a session the caller has already checked, oldest first.
     pub(super) async fn last_events(&self, session_id: &str, limit: usize) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;

@@ -9,6 +9,7 @@ mod chunking;
 mod context;
 mod embedding;
 mod events;
+mod filters;
 mod fts_query;
 mod index;
 mod macros;
@@ -35,6 +36,7 @@ pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
 pub(crate) use events::ensure_session;
 pub use events::{JsonlError, MAX_RECALL};
+pub use filters::{parse_time, parse_time_opt, EventWindow, NoteFilter, NOTE_SOURCES};
 pub use fts_query::keyword_expression;
 pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;

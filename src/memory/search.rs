@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
-use super::{check_id, vectors, Memory, MemoryError, Result, SessionKind};
+use super::{check_id, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result, SessionKind};
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -19,9 +19,17 @@ pub struct SearchRequest {
     pub top_k: Option<usize>,
     /// Also search this conversation session (it must belong to the user).
     pub session_id: Option<String>,
-    /// Only notes carrying every one of these tags (conversation hits are left out).
+    /// Only notes carrying every one of these tags (conversation hits are left out); the
+    /// same as `filter.tags`, kept for the callers that set it alone.
     pub tags: Vec<String>,
+    /// Only notes passing this filter; any condition in it leaves conversation hits out.
+    pub filter: NoteFilter,
+    /// Only conversation events that happened in this window (notes are not affected).
+    pub window: EventWindow,
 }
+
+/// How many more candidates each leg fetches when a filter may drop some of them.
+const FILTERED_CANDIDATES: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -177,6 +185,10 @@ impl Memory {
             crate::input::MAX_QUERY_BYTES,
             crate::input::Lines::Many,
         )?;
+        let mut filter = request.filter.clone();
+        filter.tags.extend(request.tags.iter().cloned());
+        filter.check()?;
+        request.window.check()?;
         let top_k = request.top_k.unwrap_or(self.search.default_top_k);
         if top_k == 0 || top_k > self.search.max_top_k {
             return Err(MemoryError::invalid(
@@ -197,7 +209,15 @@ impl Memory {
         }
 
         let conn = self.db.conn().await?;
-        let candidates = self.search.candidates;
+        // Filters apply to the candidates' notes and events as they are read (in SQL,
+        // with the notes' tags checked on the rows read): the legs fetch more candidates
+        // so that a filter leaves enough of them.
+        let filtered = !filter.is_empty() || !request.window.is_empty();
+        let candidates = if filtered {
+            self.search.candidates.saturating_mul(FILTERED_CANDIDATES)
+        } else {
+            self.search.candidates
+        };
         let mut scores: HashMap<i64, LegScores> = HashMap::new();
 
         // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
@@ -309,7 +329,10 @@ impl Memory {
         let mut hits = Vec::new();
         for batch in ranked.chunks(top_k * 3) {
             let batch: HashMap<Target, f64> = batch.iter().cloned().collect();
-            hits.extend(self.hydrate(&conn, user_id, &batch, &request.tags).await?);
+            hits.extend(
+                self.hydrate(&conn, user_id, &batch, &filter, &request.window)
+                    .await?,
+            );
             if hits.len() >= top_k {
                 break;
             }
@@ -439,7 +462,8 @@ impl Memory {
         conn: &crate::db::Conn,
         user_id: &str,
         targets: &HashMap<Target, f64>,
-        tags: &[String],
+        filter: &NoteFilter,
+        window: &EventWindow,
     ) -> Result<Vec<SearchHit>> {
         let now = self.clock.now_ms();
         let mut hits = Vec::with_capacity(targets.len());
@@ -454,19 +478,21 @@ impl Memory {
             let placeholders = placeholders(3, note_ids.len());
             let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
             params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
+            let (conditions, values) = filter.sql(3 + note_ids.len());
+            params.extend(values);
             let notes: Vec<super::Note> = crate::db::fetch_all(
                 conn,
                 &format!(
                     "SELECT {} FROM notes
                      WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
-                       AND note_id IN ({placeholders})",
+                       AND note_id IN ({placeholders}){conditions}",
                     <super::Note as crate::db::FromRow>::COLUMNS
                 ),
                 params,
             )
             .await?;
             for note in notes {
-                if !tags.iter().all(|t| note.tags.contains(t)) {
+                if !filter.tags_match(&note.tags) {
                     continue;
                 }
                 let score = targets[&Target::Note(note.note_id.clone())];
@@ -483,7 +509,7 @@ impl Memory {
                 });
             }
         }
-        if !tags.is_empty() {
+        if !filter.is_empty() {
             return Ok(hits);
         }
         let mut by_session: HashMap<&str, Vec<i64>> = HashMap::new();
@@ -496,12 +522,14 @@ impl Memory {
             let placeholders = placeholders(3, sequences.len());
             let mut params: Vec<libsql::Value> = vec![session_id.into(), user_id.into()];
             params.extend(sequences.iter().map(|s| libsql::Value::from(*s)));
+            let (window_sql, values) = window.sql("e.created_at", 3 + sequences.len());
+            params.extend(values);
             let mut rows = conn
                 .query(
                     &format!(
                         "SELECT e.sequence, e.content, e.role, e.created_at FROM events e
                          JOIN sessions s ON s.session_id = e.session_id
-                         WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({placeholders})"
+                         WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({placeholders}){window_sql}"
                     ),
                     params,
                 )

@@ -137,6 +137,7 @@ pub(super) async fn call(
                         && memory.session(session_id, Some(user_id)).await.is_ok())
                     .then(|| session_id.to_string()),
                     tags: Vec::new(),
+                    ..Default::default()
                 };
                 let hits = memory.search(&request).await.map_err(|e| e.to_string())?;
                 Ok(json!(hits))

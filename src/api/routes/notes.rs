@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::{SaveNoteBody, UpdateNoteBody, UserQuery};
+use crate::api::types::{NotesQuery, SaveNoteBody, UpdateNoteBody, UserQuery};
 use crate::api::ApiState;
 use crate::memory::{NewNote, Note, NoteDeleted, Origin, SaveOutcome};
 
@@ -55,17 +55,20 @@ async fn save_note(
     Ok((status, Json(outcome)))
 }
 
-/// The user's notes, most recently changed first.
-#[utoipa::path(get, path = "/v1/notes", tag = "notes", params(UserQuery),
+/// The user's notes passing the query's filters, most recently changed first.
+#[utoipa::path(get, path = "/v1/notes", tag = "notes", params(NotesQuery),
     responses((status = 200, body = Vec<Note>), Failures),
     security(("bearer" = [])))]
 async fn list_notes(
     State(state): State<ApiState>,
     caller: Caller,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(mut query): ApiQuery<NotesQuery>,
 ) -> Result<Json<Vec<Note>>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
-    Ok(Json(state.app.memory().notes(&user).await?))
+    let filter = query.filter()?;
+    Ok(Json(
+        state.app.memory().notes_matching(&user, &filter).await?,
+    ))
 }
 
 /// One of the user's notes.

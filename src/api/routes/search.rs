@@ -26,15 +26,18 @@ async fn search(
     State(state): State<ApiState>,
     caller: Caller,
     ApiQuery(query): ApiQuery<UserQuery>,
-    ApiJson(body): ApiJson<SearchBody>,
+    ApiJson(mut body): ApiJson<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
+    let (filter, window) = body.filters()?;
     let request = SearchRequest {
         user_id: user,
         query: body.query,
         top_k: body.top_k,
         session_id: body.session,
-        tags: body.tags,
+        filter,
+        window,
+        ..Default::default()
     };
     let results = state.app.memory().search_detailed(&request).await?;
     Ok(Json(results.into()))

@@ -82,11 +82,12 @@ async fn recall(
     let limit = query
         .limit
         .unwrap_or(state.app.config().memory.recall_limit);
+    let window = query.window()?;
     Ok(Json(
         state
             .app
             .memory()
-            .recall(&actor, &session_id, limit)
+            .recall_in(&actor, &session_id, limit, &window)
             .await?,
     ))
 }

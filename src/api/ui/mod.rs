@@ -335,6 +335,7 @@ async fn search(
             top_k: Some(10),
             session_id: None,
             tags: Vec::new(),
+            ..Default::default()
         };
         Some(
             state
