@@ -595,3 +595,171 @@ async fn as_of_answers_with_the_notes_as_they_were_then() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn as_of_through_the_api() {
+    let api = common::api::TestApi::start(|_| {}).await;
+    let alice = api.token(Some("alice")).await;
+    let saved = api
+        .call(
+            "POST",
+            "/v1/notes",
+            Some(&alice),
+            Some(json!({"text": "the meeting is on Monday"})),
+        )
+        .await;
+    let id = saved.body["note_id"].as_str().unwrap().to_string();
+    let history = api
+        .call(
+            "GET",
+            &format!("/v1/notes/{id}/history"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    let first = history.body[0]["changed_at"].as_i64().unwrap();
+    api.call(
+        "PATCH",
+        &format!("/v1/notes/{id}"),
+        Some(&alice),
+        Some(json!({"text": "the meeting moved to Friday"})),
+    )
+    .await;
+    let history = api
+        .call(
+            "GET",
+            &format!("/v1/notes/{id}/history"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    let second = history.body[1]["changed_at"].as_i64().unwrap();
+    // Both writes may share a millisecond; then only the newest version is "as of" it.
+    if second > first {
+        let then = api
+            .call(
+                "GET",
+                &format!("/v1/versions?as_of={first}"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        assert_eq!(then.status, 200, "{}", then.body);
+        assert_eq!(then.body[0]["content"], "the meeting is on Monday");
+        let found = api
+            .call(
+                "POST",
+                "/v1/search",
+                Some(&alice),
+                Some(json!({"query": "Monday", "as_of": first.to_string()})),
+            )
+            .await;
+        assert_eq!(found.status, 200, "{}", found.body);
+        assert_eq!(found.body["hits"][0]["text"], "the meeting is on Monday");
+        assert!(found.body["degraded_reason"]
+            .as_str()
+            .unwrap()
+            .contains("as of"));
+    }
+    let now = api
+        .call(
+            "GET",
+            &format!("/v1/versions?as_of={second}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(now.body[0]["content"], "the meeting moved to Friday");
+    let before = api
+        .call("GET", "/v1/versions?as_of=2000-01-01", Some(&alice), None)
+        .await;
+    assert_eq!(before.body, json!([]));
+    // Not combined with filters; a bad instant is named.
+    let mixed = api
+        .call(
+            "POST",
+            "/v1/search",
+            Some(&alice),
+            Some(json!({"query": "meeting", "as_of": "2030-01-01", "tags": ["x"]})),
+        )
+        .await;
+    assert_eq!(mixed.status, 400, "{}", mixed.body);
+    assert!(mixed.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("as_of"));
+    let bad = api
+        .call(
+            "GET",
+            "/v1/versions?as_of=yesterday-ish",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("as_of"));
+    api.stop().await;
+}
+
+#[test]
+fn as_of_on_the_command_line() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("x.db");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"))
+            .arg("--json")
+            .args(args)
+            .env("NIGHTSHIFT_DB", &db)
+            .env_remove("NIGHTSHIFT_CONFIG")
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(&["memory", "save", "--user", "alice", "Alice lives in Porto"])
+            .status
+            .success()
+    );
+    let past = run(&[
+        "memory",
+        "notes",
+        "--user",
+        "alice",
+        "--as-of",
+        "2000-01-01",
+    ]);
+    assert!(past.status.success());
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&past.stdout).unwrap(),
+        json!([])
+    );
+    let later = run(&[
+        "memory",
+        "search",
+        "--user",
+        "alice",
+        "--as-of",
+        "2999-01-01",
+        "Porto",
+    ]);
+    assert!(
+        later.status.success(),
+        "{}",
+        String::from_utf8_lossy(&later.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&later.stdout).unwrap();
+    assert_eq!(found["hits"][0]["text"], "Alice lives in Porto");
+    let mixed = run(&[
+        "memory",
+        "notes",
+        "--user",
+        "alice",
+        "--as-of",
+        "2999-01-01",
+        "--tag",
+        "x",
+    ]);
+    assert_eq!(mixed.status.code(), Some(2));
+}

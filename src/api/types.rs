@@ -68,6 +68,9 @@ pub struct SearchBody {
     pub since: Option<String>,
     /// Only conversation events at or before this instant.
     pub until: Option<String>,
+    /// Search the notes as they were at this instant (a date: its last moment), by
+    /// keywords; not combined with a session, note filters or a window.
+    pub as_of: Option<String>,
 }
 
 impl SearchBody {

@@ -270,6 +270,8 @@ pub enum MemoryCommand {
         filter: Box<super::filters::NoteFilterArgs>,
         #[command(flatten)]
         window: super::filters::WindowArgs,
+        #[command(flatten)]
+        as_of: super::filters::AsOfArgs,
         query: String,
     },
     /// Replace a note's text, keeping its id.
@@ -298,6 +300,8 @@ pub enum MemoryCommand {
         user: String,
         #[command(flatten)]
         filter: Box<super::filters::NoteFilterArgs>,
+        #[command(flatten)]
+        as_of: super::filters::AsOfArgs,
     },
     /// Append events to a conversation session (created on first use).
     Append(AppendArgs),

@@ -43,6 +43,21 @@ pub struct NoteFilterArgs {
     pub updated_before: Option<String>,
 }
 
+/// A past moment to answer for.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AsOfArgs {
+    /// Answer with the notes as they were at this instant (a date means its last moment):
+    /// the versions valid then. Search then uses keywords only; no other filter applies.
+    #[arg(long, value_name = "TIME")]
+    pub as_of: Option<String>,
+}
+
+impl AsOfArgs {
+    pub fn instant(&self) -> Result<Option<i64>, InputError> {
+        parse_time_opt("as_of", self.as_of.as_deref(), true)
+    }
+}
+
 /// Which conversation events, by when they happened (inclusive; instants as above).
 #[derive(Debug, Clone, Default, Args)]
 pub struct WindowArgs {

@@ -44,6 +44,7 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             session,
             filter,
             window,
+            as_of,
             query,
         } => {
             let request = SearchRequest {
@@ -53,6 +54,7 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
                 session_id: session,
                 filter: (*filter).into_filter()?,
                 window: window.into_window()?,
+                as_of: as_of.instant()?,
                 ..Default::default()
             };
             let results = SearchResponse::from(memory.search_detailed(&request).await?);
@@ -109,10 +111,38 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             };
             print(json, &out, || format!("deleted {}", out.note_id))
         }
-        MemoryCommand::Notes { user, filter } => {
-            let notes = memory
-                .notes_matching(&user, &(*filter).into_filter()?)
-                .await?;
+        MemoryCommand::Notes {
+            user,
+            filter,
+            as_of,
+        } => {
+            let filter = (*filter).into_filter()?;
+            if let Some(at) = as_of.instant()? {
+                if !filter.is_empty() {
+                    return Err(nightshift::input::InputError::new(
+                        "as_of",
+                        "cannot be combined with note filters",
+                    )
+                    .into());
+                }
+                let versions = memory.notes_as_of(&user, at).await?;
+                return print(json, &versions, || {
+                    versions
+                        .iter()
+                        .map(|v| {
+                            format!(
+                                "{}  v{}  {}  {}",
+                                v.note_id,
+                                v.version,
+                                to_rfc3339(v.changed_at),
+                                v.content
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                });
+            }
+            let notes = memory.notes_matching(&user, &filter).await?;
             print(json, &notes, || {
                 notes
                     .iter()

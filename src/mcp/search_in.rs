@@ -43,6 +43,8 @@ pub struct MemorySearchIn {
     pub since: Option<String>,
     /// Only conversation turns at or before this instant.
     pub until: Option<String>,
+    /// Search the notes as they were at this instant, by keywords (no other filter).
+    pub as_of: Option<String>,
 }
 
 impl MemorySearchIn {
@@ -65,6 +67,7 @@ impl MemorySearchIn {
             session_id: self.session,
             filter,
             window: window(self.since.as_deref(), self.until.as_deref())?,
+            as_of: crate::memory::parse_time_opt("as_of", self.as_of.as_deref(), true)?,
             ..Default::default()
         })
     }

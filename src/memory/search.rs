@@ -26,6 +26,9 @@ pub struct SearchRequest {
     pub filter: NoteFilter,
     /// Only conversation events that happened in this window (notes are not affected).
     pub window: EventWindow,
+    /// Search the notes as they were at this instant (UTC ms): the versions valid then,
+    /// by keywords. Not combined with a session, note filters or a window.
+    pub as_of: Option<i64>,
 }
 
 /// How many more candidates each leg fetches when a filter may drop some of them.
@@ -195,6 +198,17 @@ impl Memory {
                 "top_k",
                 format!("must be 1..={}, got {top_k}", self.search.max_top_k),
             ));
+        }
+        if let Some(at) = request.as_of {
+            if !filter.is_empty() || request.session_id.is_some() || !request.window.is_empty() {
+                return Err(MemoryError::invalid(
+                    "as_of",
+                    "cannot be combined with a session, note filters or an event window",
+                ));
+            }
+            return self
+                .search_as_of_hits(user_id, &request.query, at, top_k)
+                .await;
         }
         let mut sessions = vec![SessionKind::memory_session(user_id)];
         if let Some(session_id) = &request.session_id {

@@ -333,7 +333,7 @@ impl Memory {
             "query",
             query,
             crate::input::MAX_QUERY_BYTES,
-            crate::input::Lines::One,
+            crate::input::Lines::Many,
         )?;
         crate::input::check_instant("as of", at)?;
         let Some(expression) = super::fts_query::keyword_expression_in(query, "content") else {
@@ -351,6 +351,41 @@ impl Memory {
             libsql::params![user_id, at, expression, top_k as i64],
         )
         .await?)
+    }
+
+    /// [`Memory::search_as_of`] as a search's hits, best first, saying it used keywords.
+    pub(super) async fn search_as_of_hits(
+        &self,
+        user_id: &str,
+        query: &str,
+        at: i64,
+        top_k: usize,
+    ) -> Result<super::SearchResults> {
+        let versions = self.search_as_of(user_id, query, at, top_k).await?;
+        let n = versions.len().max(1) as f64;
+        let hits = versions
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| super::SearchHit {
+                text: v.content,
+                // By rank: bm25 scores are not comparable with the hybrid search's.
+                score: 1.0 - i as f64 / n,
+                source: super::HitSource::Note,
+                note_id: Some(v.note_id),
+                tags: Some(v.tags),
+                session_id: None,
+                sequence: None,
+                role: None,
+                at: v.changed_at,
+            })
+            .collect();
+        Ok(super::SearchResults {
+            hits,
+            degraded: Some(format!(
+                "as of {}: keyword search over the note versions valid then",
+                crate::db::clock::to_rfc3339(at)
+            )),
+        })
     }
 
     /// Removes the versions of notes deleted before `cutoff` (the retention's end).

@@ -37,6 +37,7 @@ async fn search(
         session_id: body.session,
         filter,
         window,
+        as_of: crate::memory::parse_time_opt("as_of", body.as_of.as_deref(), true)?,
         ..Default::default()
     };
     let results = state.app.memory().search_detailed(&request).await?;

@@ -20,6 +20,7 @@ use crate::memory::{Note, NoteVersion, Origin};
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(history))
+        .routes(routes!(as_of))
         .routes(routes!(restore))
         .routes(routes!(purge))
 }
@@ -37,6 +38,31 @@ pub struct PurgeBody {
     /// Count what would go, and remove nothing.
     #[serde(default)]
     pub dry_run: bool,
+}
+
+/// `?as_of=`: the instant the notes are wanted as of.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AsOfQuery {
+    /// With an admin token: the user to act for.
+    pub user: Option<String>,
+    /// UTC ms, RFC 3339, or a date (its last moment).
+    pub as_of: String,
+}
+
+/// The user's notes as they were at `as_of`: each note's version valid then.
+#[utoipa::path(get, path = "/v1/versions", tag = "notes", params(AsOfQuery),
+    responses((status = 200, body = Vec<NoteVersion>), Failures),
+    security(("bearer" = [])))]
+async fn as_of(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<AsOfQuery>,
+) -> Result<Json<Vec<NoteVersion>>, ApiError> {
+    let user = caller.user_for(query.user.as_deref())?;
+    let at = crate::memory::parse_time("as_of", &query.as_of, true)?;
+    Ok(Json(state.app.memory().notes_as_of(&user, at).await?))
 }
 
 /// Every version of one of the user's notes, oldest first (a deleted note's too, until
