@@ -33,8 +33,8 @@ async fn enqueue(memory: &nightshift::memory::Memory, plan: &NotifyPlan, i: usiz
     let payload = serde_json::json!({"event": "run.finished", "summary": format!("run {i} done"), "output": "ok"});
     let message = NewMessage {
         kind: "run",
-        run_id: &run_id,
-        schedule_id: "sch-bench",
+        run_id: Some(&run_id),
+        schedule_id: Some("sch-bench"),
         user_id: "u",
         priority: Priority::Normal,
         payload,
@@ -94,6 +94,7 @@ async fn main() {
         owner: "bench".into(),
         clock: memory.clock().clone(),
         wake: wake.clone(),
+        changes: None,
     };
 
     // Throughput: a backlog drained by the sender loop.

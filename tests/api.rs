@@ -532,6 +532,7 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
             nightshift::config::UserConfig {
                 default_channel: None,
                 channels: vec!["push".into()],
+                ..Default::default()
             },
         );
     })

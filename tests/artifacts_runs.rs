@@ -17,7 +17,7 @@ use base64::Engine;
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::config::{ChannelConfig, ChannelKind, Config};
-use nightshift::runtime::{AgentRuntime, GoalRequest, HttpRuntime, RuntimeError};
+use nightshift::runtime::{AgentRuntime, GoalRequest, HttpRuntime};
 use nightshift::schedule::types::{NewSchedule, NotifyPolicy, Schedule};
 use nightshift::schedule::Cadence;
 use serde_json::{json, Value};

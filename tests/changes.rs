@@ -199,7 +199,7 @@ async fn two_workers_moving_the_same_changes_write_one_message_each() {
         || ChangeForwarder::from_config(app.db().clone(), app.router().clone(), &config).unwrap();
     let (a, b) = (forwarder(), forwarder());
     let (ra, rb) = tokio::join!(a.forward(1), b.forward(1));
-    assert_eq!(ra.unwrap() + rb.unwrap() >= 50, true);
+    assert!(ra.unwrap() + rb.unwrap() >= 50);
     let memory = app.memory();
     assert_eq!(
         common::count(memory, "SELECT count(*) FROM outbox WHERE kind = 'memory'").await,

@@ -229,8 +229,8 @@ async fn the_notes_and_outbox_limits_hold_on_a_libsql_server() {
         let tx = conn.write_tx().await.unwrap();
         let message = NewMessage {
             kind: "run",
-            run_id: run,
-            schedule_id: "sch-x",
+            run_id: Some(run),
+            schedule_id: Some("sch-x"),
             user_id: "alice",
             priority: Priority::Normal,
             payload: serde_json::json!({"summary": run}),

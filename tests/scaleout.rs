@@ -624,8 +624,8 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
             &plan,
             nightshift::notify::outbox::NewMessage {
                 kind: "run",
-                run_id: &format!("run-{i}"),
-                schedule_id: "sch-x",
+                run_id: Some(&format!("run-{i}")),
+                schedule_id: Some("sch-x"),
                 user_id: "u",
                 priority: nightshift::notify::outbox::Priority::Normal,
                 payload: json!({"summary": format!("message {i}")}),
