@@ -84,7 +84,7 @@ pub enum Command {
     State(super::state::StateCommand),
     /// Files agents produced (reports, charts, CSVs), stored with a session.
     #[command(subcommand)]
-    Artifact(ArtifactCommand),
+    Artifact(super::artifact::ArtifactCommand),
     /// Write a user's memory (or every user's) as one versioned archive of
     /// newline-delimited JSON: sessions, events, notes and their versions, state,
     /// artifacts, schedules and runs (docs/export.md).
@@ -97,7 +97,7 @@ pub enum Command {
     Schedule(ScheduleCommand),
     /// Tool chains learned from scheduled runs (the `macros` consolidation pass).
     #[command(subcommand)]
-    Macros(MacrosCommand),
+    Macros(super::macros::MacrosCommand),
     /// Run consolidation passes now, or show past ones.
     Consolidate {
         /// Only this pass (repeatable): summaries, facts, expiry, prune, backfill,
@@ -156,60 +156,6 @@ pub enum GenerateCommand {
     Completions { dir: PathBuf },
     /// The command line reference in Markdown.
     CliDoc { file: PathBuf },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ArtifactCommand {
-    /// Store a file with a session (created on first use); prints the artifact's id.
-    /// Identical bytes are stored once, however many artifacts share them.
-    Put {
-        /// The user who owns it.
-        #[arg(long)]
-        user: String,
-        /// The session it belongs to; forgetting the session deletes it.
-        #[arg(long)]
-        session: String,
-        /// Its file name (1 to 255 characters, no `/`).
-        #[arg(long)]
-        name: String,
-        /// Its MIME type, like text/csv.
-        #[arg(
-            long = "type",
-            value_name = "MIME",
-            default_value = "application/octet-stream"
-        )]
-        mime_type: String,
-        /// The file to store; standard input when absent or `-`. Read only up to
-        /// `[artifacts] max_artifact_bytes`.
-        file: Option<PathBuf>,
-    },
-    /// An artifact's bytes, to standard output or --out (with --json: its metadata and
-    /// the bytes in base64).
-    Get {
-        /// The user who owns it.
-        #[arg(long)]
-        user: String,
-        /// Write the bytes to this file instead, and print the metadata.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        id: String,
-    },
-    /// A user's artifacts, newest first.
-    List {
-        /// The user who owns them.
-        #[arg(long)]
-        user: String,
-        /// Only this session's.
-        #[arg(long)]
-        session: Option<String>,
-    },
-    /// Delete an artifact (its content too, when no other artifact shares it).
-    Delete {
-        /// The user who owns it.
-        #[arg(long)]
-        user: String,
-        id: String,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -621,16 +567,6 @@ pub struct ScheduleFlags {
     /// succeeded (default), failed or finished: which runs of --after start one.
     #[arg(long, value_name = "WHEN")]
     pub on: Option<String>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MacrosCommand {
-    /// The user's promoted macros, most confident first: after a call, the call its runs
-    /// usually make next.
-    List {
-        #[arg(long)]
-        user: String,
-    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,16 +1,70 @@
-//! `nightshift artifact …`
+//! `nightshift artifact …` (its arguments live here beside it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use clap::Subcommand;
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::artifact::{Artifact, NewArtifact};
 use nightshift::db::clock::to_rfc3339;
 use nightshift::error::{Error, ErrorKind};
 
-use super::args::ArtifactCommand;
 use super::output::{bytes, print};
+
+#[derive(Debug, Subcommand)]
+pub enum ArtifactCommand {
+    /// Store a file with a session (created on first use); prints the artifact's id.
+    /// Identical bytes are stored once, however many artifacts share them.
+    Put {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        /// The session it belongs to; forgetting the session deletes it.
+        #[arg(long)]
+        session: String,
+        /// Its file name (1 to 255 characters, no `/`).
+        #[arg(long)]
+        name: String,
+        /// Its MIME type, like text/csv.
+        #[arg(
+            long = "type",
+            value_name = "MIME",
+            default_value = "application/octet-stream"
+        )]
+        mime_type: String,
+        /// The file to store; standard input when absent or `-`. Read only up to
+        /// `[artifacts] max_artifact_bytes`.
+        file: Option<PathBuf>,
+    },
+    /// An artifact's bytes, to standard output or --out (with --json: its metadata and
+    /// the bytes in base64).
+    Get {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        /// Write the bytes to this file instead, and print the metadata.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        id: String,
+    },
+    /// A user's artifacts, newest first.
+    List {
+        /// The user who owns them.
+        #[arg(long)]
+        user: String,
+        /// Only this session's.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Delete an artifact (its content too, when no other artifact shares it).
+    Delete {
+        /// The user who owns it.
+        #[arg(long)]
+        user: String,
+        id: String,
+    },
+}
 
 fn describe(a: &Artifact) -> String {
     format!(

@@ -1,11 +1,21 @@
-//! `nightshift macros …`
+//! `nightshift macros …` (its arguments live here beside it).
 
+use clap::Subcommand;
 use nightshift::app::App;
 use nightshift::error::Error;
 use nightshift::memory::{Macro, MacroList};
 
-use super::args::MacrosCommand;
 use super::output::print;
+
+#[derive(Debug, Subcommand)]
+pub enum MacrosCommand {
+    /// The user's promoted macros, most confident first: after a call, the call its runs
+    /// usually make next.
+    List {
+        #[arg(long)]
+        user: String,
+    },
+}
 
 pub async fn run(app: &App, command: MacrosCommand, json: bool) -> Result<(), Error> {
     match command {

@@ -1,0 +1,127 @@
+//! The configuration checks' tests: every key named, every bound at its edges.
+use super::*;
+use proptest::prelude::*;
+
+/// Every numeric key of the file, with the section it is in.
+const NUMERIC_KEYS: &[(&str, &str)] = &[
+    ("database", "busy_timeout_ms"),
+    ("database", "pool_size"),
+    ("database", "sync_interval_secs"),
+    ("memory", "max_text_bytes"),
+    ("memory", "chunk_chars"),
+    ("memory", "chunk_overlap_chars"),
+    ("memory", "recall_limit"),
+    ("memory", "max_payload_bytes"),
+    ("memory", "max_import_bytes"),
+    ("memory", "max_batch_events"),
+    ("memory", "max_import_line_bytes"),
+    ("memory", "max_notes_per_user"),
+    ("memory", "max_state_value_bytes"),
+    ("memory", "max_state_keys"),
+    ("memory", "deleted_note_retention_days"),
+    ("search", "default_top_k"),
+    ("search", "max_top_k"),
+    ("search", "candidates"),
+    ("search", "vector_cache_mib"),
+    ("embedding", "dimensions"),
+    ("embedding", "max_length"),
+    ("embedding", "batch_size"),
+    ("embedding", "threads"),
+    ("scheduler", "min_interval_secs"),
+    ("scheduler", "max_per_user"),
+    ("scheduler", "max_concurrent"),
+    ("scheduler", "lease_secs"),
+    ("scheduler", "history_keep"),
+    ("scheduler", "default_timeout_secs"),
+    ("scheduler", "retry_base_secs"),
+    ("scheduler", "pause_after_failures"),
+    ("scheduler", "shutdown_grace_secs"),
+    ("scheduler", "change_check_ms"),
+    ("scheduler", "max_output_bytes"),
+    ("scheduler", "default_jitter_secs"),
+    ("runtime", "timeout_secs"),
+    ("runtime", "connect_timeout_secs"),
+    ("runtime", "max_retries"),
+    ("runtime", "context_budget_tokens"),
+    ("runtime", "default_max_turns"),
+    ("runtime", "max_response_bytes"),
+    ("runtime", "max_tool_calls_per_turn"),
+    ("runtime", "max_tool_calls_per_run"),
+    ("runtime", "max_tool_arguments_bytes"),
+    ("notify", "failure_notice_after"),
+    ("notify", "max_attempts"),
+    ("notify", "backoff_base_ms"),
+    ("notify", "backoff_max_ms"),
+    ("notify", "ttl_high_secs"),
+    ("notify", "ttl_normal_secs"),
+    ("notify", "ttl_low_secs"),
+    ("notify", "max_in_flight"),
+    ("notify", "timeout_secs"),
+    ("notify", "max_message_chars"),
+    ("notify", "max_pending_per_channel"),
+    ("consolidation", "quiet_minutes"),
+    ("consolidation", "summary_budget_tokens"),
+    ("consolidation", "summary_min_turns"),
+    ("consolidation", "max_summary_chars"),
+    ("consolidation", "fact_retention_days"),
+    ("consolidation", "conversation_retention_days"),
+    ("consolidation", "outbox_retention_days"),
+    ("consolidation", "snapshot_keep"),
+    ("consolidation", "macros_min_support"),
+    ("server", "max_body_bytes"),
+    ("server", "request_timeout_secs"),
+    ("server", "max_concurrent_requests"),
+    ("server", "rate_burst"),
+    ("server", "header_read_timeout_secs"),
+    ("artifacts", "inline_max_bytes"),
+    ("artifacts", "max_artifact_bytes"),
+    ("artifacts", "max_bytes_per_user"),
+    ("artifacts", "gc_grace_secs"),
+];
+
+proptest! {
+    /// Any integer for any numeric key gives a valid configuration or an error naming
+    /// that key; what is accepted stays within the bounds the code computes with
+    /// (milliseconds of a lease or a timeout never overflow).
+    #[test]
+    fn any_integer_for_any_key(
+        index in 0..NUMERIC_KEYS.len(),
+        value in prop_oneof![any::<i64>(), -2i64..100_000, Just(i64::MAX), Just(i64::MIN)],
+    ) {
+        let (section, key) = NUMERIC_KEYS[index];
+        let text = format!("[{section}]\n{key} = {value}\n");
+        match Config::from_toml(&text) {
+            Ok(config) => {
+                let s = &config.scheduler;
+                prop_assert!(s.lease_secs.checked_mul(1000).is_some());
+                prop_assert!(s.default_timeout_secs.checked_mul(1000).is_some());
+                prop_assert!(config.notify.ttl_high_secs.checked_mul(1000).is_some());
+                prop_assert!(config.consolidation.fact_retention_days.checked_mul(86_400_000).is_some());
+                prop_assert!(config.consolidation.quiet_minutes.checked_mul(60_000).is_some());
+            }
+            Err(err) => {
+                let text = err.to_string();
+                prop_assert!(text.contains(key), "{text}");
+            }
+        }
+    }
+
+    /// Any text at all is a configuration or an error; never a panic.
+    #[test]
+    fn any_text_is_a_config_or_an_error(text in any::<String>()) {
+        let _ = Config::from_toml(&text);
+    }
+}
+
+/// The list above names real keys (a typo would make the property test vacuous).
+#[test]
+fn every_listed_key_exists() {
+    for (section, key) in NUMERIC_KEYS {
+        let text = format!("[{section}]\n{key} = -1\n");
+        let err = Config::from_toml(&text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!err.contains("unknown field"), "[{section}] {key}: {err}");
+    }
+}
