@@ -343,9 +343,14 @@ impl Memory {
         Ok(fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM note_versions_fts f JOIN note_versions v ON v.version_id = f.rowid
-                 WHERE note_versions_fts MATCH ?3 AND {VALID_AT}
-                 ORDER BY bm25(note_versions_fts), v.changed_at DESC LIMIT ?4",
+                // The full-text match first, on its own: joined in place, the planner may
+                // walk the user's versions and run the match once for each.
+                "WITH matched AS MATERIALIZED (
+                    SELECT rowid AS version_id, bm25(note_versions_fts) AS rank
+                    FROM note_versions_fts WHERE note_versions_fts MATCH ?3)
+                 SELECT {} FROM matched m JOIN note_versions v ON v.version_id = m.version_id
+                 WHERE {VALID_AT}
+                 ORDER BY m.rank, v.changed_at DESC LIMIT ?4",
                 qualified()
             ),
             libsql::params![user_id, at, expression, top_k as i64],
