@@ -316,6 +316,30 @@ async fn a_truncated_archive_imports_nothing_and_names_the_line() {
 }
 
 #[tokio::test]
+async fn a_missing_file_is_not_found_in_every_format() {
+    let a = TempDir::new().unwrap();
+    let app = app_in(&a).await;
+    let missing = a.path().join("no-such-archive");
+    for format in [
+        None,
+        Some(ImportFormat::Nightshift),
+        Some(ImportFormat::Mem0),
+        Some(ImportFormat::Markdown),
+    ] {
+        let err = portable(&app)
+            .import(&Actor::Operator, &request(&missing, format, Some("alice")))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            nightshift::error::Kind::kind(&err),
+            nightshift::error::ErrorKind::NotFound,
+            "{format:?}: {err}"
+        );
+        assert!(err.to_string().contains("no-such-archive"), "{err}");
+    }
+}
+
+#[tokio::test]
 async fn a_user_exports_only_themselves() {
     let a = TempDir::new().unwrap();
     let app = app_in(&a).await;

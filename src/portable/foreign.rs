@@ -24,7 +24,7 @@ pub(super) type Batch = (String, Vec<Line>);
 /// What `path` holds: a folder is Markdown; JSON with `results`, or an array of objects
 /// with `memory`, is mem0; a first line naming `nightshift-export` is an archive.
 pub(super) fn detect(path: &Path) -> Result<ImportFormat> {
-    let meta = std::fs::metadata(path).map_err(|e| file(path, e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|e| PortableError::io(path, e))?;
     if meta.is_dir() {
         return Ok(ImportFormat::Markdown);
     }
@@ -32,7 +32,7 @@ pub(super) fn detect(path: &Path) -> Result<ImportFormat> {
     use std::io::Read as _;
     std::fs::File::open(path)
         .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
-        .map_err(|e| file(path, e.to_string()))?;
+        .map_err(|e| PortableError::io(path, e))?;
     let text = String::from_utf8_lossy(&head);
     let first = text.lines().next().unwrap_or("");
     if first.contains("\"nightshift-export\"") {
@@ -57,7 +57,7 @@ fn file(path: &Path, reason: String) -> PortableError {
 }
 
 pub(super) fn mem0(path: &Path, user: Option<&str>, limits: &MemoryConfig) -> Result<Vec<Batch>> {
-    let opened = std::fs::File::open(path).map_err(|e| file(path, e.to_string()))?;
+    let opened = std::fs::File::open(path).map_err(|e| PortableError::io(path, e))?;
     let bytes = input::read_limited("mem0 file", opened, limits.max_import_bytes)?;
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|e| PortableError::line(e.line() as u64, format!("not JSON: {e}")))?;
@@ -174,7 +174,7 @@ pub(super) fn markdown(
 }
 
 fn collect_md(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| file(dir, e.to_string()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| PortableError::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| file(dir, e.to_string()))?;
         let path = entry.path();

@@ -137,10 +137,7 @@ struct Archive {
 
 impl Archive {
     fn open(path: &Path, limits: &crate::config::MemoryConfig) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| PortableError::File {
-            what: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        let file = std::fs::File::open(path).map_err(|e| PortableError::io(path, e))?;
         let mut reader = BufReader::new(file);
         let first = read_bounded(&mut reader, limits.max_import_line_bytes, 1)?
             .ok_or_else(|| PortableError::line(1, "the file is empty: no header"))?;

@@ -40,6 +40,8 @@ pub enum PortableError {
     Line { line: u64, reason: String },
     #[error("{what}: {reason}; nothing was imported")]
     File { what: String, reason: String },
+    #[error("no file or folder {0}; nothing was imported")]
+    Missing(String),
     #[error("a user may export or import only their own data")]
     NotYours,
     #[error("cannot write the archive: {0}")]
@@ -59,10 +61,25 @@ impl Kind for PortableError {
             | PortableError::Line { .. }
             | PortableError::File { .. }
             | PortableError::NotYours => ErrorKind::BadInput,
+            PortableError::Missing(_) => ErrorKind::NotFound,
             PortableError::Write(_) => ErrorKind::Unavailable,
             PortableError::Artifact(err) => err.kind(),
             PortableError::Memory(err) => err.kind(),
             PortableError::Db(err) => err.kind(),
+        }
+    }
+}
+
+impl PortableError {
+    /// A file that could not be opened or read: missing (not found) or unreadable.
+    pub(crate) fn io(path: &std::path::Path, err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            PortableError::Missing(path.display().to_string())
+        } else {
+            PortableError::File {
+                what: path.display().to_string(),
+                reason: err.to_string(),
+            }
         }
     }
 }
