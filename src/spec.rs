@@ -114,6 +114,10 @@ pub struct ScheduleSpec {
     /// Which of the upstream's runs start one (default `succeeded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<ChainOn>,
+    /// The agent its runs act as: their memory tools and context see the user's shared
+    /// notes and this agent's own (none: the shared notes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl ScheduleSpec {
@@ -144,6 +148,7 @@ text_enum!(
         CatchUpWindow => "catch_up_window",
         After => "after",
         Calendars => "calendars",
+        Agent => "agent",
     }
 );
 
@@ -208,6 +213,9 @@ pub struct SchedulePatch {
     pub after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<ChainOn>,
+    /// Act as this agent from now on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

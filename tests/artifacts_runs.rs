@@ -212,6 +212,7 @@ async fn an_artifact_that_is_not_base64_is_left_out_and_the_run_stands() {
         session_id: "scheduled:sch-1".into(),
         context: String::new(),
         input: None,
+        agent_id: None,
         max_turns: 1,
         max_cost: None,
     };

@@ -77,6 +77,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         max_turns,
         max_cost: None,
         input: None,
+        agent_id: None,
     }
 }
 

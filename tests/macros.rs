@@ -457,6 +457,7 @@ fn goal(user: &str) -> GoalRequest {
         session_id: "scheduled:sch-1".into(),
         context: String::new(),
         input: None,
+        agent_id: None,
         max_turns: 4,
         max_cost: None,
     }

@@ -71,6 +71,7 @@ fn request(user: &str) -> GoalRequest {
         max_turns: 4,
         max_cost: None,
         input: None,
+        agent_id: None,
     }
 }
 

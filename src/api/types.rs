@@ -16,6 +16,28 @@ pub struct UserQuery {
     pub user: Option<String>,
 }
 
+/// `?user=&agent=`: whose notes, as which of the user's agents sees them.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NoteScopeQuery {
+    /// With an admin token: the user to act for.
+    pub user: Option<String>,
+    /// Act as this agent of the user: its own notes and the shared ones are seen, and
+    /// notes saved are its own. Without it, only the shared notes.
+    pub agent: Option<String>,
+}
+
+impl NoteScopeQuery {
+    /// The store acting for the agent.
+    pub fn memory(
+        &self,
+        memory: &crate::memory::Memory,
+    ) -> Result<crate::memory::Memory, crate::memory::MemoryError> {
+        memory.as_agent(self.agent.as_deref())
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveNoteBody {
@@ -143,6 +165,9 @@ fn tag_list(list: Option<&str>) -> Vec<String> {
 pub struct NotesQuery {
     /// With an admin token: the user to act for.
     pub user: Option<String>,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
     /// Comma-separated: only notes carrying every one.
     pub tags: Option<String>,
     /// Comma-separated: only notes carrying at least one.

@@ -102,6 +102,7 @@ impl App {
                 ClearField::CatchUpWindow => patch.catch_up_window.is_some(),
                 ClearField::After => patch.after.is_some() || patch.on.is_some(),
                 ClearField::Calendars => patch.calendars.is_some(),
+                ClearField::Agent => patch.agent.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -225,6 +226,9 @@ impl App {
             let on = patch.on.or(current.after.as_ref().map(|a| a.on));
             new.after = upstream(after, on)?;
         }
+        if patch.agent.is_some() {
+            new.agent_id = patch.agent.clone();
+        }
         if let Some(window) = &patch.catch_up_window {
             new.catch_up_window_secs =
                 Some(parse_duration(window).map_err(bound_error("catch_up_window"))?);
@@ -247,6 +251,7 @@ impl App {
                 ClearField::CatchUpWindow => new.catch_up_window_secs = None,
                 ClearField::After => new.after = None,
                 ClearField::Calendars => new.bounds.calendars.clear(),
+                ClearField::Agent => new.agent_id = None,
             }
         }
         // A schedule with no times has nothing to spread: a jitter it had (the configured

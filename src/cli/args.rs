@@ -182,6 +182,25 @@ pub enum TokenCommand {
     Revoke { id: String },
 }
 
+/// `--agent`: whose view of a user's notes a command takes.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArg {
+    /// Act as this agent of the user: its own notes and the shared ones are seen, and
+    /// notes saved are its own. Without it, only the shared notes (saved with no agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+}
+
+impl AgentArg {
+    /// The store acting for this agent.
+    pub fn memory(
+        &self,
+        memory: &nightshift::memory::Memory,
+    ) -> Result<nightshift::memory::Memory, nightshift::memory::MemoryError> {
+        memory.as_agent(self.agent.as_deref())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum MemoryCommand {
     /// Save a note for a user; prints its id.
@@ -198,6 +217,8 @@ pub enum MemoryCommand {
         /// A category to file the note under.
         #[arg(long)]
         category: Option<String>,
+        #[command(flatten)]
+        agent: AgentArg,
         /// The note's text; `-` reads it from standard input.
         text: String,
     },
@@ -218,6 +239,8 @@ pub enum MemoryCommand {
         window: super::filters::WindowArgs,
         #[command(flatten)]
         as_of: super::filters::AsOfArgs,
+        #[command(flatten)]
+        agent: AgentArg,
         query: String,
     },
     /// Replace a note's text, keeping its id.
@@ -228,6 +251,8 @@ pub enum MemoryCommand {
         /// Replace the note's tags with these (repeatable); kept when absent.
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
+        #[command(flatten)]
+        agent: AgentArg,
         note_id: String,
         /// The new text; `-` reads it from standard input.
         text: String,
@@ -237,6 +262,8 @@ pub enum MemoryCommand {
         /// The user whose memory or schedule this is.
         #[arg(long)]
         user: String,
+        #[command(flatten)]
+        agent: AgentArg,
         note_id: String,
     },
     /// List a user's notes, most recently changed first.
@@ -248,6 +275,8 @@ pub enum MemoryCommand {
         filter: Box<super::filters::NoteFilterArgs>,
         #[command(flatten)]
         as_of: super::filters::AsOfArgs,
+        #[command(flatten)]
+        agent: AgentArg,
     },
     /// Append events to a conversation session (created on first use).
     Append(AppendArgs),
@@ -297,6 +326,8 @@ pub enum MemoryCommand {
         /// all, buffer_window, token_window or summary_buffer.
         #[arg(long, default_value = "all")]
         strategy: String,
+        #[command(flatten)]
+        agent: AgentArg,
     },
     /// Delete a session and everything derived from it.
     Forget {
@@ -481,8 +512,8 @@ pub struct EditArgs {
     #[command(flatten)]
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
-    /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window or after
-    /// (repeatable).
+    /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window, after or
+    /// agent (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -567,6 +598,10 @@ pub struct ScheduleFlags {
     /// succeeded (default), failed or finished: which runs of --after start one.
     #[arg(long, value_name = "WHEN")]
     pub on: Option<String>,
+    /// The agent its runs act as: their memory tools and context see the user's shared
+    /// notes and this agent's own (without: the shared notes only).
+    #[arg(long)]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

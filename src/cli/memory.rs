@@ -22,8 +22,10 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             tags,
             key,
             category,
+            agent,
             text,
         } => {
+            let memory = &agent.memory(memory)?;
             let note = NewNote {
                 content: text_arg("note", text, max_text)?,
                 tags,
@@ -45,8 +47,10 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             filter,
             window,
             as_of,
+            agent,
             query,
         } => {
+            let memory = &agent.memory(memory)?;
             let request = SearchRequest {
                 user_id: user,
                 query,
@@ -92,9 +96,11 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
         MemoryCommand::Update {
             user,
             tags,
+            agent,
             note_id,
             text,
         } => {
+            let memory = &agent.memory(memory)?;
             let text = text_arg("note", text, max_text)?;
             let tags = (!tags.is_empty()).then_some(tags);
             let note = memory
@@ -103,8 +109,14 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             settle_embeddings(memory).await;
             print(json, &note, || format!("updated {}", note.note_id))
         }
-        MemoryCommand::Delete { user, note_id } => {
-            memory.delete_note(&user, &note_id).await?;
+        MemoryCommand::Delete {
+            user,
+            agent,
+            note_id,
+        } => {
+            agent
+                .memory(memory)?
+                .delete_note(&user, &note_id).await?;
             let out = NoteDeleted {
                 note_id,
                 deleted: true,
@@ -115,7 +127,9 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             user,
             filter,
             as_of,
+            agent,
         } => {
+            let memory = &agent.memory(memory)?;
             let filter = (*filter).into_filter()?;
             if let Some(at) = as_of.instant()? {
                 if !filter.is_empty() {
@@ -213,7 +227,9 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             budget,
             query,
             strategy,
+            agent,
         } => {
+            let memory = &agent.memory(memory)?;
             let request = ContextRequest {
                 user_id: user,
                 session_id: session,

@@ -279,6 +279,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         calendars: f.calendars,
         after: f.after,
         on: policy("--on", f.on)?,
+        agent: f.agent,
     })
 }
 
@@ -319,6 +320,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         calendars: (!f.calendars.is_empty()).then_some(f.calendars),
         after: f.after,
         on: policy("--on", f.on)?,
+        agent: f.agent,
         clear,
     })
 }

@@ -18,6 +18,8 @@ pub enum VersionsCommand {
         /// The user whose note this is.
         #[arg(long)]
         user: String,
+        #[command(flatten)]
+        agent: super::args::AgentArg,
         note_id: String,
     },
     /// Bring a version of a note back as its newest version: same id, searchable again,
@@ -29,6 +31,8 @@ pub enum VersionsCommand {
         /// The version to bring back (see `memory history`).
         #[arg(long, allow_negative_numbers = true)]
         version: i64,
+        #[command(flatten)]
+        agent: super::args::AgentArg,
         note_id: String,
     },
     /// Erase everything of a user: sessions, notes and their history, the index, state,
@@ -47,8 +51,12 @@ pub enum VersionsCommand {
 pub async fn run(app: &App, command: VersionsCommand, json: bool) -> Result<(), Error> {
     let memory = app.memory().by(Origin::Cli);
     match command {
-        VersionsCommand::History { user, note_id } => {
-            let versions = memory.note_history(&user, &note_id).await?;
+        VersionsCommand::History {
+            user,
+            agent,
+            note_id,
+        } => {
+            let versions = agent.memory(&memory)?.note_history(&user, &note_id).await?;
             print(json, &versions, || {
                 versions.iter().map(line).collect::<Vec<_>>().join("\n")
             })
@@ -56,8 +64,10 @@ pub async fn run(app: &App, command: VersionsCommand, json: bool) -> Result<(), 
         VersionsCommand::Restore {
             user,
             version,
+            agent,
             note_id,
         } => {
+            let memory = agent.memory(&memory)?;
             let restored = memory.restore_note(&user, &note_id, version).await?;
             super::memory::settle_embeddings(&memory).await;
             print(json, &restored, || {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::facts::{cosine, token_jaccard, Fact, ModelUsage};
 use super::passes::{bump, Consolidator, Counts, PassOutcome, FACTS_TRIES};
 use super::{ConsolidateError, Pass, Progress};
-use crate::memory::{NewNote, Origin, Role, SearchRequest};
+use crate::memory::{Memory, NewNote, Origin, Role, SearchRequest, SessionKind};
 
 /// Cosine and word-overlap thresholds above which two facts are the same fact.
 const SAME_COSINE: f64 = 0.97;
@@ -149,6 +149,7 @@ impl Consolidator {
             cost: 0.0,
         };
         for (session_id, user_id) in self.sessions(user).await? {
+            let memory = self.session_memory(&session_id).await?;
             let cursor = self.memory.facts_cursor(&session_id).await?;
             let events = self
                 .memory
@@ -170,7 +171,7 @@ impl Consolidator {
                     let outcome = if !self.allowed(&fact) {
                         FactOutcome::NotAllowed
                     } else {
-                        match self.judge(&user_id, &fact).await? {
+                        match self.judge(&memory, &user_id, &fact).await? {
                             Judged::Tombstoned => FactOutcome::Tombstoned,
                             Judged::Duplicate => FactOutcome::Duplicate,
                             Judged::Supersede(_) => FactOutcome::Supersede,
@@ -212,12 +213,29 @@ impl Consolidator {
             .any(|c| c.as_str() == fact.category)
     }
 
+    /// The memory a session's facts go to: a scheduled session's are learned for the
+    /// schedule's agent (private to it, as the conversation was), any other's are shared.
+    async fn session_memory(&self, session_id: &str) -> Result<Memory, ConsolidateError> {
+        let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) else {
+            return Ok(self.memory.clone());
+        };
+        let conn = self.memory.db().conn().await?;
+        let agent: Option<String> = crate::db::query_scalar(
+            &conn,
+            "SELECT agent_id FROM schedules WHERE schedule_id = ?1",
+            [schedule_id],
+        )
+        .await?;
+        Ok(self.memory.as_agent(agent.as_deref())?)
+    }
+
     async fn facts_of_session(
         &self,
         session_id: &str,
         user_id: &str,
         counts: &mut Counts,
     ) -> Result<(), ConsolidateError> {
+        let memory = self.session_memory(session_id).await?;
         let cursor = self.memory.facts_cursor(session_id).await?;
         let events = self
             .memory
@@ -233,7 +251,10 @@ impl Consolidator {
             if !matches!(event.role, Role::User | Role::Tool) {
                 continue;
             }
-            if let Err(err) = self.facts_of_event(user_id, &event.content, counts).await {
+            if let Err(err) = self
+                .facts_of_event(&memory, user_id, &event.content, counts)
+                .await
+            {
                 let failures = self
                     .memory
                     .record_facts_failure(session_id, event.sequence)
@@ -257,6 +278,7 @@ impl Consolidator {
 
     async fn facts_of_event(
         &self,
+        memory: &Memory,
         user_id: &str,
         content: &str,
         counts: &mut Counts,
@@ -269,7 +291,7 @@ impl Consolidator {
         add_usage(counts, &extracted.usage);
         for fact in extracted.facts {
             let outcome = if self.allowed(&fact) {
-                self.learn(user_id, &fact).await?
+                self.learn(memory, user_id, &fact).await?
             } else {
                 FactOutcome::NotAllowed
             };
@@ -291,7 +313,14 @@ impl Consolidator {
     }
 
     /// What storing `fact` would do, reading only.
-    async fn judge(&self, user_id: &str, fact: &Fact) -> Result<Judged, ConsolidateError> {
+    /// `memory` is the handle of the agent the fact is for: a fact supersedes only a note
+    /// of the same scope, and is a duplicate of any note that agent sees.
+    async fn judge(
+        &self,
+        memory: &Memory,
+        user_id: &str,
+        fact: &Fact,
+    ) -> Result<Judged, ConsolidateError> {
         if self.memory.is_tombstoned(user_id, &fact.content).await? {
             return Ok(Judged::Tombstoned);
         }
@@ -299,8 +328,9 @@ impl Consolidator {
         let mut rows = conn
             .query(
                 "SELECT note_id, content FROM notes WHERE user_id = ?1 AND fact_key = ?2
-                 AND superseded_by IS NULL ORDER BY updated_at DESC",
-                libsql::params![user_id, fact.key.as_str()],
+                 AND superseded_by IS NULL AND coalesce(agent_id, '') = coalesce(?3, '')
+                 ORDER BY updated_at DESC",
+                libsql::params![user_id, fact.key.as_str(), memory.agent()],
             )
             .await?;
         let mut same_key = Vec::new();
@@ -315,8 +345,7 @@ impl Consolidator {
             }
         }
         // The same fact may already be a note the user or agent saved by hand.
-        let similar = self
-            .memory
+        let similar = memory
             .search(&SearchRequest {
                 user_id: user_id.to_string(),
                 query: fact.content.clone(),
@@ -337,8 +366,13 @@ impl Consolidator {
 
     /// Stores a fact unless the user deleted it or already has it; a changed fact
     /// supersedes the old one, which stays as history.
-    async fn learn(&self, user_id: &str, fact: &Fact) -> Result<FactOutcome, ConsolidateError> {
-        let judged = self.judge(user_id, fact).await?;
+    async fn learn(
+        &self,
+        memory: &Memory,
+        user_id: &str,
+        fact: &Fact,
+    ) -> Result<FactOutcome, ConsolidateError> {
+        let judged = self.judge(memory, user_id, fact).await?;
         let note = NewNote {
             content: fact.content.clone(),
             category: Some(fact.category.to_string()),
@@ -348,7 +382,7 @@ impl Consolidator {
                 .then(|| self.now() + self.config.fact_retention_days * 86_400_000),
             ..Default::default()
         };
-        let memory = self.memory.by(Origin::Consolidation("facts"));
+        let memory = memory.by(Origin::Consolidation("facts"));
         match judged {
             Judged::Tombstoned => Ok(FactOutcome::Tombstoned),
             Judged::Duplicate => Ok(FactOutcome::Duplicate),

@@ -119,6 +119,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "memory_changes",
         sql: include_str!("../../migrations/0021_memory_changes.sql"),
     },
+    Migration {
+        version: 22,
+        name: "agent_scope",
+        sql: include_str!("../../migrations/0022_agent_scope.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -45,6 +45,9 @@ pub struct MemorySearchIn {
     pub until: Option<String>,
     /// Search the notes as they were at this instant, by keywords (no other filter).
     pub as_of: Option<String>,
+    /// Search as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 impl MemorySearchIn {

@@ -38,6 +38,8 @@ pub struct MemorySaveIn {
     /// Save under a key: a note already saved under it is replaced, keeping its id.
     pub key: Option<String>,
     pub category: Option<String>,
+    /// Save it as this agent's own note (without: shared by all the user's agents).
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -48,12 +50,18 @@ pub struct MemoryUpdateIn {
     pub text: String,
     /// Replaces the note's tags when given.
     pub tags: Option<Vec<String>>,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteIdIn {
     pub note_id: String,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -86,6 +94,9 @@ pub struct MemoryContextIn {
     /// What relevant memories should be about (default: the last user turn).
     pub query: Option<String>,
     pub strategy: Option<Strategy>,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -335,6 +346,9 @@ pub async fn call(
     match name {
         "memory_search" => {
             let input: MemorySearchIn = args(arguments)?;
+            let memory = &memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?;
             let request = input.into_request(user).map_err(Error::from)?;
             let found = SearchResponse::from(
                 memory
@@ -371,6 +385,9 @@ pub async fn call(
         }
         "memory_save" => {
             let input: MemorySaveIn = args(arguments)?;
+            let memory = &memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?;
             let note = NewNote {
                 content: input.text,
                 tags: input.tags,
@@ -384,6 +401,9 @@ pub async fn call(
         }
         "memory_update" => {
             let input: MemoryUpdateIn = args(arguments)?;
+            let memory = &memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?;
             let note = memory
                 .update_note(user, &input.note_id, &input.text, input.tags.as_deref())
                 .await
@@ -392,6 +412,9 @@ pub async fn call(
         }
         "memory_delete" => {
             let input: NoteIdIn = args(arguments)?;
+            let memory = &memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?;
             memory
                 .delete_note(user, &input.note_id)
                 .await
@@ -447,6 +470,9 @@ pub async fn call(
         }
         "memory_context" => {
             let input: MemoryContextIn = args(arguments)?;
+            let memory = &memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?;
             let context: Context = memory
                 .context(&ContextRequest {
                     user_id: user.to_string(),

@@ -13,6 +13,9 @@ use crate::memory::{Note, NoteVersion, Origin};
 #[serde(deny_unknown_fields)]
 pub struct MemoryHistoryIn {
     pub note_id: String,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -21,6 +24,9 @@ pub struct MemoryRestoreIn {
     pub note_id: String,
     /// The version to bring back (see memory_history).
     pub version: i64,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -49,6 +55,8 @@ pub async fn call(
         "memory_history" => {
             let input: MemoryHistoryIn = args(arguments)?;
             let versions = memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?
                 .note_history(user, &input.note_id)
                 .await
                 .map_err(Error::from)?;
@@ -67,6 +75,8 @@ pub async fn call(
         "memory_restore" => {
             let input: MemoryRestoreIn = args(arguments)?;
             let note = memory
+                .as_agent(input.agent.as_deref())
+                .map_err(Error::from)?
                 .restore_note(user, &input.note_id, input.version)
                 .await
                 .map_err(Error::from)?;

@@ -45,7 +45,7 @@ const NOTE_EVENT: &str = "'note.' || v.change,
     json_object('event', 'note.' || v.change, 'user_id', v.user_id, 'note_id', v.note_id,
         'version', v.version, 'change', v.change, 'changed_by', v.changed_by,
         'changed_at', v.changed_at, 'content', v.content, 'tags', json(v.tags_json),
-        'key', v.key, 'category', v.category,
+        'key', v.key, 'category', v.category, 'agent_id', v.agent_id,
         'summary', 'note ' || v.note_id || ' ' || v.change || ' by ' || v.changed_by)";
 
 impl Memory {

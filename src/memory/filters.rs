@@ -243,21 +243,23 @@ pub fn parse_time_opt(
 }
 
 impl Memory {
-    /// The user's notes passing `filter` (every current note when it is empty), most
-    /// recently changed first.
+    /// The user's notes the handle's agent sees passing `filter` (every current one when it
+    /// is empty), most recently changed first.
     pub async fn notes_matching(&self, user_id: &str, filter: &NoteFilter) -> Result<Vec<Note>> {
         input::check_user_id(user_id)?;
         filter.check()?;
-        let (conditions, values) = filter.sql(2);
-        let mut params: Vec<libsql::Value> = vec![user_id.into()];
+        let (conditions, values) = filter.sql(3);
+        let mut params: Vec<libsql::Value> = vec![user_id.into(), self.agent().into()];
         params.extend(values);
         let conn = self.db.conn().await?;
         let mut notes: Vec<Note> = fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL{conditions}
+                "SELECT {} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL
+                 AND {}{conditions}
                  ORDER BY updated_at DESC, note_id DESC",
-                Note::COLUMNS
+                Note::COLUMNS,
+                super::agents::visible("?2")
             ),
             params,
         )

@@ -4,6 +4,7 @@
 //! Sessions, events and notes are the source of truth. Everything in `chunks`,
 //! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
 
+mod agents;
 mod changes;
 mod chunking;
 mod context;
@@ -145,6 +146,8 @@ pub struct Memory {
     origin: Origin,
     /// Whose changes are recorded as change events.
     changes: ChangeEvents,
+    /// The agent this handle acts for (see `agents`); `None`: the shared notes only.
+    agent: Option<String>,
 }
 
 impl Memory {
@@ -174,6 +177,7 @@ impl Memory {
             embed_batch_size: 32,
             origin: Origin::Library,
             changes: ChangeEvents::default(),
+            agent: None,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {

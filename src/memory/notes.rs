@@ -2,11 +2,12 @@
 //! its user: every statement here filters on `user_id`, so another user's note id behaves
 //! exactly like one that does not exist.
 
+use super::agents::{same_scope, visible};
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
 use super::versions::NoteChange;
 use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
-use crate::db::{fetch_all, fetch_optional, json_column, DbError, FromRow};
+use crate::db::{fetch_all, fetch_optional, json_column, query_first_row, DbError, FromRow};
 use crate::ids;
 
 const MAX_TAGS: usize = 32;
@@ -43,7 +44,7 @@ fn clean_tags(tags: &[String]) -> Result<Vec<String>> {
 
 impl FromRow for Note {
     const COLUMNS: &'static str = "note_id, user_id, content, tags_json, key, category,
-        created_at, updated_at, source, fact_key, superseded_by";
+        created_at, updated_at, source, fact_key, superseded_by, agent_id";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(Note {
@@ -58,6 +59,7 @@ impl FromRow for Note {
             source: row.get(8)?,
             fact_key: row.get(9)?,
             superseded_by: row.get(10)?,
+            agent_id: row.get(11)?,
         })
     }
 }
@@ -69,14 +71,16 @@ pub fn tombstone_hash(content: &str) -> String {
     blake3::hash(normal.as_bytes()).to_hex().to_string()
 }
 
-/// Moves the user's memory session on by one sequence (creating it on first use) and
-/// returns that sequence: it orders note writes and tells a rebuild something changed.
+/// Moves the notes session of the user's `agent` (the shared one for `None`) on by one
+/// sequence (creating it on first use) and returns that sequence: it orders note writes
+/// and tells a rebuild something changed.
 pub(super) async fn next_memory_sequence(
     conn: &crate::db::WriteTx,
     user_id: &str,
+    agent: Option<&str>,
     now: i64,
 ) -> Result<i64> {
-    let session_id = SessionKind::memory_session(user_id);
+    let session_id = SessionKind::notes_session(user_id, agent);
     let sequence = ensure_session(&conn.runner(), &session_id, user_id, now).await? + 1;
     conn.execute(
         "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
@@ -87,8 +91,9 @@ pub(super) async fn next_memory_sequence(
 }
 
 impl Memory {
-    /// Saves a note and returns its id. With a key, a note the user already saved under
-    /// that key is replaced in place: same id, same `created_at`.
+    /// Saves a note for the handle's agent (shared without one) and returns its id. With
+    /// a key, a note of the same user and agent saved under that key is replaced in place:
+    /// same id, same `created_at`.
     pub async fn save_note(&self, user_id: &str, note: &NewNote) -> Result<SaveOutcome> {
         check_id("user id", user_id)?;
         self.check_text("note content", &note.content)?;
@@ -111,14 +116,17 @@ impl Memory {
             Some(key) => {
                 crate::db::query_scalar(
                     &tx,
-                    "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2",
-                    libsql::params![user_id, key.as_str()],
+                    &format!(
+                        "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2 AND {}",
+                        same_scope("?3")
+                    ),
+                    libsql::params![user_id, key.as_str(), self.agent()],
                 )
                 .await?
             }
             None => None,
         };
-        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        let sequence = next_memory_sequence(&tx, user_id, self.agent(), now).await?;
         let outcome = match existing {
             Some(note_id) => {
                 self.replace_content(
@@ -128,7 +136,7 @@ impl Memory {
                     &note.content,
                     Some(&tags),
                     &chunks,
-                    sequence,
+                    (self.agent(), sequence),
                     now,
                 )
                 .await?;
@@ -154,8 +162,8 @@ impl Memory {
                 let note_id = ids::new_id("note");
                 tx.execute(
                     "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
-                     updated_at, source, fact_key, expires_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10)",
+                     updated_at, source, fact_key, expires_at, agent_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11)",
                     libsql::params![
                         note_id.as_str(),
                         user_id,
@@ -166,11 +174,13 @@ impl Memory {
                         now,
                         note.source.as_deref().unwrap_or("tool"),
                         note.fact_key.as_deref(),
-                        note.expires_at
+                        note.expires_at,
+                        self.agent()
                     ],
                 )
                 .await?;
-                self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
+                let owner = (user_id, self.agent());
+                self.write_note_chunks(&tx, owner, &note_id, &chunks, sequence, now)
                     .await?;
                 self.record_version(&tx, &note_id, NoteChange::Created, now)
                     .await?;
@@ -230,26 +240,36 @@ impl Memory {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let note_id = ids::new_id("note");
-        let changed = tx
-            .execute(
-                "UPDATE notes SET superseded_by = ?3, updated_at = ?4
-                 WHERE note_id = ?1 AND user_id = ?2 AND superseded_by IS NULL",
-                libsql::params![old_note_id, user_id, note_id.as_str(), now],
-            )
-            .await?;
-        if changed == 0 {
+        // The new version belongs to the old one's agent (or is shared as it was).
+        let old_agent: Option<Option<String>> = query_first_row(
+            &tx,
+            &format!(
+                "SELECT agent_id FROM notes WHERE note_id = ?1 AND user_id = ?2
+                 AND superseded_by IS NULL AND {}",
+                visible("?3")
+            ),
+            libsql::params![old_note_id, user_id, self.agent()],
+            |row| row.get(0),
+        )
+        .await?;
+        let Some(agent) = old_agent else {
             tx.rollback().await?;
             return Err(MemoryError::NoteNotFound(old_note_id.to_string()));
-        }
+        };
+        tx.execute(
+            "UPDATE notes SET superseded_by = ?3, updated_at = ?4 WHERE note_id = ?1 AND user_id = ?2",
+            libsql::params![old_note_id, user_id, note_id.as_str(), now],
+        )
+        .await?;
         tx.execute("DELETE FROM chunks WHERE note_id = ?1", [old_note_id])
             .await?;
         self.record_version(&tx, old_note_id, NoteChange::Superseded, now)
             .await?;
-        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        let sequence = next_memory_sequence(&tx, user_id, agent.as_deref(), now).await?;
         tx.execute(
             "INSERT INTO notes (note_id, user_id, content, tags_json, key, category, created_at,
-             updated_at, source, fact_key, expires_at)
-             VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?6, ?7, ?8, ?9)",
+             updated_at, source, fact_key, expires_at, agent_id)
+             VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
             libsql::params![
                 note_id.as_str(),
                 user_id,
@@ -259,11 +279,13 @@ impl Memory {
                 now,
                 new.source.as_deref().unwrap_or("tool"),
                 new.fact_key.as_deref(),
-                new.expires_at
+                new.expires_at,
+                agent.as_deref()
             ],
         )
         .await?;
-        self.write_note_chunks(&tx, user_id, &note_id, &chunks, sequence, now)
+        let owner = (user_id, agent.as_deref());
+        self.write_note_chunks(&tx, owner, &note_id, &chunks, sequence, now)
             .await?;
         self.record_version(&tx, &note_id, NoteChange::Created, now)
             .await?;
@@ -304,17 +326,21 @@ impl Memory {
 
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let owned: Option<i64> = crate::db::query_scalar(
+        let owned: Option<Option<String>> = query_first_row(
             &tx,
-            "SELECT 1 FROM notes WHERE note_id = ?1 AND user_id = ?2",
-            libsql::params![note_id, user_id],
+            &format!(
+                "SELECT agent_id FROM notes WHERE note_id = ?1 AND user_id = ?2 AND {}",
+                visible("?3")
+            ),
+            libsql::params![note_id, user_id, self.agent()],
+            |row| row.get(0),
         )
         .await?;
-        if owned.is_none() {
+        let Some(agent) = owned else {
             tx.rollback().await?;
             return Err(MemoryError::NoteNotFound(note_id.to_string()));
-        }
-        let sequence = next_memory_sequence(&tx, user_id, now).await?;
+        };
+        let sequence = next_memory_sequence(&tx, user_id, agent.as_deref(), now).await?;
         self.replace_content(
             &tx,
             user_id,
@@ -322,7 +348,7 @@ impl Memory {
             content,
             tags.as_deref(),
             &chunks,
-            sequence,
+            (agent.as_deref(), sequence),
             now,
         )
         .await?;
@@ -342,7 +368,7 @@ impl Memory {
         content: &str,
         tags: Option<&[String]>,
         chunks: &[PreparedChunk],
-        sequence: i64,
+        (agent, sequence): (Option<&str>, i64),
         now: i64,
     ) -> Result<()> {
         conn.execute("DELETE FROM chunks WHERE note_id = ?1", [note_id])
@@ -354,20 +380,21 @@ impl Memory {
             libsql::params![note_id, user_id, content, tags_json, now],
         )
         .await?;
-        self.write_note_chunks(conn, user_id, note_id, chunks, sequence, now)
+        self.write_note_chunks(conn, (user_id, agent), note_id, chunks, sequence, now)
             .await
     }
 
+    /// Indexes a note's chunks in the notes session of its user and agent.
     pub(super) async fn write_note_chunks(
         &self,
         conn: &crate::db::WriteTx,
-        user_id: &str,
+        (user_id, agent): (&str, Option<&str>),
         note_id: &str,
         chunks: &[PreparedChunk],
         sequence: i64,
         now: i64,
     ) -> Result<()> {
-        let session_id = SessionKind::memory_session(user_id);
+        let session_id = SessionKind::notes_session(user_id, agent);
         let owner = ChunkOwner {
             session_id: &session_id,
             user_id,
@@ -393,67 +420,68 @@ impl Memory {
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let content: Option<String> = crate::db::query_scalar(
+        let found: Option<(String, Option<String>)> = query_first_row(
             &tx,
-            "SELECT content FROM notes WHERE note_id = ?1 AND user_id = ?2",
+            &format!(
+                "SELECT content, agent_id FROM notes WHERE note_id = ?1 AND user_id = ?2 AND {}",
+                visible("?3")
+            ),
+            libsql::params![note_id, user_id, self.agent()],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .await?;
+        let Some((content, agent)) = found else {
+            tx.rollback().await?;
+            return Err(MemoryError::NoteNotFound(note_id.to_string()));
+        };
+        self.record_version(&tx, note_id, NoteChange::Deleted, now)
+            .await?;
+        tx.execute(
+            "DELETE FROM notes WHERE note_id = ?1 AND user_id = ?2",
             libsql::params![note_id, user_id],
         )
         .await?;
-        if content.is_some() {
-            self.record_version(&tx, note_id, NoteChange::Deleted, now)
-                .await?;
-        }
-        let deleted = tx
-            .execute(
-                "DELETE FROM notes WHERE note_id = ?1 AND user_id = ?2",
-                libsql::params![note_id, user_id],
-            )
-            .await?;
-        if let Some(content) = content {
-            // Remember that it was forgotten, so consolidation does not learn it again.
-            tx.execute(
-                "INSERT INTO note_tombstones (user_id, content_hash, deleted_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT DO UPDATE SET deleted_at = excluded.deleted_at",
-                libsql::params![user_id, tombstone_hash(&content), now],
-            )
-            .await?;
-        }
-        if deleted == 0 {
-            tx.rollback().await?;
-            return Err(MemoryError::NoteNotFound(note_id.to_string()));
-        }
-        next_memory_sequence(&tx, user_id, now).await?;
+        // Remember that it was forgotten, so consolidation does not learn it again.
+        tx.execute(
+            "INSERT INTO note_tombstones (user_id, content_hash, deleted_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT DO UPDATE SET deleted_at = excluded.deleted_at",
+            libsql::params![user_id, tombstone_hash(&content), now],
+        )
+        .await?;
+        next_memory_sequence(&tx, user_id, agent.as_deref(), now).await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// One of the user's notes.
+    /// One of the user's notes the handle's agent sees.
     pub async fn note(&self, user_id: &str, note_id: &str) -> Result<Note> {
         let conn = self.db.conn().await?;
         fetch_optional(
             &conn,
             &format!(
-                "SELECT {} FROM notes WHERE note_id = ?1 AND user_id = ?2",
-                Note::COLUMNS
+                "SELECT {} FROM notes WHERE note_id = ?1 AND user_id = ?2 AND {}",
+                Note::COLUMNS,
+                visible("?3")
             ),
-            libsql::params![note_id, user_id],
+            libsql::params![note_id, user_id, self.agent()],
         )
         .await?
         .ok_or_else(|| MemoryError::NoteNotFound(note_id.to_string()))
     }
 
-    /// The user's notes, most recently changed first.
+    /// The user's notes the handle's agent sees, most recently changed first.
     pub async fn notes(&self, user_id: &str) -> Result<Vec<Note>> {
         check_id("user id", user_id)?;
         let conn = self.db.conn().await?;
         Ok(fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL
+                "SELECT {} FROM notes WHERE user_id = ?1 AND superseded_by IS NULL AND {}
                  ORDER BY updated_at DESC, note_id DESC",
-                Note::COLUMNS
+                Note::COLUMNS,
+                visible("?2")
             ),
-            [user_id],
+            libsql::params![user_id, self.agent()],
         )
         .await?)
     }

@@ -185,10 +185,13 @@ async fn read_sources(
     let mut sources = Vec::new();
     let mut rows = if SessionKind::of(session_id) == SessionKind::Memory {
         // Notes are ordered by when they were written, which is also their index order.
+        // A notes session holds the user's notes of one agent (or the shared ones).
+        let agent = SessionKind::notes_session_agent(session_id);
         conn.query_rows(
             "SELECT note_id, 0, updated_at, content FROM notes
-             WHERE user_id = ?1 AND superseded_by IS NULL ORDER BY updated_at, note_id",
-            [user_id],
+             WHERE user_id = ?1 AND superseded_by IS NULL AND coalesce(agent_id, '') = ?2
+             ORDER BY updated_at, note_id",
+            libsql::params![user_id, agent.unwrap_or("")],
         )
         .await?
     } else {

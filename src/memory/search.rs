@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
-use super::{check_id, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result, SessionKind};
+use super::{check_id, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -210,7 +210,8 @@ impl Memory {
                 .search_as_of_hits(user_id, &request.query, at, top_k)
                 .await;
         }
-        let mut sessions = vec![SessionKind::memory_session(user_id)];
+        // The shared notes and, for an agent, its own: never another agent's.
+        let mut sessions = self.visible_notes_sessions(user_id);
         if let Some(session_id) = &request.session_id {
             check_id("session id", session_id)?;
             // Another user's session is reported exactly like a missing one.
@@ -492,15 +493,18 @@ impl Memory {
             let placeholders = placeholders(3, note_ids.len());
             let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
             params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
-            let (conditions, values) = filter.sql(3 + note_ids.len());
+            let agent_param = format!("?{}", 3 + note_ids.len());
+            params.push(self.agent().into());
+            let (conditions, values) = filter.sql(4 + note_ids.len());
             params.extend(values);
             let notes: Vec<super::Note> = crate::db::fetch_all(
                 conn,
                 &format!(
                     "SELECT {} FROM notes
                      WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
-                       AND note_id IN ({placeholders}){conditions}",
-                    <super::Note as crate::db::FromRow>::COLUMNS
+                       AND note_id IN ({placeholders}) AND {}{conditions}",
+                    <super::Note as crate::db::FromRow>::COLUMNS,
+                    super::agents::visible(&agent_param)
                 ),
                 params,
             )

@@ -67,10 +67,14 @@ pub enum SessionKind {
 
 impl SessionKind {
     pub const MEMORY_PREFIX: &'static str = "memory:";
+    /// `memory@LEN:AGENT:USER`: one agent's notes of a user (see [`Self::notes_session`]).
+    pub const AGENT_MEMORY_PREFIX: &'static str = "memory@";
     pub const SCHEDULED_PREFIX: &'static str = "scheduled:";
 
     pub fn of(session_id: &str) -> Self {
-        if session_id.starts_with(Self::MEMORY_PREFIX) {
+        if session_id.starts_with(Self::MEMORY_PREFIX)
+            || session_id.starts_with(Self::AGENT_MEMORY_PREFIX)
+        {
             SessionKind::Memory
         } else if session_id.starts_with(Self::SCHEDULED_PREFIX) {
             SessionKind::Scheduled
@@ -90,6 +94,27 @@ impl SessionKind {
     /// The pseudo-session holding a user's notes.
     pub fn memory_session(user_id: &str) -> String {
         format!("{}{user_id}", Self::MEMORY_PREFIX)
+    }
+
+    /// The pseudo-session holding a user's notes of `agent` (the shared ones when `None`).
+    /// The agent id's length in bytes leads, so no two (user, agent) pairs share one
+    /// whatever the ids hold, and the shared sessions (`memory:`) never meet these.
+    pub fn notes_session(user_id: &str, agent: Option<&str>) -> String {
+        match agent {
+            None => Self::memory_session(user_id),
+            Some(agent) => format!("{}{}:{agent}:{user_id}", Self::AGENT_MEMORY_PREFIX, agent.len()),
+        }
+    }
+
+    /// The agent whose notes a notes session holds; `None` for the shared one or any
+    /// other session.
+    pub fn notes_session_agent(session_id: &str) -> Option<&str> {
+        let rest = session_id.strip_prefix(Self::AGENT_MEMORY_PREFIX)?;
+        let (len, rest) = rest.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        let agent = rest.get(..len)?;
+        rest.get(len..)?.strip_prefix(':')?;
+        Some(agent)
     }
 }
 
@@ -180,6 +205,9 @@ pub struct Note {
     pub source: String,
     pub fact_key: Option<String>,
     pub superseded_by: Option<String>,
+    /// The agent the note belongs to; absent for a note shared by all the user's agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }

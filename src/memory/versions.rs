@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::agents::{same_scope, visible};
 use super::notes::next_memory_sequence;
 use super::{check_id, Memory, MemoryError, Note, Result};
 use crate::db::{fetch_all, fetch_optional, json_column, query_scalar, DbError, FromRow, WriteTx};
@@ -63,6 +64,9 @@ pub struct NoteVersion {
     /// `cli`, `api`, `mcp`, `run:RUN_ID`, `consolidation:PASS`, `library`.
     pub changed_by: String,
     pub changed_at: i64,
+    /// The agent the note belongs to; absent for a shared note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// The version `v` of user ?1 that was a note's current one at ?2: its newest by then,
@@ -83,7 +87,7 @@ fn qualified() -> String {
 
 impl FromRow for NoteVersion {
     const COLUMNS: &'static str = "note_id, version, content, tags_json, key, category, source,
-        change, changed_by, changed_at";
+        change, changed_by, changed_at, agent_id";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(NoteVersion {
@@ -97,6 +101,7 @@ impl FromRow for NoteVersion {
             change: crate::db::text_column(row, 7, "note change")?,
             changed_by: row.get(8)?,
             changed_at: row.get(9)?,
+            agent_id: row.get(10)?,
         })
     }
 }
@@ -112,10 +117,10 @@ async fn record(
 ) -> Result<()> {
     tx.execute(
         "INSERT INTO note_versions (note_id, version, user_id, content, tags_json, key,
-         category, source, change, changed_by, changed_at)
+         category, source, change, changed_by, changed_at, agent_id)
          SELECT note_id,
                 COALESCE((SELECT max(version) FROM note_versions WHERE note_id = ?1), 0) + 1,
-                user_id, content, tags_json, key, category, source, ?2, ?3, ?4
+                user_id, content, tags_json, key, category, source, ?2, ?3, ?4, agent_id
          FROM notes WHERE note_id = ?1",
         libsql::params![note_id, change.as_str(), origin.label(), now],
     )
@@ -128,11 +133,11 @@ async fn record(
 pub(super) async fn record_expiries(tx: &WriteTx, origin: &Origin, now: i64) -> Result<()> {
     tx.execute(
         "INSERT INTO note_versions (note_id, version, user_id, content, tags_json, key,
-         category, source, change, changed_by, changed_at)
+         category, source, change, changed_by, changed_at, agent_id)
          SELECT note_id,
                 COALESCE((SELECT max(v.version) FROM note_versions v
                           WHERE v.note_id = notes.note_id), 0) + 1,
-                user_id, content, tags_json, key, category, source, 'deleted', ?2, ?1
+                user_id, content, tags_json, key, category, source, 'deleted', ?2, ?1, agent_id
          FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?1",
         libsql::params![now, origin.label()],
     )
@@ -173,11 +178,12 @@ impl Memory {
         let versions: Vec<NoteVersion> = fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM note_versions WHERE note_id = ?1 AND user_id = ?2
+                "SELECT {} FROM note_versions WHERE note_id = ?1 AND user_id = ?2 AND {}
                  ORDER BY version",
-                NoteVersion::COLUMNS
+                NoteVersion::COLUMNS,
+                visible("?3")
             ),
-            libsql::params![note_id, user_id],
+            libsql::params![note_id, user_id, self.agent()],
         )
         .await?;
         if versions.is_empty() {
@@ -198,10 +204,11 @@ impl Memory {
             &conn,
             &format!(
                 "SELECT {} FROM note_versions WHERE note_id = ?1 AND user_id = ?2
-                 AND version = ?3",
-                NoteVersion::COLUMNS
+                 AND version = ?3 AND {}",
+                NoteVersion::COLUMNS,
+                visible("?4")
             ),
-            libsql::params![note_id, user_id, version],
+            libsql::params![note_id, user_id, version, self.agent()],
         )
         .await?
         .ok_or_else(|| MemoryError::VersionNotFound {
@@ -217,12 +224,18 @@ impl Memory {
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
+        // A note keeps the agent it was saved for, in every version.
+        let agent = wanted.agent_id.as_deref();
         let result = async {
             if let Some(key) = &wanted.key {
                 let holder: Option<String> = query_scalar(
                     &tx,
-                    "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2 AND note_id != ?3",
-                    libsql::params![user_id, key.as_str(), note_id],
+                    &format!(
+                        "SELECT note_id FROM notes WHERE user_id = ?1 AND key = ?2
+                         AND note_id != ?3 AND {}",
+                        same_scope("?4")
+                    ),
+                    libsql::params![user_id, key.as_str(), note_id, agent],
                 )
                 .await?;
                 if let Some(holder) = holder {
@@ -259,10 +272,10 @@ impl Memory {
                 self.check_note_room(&tx, user_id).await?;
                 tx.execute(
                     "INSERT INTO notes (note_id, user_id, content, tags_json, key, category,
-                     created_at, updated_at, source)
+                     created_at, updated_at, source, agent_id)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6,
                        COALESCE((SELECT min(changed_at) FROM note_versions WHERE note_id = ?1), ?7),
-                       ?7, ?8)",
+                       ?7, ?8, ?9)",
                     libsql::params![
                         note_id,
                         user_id,
@@ -271,7 +284,8 @@ impl Memory {
                         wanted.key.as_deref(),
                         wanted.category.as_deref(),
                         now,
-                        wanted.source.as_str()
+                        wanted.source.as_str(),
+                        agent
                     ],
                 )
                 .await?;
@@ -282,8 +296,8 @@ impl Memory {
                 libsql::params![user_id, super::tombstone_hash(&wanted.content)],
             )
             .await?;
-            let sequence = next_memory_sequence(&tx, user_id, now).await?;
-            self.write_note_chunks(&tx, user_id, note_id, &chunks, sequence, now)
+            let sequence = next_memory_sequence(&tx, user_id, agent, now).await?;
+            self.write_note_chunks(&tx, (user_id, agent), note_id, &chunks, sequence, now)
                 .await?;
             self.record_version(&tx, note_id, NoteChange::Restored, now)
                 .await
@@ -310,10 +324,12 @@ impl Memory {
         Ok(fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM note_versions v WHERE {VALID_AT} ORDER BY v.changed_at DESC, v.note_id",
-                qualified()
+                "SELECT {} FROM note_versions v WHERE {VALID_AT} AND {}
+                 ORDER BY v.changed_at DESC, v.note_id",
+                qualified(),
+                visible("?3").replace("agent_id", "v.agent_id")
             ),
-            libsql::params![user_id, at],
+            libsql::params![user_id, at, self.agent()],
         )
         .await?)
     }
@@ -349,11 +365,12 @@ impl Memory {
                     SELECT rowid AS version_id, bm25(note_versions_fts) AS rank
                     FROM note_versions_fts WHERE note_versions_fts MATCH ?3)
                  SELECT {} FROM matched m JOIN note_versions v ON v.version_id = m.version_id
-                 WHERE {VALID_AT}
+                 WHERE {VALID_AT} AND {}
                  ORDER BY m.rank, v.changed_at DESC LIMIT ?4",
-                qualified()
+                qualified(),
+                visible("?5").replace("agent_id", "v.agent_id")
             ),
-            libsql::params![user_id, at, expression, top_k as i64],
+            libsql::params![user_id, at, expression, top_k as i64, self.agent()],
         )
         .await?)
     }

@@ -308,7 +308,11 @@ pub(super) async fn write_user(
                         }
                     }
                     "note" => {
-                        reindex.insert(SessionKind::memory_session(user));
+                        let agent = match line.row.get("agent_id") {
+                            Some(Value::String(agent)) => Some(agent.as_str()),
+                            _ => None,
+                        };
+                        reindex.insert(SessionKind::notes_session(user, agent));
                     }
                     "state" => {
                         if let Some(Value::Number(n)) = line.row.get("version") {

@@ -17,6 +17,10 @@ pub(crate) struct Table {
     pub texts: &'static [&'static str],
 }
 
+/// Columns added after archives of this version were first written: a line without one
+/// reads it as null (what the database holds for rows from before the column).
+pub(crate) const ADDED_LATER: &[&str] = &["agent_id"];
+
 /// Every exported table, in archive (and import) order: parents before children.
 pub(crate) const TABLES: &[Table] = &[
     Table {
@@ -85,6 +89,7 @@ pub(crate) const TABLES: &[Table] = &[
             "created_at",
             "updated_at",
             "expires_at",
+            "agent_id",
         ],
         key: &["note_id"],
         select: "WHERE user_id = ?1 ORDER BY note_id",
@@ -105,6 +110,7 @@ pub(crate) const TABLES: &[Table] = &[
             "change",
             "changed_by",
             "changed_at",
+            "agent_id",
         ],
         key: &["note_id", "version"],
         select: "WHERE user_id = ?1 ORDER BY note_id, version",
@@ -158,6 +164,7 @@ pub(crate) const TABLES: &[Table] = &[
             "after_on",
             "calendars_json",
             "calendar_dates_json",
+            "agent_id",
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",

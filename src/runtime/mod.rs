@@ -89,6 +89,10 @@ pub struct GoalRequest {
     /// run of the schedule it follows); absent for a run of the cadence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// The agent the run acts as (the schedule's `agent`): the memory it reaches is the
+    /// user's shared notes and this agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     #[serde(skip)]
     pub max_turns: i64,
     #[serde(skip)]

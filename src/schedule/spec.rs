@@ -126,6 +126,7 @@ pub fn to_new_schedule(
     new.timeout_secs = spec.timeout_secs;
     new.max_turns = spec.max_turns;
     new.max_cost = spec.max_cost;
+    new.agent_id = spec.agent.clone();
     let tz = new.cadence.zone();
     new.bounds = Bounds {
         starts_at: spec

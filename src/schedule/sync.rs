@@ -147,6 +147,7 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
         && existing.channel_context_id == new.channel_context_id
         && existing.catch_up_window_secs == new.catch_up_window_secs
         && existing.after == new.after
+        && existing.agent_id == new.agent_id
 }
 
 /// Brings the database's config schedules in line with `entries`, all or nothing.

@@ -93,6 +93,9 @@ pub struct NewSchedule {
     pub catch_up_window_secs: Option<i64>,
     /// The schedule it follows.
     pub after: Option<Upstream>,
+    /// The agent its runs act as: their memory tools and context see the user's shared
+    /// notes and this agent's; none: the shared notes only.
+    pub agent_id: Option<String>,
 }
 
 impl NewSchedule {
@@ -122,6 +125,7 @@ impl NewSchedule {
             jitter_secs: None,
             catch_up_window_secs: None,
             after: None,
+            agent_id: None,
         }
     }
 }
@@ -149,6 +153,7 @@ impl From<&Schedule> for NewSchedule {
             jitter_secs: s.jitter_secs,
             catch_up_window_secs: s.catch_up_window_secs,
             after: s.after.clone(),
+            agent_id: s.agent_id.clone(),
         }
     }
 }
@@ -189,6 +194,8 @@ pub struct Schedule {
     pub catch_up_window_secs: Option<i64>,
     /// The schedule it follows.
     pub after: Option<Upstream>,
+    /// The agent its runs act as (see [`NewSchedule::agent_id`]).
+    pub agent_id: Option<String>,
 }
 
 impl Schedule {

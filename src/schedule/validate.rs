@@ -93,6 +93,9 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
     if let Some(context) = &new.channel_context_id {
         input::check_id("channel context", context)?;
     }
+    if let Some(agent) = &new.agent_id {
+        input::check_id("agent", agent)?;
+    }
     Ok(())
 }
 

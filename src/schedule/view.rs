@@ -138,6 +138,9 @@ pub struct ScheduleView {
     pub next_runs: Vec<String>,
     /// The schedule this one follows.
     pub after: Option<UpstreamView>,
+    /// The agent its runs act as; absent: the user's shared notes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// The schedule a schedule follows, as `show` tells it.
@@ -233,6 +236,7 @@ impl ScheduleView {
             calendars: schedule.bounds.calendars.clone(),
             next_runs,
             after: schedule.after.as_ref().map(UpstreamView::new),
+            agent: schedule.agent_id.clone(),
         }
     }
 }

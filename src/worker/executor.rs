@@ -82,6 +82,15 @@ impl Executor {
 
     async fn attempts(&self, claim: &mut Claim) -> (RunStatus, GoalOutcome) {
         let schedule = &claim.schedule;
+        // The run's memory is its agent's view: the shared notes and the agent's own.
+        let memory = match self.memory.as_agent(schedule.agent_id.as_deref()) {
+            Ok(memory) => memory,
+            Err(err) => {
+                // Stored ids are checked on the way in; a bad one reaches no agent's notes.
+                tracing::warn!(schedule_id = %schedule.schedule_id, %err, "schedule's agent refused; its run sees the shared notes only");
+                self.memory.clone()
+            }
+        };
         let request = GoalRequest {
             run_id: claim.run_id.clone(),
             schedule_id: schedule.schedule_id.clone(),
@@ -89,13 +98,14 @@ impl Executor {
             goal: schedule.goal.clone(),
             session_id: format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id),
             context: self
-                .context(&schedule.user_id, &schedule.goal, &schedule.schedule_id)
+                .context(&memory, &schedule.user_id, &schedule.goal, &schedule.schedule_id)
                 .await,
             max_turns: schedule
                 .max_turns
                 .unwrap_or(self.runtime_config.default_max_turns),
             max_cost: schedule.max_cost,
             input: claim.input.clone(),
+            agent_id: memory.agent().map(str::to_string),
         };
         let deadline = Duration::from_secs(
             schedule
@@ -104,7 +114,7 @@ impl Executor {
         );
         loop {
             let (status, outcome) =
-                match tokio::time::timeout(deadline, self.runtime.run_goal(&request, &self.memory))
+                match tokio::time::timeout(deadline, self.runtime.run_goal(&request, &memory))
                     .await
                 {
                     Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
@@ -147,7 +157,7 @@ impl Executor {
     /// What the prompt carries: the schedule session's context (summary, recent and
     /// salient turns, relevant memories) from the same assembly `memory context` uses; on
     /// a first run, the user's notes relevant to the goal. Within the configured budget.
-    async fn context(&self, user_id: &str, goal: &str, schedule_id: &str) -> String {
+    async fn context(&self, memory: &Memory, user_id: &str, goal: &str, schedule_id: &str) -> String {
         let budget = self.runtime_config.context_budget_tokens;
         // A goal may be longer than a query: its start is what memories should be about.
         let query = crate::text::truncate_bytes(goal, crate::input::MAX_QUERY_BYTES).to_string();
@@ -158,7 +168,7 @@ impl Executor {
             query: Some(query.clone()),
             strategy: Strategy::All,
         };
-        match self.memory.context(&request).await {
+        match memory.context(&request).await {
             Ok(context) => return context.render(),
             Err(MemoryError::SessionNotFound(_)) => {}
             Err(err) => tracing::warn!(%err, "cannot assemble the run's context"),
@@ -169,7 +179,7 @@ impl Executor {
             ..Default::default()
         };
         let mut context = String::new();
-        if let Ok(hits) = self.memory.search(&request).await {
+        if let Ok(hits) = memory.search(&request).await {
             if !hits.is_empty() {
                 context.push_str("Relevant memories:\n");
                 for hit in hits {

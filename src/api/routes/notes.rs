@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::{NotesQuery, SaveNoteBody, UpdateNoteBody, UserQuery};
+use crate::api::types::{NoteScopeQuery, NotesQuery, SaveNoteBody, UpdateNoteBody};
 use crate::api::ApiState;
 use crate::memory::{NewNote, Note, NoteDeleted, Origin, SaveOutcome};
 
@@ -20,7 +20,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
 }
 
 /// Save a note; with a key, the note saved under it is replaced (same id).
-#[utoipa::path(post, path = "/v1/notes", tag = "notes", params(UserQuery),
+#[utoipa::path(post, path = "/v1/notes", tag = "notes", params(NoteScopeQuery),
     request_body = SaveNoteBody,
     responses(
         (status = 201, description = "A new note", body = SaveOutcome),
@@ -30,7 +30,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
 async fn save_note(
     State(state): State<ApiState>,
     caller: Caller,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
     ApiJson(body): ApiJson<SaveNoteBody>,
 ) -> Result<(StatusCode, Json<SaveOutcome>), ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
@@ -41,10 +41,8 @@ async fn save_note(
         category: body.category,
         ..Default::default()
     };
-    let outcome = state
-        .app
-        .memory()
-        .by(Origin::Api)
+    let outcome = query
+        .memory(&state.app.memory().by(Origin::Api))?
         .save_note(&user, &note)
         .await?;
     let status = if outcome.created {
@@ -66,30 +64,34 @@ async fn list_notes(
 ) -> Result<Json<Vec<Note>>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
     let filter = query.filter()?;
-    Ok(Json(
-        state.app.memory().notes_matching(&user, &filter).await?,
-    ))
+    let memory = state.app.memory().as_agent(query.agent.as_deref())?;
+    Ok(Json(memory.notes_matching(&user, &filter).await?))
 }
 
 /// One of the user's notes.
 #[utoipa::path(get, path = "/v1/notes/{note_id}", tag = "notes",
-    params(("note_id" = String, Path), UserQuery),
+    params(("note_id" = String, Path), NoteScopeQuery),
     responses((status = 200, body = Note), Failures),
     security(("bearer" = [])))]
 async fn get_note(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(note_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
 ) -> Result<Json<Note>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
     crate::input::check_id("note id", &note_id)?;
-    Ok(Json(state.app.memory().note(&user, &note_id).await?))
+    Ok(Json(
+        query
+            .memory(state.app.memory())?
+            .note(&user, &note_id)
+            .await?,
+    ))
 }
 
 /// Replace a note's text (and its tags, when given), keeping its id.
 #[utoipa::path(patch, path = "/v1/notes/{note_id}", tag = "notes",
-    params(("note_id" = String, Path), UserQuery),
+    params(("note_id" = String, Path), NoteScopeQuery),
     request_body = UpdateNoteBody,
     responses((status = 200, body = Note), Failures),
     security(("bearer" = [])))]
@@ -97,14 +99,12 @@ async fn update_note(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(note_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
     ApiJson(body): ApiJson<UpdateNoteBody>,
 ) -> Result<Json<Note>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
-    let note = state
-        .app
-        .memory()
-        .by(Origin::Api)
+    let note = query
+        .memory(&state.app.memory().by(Origin::Api))?
         .update_note(&user, &note_id, &body.text, body.tags.as_deref())
         .await?;
     Ok(Json(note))
@@ -112,20 +112,18 @@ async fn update_note(
 
 /// Delete a note with its index rows and vectors.
 #[utoipa::path(delete, path = "/v1/notes/{note_id}", tag = "notes",
-    params(("note_id" = String, Path), UserQuery),
+    params(("note_id" = String, Path), NoteScopeQuery),
     responses((status = 200, body = NoteDeleted), Failures),
     security(("bearer" = [])))]
 async fn delete_note(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(note_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
 ) -> Result<Json<NoteDeleted>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
-    state
-        .app
-        .memory()
-        .by(Origin::Api)
+    query
+        .memory(&state.app.memory().by(Origin::Api))?
         .delete_note(&user, &note_id)
         .await?;
     Ok(Json(NoteDeleted {

@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::{AppendBody, ContextBody, RecallQuery, UserQuery};
+use crate::api::types::{AppendBody, ContextBody, NoteScopeQuery, RecallQuery, UserQuery};
 use crate::api::ApiState;
 use crate::memory::{
     AppendedEvents, Context, ContextRequest, Event, Session, SessionForgotten, Strategy,
@@ -111,7 +111,7 @@ async fn summary(
 
 /// What an agent should put in its prompt for a session, within a token budget.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/context", tag = "sessions",
-    params(("session_id" = String, Path), UserQuery),
+    params(("session_id" = String, Path), NoteScopeQuery),
     request_body = ContextBody,
     responses((status = 200, body = Context), Failures),
     security(("bearer" = [])))]
@@ -119,7 +119,7 @@ async fn context(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(session_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
     ApiJson(body): ApiJson<ContextBody>,
 ) -> Result<Json<Context>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
@@ -130,7 +130,12 @@ async fn context(
         query: body.query,
         strategy: body.strategy.unwrap_or(Strategy::All),
     };
-    Ok(Json(state.app.memory().context(&request).await?))
+    Ok(Json(
+        query
+            .memory(state.app.memory())?
+            .context(&request)
+            .await?,
+    ))
 }
 
 /// Delete a session and everything derived from it.

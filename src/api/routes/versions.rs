@@ -12,7 +12,7 @@ use crate::access::Actor;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::api::types::UserQuery;
+use crate::api::types::NoteScopeQuery;
 use crate::api::ApiState;
 use crate::app::purge::UserPurged;
 use crate::memory::{Note, NoteVersion, Origin};
@@ -47,6 +47,9 @@ pub struct PurgeBody {
 pub struct AsOfQuery {
     /// With an admin token: the user to act for.
     pub user: Option<String>,
+    /// Act as this agent of the user: its own notes and the shared ones (without: the
+    /// shared notes only).
+    pub agent: Option<String>,
     /// UTC ms, RFC 3339, or a date (its last moment).
     pub as_of: String,
 }
@@ -62,30 +65,34 @@ async fn as_of(
 ) -> Result<Json<Vec<NoteVersion>>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
     let at = crate::memory::parse_time("as_of", &query.as_of, true)?;
-    Ok(Json(state.app.memory().notes_as_of(&user, at).await?))
+    let memory = state.app.memory().as_agent(query.agent.as_deref())?;
+    Ok(Json(memory.notes_as_of(&user, at).await?))
 }
 
 /// Every version of one of the user's notes, oldest first (a deleted note's too, until
 /// its retention ends).
 #[utoipa::path(get, path = "/v1/notes/{note_id}/history", tag = "notes",
-    params(("note_id" = String, Path), UserQuery),
+    params(("note_id" = String, Path), NoteScopeQuery),
     responses((status = 200, body = Vec<NoteVersion>), Failures),
     security(("bearer" = [])))]
 async fn history(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(note_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
 ) -> Result<Json<Vec<NoteVersion>>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
     Ok(Json(
-        state.app.memory().note_history(&user, &note_id).await?,
+        query
+            .memory(state.app.memory())?
+            .note_history(&user, &note_id)
+            .await?,
     ))
 }
 
 /// Bring a version of a note back as its newest version: same id, searchable again.
 #[utoipa::path(post, path = "/v1/notes/{note_id}/restore", tag = "notes",
-    params(("note_id" = String, Path), UserQuery),
+    params(("note_id" = String, Path), NoteScopeQuery),
     request_body = RestoreBody,
     responses((status = 200, body = Note), Failures),
     security(("bearer" = [])))]
@@ -93,14 +100,12 @@ async fn restore(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(note_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<NoteScopeQuery>,
     ApiJson(body): ApiJson<RestoreBody>,
 ) -> Result<Json<Note>, ApiError> {
     let user = caller.user_for(query.user.as_deref())?;
-    let note = state
-        .app
-        .memory()
-        .by(Origin::Api)
+    let note = query
+        .memory(&state.app.memory().by(Origin::Api))?
         .restore_note(&user, &note_id, body.version)
         .await?;
     Ok(Json(note))

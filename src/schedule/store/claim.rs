@@ -487,6 +487,7 @@ mod tests {
             next_nominal_at: None,
             catch_up_window_secs: None,
             after: None,
+            agent_id: None,
         }
     }
 

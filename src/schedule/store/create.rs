@@ -15,9 +15,10 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
     max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id,
-    after_on, calendars_json, calendar_dates_json)
+    after_on, calendars_json, calendar_dates_json, agent_id)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
-    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)";
+    ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
+    ?30)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -114,7 +115,8 @@ impl ScheduleStore {
                 new.after.as_ref().map(|a| a.schedule_id.as_str()),
                 new.after.as_ref().map(|a| a.on.as_str()),
                 calendars_json(&new.bounds)?,
-                calendar_dates_json(&new.bounds)
+                calendar_dates_json(&new.bounds),
+                new.agent_id.as_deref()
             ],
         )
         .await?;

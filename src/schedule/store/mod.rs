@@ -70,7 +70,7 @@ impl FromRow for Schedule {
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
         (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
-        calendars_json, calendar_dates_json";
+        calendars_json, calendar_dates_json, agent_id";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -139,6 +139,7 @@ impl FromRow for Schedule {
                 }),
                 None => None,
             },
+            agent_id: row.get(37)?,
         })
     }
 }

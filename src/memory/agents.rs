@@ -1,0 +1,87 @@
+//! Agent scope. A note saved through a handle acting for an agent belongs to that agent of
+//! its user and is seen only by it; a note saved with no agent is shared by all of the
+//! user's agents. A handle for agent A reads the shared notes and A's; a handle with no
+//! agent reads the shared notes only, so a door that forgets to name an agent can never
+//! reach an agent's private notes. Users stay apart as everywhere: every statement also
+//! filters on `user_id`.
+
+use super::{check_id, Memory, Result, SessionKind};
+
+/// The SQL condition "this note row is visible to the handle's agent", for a table with an
+/// `agent_id` column; `param` is the placeholder holding [`Memory::agent`] (NULL when
+/// none, which makes `agent_id = NULL` false: only shared rows pass).
+pub(super) fn visible(param: &str) -> String {
+    format!("(agent_id IS NULL OR agent_id = {param})")
+}
+
+/// The SQL condition "this note row belongs to exactly the handle's scope" (shared rows
+/// when the handle has no agent): where a key names one note.
+pub(super) fn same_scope(param: &str) -> String {
+    format!("coalesce(agent_id, '') = coalesce({param}, '')")
+}
+
+impl Memory {
+    /// The same store acting for `agent` of whichever user an operation names: notes it
+    /// saves belong to that agent, and it sees the shared notes and that agent's. `None`
+    /// gives the shared scope.
+    pub fn as_agent(&self, agent: Option<&str>) -> Result<Memory> {
+        if let Some(agent) = agent {
+            check_id("agent id", agent)?;
+        }
+        let mut memory = self.clone();
+        memory.agent = agent.map(str::to_string);
+        Ok(memory)
+    }
+
+    /// The agent this handle acts for; `None` for the shared scope.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// The pseudo-session indexing the notes this handle saves for `user_id`.
+    pub(super) fn notes_session(&self, user_id: &str) -> String {
+        SessionKind::notes_session(user_id, self.agent())
+    }
+
+    /// The pseudo-sessions whose notes this handle sees for `user_id`: the shared one and,
+    /// with an agent, that agent's.
+    pub(super) fn visible_notes_sessions(&self, user_id: &str) -> Vec<String> {
+        let mut sessions = vec![SessionKind::memory_session(user_id)];
+        if self.agent.is_some() {
+            sessions.push(self.notes_session(user_id));
+        }
+        sessions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionKind;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Two different (user, agent) pairs never share a notes session, and the session
+        /// names its agent back, whatever the ids hold.
+        #[test]
+        fn notes_sessions_are_unambiguous(
+            user_a in "\\PC{1,12}", agent_a in proptest::option::of("\\PC{1,12}"),
+            user_b in "\\PC{1,12}", agent_b in proptest::option::of("\\PC{1,12}"),
+        ) {
+            let a = SessionKind::notes_session(&user_a, agent_a.as_deref());
+            let b = SessionKind::notes_session(&user_b, agent_b.as_deref());
+            prop_assert_eq!(a == b, user_a == user_b && agent_a == agent_b);
+            prop_assert_eq!(SessionKind::of(&a), SessionKind::Memory);
+            prop_assert_eq!(SessionKind::notes_session_agent(&a), agent_a.as_deref());
+        }
+
+        /// Any session id parses without a panic, and one that is not a notes session
+        /// names no agent.
+        #[test]
+        fn any_session_id_parses(id in any::<String>()) {
+            let agent = SessionKind::notes_session_agent(&id);
+            if SessionKind::of(&id) != SessionKind::Memory {
+                prop_assert!(agent.is_none());
+            }
+        }
+    }
+}
