@@ -114,9 +114,7 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
             agent,
             note_id,
         } => {
-            agent
-                .memory(memory)?
-                .delete_note(&user, &note_id).await?;
+            agent.memory(memory)?.delete_note(&user, &note_id).await?;
             let out = NoteDeleted {
                 note_id,
                 deleted: true,

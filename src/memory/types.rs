@@ -102,7 +102,11 @@ impl SessionKind {
     pub fn notes_session(user_id: &str, agent: Option<&str>) -> String {
         match agent {
             None => Self::memory_session(user_id),
-            Some(agent) => format!("{}{}:{agent}:{user_id}", Self::AGENT_MEMORY_PREFIX, agent.len()),
+            Some(agent) => format!(
+                "{}{}:{agent}:{user_id}",
+                Self::AGENT_MEMORY_PREFIX,
+                agent.len()
+            ),
         }
     }
 

@@ -98,7 +98,12 @@ impl Executor {
             goal: schedule.goal.clone(),
             session_id: format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id),
             context: self
-                .context(&memory, &schedule.user_id, &schedule.goal, &schedule.schedule_id)
+                .context(
+                    &memory,
+                    &schedule.user_id,
+                    &schedule.goal,
+                    &schedule.schedule_id,
+                )
                 .await,
             max_turns: schedule
                 .max_turns
@@ -113,22 +118,24 @@ impl Executor {
                 .unwrap_or(self.scheduler.default_timeout_secs) as u64,
         );
         loop {
-            let (status, outcome) =
-                match tokio::time::timeout(deadline, self.runtime.run_goal(&request, &memory))
-                    .await
-                {
-                    Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
-                    Ok(outcome) => (RunStatus::Failed, outcome),
-                    Err(_) => (
-                        RunStatus::TimedOut,
-                        GoalOutcome {
-                            error: Some(RuntimeError::Deadline {
-                                secs: deadline.as_secs(),
-                            }),
-                            ..Default::default()
-                        },
-                    ),
-                };
+            let (status, outcome) = match tokio::time::timeout(
+                deadline,
+                self.runtime.run_goal(&request, &memory),
+            )
+            .await
+            {
+                Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
+                Ok(outcome) => (RunStatus::Failed, outcome),
+                Err(_) => (
+                    RunStatus::TimedOut,
+                    GoalOutcome {
+                        error: Some(RuntimeError::Deadline {
+                            secs: deadline.as_secs(),
+                        }),
+                        ..Default::default()
+                    },
+                ),
+            };
             if status.is_success() || claim.attempt >= schedule.max_attempts {
                 return (status, outcome);
             }
@@ -157,7 +164,13 @@ impl Executor {
     /// What the prompt carries: the schedule session's context (summary, recent and
     /// salient turns, relevant memories) from the same assembly `memory context` uses; on
     /// a first run, the user's notes relevant to the goal. Within the configured budget.
-    async fn context(&self, memory: &Memory, user_id: &str, goal: &str, schedule_id: &str) -> String {
+    async fn context(
+        &self,
+        memory: &Memory,
+        user_id: &str,
+        goal: &str,
+        schedule_id: &str,
+    ) -> String {
         let budget = self.runtime_config.context_budget_tokens;
         // A goal may be longer than a query: its start is what memories should be about.
         let query = crate::text::truncate_bytes(goal, crate::input::MAX_QUERY_BYTES).to_string();

@@ -131,10 +131,7 @@ async fn context(
         strategy: body.strategy.unwrap_or(Strategy::All),
     };
     Ok(Json(
-        query
-            .memory(state.app.memory())?
-            .context(&request)
-            .await?,
+        query.memory(state.app.memory())?.context(&request).await?,
     ))
 }
 
