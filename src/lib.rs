@@ -58,6 +58,7 @@ pub mod state;
 pub mod telemetry;
 pub mod text;
 pub mod tokens;
+pub mod usage;
 pub mod worker;
 
 pub use error::Error;

@@ -245,3 +245,50 @@ fn a_change_channel_that_is_not_configured_is_refused() {
     let err = config.validate().unwrap_err().to_string();
     assert!(err.contains("users.alice.memory_changes_channel"), "{err}");
 }
+
+#[tokio::test]
+async fn a_consolidation_that_changed_a_users_notes_is_told_with_that_users_counts() {
+    let dir = TempDir::new().unwrap();
+    let config = config(&dir, "http://127.0.0.1:9/unused");
+    let app = App::open(&config).await.unwrap();
+    let expired = |text: &str| NewNote {
+        expires_at: Some(1),
+        ..NewNote::new(text)
+    };
+    for user in ["alice", "alice", "bob"] {
+        app.memory()
+            .save_note(user, &expired("gone by morning"))
+            .await
+            .unwrap();
+    }
+    let memory = app.memory();
+    let finished = "SELECT count(*) FROM memory_changes WHERE event = 'consolidation.finished'";
+    let consolidator = app.consolidator(None);
+    consolidator
+        .run(&[nightshift::consolidate::Pass::Expiry], None, None)
+        .await
+        .unwrap();
+    assert_eq!(common::count(memory, finished).await, 1, "alice's only");
+    let conn = app.db().conn().await.unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT user_id, payload_json FROM memory_changes
+             WHERE event = 'consolidation.finished'",
+            (),
+        )
+        .await
+        .unwrap();
+    let row = rows.next().await.unwrap().unwrap();
+    assert_eq!(row.get::<String>(0).unwrap(), "alice");
+    let payload: Value = serde_json::from_str(&row.get::<String>(1).unwrap()).unwrap();
+    assert_eq!(payload["counts"]["notes_deleted"], 2, "{payload}");
+    assert_eq!(payload["counts"]["notes_created"], 0, "{payload}");
+    assert_eq!(payload["passes"], serde_json::json!(["expiry"]));
+    drop(rows);
+    // A run that changes nothing tells nobody.
+    consolidator
+        .run(&[nightshift::consolidate::Pass::Expiry], None, None)
+        .await
+        .unwrap();
+    assert_eq!(common::count(memory, finished).await, 1);
+}

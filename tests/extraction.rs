@@ -251,3 +251,36 @@ fn the_cli_dry_run_writes_nothing_and_bad_settings_are_refused() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_summaries_pass_records_what_its_model_used() {
+    let (url, _) = model().await;
+    let dir = TempDir::new().unwrap();
+    let mut config = config_with_model(&dir, &url);
+    config.consolidation.summary_budget_tokens = 100;
+    config.consolidation.summary_min_turns = 2;
+    let app = nightshift::app::App::open(&config).await.unwrap();
+    let turns: Vec<NewEvent> = (0..6)
+        .map(|i| {
+            NewEvent::new(
+                Role::User,
+                format!("turn {i}: {}", "long words ".repeat(20)),
+            )
+        })
+        .collect();
+    app.memory().append("alice", "chat", &turns).await.unwrap();
+    let reports = app
+        .consolidator(None)
+        .run(&[Pass::Summaries], None, None)
+        .await
+        .unwrap();
+    let counts = &reports[0].counts;
+    assert_eq!(counts["summarized"], 1, "{counts}");
+    // One model call: its usage, priced as configured.
+    assert_eq!(counts["prompt_tokens"], 120, "{counts}");
+    assert_eq!(counts["completion_tokens"], 30, "{counts}");
+    assert!(
+        (counts["cost"].as_f64().unwrap() - 0.00018).abs() < 1e-12,
+        "{counts}"
+    );
+}

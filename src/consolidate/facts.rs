@@ -398,13 +398,7 @@ mod tests {
     }
 }
 
-/// What one model call used; all zero when no model was called.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ModelUsage {
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub cost: f64,
-}
+pub use crate::usage::ModelUsage;
 
 /// The facts in a text, and what finding them cost.
 #[derive(Debug, Clone, Default, PartialEq)]

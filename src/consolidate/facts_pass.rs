@@ -89,8 +89,8 @@ enum Judged {
 }
 
 /// Adds a model call's usage to a pass's counts.
-fn add_usage(counts: &mut Counts, usage: &ModelUsage) {
-    if usage.prompt_tokens == 0 && usage.completion_tokens == 0 && usage.cost == 0.0 {
+pub(super) fn add_usage(counts: &mut Counts, usage: &ModelUsage) {
+    if usage.is_empty() {
         return;
     }
     bump(counts, "prompt_tokens", usage.prompt_tokens);

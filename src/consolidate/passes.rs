@@ -98,6 +98,7 @@ impl Consolidator {
         progress: Option<Progress>,
     ) -> Result<Vec<PassReport>, ConsolidateError> {
         let mut reports = Vec::new();
+        let run_started = self.now();
         for pass in passes {
             let run_id = ids::new_id("mnt");
             let started_at = self.now();
@@ -152,6 +153,15 @@ impl Consolidator {
                 counts,
                 error,
             });
+        }
+        // Subscribers of memory changes hear that consolidation changed their notes.
+        let names: Vec<&str> = passes.iter().map(|p| p.as_str()).collect();
+        if let Err(err) = self
+            .memory
+            .consolidation_finished(&names, run_started, self.now())
+            .await
+        {
+            tracing::warn!(%err, "cannot record consolidation's change events");
         }
         Ok(reports)
     }
@@ -296,10 +306,13 @@ impl Consolidator {
                 .await?
             {
                 SummarizeOutcome::Written {
-                    condensed_turns, ..
+                    condensed_turns,
+                    usage,
+                    ..
                 } => {
                     bump(&mut counts, "summarized", 1);
                     bump(&mut counts, "turns_condensed", condensed_turns as i64);
+                    super::facts_pass::add_usage(&mut counts, &usage);
                 }
                 SummarizeOutcome::Stale { .. } => bump(&mut counts, "stale", 1),
                 SummarizeOutcome::NotNeeded { .. } => {}

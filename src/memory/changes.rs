@@ -1,5 +1,6 @@
 //! Memory change events: for users whose changes go to a channel, each change to their
-//! memory (a note saved, updated, superseded, deleted, restored; a session forgotten) is
+//! memory (a note saved, updated, superseded, deleted, restored; a session forgotten; a
+//! consolidation run that changed their notes, with its counts) is
 //! written to `memory_changes` in the transaction that makes it, so no change is lost and
 //! none is told that did not happen. The worker moves them into the outbox
 //! (`notify::changes`).
@@ -127,5 +128,48 @@ impl Memory {
         )
         .await?;
         Ok(())
+    }
+
+    /// Records, for each user who wants changes and whose notes the consolidation passes
+    /// `passes` changed between `started_at` and `finished_at`, one `consolidation.finished`
+    /// event with that user's own counts (notes created, superseded, deleted): counts of
+    /// the whole run would tell one user about others. One statement: all or none.
+    /// Returns how many were recorded.
+    pub async fn consolidation_finished(
+        &self,
+        passes: &[&str],
+        started_at: i64,
+        finished_at: i64,
+    ) -> Result<u64> {
+        if !self.changes.any() {
+            return Ok(0);
+        }
+        let passes = serde_json::to_string(passes).unwrap_or_else(|_| "[]".into());
+        let conn = self.db.conn().await?;
+        Ok(conn
+            .execute(
+                "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
+                 SELECT user_id, 'consolidation.finished',
+                   json_object('event', 'consolidation.finished', 'user_id', user_id,
+                     'passes', json(?3), 'started_at', ?1, 'finished_at', ?2,
+                     'counts', json_object(
+                        'notes_created', sum(change = 'created'),
+                        'notes_superseded', sum(change = 'superseded'),
+                        'notes_deleted', sum(change = 'deleted')),
+                     'summary', 'consolidation changed ' || count(*) || ' note versions'),
+                   ?2
+                 FROM note_versions
+                 WHERE changed_by LIKE 'consolidation:%' AND changed_at >= ?1 AND changed_at <= ?2
+                   AND (?4 OR user_id IN (SELECT value FROM json_each(?5)))
+                 GROUP BY user_id ORDER BY user_id",
+                libsql::params![
+                    started_at,
+                    finished_at,
+                    passes,
+                    self.changes.all,
+                    self.changes.users_json()
+                ],
+            )
+            .await?)
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{Event, Memory, Result, SummaryWrite};
 use crate::text::truncate_chars;
+use crate::usage::ModelUsage;
 
 /// About four characters make a token.
 pub fn estimate_tokens(text: &str) -> usize {
@@ -43,6 +44,19 @@ impl Default for SummaryPolicy {
 pub trait Summarizer: Send + Sync {
     /// New summary text for `events` (oldest first), given the summary so far.
     async fn condense(&self, previous: Option<&str>, events: &[Event]) -> Result<String>;
+
+    /// As [`Summarizer::condense`], with what the model it called used (nothing, for a
+    /// summarizer that calls none).
+    async fn condense_with_usage(
+        &self,
+        previous: Option<&str>,
+        events: &[Event],
+    ) -> Result<(String, ModelUsage)> {
+        Ok((
+            self.condense(previous, events).await?,
+            ModelUsage::default(),
+        ))
+    }
 }
 
 /// One line per turn, saying who said what and when, cut on character boundaries. Needs
@@ -89,6 +103,9 @@ pub enum SummarizeOutcome {
         epoch: i64,
         upper_sequence: i64,
         condensed_turns: usize,
+        /// What the summarizer's model used (recorded in the pass's counts).
+        #[serde(skip)]
+        usage: ModelUsage,
     },
     /// Another summarizer wrote first; this one's work was discarded.
     Stale { current_epoch: i64 },
@@ -142,8 +159,8 @@ impl Memory {
             take += 1;
         }
         let condensed = &events[..take];
-        let addition = summarizer
-            .condense(state.summary.as_deref(), condensed)
+        let (addition, usage) = summarizer
+            .condense_with_usage(state.summary.as_deref(), condensed)
             .await?;
         let combined = match &state.summary {
             Some(previous) if !previous.is_empty() => format!("{previous}\n{addition}"),
@@ -161,6 +178,7 @@ impl Memory {
                 epoch,
                 upper_sequence: upper,
                 condensed_turns: take,
+                usage,
             }),
             SummaryWrite::Stale { current_epoch } => Ok(SummarizeOutcome::Stale { current_epoch }),
         }

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use super::OpenAiRuntime;
 use crate::config::{RuntimeConfig, RuntimeKind};
 use crate::memory::{Event, ExtractiveSummarizer, Summarizer};
+use crate::usage::ModelUsage;
 
 pub struct ModelSummarizer {
     runtime: OpenAiRuntime,
@@ -21,6 +22,14 @@ impl Summarizer for ModelSummarizer {
         previous: Option<&str>,
         events: &[Event],
     ) -> crate::memory::Result<String> {
+        Ok(self.condense_with_usage(previous, events).await?.0)
+    }
+
+    async fn condense_with_usage(
+        &self,
+        previous: Option<&str>,
+        events: &[Event],
+    ) -> crate::memory::Result<(String, ModelUsage)> {
         let turns = self.fallback.condense(previous, events).await?;
         let prompt = format!(
             "Summary so far:\n{}\n\nNew turns:\n{turns}\n\nWrite 1-5 short lines (each starting with \"- \") \
@@ -29,17 +38,30 @@ impl Summarizer for ModelSummarizer {
         );
         match self
             .runtime
-            .complete(
+            .complete_with_usage(
                 "You keep a concise running summary of a conversation.",
                 &prompt,
             )
             .await
         {
-            Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_string()),
-            Ok(_) => Ok(turns),
+            Ok(done) => {
+                let usage = ModelUsage {
+                    prompt_tokens: done.prompt_tokens,
+                    completion_tokens: done.completion_tokens,
+                    cost: done.cost,
+                };
+                let text = done.text.trim();
+                // An empty answer still cost what it cost.
+                let text = if text.is_empty() {
+                    turns
+                } else {
+                    text.to_string()
+                };
+                Ok((text, usage))
+            }
             Err(err) => {
                 tracing::warn!(%err, "model summary failed; using the extractive one");
-                Ok(turns)
+                Ok((turns, ModelUsage::default()))
             }
         }
     }

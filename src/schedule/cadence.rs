@@ -167,10 +167,13 @@ impl Cadence {
             } => {
                 let every = every_secs.checked_mul(1000).filter(|e| *e > 0)?;
                 if after_ms < *anchor {
-                    return Some(*anchor);
+                    // Checked against the range below like any other (an anchor made
+                    // near the last instant may lie past it).
+                    Some(*anchor)
+                } else {
+                    let periods = after_ms.checked_sub(*anchor)? / every + 1;
+                    anchor.checked_add(periods.checked_mul(every)?)
                 }
-                let periods = after_ms.checked_sub(*anchor)? / every + 1;
-                anchor.checked_add(periods.checked_mul(every)?)
             }
             Cadence::Triggered { .. } => None,
         }?;
@@ -335,6 +338,12 @@ mod tests {
             anchor,
             tz: "UTC".into(),
         }
+    }
+
+    #[test]
+    fn an_anchor_past_the_last_instant_has_no_next_run() {
+        let c = Cadence::every(63_630_379, 253_338_670_421_000, Tz::UTC).unwrap();
+        assert_eq!(c.next_after(0), None);
     }
 
     #[test]
