@@ -477,3 +477,44 @@ proptest! {
         });
     }
 }
+
+#[tokio::test]
+async fn the_api_exports_the_same_archive_to_its_owner_only() {
+    let api = common::api::TestApi::start(|_| {}).await;
+    populate(&api.app).await;
+    let alice = api.token(Some("alice")).await;
+    let admin = api.token(None).await;
+    let get = |path: &str, token: &str| {
+        api.client
+            .get(format!("{}{path}", api.base))
+            .bearer_auth(token)
+            .send()
+    };
+    let reply = get("/v1/export", &alice).await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert_eq!(
+        reply.headers()["content-type"].to_str().unwrap(),
+        "application/x-ndjson"
+    );
+    let body = reply.text().await.unwrap();
+    let header: serde_json::Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    assert_eq!(header["users"], serde_json::json!(["alice"]));
+    assert!(!body.contains("\"user\":\"bob\""));
+    // The same bytes the CLI's export writes (but for the moment in the header).
+    let cli = String::from_utf8(export(&api.app, "alice").await).unwrap();
+    assert_eq!(body.lines().skip(1).collect::<Vec<_>>(), cli.lines().skip(1).collect::<Vec<_>>());
+    for (path, token, status) in [
+        ("/v1/export?user=bob", &alice, 403),
+        ("/v1/export?all=true", &alice, 403),
+        ("/v1/export", &admin, 400),
+        ("/v1/export?all=true&user=bob", &admin, 400),
+        ("/v1/export?all=maybe", &admin, 400),
+    ] {
+        let reply = get(path, token).await.unwrap();
+        assert_eq!(reply.status(), status, "{path}");
+    }
+    let all = get("/v1/export?all=true", &admin).await.unwrap().text().await.unwrap();
+    let header: serde_json::Value = serde_json::from_str(all.lines().next().unwrap()).unwrap();
+    assert_eq!(header["users"], serde_json::json!(["alice", "bob"]));
+    api.stop().await;
+}

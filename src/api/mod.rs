@@ -77,6 +77,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::notes::router())
         .merge(routes::versions::router())
+        .merge(routes::portable::router())
         .merge(routes::artifacts::router())
         .merge(routes::search::router())
         .merge(routes::sessions::router())

@@ -235,6 +235,16 @@ impl App {
         .with_artifacts(self.artifacts.clone()))
     }
 
+    /// Export and import over this app's database, memory and artifacts.
+    pub fn portable(&self) -> crate::portable::Portable {
+        crate::portable::Portable::new(
+            self.db().clone(),
+            self.memory.clone(),
+            self.artifacts.clone(),
+            self.clock().clone(),
+        )
+    }
+
     /// The consolidator: summaries and facts by the model when an `openai` runtime is
     /// configured (and its key is set), extractive and pattern-based otherwise.
     /// `worker_id` is recorded with the passes it runs.

@@ -8,9 +8,7 @@ use clap::{Args, ValueEnum};
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::error::{Error, ErrorKind};
-use nightshift::portable::{
-    ExportScope, ImportFormat, ImportReport, ImportRequest, Portable, PortableError,
-};
+use nightshift::portable::{ExportScope, ImportFormat, ImportReport, ImportRequest, PortableError};
 
 use super::output::{note, print};
 
@@ -49,22 +47,13 @@ enum Format {
     Markdown,
 }
 
-fn portable(app: &App) -> Portable {
-    Portable::new(
-        app.db().clone(),
-        app.memory().clone(),
-        app.artifacts().clone(),
-        app.clock().clone(),
-    )
-}
-
 pub async fn export(app: &App, args: ExportArgs, json: bool) -> Result<(), Error> {
     let (actor, scope) = match args.user {
         Some(user) => (Actor::user(user.clone())?, ExportScope::User(user)),
         None => (Actor::Operator, ExportScope::All),
     };
     let now = app.clock().now_ms();
-    let portable = portable(app);
+    let portable = app.portable();
     match &args.out {
         Some(path) => {
             let file = std::fs::File::create(path).map_err(|e| {
@@ -107,7 +96,7 @@ pub async fn import(app: &App, args: ImportArgs, json: bool) -> Result<(), Error
         user: args.user,
         dry_run: args.dry_run,
     };
-    let report = portable(app).import(&Actor::Operator, &request).await?;
+    let report = app.portable().import(&Actor::Operator, &request).await?;
     if report.dry_run {
         note("dry run: nothing was written");
     }

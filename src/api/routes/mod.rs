@@ -5,6 +5,7 @@ pub mod artifacts;
 pub mod macros;
 pub mod mcp;
 pub mod notes;
+pub mod portable;
 pub mod schedules;
 pub mod search;
 pub mod sessions;
