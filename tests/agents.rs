@@ -8,7 +8,6 @@ mod common;
 
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::routing::post;
 use axum::{Json, Router};
@@ -16,7 +15,7 @@ use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::error::{ErrorKind, Kind};
 use nightshift::memory::{Memory, MemoryError, NewNote, SearchRequest};
-use nightshift::portable::{ExportScope, ImportRequest, Portable};
+use nightshift::portable::{ExportScope, ImportRequest};
 use nightshift::schedule::types::NewSchedule;
 use nightshift::schedule::Cadence;
 use serde_json::{json, Value};
@@ -313,42 +312,11 @@ async fn rebuilding_the_index_and_a_round_trip_keep_each_agents_notes_its_own() 
     );
 
     // Export alice, import into an empty database: the same views there.
-    let portable = |app: &App| {
-        Portable::new(
-            app.db().clone(),
-            app.memory().clone(),
-            app.artifacts().clone(),
-            app.clock().clone(),
-        )
-    };
-    let mut archive = Vec::new();
-    portable(&app)
-        .export(
-            &Actor::Operator,
-            &ExportScope::User("alice".into()),
-            1_700_000_000_000,
-            &mut archive,
-        )
-        .await
-        .unwrap();
-    let text = String::from_utf8(archive.clone()).unwrap();
+    let text = export_user(&app, "alice").await;
     assert!(text.contains("\"agent_id\":\"writer\""), "{text}");
-    let path = dir.path().join("alice.ndjson");
-    std::fs::write(&path, &archive).unwrap();
     let other = TempDir::new().unwrap();
     let copy = app_in(&other).await;
-    portable(&copy)
-        .import(
-            &Actor::Operator,
-            &ImportRequest {
-                path,
-                format: None,
-                user: None,
-                dry_run: false,
-            },
-        )
-        .await
-        .unwrap();
+    import_text(&copy, &other, &text).await.unwrap();
     let memory = copy.memory();
     assert_eq!(
         found(&agent(memory, Some("writer")), "alice", "tea").await,
@@ -605,30 +573,125 @@ async fn a_schedules_runs_act_as_its_agent() {
         .run_now(&Actor::Operator, &schedule.schedule_id)
         .await
         .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn({
-        let app = app.clone();
-        async move {
-            nightshift::worker::run(&app, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
-    let mut request = Value::Null;
-    for _ in 0..400 {
-        if let Some(first) = seen.lock().unwrap().first() {
-            request = first.clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let _ = stop.send(());
-    worker.await.unwrap().unwrap();
+    common::worker_until(&app, || !seen.lock().unwrap().is_empty()).await;
+    let request = seen.lock().unwrap().first().cloned().unwrap_or(Value::Null);
     assert_eq!(request["agent_id"], "planner", "{request}");
     let context = request["context"].as_str().unwrap();
     assert!(context.contains(PLANNER), "{context}");
     assert!(context.contains(SHARED), "{context}");
     assert!(!context.contains(WRITER), "{context}");
     assert!(!context.contains(BOB_PLANNER), "{context}");
+}
+
+async fn export_user(app: &App, user: &str) -> String {
+    let mut archive = Vec::new();
+    app.portable()
+        .export(
+            &Actor::Operator,
+            &ExportScope::User(user.into()),
+            1_700_000_000_000,
+            &mut archive,
+        )
+        .await
+        .unwrap();
+    String::from_utf8(archive).unwrap()
+}
+
+async fn import_text(app: &App, dir: &TempDir, text: &str) -> Result<(), String> {
+    let path = dir.path().join("archive.ndjson");
+    std::fs::write(&path, text).unwrap();
+    app.portable()
+        .import(
+            &Actor::Operator,
+            &ImportRequest {
+                path,
+                format: None,
+                user: None,
+                dry_run: false,
+            },
+        )
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn ids_at_their_longest_survive_a_round_trip() {
+    let dir = TempDir::new().unwrap();
+    let app = app_in(&dir).await;
+    let (user, long_agent) = ("u".repeat(256), "a".repeat(256));
+    agent(app.memory(), Some(&long_agent))
+        .save_note(&user, &NewNote::new("tea for the longest agent"))
+        .await
+        .unwrap();
+    agent(app.memory(), None)
+        .save_note(&user, &NewNote::new("tea shared by the longest user"))
+        .await
+        .unwrap();
+    let text = export_user(&app, &user).await;
+    let other = TempDir::new().unwrap();
+    let copy = app_in(&other).await;
+    import_text(&copy, &other, &text).await.unwrap();
+    assert_eq!(
+        found(&agent(copy.memory(), Some(&long_agent)), &user, "tea").await,
+        sorted(vec![
+            "tea for the longest agent",
+            "tea shared by the longest user"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn an_imported_note_is_indexed_for_its_own_agent_and_an_id_must_be_text() {
+    let dir = TempDir::new().unwrap();
+    let app = app_in(&dir).await;
+    seed(app.memory()).await;
+    let text = export_user(&app, "alice").await;
+    // The planner's note handed to a new agent, sessions and all left as they were.
+    let moved = text.replace("\"agent_id\":\"planner\"", "\"agent_id\":\"scout\"");
+    let other = TempDir::new().unwrap();
+    let copy = app_in(&other).await;
+    import_text(&copy, &other, &moved).await.unwrap();
+    assert_eq!(
+        found(&agent(copy.memory(), Some("scout")), "alice", "tea").await,
+        sorted(vec![SHARED, PLANNER])
+    );
+    assert_eq!(
+        found(&agent(copy.memory(), Some("planner")), "alice", "tea").await,
+        sorted(vec![SHARED])
+    );
+    // A number where an id goes is refused, and nothing is imported.
+    let numbered = text.replace("\"agent_id\":\"writer\"", "\"agent_id\":5");
+    let third = TempDir::new().unwrap();
+    let empty = app_in(&third).await;
+    let err = import_text(&empty, &third, &numbered).await.unwrap_err();
+    assert!(err.contains("agent_id") && err.contains("string"), "{err}");
+    assert_eq!(
+        common::count(empty.memory(), "SELECT count(*) FROM notes").await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn the_notes_pseudo_sessions_answer_alike_whether_an_agent_exists_or_not() {
+    let dir = TempDir::new().unwrap();
+    let app = app_in(&dir).await;
+    seed(app.memory()).await;
+    let alice = Actor::user("alice").unwrap();
+    let existing = nightshift::memory::SessionKind::notes_session("alice", Some("planner"));
+    let missing = nightshift::memory::SessionKind::notes_session("alice", Some("nobody"));
+    for session in [existing.as_str(), missing.as_str(), "memory:alice"] {
+        let recall = app.memory().recall(&alice, session, 10).await.unwrap_err();
+        let summary = app
+            .memory()
+            .read_summary(&alice, session)
+            .await
+            .unwrap_err();
+        for err in [recall, summary] {
+            assert!(
+                matches!(err, MemoryError::ReservedSession(_)),
+                "{session}: {err}"
+            );
+        }
+    }
 }

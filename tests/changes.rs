@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
@@ -85,28 +84,6 @@ fn config(dir: &TempDir, url: &str) -> Config {
     config
 }
 
-/// Runs a worker until `done` or a few seconds pass.
-async fn worker_until(app: &App, done: impl Fn() -> bool) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn({
-        let app = app.clone();
-        async move {
-            nightshift::worker::run(&app, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
-    for _ in 0..200 {
-        if done() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = stop.send(());
-    worker.await.unwrap().unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_change_arrives_once_per_key_across_a_worker_restart() {
     let (url, received) = sink().await;
@@ -128,7 +105,7 @@ async fn each_change_arrives_once_per_key_across_a_worker_restart() {
         .await
         .unwrap();
     let count = || received.lock().unwrap().len();
-    worker_until(&app, || count() >= 2).await;
+    common::worker_until(&app, || count() >= 2).await;
     assert_eq!(count(), 2);
 
     // While no worker runs, more changes wait in the database; a new process sends them.
@@ -144,7 +121,7 @@ async fn each_change_arrives_once_per_key_across_a_worker_restart() {
         .unwrap();
     drop(app);
     let app = App::open(&config).await.unwrap();
-    worker_until(&app, || count() >= 5).await;
+    common::worker_until(&app, || count() >= 5).await;
 
     // Sent in parallel, they may arrive in any order; the key's number is the order made.
     let mut received = received.lock().unwrap().clone();

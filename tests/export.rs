@@ -502,7 +502,10 @@ async fn the_api_exports_the_same_archive_to_its_owner_only() {
     assert!(!body.contains("\"user\":\"bob\""));
     // The same bytes the CLI's export writes (but for the moment in the header).
     let cli = String::from_utf8(export(&api.app, "alice").await).unwrap();
-    assert_eq!(body.lines().skip(1).collect::<Vec<_>>(), cli.lines().skip(1).collect::<Vec<_>>());
+    assert_eq!(
+        body.lines().skip(1).collect::<Vec<_>>(),
+        cli.lines().skip(1).collect::<Vec<_>>()
+    );
     for (path, token, status) in [
         ("/v1/export?user=bob", &alice, 403),
         ("/v1/export?all=true", &alice, 403),
@@ -513,7 +516,12 @@ async fn the_api_exports_the_same_archive_to_its_owner_only() {
         let reply = get(path, token).await.unwrap();
         assert_eq!(reply.status(), status, "{path}");
     }
-    let all = get("/v1/export?all=true", &admin).await.unwrap().text().await.unwrap();
+    let all = get("/v1/export?all=true", &admin)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let header: serde_json::Value = serde_json::from_str(all.lines().next().unwrap()).unwrap();
     assert_eq!(header["users"], serde_json::json!(["alice", "bob"]));
     api.stop().await;

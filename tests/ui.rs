@@ -301,6 +301,22 @@ async fn search_shows_one_users_memory_and_bad_input_as_a_message() {
     let (status, page) = browser.get("/ui/search?user=%20alice&q=tea").await;
     assert_eq!(status, 200);
     assert!(page.contains("user id"), "{page}");
+    // An agent's own note shows only when searching as that agent.
+    memory
+        .as_agent(Some("planner"))
+        .unwrap()
+        .save_note("alice", &NewNote::new("Planner books jasmine tea at noon"))
+        .await
+        .unwrap();
+    let (_, page) = browser.get("/ui/search?user=alice&q=jasmine+tea").await;
+    assert!(!page.contains("Planner books"), "shared notes only");
+    let (_, page) = browser
+        .get("/ui/search?user=alice&agent=planner&q=jasmine+tea")
+        .await;
+    assert!(page.contains("Planner books") && page.contains("Alice drinks"));
+    let (status, page) = browser.get("/ui/search?user=alice&agent=%0A&q=tea").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("agent id"), "{page}");
     let (status, _) = browser
         .get("/ui/search?user=alice&q=tea&top_k=99999999999999999999")
         .await;

@@ -23,11 +23,15 @@ fn human(view: &ScheduleView) -> String {
         .as_deref()
         .map(|reason| format!(" ({reason})"))
         .unwrap_or_default();
+    // The user, and the agent its runs act as.
+    let who = match &view.agent {
+        Some(agent) => format!("{} as {agent}", view.user_id),
+        None => view.user_id.clone(),
+    };
     format!(
-        "{}  {}{note}  {}  {}  next {}\n    {}",
+        "{}  {}{note}  {who}  {}  next {}\n    {}",
         view.schedule_id,
         view.status,
-        view.user_id,
         view.description,
         view.next_run_at.as_deref().unwrap_or("-"),
         view.goal

@@ -41,7 +41,9 @@ pub async fn list(app: &App, user: &str) -> Result<Vec<Resource>, Error> {
     let mut resources = vec![
         Resource::new(NOTES, "notes")
             .with_title("Saved notes")
-            .with_description("Every note saved for this user, most recently changed first.")
+            .with_description(
+                "The notes this user shares with all their agents, most recently changed first.",
+            )
             .with_mime_type(JSON),
         Resource::new(SCHEDULES, "schedules")
             .with_title("Schedules")

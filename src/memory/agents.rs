@@ -60,27 +60,20 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Two different (user, agent) pairs never share a notes session, and the session
-        /// names its agent back, whatever the ids hold.
+        /// Two different (user, agent) pairs never share a notes session, whatever the ids
+        /// hold (separators, digits, the other's text), and every one is a reserved
+        /// memory session short enough for any id rule.
         #[test]
         fn notes_sessions_are_unambiguous(
-            user_a in "\\PC{1,12}", agent_a in proptest::option::of("\\PC{1,12}"),
-            user_b in "\\PC{1,12}", agent_b in proptest::option::of("\\PC{1,12}"),
+            user_a in "[a:@0-9\\PC]{1,12}", agent_a in proptest::option::of("[a:@0-9\\PC]{1,12}"),
+            user_b in "[a:@0-9\\PC]{1,12}", agent_b in proptest::option::of("[a:@0-9\\PC]{1,12}"),
         ) {
             let a = SessionKind::notes_session(&user_a, agent_a.as_deref());
             let b = SessionKind::notes_session(&user_b, agent_b.as_deref());
             prop_assert_eq!(a == b, user_a == user_b && agent_a == agent_b);
             prop_assert_eq!(SessionKind::of(&a), SessionKind::Memory);
-            prop_assert_eq!(SessionKind::notes_session_agent(&a), agent_a.as_deref());
-        }
-
-        /// Any session id parses without a panic, and one that is not a notes session
-        /// names no agent.
-        #[test]
-        fn any_session_id_parses(id in any::<String>()) {
-            let agent = SessionKind::notes_session_agent(&id);
-            if SessionKind::of(&id) != SessionKind::Memory {
-                prop_assert!(agent.is_none());
+            if agent_a.is_some() {
+                prop_assert!(a.len() < 64);
             }
         }
     }

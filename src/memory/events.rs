@@ -308,6 +308,11 @@ impl Memory {
     /// A session, if it exists and (when `owner` is given) belongs to that user. Another
     /// user's session is reported exactly like a missing one.
     pub async fn session(&self, session_id: &str, owner: Option<&str>) -> Result<Session> {
+        // The notes' pseudo-sessions are read through the notes, never as sessions:
+        // answered the same whether one exists or not, so none tells an agent exists.
+        if SessionKind::of(session_id) == SessionKind::Memory {
+            return Err(MemoryError::ReservedSession(session_id.to_string()));
+        }
         let conn = self.db.conn().await?;
         let session: Session = fetch_optional(
             &conn,

@@ -177,6 +177,28 @@ async fn last_sequence(
     .await?)
 }
 
+/// The agent of `user_id` whose notes session is `session_id`, among the agents their
+/// notes name.
+async fn agent_of(
+    conn: &(impl crate::db::Queryable + ?Sized),
+    session_id: &str,
+    user_id: &str,
+) -> Result<Option<String>> {
+    let mut rows = conn
+        .query_rows(
+            "SELECT DISTINCT agent_id FROM notes WHERE user_id = ?1 AND agent_id IS NOT NULL",
+            [user_id],
+        )
+        .await?;
+    while let Some(row) = rows.next().await? {
+        let agent: String = row.get(0)?;
+        if SessionKind::notes_session(user_id, Some(&agent)) == session_id {
+            return Ok(Some(agent));
+        }
+    }
+    Ok(None)
+}
+
 async fn read_sources(
     conn: &(impl crate::db::Queryable + ?Sized),
     session_id: &str,
@@ -185,13 +207,22 @@ async fn read_sources(
     let mut sources = Vec::new();
     let mut rows = if SessionKind::of(session_id) == SessionKind::Memory {
         // Notes are ordered by when they were written, which is also their index order.
-        // A notes session holds the user's notes of one agent (or the shared ones).
-        let agent = SessionKind::notes_session_agent(session_id);
+        // A notes session holds the user's notes of one agent (or the shared ones); an
+        // agent's is named by a hash, so its agent is found among the user's.
+        let agent = if session_id == SessionKind::memory_session(user_id) {
+            String::new()
+        } else {
+            match agent_of(conn, session_id, user_id).await? {
+                Some(agent) => agent,
+                // No note of any of the user's agents is indexed here: nothing to read.
+                None => return Ok(sources),
+            }
+        };
         conn.query_rows(
             "SELECT note_id, 0, updated_at, content FROM notes
              WHERE user_id = ?1 AND superseded_by IS NULL AND coalesce(agent_id, '') = ?2
              ORDER BY updated_at, note_id",
-            libsql::params![user_id, agent.unwrap_or("")],
+            libsql::params![user_id, agent],
         )
         .await?
     } else {

@@ -67,7 +67,7 @@ pub enum SessionKind {
 
 impl SessionKind {
     pub const MEMORY_PREFIX: &'static str = "memory:";
-    /// `memory@LEN:AGENT:USER`: one agent's notes of a user (see [`Self::notes_session`]).
+    /// `memory@HASH`: one agent's notes of a user (see [`Self::notes_session`]).
     pub const AGENT_MEMORY_PREFIX: &'static str = "memory@";
     pub const SCHEDULED_PREFIX: &'static str = "scheduled:";
 
@@ -97,28 +97,21 @@ impl SessionKind {
     }
 
     /// The pseudo-session holding a user's notes of `agent` (the shared ones when `None`).
-    /// The agent id's length in bytes leads, so no two (user, agent) pairs share one
-    /// whatever the ids hold, and the shared sessions (`memory:`) never meet these.
+    /// An agent's is named by a hash of the user and the agent (NUL between them, which no
+    /// id holds): short whatever the ids' lengths, never another pair's, never a shared
+    /// one (`memory:`), and it says nothing of the agent's name.
     pub fn notes_session(user_id: &str, agent: Option<&str>) -> String {
         match agent {
             None => Self::memory_session(user_id),
-            Some(agent) => format!(
-                "{}{}:{agent}:{user_id}",
-                Self::AGENT_MEMORY_PREFIX,
-                agent.len()
-            ),
+            Some(agent) => {
+                let mut hasher = blake3::Hasher::new();
+                hasher.update(user_id.as_bytes());
+                hasher.update(b"\0");
+                hasher.update(agent.as_bytes());
+                let hash = hasher.finalize().to_hex();
+                format!("{}{}", Self::AGENT_MEMORY_PREFIX, &hash[..32])
+            }
         }
-    }
-
-    /// The agent whose notes a notes session holds; `None` for the shared one or any
-    /// other session.
-    pub fn notes_session_agent(session_id: &str) -> Option<&str> {
-        let rest = session_id.strip_prefix(Self::AGENT_MEMORY_PREFIX)?;
-        let (len, rest) = rest.split_once(':')?;
-        let len: usize = len.parse().ok()?;
-        let agent = rest.get(..len)?;
-        rest.get(len..)?.strip_prefix(':')?;
-        Some(agent)
     }
 }
 

@@ -263,6 +263,23 @@ fn read_bounded(reader: &mut impl BufRead, max: usize, number: u64) -> Result<Op
         .map_err(|_| PortableError::line(number, "not valid UTF-8"))
 }
 
+/// Creates a notes pseudo-session of `user` (and its summary row) unless it exists.
+async fn ensure_notes_session(tx: &WriteTx, session: &str, user: &str, now: i64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
+         VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
+        libsql::params![session, user, now],
+    )
+    .await?;
+    tx.execute(
+        "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)
+         ON CONFLICT DO NOTHING",
+        libsql::params![session, now],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Writes one user's lines in one transaction (rolled back for a dry run).
 pub(super) async fn write_user(
     portable: &Portable,
@@ -277,19 +294,7 @@ pub(super) async fn write_user(
     let tx = conn.write_tx().await?;
     let now = portable.clock.now_ms();
     if ensure_memory_session {
-        let session = SessionKind::memory_session(user);
-        tx.execute(
-            "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
-             VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
-            libsql::params![session.as_str(), user, now],
-        )
-        .await?;
-        tx.execute(
-            "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)
-             ON CONFLICT DO NOTHING",
-            libsql::params![session.as_str(), now],
-        )
-        .await?;
+        ensure_notes_session(&tx, &SessionKind::memory_session(user), user, now).await?;
     }
     let mut state_version = 0i64;
     for line in lines {
@@ -312,7 +317,11 @@ pub(super) async fn write_user(
                             Some(Value::String(agent)) => Some(agent.as_str()),
                             _ => None,
                         };
-                        reindex.insert(SessionKind::notes_session(user, agent));
+                        // The note is indexed in its agent's session, whichever sessions
+                        // the archive holds.
+                        let session = SessionKind::notes_session(user, agent);
+                        ensure_notes_session(&tx, &session, user, now).await?;
+                        reindex.insert(session);
                     }
                     "state" => {
                         if let Some(Value::Number(n)) = line.row.get("version") {

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::tables::Table;
 use crate::input::{self, Lines};
+use crate::memory::SessionKind;
 
 /// One row, by column; serialized in column-name order.
 pub(crate) type Row = BTreeMap<String, Value>;
@@ -89,9 +90,22 @@ pub(crate) fn check_line(
         };
         to_sql(column, value)?;
         let Value::String(text) = value else {
+            // An id is text: a number there would be stored as its digits, quietly.
+            if column.ends_with("_id") && !value.is_null() {
+                return Err(format!("field `{column}` must be a string or null"));
+            }
             continue;
         };
-        if column.ends_with("_id") || table.key.contains(column) {
+        if *column == "session_id" && SessionKind::of(text) == SessionKind::Memory {
+            // A notes pseudo-session: `memory:` before a user id of any allowed length.
+            input::check_text(
+                column,
+                text,
+                SessionKind::MEMORY_PREFIX.len() + input::MAX_ID_BYTES,
+                Lines::One,
+            )
+            .map_err(|e| e.to_string())?;
+        } else if column.ends_with("_id") || table.key.contains(column) {
             if !(column == &"scope_id" && text.is_empty()) {
                 input::check_id(column, text).map_err(|e| e.to_string())?;
             }

@@ -30,6 +30,28 @@ pub async fn app_with(config: &Config, clock: Option<Arc<dyn Clock>>) -> App {
         .expect("open the app")
 }
 
+/// Runs a worker on `app` until `done` holds or ten seconds pass, then stops it.
+pub async fn worker_until(app: &App, done: impl Fn() -> bool) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn({
+        let app = app.clone();
+        async move {
+            nightshift::worker::run(&app, async {
+                let _ = stopped.await;
+            })
+            .await
+        }
+    });
+    for _ in 0..200 {
+        if done() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(());
+    worker.await.unwrap().unwrap();
+}
+
 pub async fn fresh() -> (TempDir, Memory) {
     let dir = TempDir::new().unwrap();
     let memory = memory_in(&dir).await;

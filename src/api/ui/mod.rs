@@ -317,6 +317,8 @@ async fn retry(
 #[derive(Deserialize)]
 struct SearchQuery {
     user: Option<String>,
+    /// Search as this agent of the user (blank: the shared notes only).
+    agent: Option<String>,
     q: Option<String>,
 }
 
@@ -326,6 +328,7 @@ async fn search(
     Query(query): Query<SearchQuery>,
 ) -> Response {
     let (user, q) = (query.user.unwrap_or_default(), query.q.unwrap_or_default());
+    let agent = query.agent.unwrap_or_default();
     let result = if user.is_empty() || q.is_empty() {
         None
     } else {
@@ -337,15 +340,19 @@ async fn search(
             tags: Vec::new(),
             ..Default::default()
         };
+        let memory = state
+            .app
+            .memory()
+            .as_agent((!agent.is_empty()).then_some(agent.as_str()));
+        let found = match memory {
+            Ok(memory) => memory.search_detailed(&request).await,
+            Err(err) => Err(err),
+        };
         Some(
-            state
-                .app
-                .memory()
-                .search_detailed(&request)
-                .await
+            found
                 .map(SearchResponse::from)
                 .map_err(|e| crate::input::printable(&e.to_string()).into_owned()),
         )
     };
-    views::search(&user, &q, result, &session.csrf).into_response()
+    views::search((&user, &agent), &q, result, &session.csrf).into_response()
 }

@@ -250,7 +250,7 @@ pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Markup 
 }
 
 pub fn search(
-    user: &str,
+    (user, agent): (&str, &str),
     query: &str,
     result: Option<Result<SearchResponse, String>>,
     csrf: &str,
@@ -259,6 +259,8 @@ pub fn search(
         form #search method="get" action="/ui/search" {
             label for="user" { "User" }
             input #user name="user" value=(user) required;
+            label for="agent" { "Agent (blank: shared notes only)" }
+            input #agent name="agent" value=(agent);
             label for="q" { "Query" }
             input #q type="search" name="q" value=(query) required;
             button type="submit" { "Search" }
