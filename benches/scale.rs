@@ -1,0 +1,275 @@
+//! `cargo bench --bench scale`: search and ingest when one user's memory is large. One user
+//! gets `NIGHTSHIFT_SCALE_CHUNKS` chunks (default 1,000,000) in one conversation, and 100
+//! other users a fifth as many between them, with the hash embedder and the shipped search
+//! defaults. Then, on that database:
+//!
+//! - hybrid searches of the big user (notes and that conversation): p50 and p95;
+//! - the first search in a fresh handle on the same file (cold: its vectors are loaded, as
+//!   after a process start, though the OS's page cache stays warm);
+//! - the same queries scored exhaustively (both legs over every chunk, fused the same way):
+//!   how many of its top 10 the shipped search returns (`recall_vs_exact`);
+//! - appends from 16 callers, one event per call, into that database;
+//! - the process's resident memory after the searches.
+//!
+//! Prints a table, then `name=value` pairs as its last line, the size in their names
+//! (`_1m`, `_200k`). `NIGHTSHIFT_SCALE_CHUNKS=100000` gives a run of a few minutes; the
+//! default takes long (the fill is most of it).
+
+use std::time::{Duration, Instant};
+
+use nightshift::app::App;
+use nightshift::config::Config;
+use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
+
+mod common;
+use common::{percentile, Language, Rng};
+
+const OTHER_USERS: usize = 100;
+const QUERIES: usize = 200;
+const EXACT_QUERIES: usize = 20;
+const APPENDERS: usize = 16;
+const INGEST_EVENTS: usize = 4_000;
+const FILL_BATCH: usize = 1_000;
+
+/// How many chunks the big user gets: `NIGHTSHIFT_SCALE_CHUNKS`, or a million.
+fn big_user_chunks() -> usize {
+    std::env::var("NIGHTSHIFT_SCALE_CHUNKS")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .filter(|n| *n >= FILL_BATCH)
+        .unwrap_or(1_000_000)
+}
+
+/// `1m`, `200k`, `1500`: the size as the figures' names carry it.
+fn size_label(n: usize) -> String {
+    if n.is_multiple_of(1_000_000) {
+        format!("{}m", n / 1_000_000)
+    } else if n.is_multiple_of(1_000) {
+        format!("{}k", n / 1_000)
+    } else {
+        n.to_string()
+    }
+}
+
+async fn append_many(
+    memory: &Memory,
+    user: &str,
+    session: &str,
+    n: usize,
+    rng: &mut Rng,
+    lang: &Language,
+) {
+    let mut left = n;
+    while left > 0 {
+        let batch = left.min(FILL_BATCH);
+        let events: Vec<NewEvent> = (0..batch)
+            .map(|_| NewEvent::new(Role::User, lang.sentence(rng, 200)))
+            .collect();
+        memory.append(user, session, &events).await.expect("fill");
+        left -= batch;
+    }
+}
+
+fn request(query: &str) -> SearchRequest {
+    SearchRequest {
+        user_id: "user-big".into(),
+        query: query.into(),
+        top_k: Some(10),
+        session_id: Some("user-big-chat".into()),
+        ..Default::default()
+    }
+}
+
+/// What a hit is: a note or an event, as an identity to compare result lists by.
+fn identities(hits: &[nightshift::memory::SearchHit]) -> Vec<String> {
+    hits.iter()
+        .map(|h| match &h.note_id {
+            Some(note) => note.clone(),
+            None => format!(
+                "{}#{}",
+                h.session_id.as_deref().unwrap_or_default(),
+                h.sequence.unwrap_or_default()
+            ),
+        })
+        .collect()
+}
+
+/// The process's resident memory, in MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// A handle on the same database with its own (empty) vector cache and `candidates` per
+/// leg.
+async fn handle(app: &App, candidates: usize) -> Memory {
+    let config = app.config();
+    let mut search = config.search.clone();
+    search.candidates = candidates;
+    Memory::new(
+        app.db().clone(),
+        app.memory().embedder().clone(),
+        config.memory.clone(),
+        search,
+    )
+    .await
+    .expect("memory handle")
+}
+
+#[tokio::main]
+async fn main() {
+    let big = big_user_chunks();
+    let others = big / 5;
+    let label = size_label(big);
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = Config::default();
+    config.database.path = dir.path().join("scale.db").display().to_string();
+    let app = App::open(&config).await.expect("open");
+    let memory = app.memory().clone();
+    let lang = Language::new();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+
+    eprintln!("filling {big} chunks for one user and {others} for {OTHER_USERS} others…");
+    let start = Instant::now();
+    append_many(&memory, "user-big", "user-big-chat", big, &mut rng, &lang).await;
+    for u in 0..OTHER_USERS {
+        let n = others / OTHER_USERS;
+        append_many(
+            &memory,
+            &format!("user-{u}"),
+            &format!("user-{u}-chat"),
+            n,
+            &mut rng,
+            &lang,
+        )
+        .await;
+    }
+    memory.embed_pending(&|_, _| {}).await.expect("embed");
+    let fill_secs = start.elapsed().as_secs_f64();
+    eprintln!("filled in {fill_secs:.0} s");
+
+    let queries: Vec<String> = (0..=QUERIES).map(|_| lang.query(&mut rng)).collect();
+
+    // Cold: a fresh handle's first search loads the user's vectors.
+    let searcher = handle(&app, config.search.candidates).await;
+    let start = Instant::now();
+    searcher
+        .search_detailed(&request(&queries[0]))
+        .await
+        .expect("search");
+    let cold = start.elapsed();
+    let mut times: Vec<Duration> = Vec::with_capacity(QUERIES);
+    let mut shipped = Vec::with_capacity(QUERIES);
+    for query in &queries[1..] {
+        let start = Instant::now();
+        let found = searcher
+            .search_detailed(&request(query))
+            .await
+            .expect("search");
+        times.push(start.elapsed());
+        shipped.push(identities(&found.hits));
+    }
+    times.sort();
+    let rss = rss_mib();
+
+    // Exhaustive: both legs over every chunk of the user, fused the same way.
+    eprintln!("scoring {EXACT_QUERIES} queries exhaustively…");
+    let exhaustive = handle(&app, big * 2).await;
+    let (mut kept, mut wanted) = (0usize, 0usize);
+    for (query, got) in queries[1..].iter().zip(&shipped).take(EXACT_QUERIES) {
+        let exact = exhaustive
+            .search_detailed(&request(query))
+            .await
+            .expect("exact search");
+        let exact = identities(&exact.hits);
+        wanted += exact.len();
+        kept += exact.iter().filter(|id| got.contains(id)).count();
+    }
+    let recall = if wanted == 0 {
+        1.0
+    } else {
+        kept as f64 / wanted as f64
+    };
+    drop(exhaustive);
+
+    // Ingest into the big database: 16 callers, one event per call.
+    let texts: Vec<String> = (0..INGEST_EVENTS)
+        .map(|_| lang.sentence(&mut rng, 200))
+        .collect();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for (caller, share) in texts.chunks(INGEST_EVENTS / APPENDERS).enumerate() {
+        let memory = memory.clone();
+        let share = share.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let (user, session) = (format!("user-{caller}"), format!("user-{caller}-live"));
+            for text in share {
+                memory
+                    .append(&user, &session, &[NewEvent::new(Role::User, text)])
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let ingest_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+    let db_mib = std::fs::metadata(dir.path().join("scale.db"))
+        .map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
+
+    let (p50, p95) = (percentile(&times, 0.5), percentile(&times, 0.95));
+    let cold_ms = cold.as_secs_f64() * 1e3;
+    let rows = [
+        (
+            "chunks: big user / all",
+            format!("{big} / {}", big + others),
+            String::new(),
+        ),
+        (
+            "fill (batches of 1,000) + embed",
+            format!("{fill_secs:.0} s"),
+            format!("{:.0} events/s", (big + others) as f64 / fill_secs),
+        ),
+        ("database file", format!("{db_mib:.0} MiB"), String::new()),
+        (
+            "search p50 / p95",
+            format!("{p50:.2} / {p95:.2} ms"),
+            "goal at 1m: ≤ 12 / ≤ 25 ms".into(),
+        ),
+        (
+            "first search of a fresh handle",
+            format!("{cold_ms:.0} ms"),
+            "goal at 1m: ≤ 1,000 ms".into(),
+        ),
+        (
+            "top 10 vs exhaustive scoring",
+            format!("{recall:.3}"),
+            format!("{EXACT_QUERIES} queries; goal ≥ 0.99"),
+        ),
+        (
+            "append, 16 callers, 1 event per call",
+            format!("{ingest_per_s:.0} events/s"),
+            "goal ≥ 5,000".into(),
+        ),
+        (
+            "resident memory after the searches",
+            format!("{rss:.0} MiB"),
+            format!("vector_cache_mib = {}", config.search.vector_cache_mib),
+        ),
+    ];
+    println!("{:<40} {:>22}  note", "measure", "value");
+    println!("{}", "-".repeat(90));
+    for (name, value, note) in rows {
+        println!("{name:<40} {value:>22}  {note}");
+    }
+    println!(
+        "search_p50_ms_{label}={p50:.2} search_p95_ms_{label}={p95:.2} search_cold_ms_{label}={cold_ms:.0} \
+         recall_vs_exact_{label}={recall:.3} ingest_events_per_s_{label}={ingest_per_s:.0} \
+         rss_mib_{label}={rss:.0} fill_secs_{label}={fill_secs:.0}"
+    );
+}
