@@ -357,3 +357,33 @@ async fn rebuild_gives_the_same_results_and_search_never_goes_empty() {
         assert_eq!(ids(&after), ids(&expected), "{q}");
     }
 }
+
+/// With `search.candidates` at its largest, a search whose legs return more chunks than a
+/// statement takes parameters (32,766) still answers, and with the best of them.
+#[tokio::test]
+async fn the_most_candidates_allowed_are_read_in_slices() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = config_in(&dir);
+    config.search.candidates = 100_000;
+    let memory = open_memory(&config).await.unwrap();
+    for batch in 0..35 {
+        let events: Vec<NewEvent> = (0..1_000)
+            .map(|i| NewEvent::new(Role::User, format!("tea note {batch} {i}")))
+            .collect();
+        memory.append("u", "chat", &events).await.unwrap();
+    }
+    memory
+        .append(
+            "u",
+            "chat",
+            &[NewEvent::new(Role::User, "tea tea tea oolong tea")],
+        )
+        .await
+        .unwrap();
+    let hits = memory
+        .search(&request("u", "oolong tea", Some("chat")))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 10);
+    assert_eq!(hits[0].text, "tea tea tea oolong tea");
+}

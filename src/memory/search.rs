@@ -31,6 +31,9 @@ pub struct SearchRequest {
     pub as_of: Option<i64>,
 }
 
+/// Chunk ids read by one `IN (…)` statement (SQLite allows 32,766 parameters).
+const MAX_IDS_PER_STATEMENT: usize = 30_000;
+
 /// How many more candidates each leg fetches when a filter may drop some of them.
 const FILTERED_CANDIDATES: usize = 4;
 
@@ -306,35 +309,37 @@ impl Memory {
             .collect();
 
         // Chunks → the notes and events they came from, keeping each target's best chunk.
+        // In slices, as a statement takes at most 32,766 parameters.
         let ids: Vec<i64> = fused.keys().copied().collect();
-        let placeholders = placeholders(2, ids.len());
-        let mut params: Vec<libsql::Value> = vec![user_id.into()];
-        params.extend(ids.iter().map(|id| libsql::Value::from(*id)));
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
-                     WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
-                ),
-                params,
-            )
-            .await?;
         let mut targets: HashMap<Target, f64> = HashMap::new();
-        while let Some(row) = rows.next().await? {
-            let chunk_id: i64 = row.get(0)?;
-            let session_id: String = row.get(1)?;
-            if !sessions.contains(&session_id) {
-                continue;
+        for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
+            let placeholders = placeholders(2, slice.len());
+            let mut params: Vec<libsql::Value> = vec![user_id.into()];
+            params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
+            let mut rows = conn
+                .query(
+                    &format!(
+                        "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
+                         WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
+                    ),
+                    params,
+                )
+                .await?;
+            while let Some(row) = rows.next().await? {
+                let chunk_id: i64 = row.get(0)?;
+                let session_id: String = row.get(1)?;
+                if !sessions.contains(&session_id) {
+                    continue;
+                }
+                let target = match row.get::<Option<String>>(2)? {
+                    Some(note_id) => Target::Note(note_id),
+                    None => Target::Event(session_id, row.get(3)?),
+                };
+                let score = fused[&chunk_id];
+                let best = targets.entry(target).or_insert(score);
+                *best = best.max(score);
             }
-            let target = match row.get::<Option<String>>(2)? {
-                Some(note_id) => Target::Note(note_id),
-                None => Target::Event(session_id, row.get(3)?),
-            };
-            let score = fused[&chunk_id];
-            let best = targets.entry(target).or_insert(score);
-            *best = best.max(score);
         }
-        drop(rows);
         spread_to_neighbours(&mut targets, self.search.neighbor_weight);
 
         // Read the best targets first; notes that expired, were superseded or lack a tag
@@ -430,20 +435,23 @@ impl Memory {
         }
         // By chunk id alone: with `session_id IN (…)` in the query, SQLite may walk the
         // session's index, every chunk of it, instead of looking up these few ids.
-        let params: Vec<libsql::Value> = ids.iter().map(|id| libsql::Value::from(*id)).collect();
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT chunk_id, session_id FROM chunks WHERE chunk_id IN ({})",
-                    placeholders(1, ids.len())
-                ),
-                params,
-            )
-            .await?;
         let mut found = HashSet::new();
-        while let Some(row) = rows.next().await? {
-            if sessions.contains(&row.get::<String>(1)?) {
-                found.insert(row.get(0)?);
+        for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
+            let params: Vec<libsql::Value> =
+                slice.iter().map(|id| libsql::Value::from(*id)).collect();
+            let mut rows = conn
+                .query(
+                    &format!(
+                        "SELECT chunk_id, session_id FROM chunks WHERE chunk_id IN ({})",
+                        placeholders(1, slice.len())
+                    ),
+                    params,
+                )
+                .await?;
+            while let Some(row) = rows.next().await? {
+                if sessions.contains(&row.get::<String>(1)?) {
+                    found.insert(row.get(0)?);
+                }
             }
         }
         Ok(found)
