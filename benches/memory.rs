@@ -162,32 +162,6 @@ async fn open_in(dir: &tempfile::TempDir, file: &str) -> App {
     App::open(&config).await.expect("open")
 }
 
-/// Top-10 of an exact scan of every stored vector of the session, done here from scratch.
-async fn exact_top10(memory: &Memory, session: &str, query: &str) -> Vec<i64> {
-    let q = memory.embedder().embed(&[query]).unwrap().pop().unwrap();
-    let conn = memory.db().conn().await.unwrap();
-    let mut rows = conn
-        .query(
-            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = ?1",
-            [session],
-        )
-        .await
-        .unwrap();
-    let mut scored = Vec::new();
-    while let Some(row) = rows.next().await.unwrap() {
-        let v = blob_to_vector(&row.get::<Vec<u8>>(1).unwrap()).unwrap();
-        let s: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
-        scored.push((row.get::<i64>(0).unwrap(), s));
-    }
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    scored
-        .into_iter()
-        .filter(|(_, s)| *s > 0.0)
-        .take(10)
-        .map(|(id, _)| id)
-        .collect()
-}
-
 /// The session's stored vectors as the vector leg holds them in memory.
 async fn load_matrix(memory: &Memory, session: &str) -> VectorMatrix {
     let conn = memory.db().conn().await.unwrap();
@@ -381,7 +355,7 @@ async fn main() {
     let recall_queries = 50;
     for _ in 0..recall_queries {
         let query = lang.query(&mut rng);
-        let exact = exact_top10(&memory, "user-big-chat", &query).await;
+        let exact = common::exact_vector_top(&memory, "user-big-chat", &query, 10).await;
         let leg: Vec<i64> = memory
             .vector_leg("user-big-chat", &query, 10)
             .await

@@ -117,3 +117,36 @@ impl Language {
             .join(" ")
     }
 }
+
+/// The ids of the `k` stored vectors of `session` most similar to `query` (positive
+/// similarity only), by a scan of every row done here from scratch: the reference a
+/// vector index is checked against.
+pub async fn exact_vector_top(
+    memory: &nightshift::memory::Memory,
+    session: &str,
+    query: &str,
+    k: usize,
+) -> Vec<i64> {
+    let q = memory.embedder().embed(&[query]).unwrap().pop().unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = ?1",
+            [session],
+        )
+        .await
+        .unwrap();
+    let mut scored = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        let v = nightshift::embed::blob_to_vector(&row.get::<Vec<u8>>(1).unwrap()).unwrap();
+        let s: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
+        scored.push((row.get::<i64>(0).unwrap(), s));
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored
+        .into_iter()
+        .filter(|(_, s)| *s > 0.0)
+        .take(k)
+        .map(|(id, _)| id)
+        .collect()
+}
