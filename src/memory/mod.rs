@@ -16,6 +16,7 @@ mod macros;
 mod matrix;
 mod notes;
 mod rebuild;
+mod rerank;
 mod search;
 mod summarize;
 mod summary;
@@ -42,6 +43,7 @@ pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
 pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
+pub use rerank::{CandidateScorer, RerankStage};
 pub use search::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};
 pub use summarize::{
     estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
@@ -145,6 +147,8 @@ pub struct Memory {
     origin: Origin,
     /// Whose changes are recorded as change events.
     changes: ChangeEvents,
+    /// Search's second stage, when one is set up (`search.rerank` decides if it runs).
+    rerank: Option<Arc<rerank::RerankStage>>,
 }
 
 impl Memory {
@@ -174,6 +178,7 @@ impl Memory {
             embed_batch_size: 32,
             origin: Origin::Library,
             changes: ChangeEvents::default(),
+            rerank: None,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {
