@@ -86,12 +86,7 @@ impl CandidateScorer for Prefers {
     fn score(&self, _query: &str, candidates: &[&str]) -> Result<Vec<f32>, EmbedError> {
         Ok(candidates
             .iter()
-            .map(|c| {
-                // Candidates are read with their neighbours: judge the middle line.
-                let lines: Vec<&str> = c.lines().collect();
-                let own = lines.get(lines.len() / 2).copied().unwrap_or(c);
-                f32::from(u8::from(own.contains(self.0)))
-            })
+            .map(|c| f32::from(u8::from(c.contains(self.0))))
             .collect())
     }
 }
@@ -176,22 +171,64 @@ async fn a_missing_or_failing_stage_answers_in_fused_order_and_says_so() {
     }
 }
 
+/// A question, the turn that answers it without repeating its words, and a turn that
+/// repeats them without answering (the keyword leg's favourite).
+const QUESTION: &str = "Which instrument is Ben learning?";
+const ANSWER: &str = "Ben: I am learning the violin now";
+const TOPICAL: &str = "Ana: Ben, you are always learning something, Ben loves learning";
+
 #[test]
 fn late_interaction_scores_the_answer_above_the_topic() {
     let scorer = LateInteraction::load(&semantic_config(), 8).unwrap();
-    let query = "Which instrument is Ben learning?";
-    let candidates = [
-        "Ben: I started learning the violin last month",
-        "Ana: Learning is hard, Ben, I never managed an instrument at school",
-        "Ana: My sister lives in Oslo",
-    ];
-    let scores = scorer.score(query, &candidates).unwrap();
+    let candidates = [ANSWER, TOPICAL, "Ana: My sister lives in Oslo"];
+    let scores = scorer.score(QUESTION, &candidates).unwrap();
     assert_eq!(scores.len(), 3);
     assert!(scores[0] > scores[1], "{scores:?}");
     assert!(scores[1] > scores[2], "{scores:?}");
     // Cached candidates score the same the second time.
-    assert_eq!(scorer.score(query, &candidates).unwrap(), scores);
+    assert_eq!(scorer.score(QUESTION, &candidates).unwrap(), scores);
     // Nothing to read: every candidate scores 0, never an error.
     assert_eq!(scorer.score("the of and", &candidates).unwrap(), [0.0; 3]);
-    assert_eq!(scorer.score(query, &[]).unwrap(), Vec::<f32>::new());
+    assert_eq!(scorer.score(QUESTION, &[]).unwrap(), Vec::<f32>::new());
+}
+
+#[tokio::test]
+async fn the_late_interaction_stage_lifts_the_answer_over_a_turn_near_the_topic() {
+    let dir = TempDir::new().unwrap();
+    let mut config = config_in(&dir);
+    // Hash vectors: the fusion ranks by shared words and lends the topical turn's score to
+    // the turn after it; the stage reads each turn with the model, and the answer, which
+    // meets every word of the question, rises above that neighbour.
+    config.embedding.model_dir = semantic_config().model_dir;
+    config.embedding.onnxruntime = semantic_config().onnxruntime;
+    config.search.rerank = RerankMode::LateInteraction;
+    let memory = open_memory(&config).await.unwrap();
+    let turns = [
+        "Ana: Did you see the match last night?",
+        TOPICAL,
+        "Ben: Ha, maybe. The weather has been awful all week",
+        "Ana: My sister lives in Oslo and it is colder there",
+        ANSWER,
+        "Ana: Pixel knocked over my coffee again",
+        "Ben: Cats will be cats",
+    ];
+    let events: Vec<NewEvent> = turns
+        .iter()
+        .map(|t| NewEvent::new(Role::User, *t))
+        .collect();
+    memory.append("u1", "s1", &events).await.unwrap();
+    memory.embed_pending(&|_, _| {}).await.unwrap();
+    let mut fused_config = config.search.clone();
+    fused_config.rerank = RerankMode::None;
+    let fused = search(&memory.clone().with_search_config(fused_config), QUESTION).await;
+    let reranked = search(&memory, QUESTION).await;
+    assert_eq!(reranked.degraded, None);
+    let rank = |results: &SearchResults| texts(results).iter().position(|t| *t == ANSWER);
+    assert_eq!(
+        (rank(&fused), rank(&reranked)),
+        (Some(2), Some(1)),
+        "fused {:?}\nreranked {:?}",
+        texts(&fused),
+        texts(&reranked)
+    );
 }

@@ -397,7 +397,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
 
 /// The stages `eval locomo --ablate` compares, each the configured search with the later
 /// stages turned off: fusion only, + rerank (late interaction, whatever `search.rerank`
-/// says), + multi-hop.
+/// says), + multi-hop (`search.multi_hop_seeds`, at least 1).
 fn ablation_stages(config: &Config, memory: Memory) -> Vec<(String, Memory)> {
     use nightshift::config::RerankMode;
     let memory = memory.with_rerank_stage(std::sync::Arc::new(
@@ -410,12 +410,23 @@ fn ablation_stages(config: &Config, memory: Memory) -> Vec<(String, Memory)> {
     fusion.rerank = RerankMode::None;
     let mut reranked = config.search.clone();
     reranked.rerank = RerankMode::LateInteraction;
+    let mut multi_hop = reranked.clone();
+    multi_hop.multi_hop_seeds = multi_hop.multi_hop_seeds.max(1);
+    reranked.multi_hop_seeds = 0;
+    fusion.multi_hop_seeds = 0;
     vec![
         (
             "fusion only".to_string(),
             memory.clone().with_search_config(fusion),
         ),
-        ("+ rerank".to_string(), memory.with_search_config(reranked)),
+        (
+            "+ rerank".to_string(),
+            memory.clone().with_search_config(reranked),
+        ),
+        (
+            "+ multi-hop".to_string(),
+            memory.with_search_config(multi_hop),
+        ),
     ]
 }
 

@@ -396,6 +396,10 @@ pub struct SearchConfig {
     pub rerank_weight: f64,
     /// Memory for the candidates' token embeddings the second stage keeps, in MiB.
     pub rerank_cache_mib: usize,
+    /// Multi-hop: the first round's best hits that each seed a second round (0 = none).
+    pub multi_hop_seeds: usize,
+    /// Weight of the later rounds' mean normalised score added to the first round's.
+    pub multi_hop_weight: f64,
 }
 
 text_enum!(
@@ -421,6 +425,8 @@ impl Default for SearchConfig {
             rerank_candidates: 30,
             rerank_weight: 0.5,
             rerank_cache_mib: 64,
+            multi_hop_seeds: 0,
+            multi_hop_weight: 0.5,
         }
     }
 }

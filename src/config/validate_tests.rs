@@ -26,6 +26,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("search", "vector_cache_mib"),
     ("search", "rerank_candidates"),
     ("search", "rerank_cache_mib"),
+    ("search", "multi_hop_seeds"),
     ("embedding", "dimensions"),
     ("embedding", "max_length"),
     ("embedding", "batch_size"),

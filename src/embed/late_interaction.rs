@@ -97,12 +97,29 @@ impl LateInteraction {
     /// tokens of their best cosine with the candidate's tokens. A query without content
     /// tokens scores every candidate 0.
     pub fn score(&self, query: &str, candidates: &[&str]) -> Result<Vec<f32>, EmbedError> {
+        Ok(self
+            .token_scores(query, candidates)?
+            .iter()
+            .map(|row| {
+                if row.is_empty() {
+                    0.0
+                } else {
+                    row.iter().sum::<f32>() / row.len() as f32
+                }
+            })
+            .collect())
+    }
+
+    /// For each candidate, each query content token's best cosine with the candidate's
+    /// tokens (the same number of tokens for every candidate; none when the query has no
+    /// content token).
+    fn token_scores(&self, query: &str, candidates: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let query = self
             .encode(&[query], Keep::Content)?
             .pop()
             .ok_or_else(|| EmbedError::Failed("the model returned no query tokens".into()))?;
         if query.data.is_empty() {
-            return Ok(vec![0.0; candidates.len()]);
+            return Ok(vec![Vec::new(); candidates.len()]);
         }
         let keys: Vec<[u8; 32]> = candidates
             .iter()
@@ -129,7 +146,10 @@ impl LateInteraction {
         }
         Ok(matrices
             .iter()
-            .map(|m| m.as_deref().map_or(0.0, |m| max_sim(&query, m)))
+            .map(|m| match m {
+                Some(m) => max_sims(&query, m),
+                None => vec![0.0; query.rows().count()],
+            })
             .collect())
     }
 
@@ -174,10 +194,10 @@ impl LateInteraction {
                 let tokens = encoding.get_tokens();
                 let special = encoding.get_special_tokens_mask();
                 let mut kept = Vec::new();
-                for position in 0..width.min(tokens.len()) {
+                for (position, token) in tokens.iter().enumerate().take(width) {
                     let real = batch.attention_mask_array[[row, position]] != 0
                         && special.get(position) == Some(&0);
-                    if !real || !keeps(&tokens[position], keep) {
+                    if !real || !keeps(token, keep) {
                         continue;
                     }
                     let start = (row * width + position) * dims;
@@ -212,27 +232,21 @@ fn keeps(token: &str, keep: Keep) -> bool {
     }
 }
 
-/// The mean over the query's tokens of their best dot product (cosine: rows are unit
-/// length) with the candidate's tokens; 0 for a candidate without tokens.
-fn max_sim(query: &TokenMatrix, candidate: &TokenMatrix) -> f32 {
-    if candidate.data.is_empty() || query.dims != candidate.dims {
-        return 0.0;
-    }
-    let mut total = 0.0;
-    let mut count = 0;
-    for q in query.rows() {
-        let best = candidate
-            .rows()
-            .map(|c| q.iter().zip(c).map(|(a, b)| a * b).sum::<f32>())
-            .fold(f32::MIN, f32::max);
-        total += best;
-        count += 1;
-    }
-    if count == 0 {
-        0.0
-    } else {
-        total / count as f32
-    }
+/// Each query token's best dot product (cosine: rows are unit length) with the
+/// candidate's tokens; 0 each for a candidate without tokens.
+fn max_sims(query: &TokenMatrix, candidate: &TokenMatrix) -> Vec<f32> {
+    query
+        .rows()
+        .map(|q| {
+            if candidate.data.is_empty() || query.dims != candidate.dims {
+                return 0.0;
+            }
+            candidate
+                .rows()
+                .map(|c| q.iter().zip(c).map(|(a, b)| a * b).sum::<f32>())
+                .fold(f32::MIN, f32::max)
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for LateInteraction {
@@ -253,21 +267,17 @@ mod tests {
     }
 
     #[test]
-    fn max_sim_rewards_meeting_every_query_token() {
+    fn each_query_token_takes_its_best_match() {
         let query = matrix(&[&[1.0, 0.0], &[0.0, 1.0]]);
         let both = matrix(&[&[1.0, 0.0], &[0.0, 1.0]]);
         let one = matrix(&[&[1.0, 0.0], &[1.0, 0.0]]);
-        assert!(max_sim(&query, &both) > max_sim(&query, &one));
-        assert_eq!(
-            max_sim(
-                &query,
-                &TokenMatrix {
-                    dims: 2,
-                    data: vec![]
-                }
-            ),
-            0.0
-        );
+        assert_eq!(max_sims(&query, &both), [1.0, 1.0]);
+        assert_eq!(max_sims(&query, &one), [1.0, 0.0]);
+        let empty = TokenMatrix {
+            dims: 2,
+            data: vec![],
+        };
+        assert_eq!(max_sims(&query, &empty), [0.0, 0.0]);
     }
 
     #[test]

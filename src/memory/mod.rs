@@ -14,6 +14,7 @@ mod fts_query;
 mod index;
 mod macros;
 mod matrix;
+mod multihop;
 mod notes;
 mod rebuild;
 mod rerank;

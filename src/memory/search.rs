@@ -357,7 +357,7 @@ impl Memory {
         let mut degraded = degraded;
         if rerank_depth > 0 {
             hits.truncate(rerank_depth);
-            if let Some(reason) = self.rerank(&conn, &request.query, &mut hits).await {
+            if let Some(reason) = self.rerank(&request.query, &mut hits).await {
                 tracing::debug!(%reason, "search answered without its second stage");
                 degraded = Some(match degraded {
                     Some(earlier) => format!("{earlier}; {reason}"),
@@ -365,6 +365,7 @@ impl Memory {
                 });
             }
         }
+        self.second_round(request, &mut hits).await;
         hits.truncate(top_k);
         Ok(SearchResults { hits, degraded })
     }
