@@ -11,21 +11,30 @@
 //! measures the model alone on exactly those inputs: `pipeline_ratio` compares like with
 //! like and so shows what the queue itself costs; `pipeline_ratio_bare` also includes the
 //! price of the context.
+//!
+//! Last, search's second stage (`search.rerank = "late-interaction"`): a user with 50,000
+//! chunks (hash vectors, so filling is quick; the stage's cost does not depend on the
+//! vectors), the same queries timed with the fusion alone and with the stage, whose
+//! candidates are mostly new to its cache as a stream of unrelated questions makes them
+//! (`rerank_search_p95_ms_50k`).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nightshift::app::open_memory;
-use nightshift::config::{Config, EmbeddingBackend};
+use nightshift::config::{Config, EmbeddingBackend, RerankMode};
 use nightshift::embed::{Embedder, SemanticEmbedder};
-use nightshift::memory::{NewEvent, Role, CONTEXT_CHARS};
+use nightshift::memory::{NewEvent, Role, SearchRequest, CONTEXT_CHARS};
 use nightshift::text::tail_chars;
 
 mod common;
 use common::{percentile, Language, Rng};
 
 const TURNS: usize = 1_000;
+/// The big user's chunks and the searches timed on it.
+const BIG_USER_CHUNKS: usize = 50_000;
+const RERANK_QUERIES: usize = 100;
 
 fn turns() -> (Vec<String>, &'static str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/locomo-dev.json");
@@ -67,6 +76,70 @@ fn rate(embedder: &SemanticEmbedder, texts: &[String], batch: usize) -> f64 {
         embedder.embed(&refs).expect("embed");
     }
     texts.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Sorted search times (ms) of `queries` on `memory`, after one untimed warm-up search.
+async fn search_times(memory: &nightshift::memory::Memory, queries: &[String]) -> Vec<Duration> {
+    let request = |query: &str| SearchRequest {
+        user_id: "big".into(),
+        query: query.into(),
+        top_k: Some(10),
+        session_id: Some("big-chat".into()),
+        ..Default::default()
+    };
+    let warm = memory
+        .search_detailed(&request("warm up"))
+        .await
+        .expect("search");
+    assert!(warm.degraded.is_none(), "{:?}", warm.degraded);
+    let mut times = Vec::with_capacity(queries.len());
+    for query in queries {
+        let start = Instant::now();
+        let results = memory
+            .search_detailed(&request(query))
+            .await
+            .expect("search");
+        times.push(start.elapsed());
+        assert!(results.degraded.is_none(), "{:?}", results.degraded);
+    }
+    times.sort();
+    times
+}
+
+/// Search latency of a 50,000-chunk user with the fusion alone and with the second stage:
+/// (fusion p50, fusion p95, rerank p50, rerank p95) in ms.
+async fn rerank_latency(config: &Config) -> (f64, f64, f64, f64) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = config.clone();
+    config.database.path = dir.path().join("rerank.db").display().to_string();
+    config.embedding.backend = EmbeddingBackend::Hash;
+    config.search.rerank = RerankMode::LateInteraction;
+    let memory = open_memory(&config).await.expect("open");
+    let lang = Language::new();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    eprintln!("filling a {BIG_USER_CHUNKS}-chunk user for the second stage…");
+    for _ in 0..BIG_USER_CHUNKS / 1_000 {
+        let events: Vec<NewEvent> = (0..1_000)
+            .map(|_| NewEvent::new(Role::User, lang.sentence(&mut rng, 120)))
+            .collect();
+        memory
+            .append("big", "big-chat", &events)
+            .await
+            .expect("fill");
+    }
+    memory.embed_pending(&|_, _| {}).await.expect("embed");
+    let queries: Vec<String> = (0..RERANK_QUERIES).map(|_| lang.query(&mut rng)).collect();
+    let mut fusion_config = config.search.clone();
+    fusion_config.rerank = RerankMode::None;
+    let fusion = memory.clone().with_search_config(fusion_config);
+    let fused = search_times(&fusion, &queries).await;
+    let reranked = search_times(&memory, &queries).await;
+    (
+        percentile(&fused, 0.5),
+        percentile(&fused, 0.95),
+        percentile(&reranked, 0.5),
+        percentile(&reranked, 0.95),
+    )
 }
 
 #[tokio::main]
@@ -197,8 +270,24 @@ async fn main() {
         "pipeline / model on bare turns",
         pipeline / raw
     );
+    let (fusion_p50, fusion_p95, rerank_p50, rerank_p95) = rerank_latency(&config).await;
+    let label = format!(
+        "search of a {BIG_USER_CHUNKS}-chunk user, {} candidates reranked",
+        config.search.rerank_candidates
+    );
+    println!("{label}");
     println!(
-        "raw_texts_per_s={raw:.1} raw_context_texts_per_s={raw_context:.1} pipeline_texts_per_s={pipeline:.1} pipeline_ratio={:.3} pipeline_ratio_bare={:.3} append_p99_ms={:.2}",
+        "{:<52} {:>12}",
+        "fusion alone p50 / p95 (ms)",
+        format!("{fusion_p50:.2} / {fusion_p95:.2}")
+    );
+    println!(
+        "{:<52} {:>12}",
+        "with the late-interaction stage p50 / p95 (ms)",
+        format!("{rerank_p50:.2} / {rerank_p95:.2}")
+    );
+    println!(
+        "raw_texts_per_s={raw:.1} raw_context_texts_per_s={raw_context:.1} pipeline_texts_per_s={pipeline:.1} pipeline_ratio={:.3} pipeline_ratio_bare={:.3} append_p99_ms={:.2} fusion_search_p95_ms_50k={fusion_p95:.2} rerank_search_p50_ms_50k={rerank_p50:.2} rerank_search_p95_ms_50k={rerank_p95:.2}",
         pipeline / raw_context,
         pipeline / raw,
         percentile(&append_latencies, 0.99)

@@ -115,6 +115,14 @@ impl App {
         if let Some(clock) = parts.clock {
             memory = memory.with_clock(clock);
         }
+        if config.search.rerank != crate::config::RerankMode::None {
+            // Loaded on the first search that needs it; a missing model degrades search.
+            memory =
+                memory.with_rerank_stage(Arc::new(crate::memory::RerankStage::late_interaction(
+                    config.embedding.clone(),
+                    config.search.rerank_cache_mib,
+                )));
+        }
         memory = memory.with_change_events(crate::notify::changes::ChangeForwarder::events(config));
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());

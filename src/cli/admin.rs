@@ -7,6 +7,7 @@ use nightshift::app::{open_db, App};
 use nightshift::config::Config;
 use nightshift::db::{clock::to_rfc3339, migrate};
 use nightshift::error::{Error, ErrorKind};
+use nightshift::memory::Memory;
 use serde_json::json;
 
 use super::args::{DbCommand, EvalCommand, IndexCommand, OutboxCommand, TokenCommand};
@@ -288,7 +289,7 @@ const EVAL_FILE_LIMIT: usize = 256 * 1024 * 1024;
 
 pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(), Error> {
     use nightshift::eval::locomo;
-    let EvalCommand::Locomo { file, k } = command;
+    let EvalCommand::Locomo { file, k, ablate } = command;
     let ks = locomo::parse_ks(&k, config.search.max_top_k)?;
     let bytes = super::input::file_arg(&file, EVAL_FILE_LIMIT)?;
     let text = nightshift::input::utf8(&file.display().to_string(), bytes)?;
@@ -299,59 +300,134 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
     scratch_config.database.path = scratch.display().to_string();
     let result = async {
         let app = App::open(&scratch_config).await?;
-        let memory = app.memory();
-        let report = locomo::evaluate(memory, &text, &ks).await?;
-        Ok::<_, Error>((report, memory.embedder().model_id().to_string()))
+        let memory = app.memory().clone();
+        let stages = if ablate {
+            ablation_stages(config, memory.clone())
+        } else {
+            vec![(String::new(), memory.clone())]
+        };
+        let reports = locomo::evaluate_stages(&text, &ks, &stages).await?;
+        Ok::<_, Error>((reports, memory.embedder().model_id().to_string()))
     }
     .await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", scratch.display()));
     }
-    let (report, model) = result?;
+    let (reports, model) = result?;
+    let Some((_, first)) = reports.first() else {
+        return Ok(());
+    };
     let mut out = serde_json::json!({
-        "questions": report.questions,
-        "conversations": report.conversations,
-        "turns": report.turns,
-        "skipped": report.skipped,
+        "questions": first.questions,
+        "conversations": first.conversations,
+        "turns": first.turns,
+        "skipped": first.skipped,
         "embedding_model": model,
     });
-    for (k, recall) in &report.recall {
-        out[format!("recall@{k}")] = json!(recall);
-    }
-    let mut categories = serde_json::Map::new();
-    for (category, score) in &report.per_category {
-        let mut entry = json!({"questions": score.questions});
-        for (k, recall) in &score.recall {
-            entry[format!("recall@{k}")] = json!(recall);
+    let stage_json = |report: &locomo::Report| {
+        let mut out = serde_json::json!({
+            "latency_ms_p50": report.latency_ms_p50,
+            "latency_ms_p95": report.latency_ms_p95,
+        });
+        for (k, recall) in &report.recall {
+            out[format!("recall@{k}")] = json!(recall);
         }
-        categories.insert(category.to_string(), entry);
+        let mut categories = serde_json::Map::new();
+        for (category, score) in &report.per_category {
+            let mut entry = json!({"questions": score.questions});
+            for (k, recall) in &score.recall {
+                entry[format!("recall@{k}")] = json!(recall);
+            }
+            categories.insert(category.to_string(), entry);
+        }
+        out["per_category"] = serde_json::Value::Object(categories);
+        out
+    };
+    if ablate {
+        out["stages"] = reports
+            .iter()
+            .map(|(name, report)| {
+                let mut entry = stage_json(report);
+                entry["stage"] = json!(name);
+                entry
+            })
+            .collect();
+    } else if let serde_json::Value::Object(fields) = stage_json(first) {
+        for (key, value) in fields {
+            out[key] = value;
+        }
     }
-    out["per_category"] = serde_json::Value::Object(categories);
     print(json, &out, || {
         let mut lines = vec![format!(
             "{} questions over {} conversations ({} turns)",
-            report.questions, report.conversations, report.turns
+            first.questions, first.conversations, first.turns
         )];
-        let ks: Vec<String> = report
-            .recall
-            .iter()
-            .map(|(k, r)| format!("recall@{k} {r:.3}"))
-            .collect();
-        lines.push(format!("overall      {}", ks.join("  ")));
-        for (category, score) in &report.per_category {
-            let ks: Vec<String> = score
+        for (name, report) in &reports {
+            if !name.is_empty() {
+                lines.push(String::new());
+                lines.push(format!("{name}:"));
+            }
+            let ks: Vec<String> = report
                 .recall
                 .iter()
                 .map(|(k, r)| format!("recall@{k} {r:.3}"))
                 .collect();
             lines.push(format!(
-                "category {category}   {}  ({} questions)",
+                "overall      {}  latency p50 {:.1} ms  p95 {:.1} ms",
                 ks.join("  "),
-                score.questions
+                report.latency_ms_p50,
+                report.latency_ms_p95
             ));
+            for (category, score) in &report.per_category {
+                let ks: Vec<String> = score
+                    .recall
+                    .iter()
+                    .map(|(k, r)| format!("recall@{k} {r:.3}"))
+                    .collect();
+                lines.push(format!(
+                    "category {category}   {}  ({} questions)",
+                    ks.join("  "),
+                    score.questions
+                ));
+            }
         }
         lines.join("\n")
     })
+}
+
+/// The stages `eval locomo --ablate` compares, each the configured search with the later
+/// stages turned off: fusion only, + rerank (late interaction, whatever `search.rerank`
+/// says), + multi-hop (`search.multi_hop_seeds`, at least 1).
+fn ablation_stages(config: &Config, memory: Memory) -> Vec<(String, Memory)> {
+    use nightshift::config::RerankMode;
+    let memory = memory.with_rerank_stage(std::sync::Arc::new(
+        nightshift::memory::RerankStage::late_interaction(
+            config.embedding.clone(),
+            config.search.rerank_cache_mib,
+        ),
+    ));
+    let mut fusion = config.search.clone();
+    fusion.rerank = RerankMode::None;
+    let mut reranked = config.search.clone();
+    reranked.rerank = RerankMode::LateInteraction;
+    let mut multi_hop = reranked.clone();
+    multi_hop.multi_hop_seeds = multi_hop.multi_hop_seeds.max(1);
+    reranked.multi_hop_seeds = 0;
+    fusion.multi_hop_seeds = 0;
+    vec![
+        (
+            "fusion only".to_string(),
+            memory.clone().with_search_config(fusion),
+        ),
+        (
+            "+ rerank".to_string(),
+            memory.clone().with_search_config(reranked),
+        ),
+        (
+            "+ multi-hop".to_string(),
+            memory.with_search_config(multi_hop),
+        ),
+    ]
 }
 
 pub async fn workers(app: &App, json: bool) -> Result<(), Error> {

@@ -628,5 +628,9 @@ pub enum EvalCommand {
         /// Cut-offs, comma-separated.
         #[arg(long, default_value = "5,10")]
         k: String,
+        /// Also measure each stage of search on the same data in one run: fusion only,
+        /// + rerank (late interaction), + multi-hop.
+        #[arg(long)]
+        ablate: bool,
     },
 }

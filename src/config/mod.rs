@@ -387,7 +387,28 @@ pub struct SearchConfig {
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
     pub vector_cache_mib: usize,
+    /// The second stage that reorders the fused candidates by reading the query and each
+    /// candidate together; `none` answers from the fusion.
+    pub rerank: RerankMode,
+    /// Fused candidates the second stage reads (the hits asked for, if more).
+    pub rerank_candidates: usize,
+    /// Weight of the second stage's min-max normalised score against the fused one's.
+    pub rerank_weight: f64,
+    /// Memory for the candidates' token embeddings the second stage keeps, in MiB.
+    pub rerank_cache_mib: usize,
+    /// Multi-hop: the first round's best hits that each seed a second round (0 = none).
+    pub multi_hop_seeds: usize,
+    /// Weight of the later rounds' mean normalised score added to the first round's.
+    pub multi_hop_weight: f64,
 }
+
+text_enum!(
+    /// The second stage of search.
+    RerankMode {
+        None => "none",
+        LateInteraction => "late-interaction",
+    }
+);
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -400,6 +421,12 @@ impl Default for SearchConfig {
             neighbor_weight: 0.2,
             candidates: 50,
             vector_cache_mib: 256,
+            rerank: RerankMode::None,
+            rerank_candidates: 30,
+            rerank_weight: 0.5,
+            rerank_cache_mib: 64,
+            multi_hop_seeds: 0,
+            multi_hop_weight: 0.5,
         }
     }
 }

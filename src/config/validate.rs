@@ -251,6 +251,19 @@ fn search(config: &Config) -> Result<(), ConfigError> {
         search.vector_cache_mib,
         0..=1_048_576,
     )?;
+    // The second stage reads each candidate with a model: a few hundred is already
+    // seconds a search.
+    range(
+        "search.rerank_candidates",
+        search.rerank_candidates,
+        1..=500,
+    )?;
+    fraction("search.rerank_weight", search.rerank_weight)?;
+    range(
+        "search.rerank_cache_mib",
+        search.rerank_cache_mib,
+        0..=65_536,
+    )?;
     Ok(())
 }
 

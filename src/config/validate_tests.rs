@@ -1,5 +1,6 @@
 //! The configuration checks' tests: every key named, every bound at its edges.
 use super::*;
+use crate::config::RerankMode;
 use proptest::prelude::*;
 
 /// Every numeric key of the file, with the section it is in.
@@ -23,6 +24,9 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("search", "max_top_k"),
     ("search", "candidates"),
     ("search", "vector_cache_mib"),
+    ("search", "rerank_candidates"),
+    ("search", "rerank_cache_mib"),
+    ("search", "multi_hop_seeds"),
     ("embedding", "dimensions"),
     ("embedding", "max_length"),
     ("embedding", "batch_size"),
@@ -104,6 +108,28 @@ proptest! {
                 prop_assert!(text.contains(key), "{text}");
             }
         }
+    }
+
+    /// Any text for `search.rerank` is one of the stages or an error showing the key and
+    /// listing the stages; never a panic, never another stage.
+    #[test]
+    fn any_text_for_the_rerank_stage(value in prop_oneof![
+        any::<String>(),
+        proptest::sample::select(RerankMode::ALL).prop_map(str::to_string),
+        "[a-z-]{0,20}",
+    ]) {
+        let text = format!("[search]\nrerank = {}\n", toml::Value::String(value.clone()));
+        match Config::from_toml(&text) {
+            Ok(config) => prop_assert_eq!(config.search.rerank.as_str(), value.as_str()),
+            Err(err) => {
+                let text = err.to_string();
+                prop_assert!(!RerankMode::ALL.contains(&value.as_str()), "{text}");
+                // TOML's own error: the line with the key, and the stages allowed.
+                prop_assert!(text.contains("rerank ="), "{text}");
+                prop_assert!(text.contains("late-interaction"), "{text}");
+            }
+        }
+        prop_assert_eq!(value.parse::<RerankMode>().is_ok(), RerankMode::ALL.contains(&value.as_str()));
     }
 
     /// Any text at all is a configuration or an error; never a panic.

@@ -2,9 +2,11 @@
 //! callers run it outside write transactions (and, for slow models, on a blocking thread).
 
 mod hash;
+mod late_interaction;
 mod semantic;
 
 pub use hash::HashEmbedder;
+pub use late_interaction::LateInteraction;
 pub use semantic::SemanticEmbedder;
 
 use std::sync::Arc;

@@ -38,67 +38,86 @@ pub struct SemanticEmbedder {
 impl SemanticEmbedder {
     /// Loads ONNX Runtime and the model; every missing piece is an error naming its path.
     pub fn load(config: &EmbeddingConfig) -> Result<Self, EmbedError> {
-        load_runtime(&config.onnxruntime)?;
-        let dir = &config.model_dir;
-        if !dir.is_dir() {
-            return Err(EmbedError::Model(format!(
-                "model folder {} does not exist (run scripts/fetch-model.sh, or set embedding.model_dir)",
-                dir.display()
-            )));
-        }
-        let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
-            let path = dir.join(name);
-            std::fs::read(&path).map_err(|e| {
-                EmbedError::Model(format!(
-                    "cannot read {}: {e} (run scripts/fetch-model.sh)",
-                    path.display()
-                ))
-            })
-        };
-        let files: Vec<Vec<u8>> = MODEL_FILES
-            .iter()
-            .map(|name| read(name))
-            .collect::<Result<_, _>>()?;
-        let [onnx, tokenizer, model_config, special_tokens, tokenizer_config]: [Vec<u8>; 5] =
-            files.try_into().expect("five files");
-        let dimensions = hidden_size(&model_config, &dir.join("config.json"))?;
-        // The id names the folder and the model's bytes: a different model, or the same
-        // folder holding new weights, is a model change that triggers a re-embed.
-        let digest = blake3::hash(&onnx).to_hex();
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "model".into());
-        let model_id = format!("fastembed-{name}-{}-{}", &digest[..12], config.max_length);
-
-        let model = UserDefinedEmbeddingModel::new(
-            onnx,
-            TokenizerFiles {
-                tokenizer_file: tokenizer,
-                config_file: model_config,
-                special_tokens_map_file: special_tokens,
-                tokenizer_config_file: tokenizer_config,
-            },
-        )
-        .with_pooling(Pooling::Mean)
-        // The int8 model quantizes activations per call; declaring it `None` lets fastembed
-        // batch. A text's vector then varies in the last digits with its batch-mates,
-        // which search does not notice.
-        .with_quantization(QuantizationMode::None);
-        let mut options = InitOptionsUserDefined::new().with_max_length(config.max_length);
-        if config.threads > 0 {
-            options = options.with_intra_threads(config.threads);
-        }
-        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
-            EmbedError::Model(format!("cannot load the model in {}: {e}", dir.display()))
-        })?;
+        let loaded = load_model(config)?;
         Ok(Self {
-            model_id,
-            dimensions,
+            model_id: loaded.model_id,
+            dimensions: loaded.dimensions,
             batch_size: config.batch_size,
-            model: Mutex::new(model),
+            model: Mutex::new(loaded.model),
         })
     }
+}
+
+/// A loaded model with what describes it.
+pub(super) struct LoadedModel {
+    pub model: TextEmbedding,
+    pub model_id: String,
+    pub dimensions: usize,
+}
+
+/// Loads ONNX Runtime and the configured model folder (mean pooling); every missing piece
+/// is an error naming its path. The embedder and the late-interaction reranker each load
+/// their own instance, so a search never waits behind a batch of the background queue.
+pub(super) fn load_model(config: &EmbeddingConfig) -> Result<LoadedModel, EmbedError> {
+    load_runtime(&config.onnxruntime)?;
+    let dir = &config.model_dir;
+    if !dir.is_dir() {
+        return Err(EmbedError::Model(format!(
+            "model folder {} does not exist (run scripts/fetch-model.sh, or set embedding.model_dir)",
+            dir.display()
+        )));
+    }
+    let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|e| {
+            EmbedError::Model(format!(
+                "cannot read {}: {e} (run scripts/fetch-model.sh)",
+                path.display()
+            ))
+        })
+    };
+    let files: Vec<Vec<u8>> = MODEL_FILES
+        .iter()
+        .map(|name| read(name))
+        .collect::<Result<_, _>>()?;
+    let [onnx, tokenizer, model_config, special_tokens, tokenizer_config]: [Vec<u8>; 5] =
+        files.try_into().expect("five files");
+    let dimensions = hidden_size(&model_config, &dir.join("config.json"))?;
+    // The id names the folder and the model's bytes: a different model, or the same
+    // folder holding new weights, is a model change that triggers a re-embed.
+    let digest = blake3::hash(&onnx).to_hex();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let model_id = format!("fastembed-{name}-{}-{}", &digest[..12], config.max_length);
+
+    let model = UserDefinedEmbeddingModel::new(
+        onnx,
+        TokenizerFiles {
+            tokenizer_file: tokenizer,
+            config_file: model_config,
+            special_tokens_map_file: special_tokens,
+            tokenizer_config_file: tokenizer_config,
+        },
+    )
+    .with_pooling(Pooling::Mean)
+    // The int8 model quantizes activations per call; declaring it `None` lets fastembed
+    // batch. A text's vector then varies in the last digits with its batch-mates,
+    // which search does not notice.
+    .with_quantization(QuantizationMode::None);
+    let mut options = InitOptionsUserDefined::new().with_max_length(config.max_length);
+    if config.threads > 0 {
+        options = options.with_intra_threads(config.threads);
+    }
+    let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
+        EmbedError::Model(format!("cannot load the model in {}: {e}", dir.display()))
+    })?;
+    Ok(LoadedModel {
+        model,
+        model_id,
+        dimensions,
+    })
 }
 
 /// Loads the ONNX Runtime library once per process, checking it is a compatible version.

@@ -49,6 +49,9 @@ pub struct Report {
     pub per_category: BTreeMap<u64, CategoryScore>,
     /// Questions left out because no evidence id could be read.
     pub skipped: usize,
+    /// A question's search time, median and 95th percentile, in milliseconds.
+    pub latency_ms_p50: f64,
+    pub latency_ms_p95: f64,
 }
 
 /// Evidence ids as they should be: `D11:26`. Repairs `D:11:26`, splits `D8:6; D9:17`.
@@ -173,12 +176,27 @@ fn parse(data: &Value) -> Result<Vec<Conversation>, EvalError> {
 
 /// Runs the evaluation on `memory` (use a scratch database) for each k in `ks`.
 pub async fn evaluate(memory: &Memory, json: &str, ks: &[usize]) -> Result<Report, EvalError> {
+    let stages = [(String::new(), memory.clone())];
+    let mut reports = evaluate_stages(json, ks, &stages).await?;
+    Ok(reports.remove(0).1)
+}
+
+/// Ingests the file once through the first store and asks every question of each named
+/// store in turn (clones of one store with different search settings: see
+/// [`Memory::with_search_config`]), so stages are compared on the same data in one run.
+pub async fn evaluate_stages(
+    json: &str,
+    ks: &[usize],
+    stages: &[(String, Memory)],
+) -> Result<Vec<(String, Report)>, EvalError> {
     let data: Value = serde_json::from_str(json).map_err(|e| EvalError::Json(e.to_string()))?;
     let conversations = parse(&data)?;
+    let Some((_, memory)) = stages.first() else {
+        return Ok(Vec::new());
+    };
     let max_k = ks.iter().copied().max().unwrap_or(10);
-    let mut totals: BTreeMap<usize, f64> = BTreeMap::new();
-    let mut per_category: BTreeMap<u64, CategoryScore> = BTreeMap::new();
-    let (mut questions, mut skipped, mut turns) = (0, 0, 0);
+    let mut tallies: Vec<Tally> = stages.iter().map(|_| Tally::default()).collect();
+    let (mut skipped, mut turns) = (0, 0);
     for conversation in &conversations {
         let session = conversation.user.clone();
         let events: Vec<NewEvent> = conversation.turns.iter().map(|(_, e)| e.clone()).collect();
@@ -196,57 +214,102 @@ pub async fn evaluate(memory: &Memory, json: &str, ks: &[usize]) -> Result<Repor
                 skipped += 1;
                 continue;
             }
-            let hits = memory
-                .search(&SearchRequest {
-                    user_id: conversation.user.clone(),
-                    query: question.clone(),
-                    top_k: Some(max_k),
-                    session_id: Some(session.clone()),
-                    tags: Vec::new(),
-                    ..Default::default()
-                })
-                .await?;
-            let found: Vec<&str> = hits
-                .iter()
-                .filter_map(|h| h.sequence.and_then(|s| dia_by_sequence.get(&s).copied()))
-                .collect();
-            questions += 1;
-            let score = per_category.entry(*category).or_default();
-            score.questions += 1;
-            for &k in ks {
-                let top: Vec<&str> = found.iter().take(k).copied().collect();
-                let recall = evidence
+            let request = SearchRequest {
+                user_id: conversation.user.clone(),
+                query: question.clone(),
+                top_k: Some(max_k),
+                session_id: Some(session.clone()),
+                tags: Vec::new(),
+                ..Default::default()
+            };
+            for ((_, stage), tally) in stages.iter().zip(tallies.iter_mut()) {
+                let started = std::time::Instant::now();
+                let hits = stage.search(&request).await?;
+                tally
+                    .latencies
+                    .push(started.elapsed().as_secs_f64() * 1000.0);
+                let found: Vec<&str> = hits
                     .iter()
-                    .filter(|e| top.contains(&e.as_str()))
-                    .count() as f64
-                    / evidence.len() as f64;
-                *totals.entry(k).or_default() += recall;
-                *score.recall.entry(k).or_default() += recall;
+                    .filter_map(|h| h.sequence.and_then(|s| dia_by_sequence.get(&s).copied()))
+                    .collect();
+                tally.add(*category, evidence, &found, ks);
             }
         }
     }
-    let average = |sums: &mut BTreeMap<usize, f64>, n: usize| {
-        for value in sums.values_mut() {
-            *value = if n == 0 {
-                0.0
-            } else {
-                (*value / n as f64 * 1000.0).round() / 1000.0
-            };
+    Ok(stages
+        .iter()
+        .zip(tallies)
+        .map(|((name, _), tally)| {
+            (
+                name.clone(),
+                tally.report(conversations.len(), turns, skipped),
+            )
+        })
+        .collect())
+}
+
+/// One stage's sums over the questions asked so far.
+#[derive(Default)]
+struct Tally {
+    questions: usize,
+    totals: BTreeMap<usize, f64>,
+    per_category: BTreeMap<u64, CategoryScore>,
+    latencies: Vec<f64>,
+}
+
+impl Tally {
+    fn add(&mut self, category: u64, evidence: &[String], found: &[&str], ks: &[usize]) {
+        self.questions += 1;
+        let score = self.per_category.entry(category).or_default();
+        score.questions += 1;
+        for &k in ks {
+            let top = &found[..k.min(found.len())];
+            let recall = evidence
+                .iter()
+                .filter(|e| top.contains(&e.as_str()))
+                .count() as f64
+                / evidence.len() as f64;
+            *self.totals.entry(k).or_default() += recall;
+            *score.recall.entry(k).or_default() += recall;
         }
-    };
-    average(&mut totals, questions);
-    for score in per_category.values_mut() {
-        let n = score.questions;
-        average(&mut score.recall, n);
     }
-    Ok(Report {
-        conversations: conversations.len(),
-        turns,
-        questions,
-        recall: totals,
-        per_category,
-        skipped,
-    })
+
+    fn report(mut self, conversations: usize, turns: usize, skipped: usize) -> Report {
+        let average = |sums: &mut BTreeMap<usize, f64>, n: usize| {
+            for value in sums.values_mut() {
+                *value = if n == 0 {
+                    0.0
+                } else {
+                    (*value / n as f64 * 1000.0).round() / 1000.0
+                };
+            }
+        };
+        average(&mut self.totals, self.questions);
+        for score in self.per_category.values_mut() {
+            let n = score.questions;
+            average(&mut score.recall, n);
+        }
+        self.latencies.sort_by(f64::total_cmp);
+        Report {
+            conversations,
+            turns,
+            questions: self.questions,
+            recall: self.totals,
+            per_category: self.per_category,
+            skipped,
+            latency_ms_p50: percentile(&self.latencies, 0.50),
+            latency_ms_p95: percentile(&self.latencies, 0.95),
+        }
+    }
+}
+
+/// The `q` quantile of sorted values (nearest rank), rounded to 0.1 ms; 0 when empty.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    (sorted[rank - 1] * 10.0).round() / 10.0
 }
 
 /// Reads `5,10`.
@@ -286,6 +349,14 @@ mod tests {
             Some(1_683_554_160_000)
         );
         assert_eq!(parse_date("not a date"), None);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let values: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.5), 10.0);
+        assert_eq!(percentile(&values, 0.95), 19.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
     }
 
     #[test]

@@ -15,8 +15,10 @@ mod fts_query;
 mod index;
 mod macros;
 mod matrix;
+mod multihop;
 mod notes;
 mod rebuild;
+mod rerank;
 mod search;
 mod summarize;
 mod summary;
@@ -43,6 +45,7 @@ pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
 pub use notes::tombstone_hash;
 pub use rebuild::RebuildReport;
+pub use rerank::{CandidateScorer, RerankStage};
 pub use search::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};
 pub use summarize::{
     estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
@@ -148,6 +151,8 @@ pub struct Memory {
     changes: ChangeEvents,
     /// The agent this handle acts for (see `agents`); `None`: the shared notes only.
     agent: Option<String>,
+    /// Search's second stage, when one is set up (`search.rerank` decides if it runs).
+    rerank: Option<Arc<rerank::RerankStage>>,
 }
 
 impl Memory {
@@ -178,6 +183,7 @@ impl Memory {
             origin: Origin::Library,
             changes: ChangeEvents::default(),
             agent: None,
+            rerank: None,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {

@@ -347,7 +347,9 @@ impl Memory {
         let mut ranked: Vec<(Target, f64)> = targets.into_iter().collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut hits = Vec::new();
-        for batch in ranked.chunks(top_k * 3) {
+        // The second stage reads its candidates whole: hydrate that many at once.
+        let rerank_depth = self.rerank_depth(top_k);
+        for batch in ranked.chunks((top_k * 3).max(rerank_depth)) {
             let batch: HashMap<Target, f64> = batch.iter().cloned().collect();
             hits.extend(
                 self.hydrate(&conn, user_id, &batch, &filter, &request.window)
@@ -358,6 +360,18 @@ impl Memory {
             }
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+        let mut degraded = degraded;
+        if rerank_depth > 0 {
+            hits.truncate(rerank_depth);
+            if let Some(reason) = self.rerank(&request.query, &mut hits).await {
+                tracing::debug!(%reason, "search answered without its second stage");
+                degraded = Some(match degraded {
+                    Some(earlier) => format!("{earlier}; {reason}"),
+                    None => reason,
+                });
+            }
+        }
+        self.second_round(request, &mut hits).await;
         hits.truncate(top_k);
         Ok(SearchResults { hits, degraded })
     }
