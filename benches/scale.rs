@@ -222,25 +222,7 @@ async fn main() {
     let texts: Vec<String> = (0..INGEST_EVENTS)
         .map(|_| lang.sentence(&mut rng, 200))
         .collect();
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for (caller, share) in texts.chunks(INGEST_EVENTS / APPENDERS).enumerate() {
-        let memory = memory.clone();
-        let share = share.to_vec();
-        tasks.push(tokio::spawn(async move {
-            let (user, session) = (format!("user-{caller}"), format!("user-{caller}-live"));
-            for text in share {
-                memory
-                    .append(&user, &session, &[NewEvent::new(Role::User, text)])
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let ingest_per_s = INGEST_EVENTS as f64 / start.elapsed().as_secs_f64();
+    let ingest_per_s = common::concurrent_appends(&memory, &texts, APPENDERS).await;
     let db_mib = std::fs::metadata(dir.path().join("scale.db"))
         .map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
 

@@ -5,7 +5,6 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -116,30 +115,8 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
         .create(&Actor::Operator, &new)
         .await
         .unwrap();
-    app.schedules()
-        .run_now(&Actor::Operator, &schedule.schedule_id)
-        .await
-        .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn({
-        let app = app.clone();
-        async move {
-            nightshift::worker::run(&app, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
-    let mut message = Value::Null;
-    for _ in 0..200 {
-        if let Some(first) = seen.lock().unwrap().first() {
-            message = first.clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = stop.send(());
-    worker.await.unwrap().unwrap();
+    run_once(&app, &schedule, || !seen.lock().unwrap().is_empty()).await;
+    let message = seen.lock().unwrap().first().cloned().unwrap_or(Value::Null);
 
     let run_id = message["run_id"]
         .as_str()
@@ -274,24 +251,7 @@ async fn run_once(app: &App, schedule: &Schedule, done: impl Fn() -> bool) {
         .run_now(&Actor::Operator, &schedule.schedule_id)
         .await
         .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn({
-        let app = app.clone();
-        async move {
-            nightshift::worker::run(&app, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
-    for _ in 0..200 {
-        if done() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = stop.send(());
-    worker.await.unwrap().unwrap();
+    common::worker_until(app, done).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -150,3 +150,32 @@ pub async fn exact_vector_top(
         .map(|(id, _)| id)
         .collect()
 }
+
+/// Appends `texts` from `callers` concurrent callers (each its own user and conversation,
+/// `user-N` / `user-N-live`), one event per call; returns events per second.
+pub async fn concurrent_appends(
+    memory: &nightshift::memory::Memory,
+    texts: &[String],
+    callers: usize,
+) -> f64 {
+    use nightshift::memory::{NewEvent, Role};
+    let start = std::time::Instant::now();
+    let mut tasks = Vec::new();
+    for (caller, share) in texts.chunks(texts.len().div_ceil(callers)).enumerate() {
+        let memory = memory.clone();
+        let share = share.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let (user, session) = (format!("user-{caller}"), format!("user-{caller}-live"));
+            for text in share {
+                memory
+                    .append(&user, &session, &[NewEvent::new(Role::User, text)])
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    texts.len() as f64 / start.elapsed().as_secs_f64()
+}
