@@ -5,36 +5,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::config_in;
 use nightshift::app::open_memory;
-use nightshift::config::{EmbeddingBackend, EmbeddingConfig, RerankMode};
+use nightshift::config::{EmbeddingConfig, RerankMode};
 use nightshift::embed::{EmbedError, LateInteraction};
 use nightshift::memory::{
     CandidateScorer, Memory, NewEvent, RerankStage, Role, SearchRequest, SearchResults,
 };
 use tempfile::TempDir;
-
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
-}
-
-/// The fetched model's configuration; fails (never skips) when it is missing.
-fn semantic_config() -> EmbeddingConfig {
-    let config = EmbeddingConfig {
-        backend: EmbeddingBackend::Fastembed,
-        model_dir: models().join("all-MiniLM-L6-v2-int8"),
-        onnxruntime: models().join("onnxruntime/libonnxruntime.so.1.31.1"),
-        ..EmbeddingConfig::default()
-    };
-    assert!(
-        config.model_dir.join("model.onnx").is_file() && config.onnxruntime.is_file(),
-        "the semantic model is missing: run scripts/fetch-model.sh (scripts/test.sh does)"
-    );
-    config
-}
 
 const TURNS: [&str; 5] = [
     "Ana: I adopted a grey cat called Pixel last week",
@@ -179,7 +159,7 @@ const TOPICAL: &str = "Ana: Ben, you are always learning something, Ben loves le
 
 #[test]
 fn late_interaction_scores_the_answer_above_the_topic() {
-    let scorer = LateInteraction::load(&semantic_config(), 8).unwrap();
+    let scorer = LateInteraction::load(&common::semantic_config(), 8).unwrap();
     let candidates = [ANSWER, TOPICAL, "Ana: My sister lives in Oslo"];
     let scores = scorer.score(QUESTION, &candidates).unwrap();
     assert_eq!(scores.len(), 3);
@@ -199,8 +179,8 @@ async fn the_late_interaction_stage_lifts_the_answer_over_a_turn_near_the_topic(
     // Hash vectors: the fusion ranks by shared words and lends the topical turn's score to
     // the turn after it; the stage reads each turn with the model, and the answer, which
     // meets every word of the question, rises above that neighbour.
-    config.embedding.model_dir = semantic_config().model_dir;
-    config.embedding.onnxruntime = semantic_config().onnxruntime;
+    config.embedding.model_dir = common::semantic_config().model_dir;
+    config.embedding.onnxruntime = common::semantic_config().onnxruntime;
     config.search.rerank = RerankMode::LateInteraction;
     let memory = open_memory(&config).await.unwrap();
     let turns = [

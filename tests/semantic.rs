@@ -10,29 +10,10 @@ use std::process::{Command, Stdio};
 
 use common::{config_in, count};
 use nightshift::app::open_memory;
-use nightshift::config::{Config, EmbeddingBackend, EmbeddingConfig};
+use nightshift::config::{Config, EmbeddingConfig};
 use nightshift::embed::{EmbedError, Embedder, SemanticEmbedder};
 use nightshift::memory::{NewEvent, Role, SearchRequest};
 use tempfile::TempDir;
-
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
-}
-
-/// The fetched model's configuration; fails (never skips) when it is missing.
-fn semantic_config() -> EmbeddingConfig {
-    let config = EmbeddingConfig {
-        backend: EmbeddingBackend::Fastembed,
-        model_dir: models().join("all-MiniLM-L6-v2-int8"),
-        onnxruntime: models().join("onnxruntime/libonnxruntime.so.1.31.1"),
-        ..EmbeddingConfig::default()
-    };
-    assert!(
-        config.model_dir.join("model.onnx").is_file() && config.onnxruntime.is_file(),
-        "the semantic model is missing: run scripts/fetch-model.sh (scripts/test.sh does)"
-    );
-    config
-}
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -40,7 +21,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn the_model_embeds_by_meaning_and_handles_edge_cases() {
-    let embedder = SemanticEmbedder::load(&semantic_config()).unwrap();
+    let embedder = SemanticEmbedder::load(&common::semantic_config()).unwrap();
     assert_eq!(embedder.dimensions(), 384);
     assert!(embedder
         .model_id()
@@ -78,7 +59,7 @@ fn the_model_embeds_by_meaning_and_handles_edge_cases() {
 async fn search_finds_by_meaning_once_the_queue_has_embedded() {
     let dir = TempDir::new().unwrap();
     let mut config = config_in(&dir);
-    config.embedding = semantic_config();
+    config.embedding = common::semantic_config();
     let memory = open_memory(&config).await.unwrap();
     memory
         .append(
@@ -144,7 +125,7 @@ async fn search_finds_by_meaning_once_the_queue_has_embedded() {
 
 #[test]
 fn a_missing_model_or_file_is_an_error_naming_it() {
-    let good = semantic_config();
+    let good = common::semantic_config();
     let missing = EmbeddingConfig {
         model_dir: PathBuf::from("/nonexistent/minilm"),
         ..good.clone()
@@ -184,7 +165,7 @@ fn a_missing_model_or_file_is_an_error_naming_it() {
 /// Runs `nightshift memory search` with the fastembed backend pointed at `onnxruntime`,
 /// in its own process: ONNX Runtime is loaded once per process.
 fn search_with_runtime(dir: &Path, onnxruntime: &Path) -> std::process::Output {
-    let good = semantic_config();
+    let good = common::semantic_config();
     let config = format!(
         "[embedding]\nbackend = \"fastembed\"\nmodel_dir = {:?}\nonnxruntime = {:?}\n",
         good.model_dir.display().to_string(),

@@ -135,3 +135,22 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+fn models() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+/// The fetched semantic model's configuration; fails (never skips) when it is missing.
+pub fn semantic_config() -> nightshift::config::EmbeddingConfig {
+    let config = nightshift::config::EmbeddingConfig {
+        backend: nightshift::config::EmbeddingBackend::Fastembed,
+        model_dir: models().join("all-MiniLM-L6-v2-int8"),
+        onnxruntime: models().join("onnxruntime/libonnxruntime.so.1.31.1"),
+        ..Default::default()
+    };
+    assert!(
+        config.model_dir.join("model.onnx").is_file() && config.onnxruntime.is_file(),
+        "the semantic model is missing: run scripts/fetch-model.sh (scripts/test.sh does)"
+    );
+    config
+}
