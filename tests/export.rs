@@ -526,3 +526,293 @@ async fn the_api_exports_the_same_archive_to_its_owner_only() {
     assert_eq!(header["users"], serde_json::json!(["alice", "bob"]));
     api.stop().await;
 }
+
+/// An archive of every user: bob with one note, zed with three notes and a 100 KiB
+/// artifact (over the 64 KiB kept inline).
+async fn limits_archive(dir: &TempDir) -> (Vec<u8>, Vec<u8>) {
+    let source = app_in(dir).await;
+    let memory = source.memory();
+    memory
+        .save_note("bob", &note("bob's only note", None))
+        .await
+        .unwrap();
+    for n in 0..3 {
+        memory
+            .save_note("zed", &note(&format!("zed's note number {n}"), None))
+            .await
+            .unwrap();
+    }
+    let big: Vec<u8> = (0..100 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let artifact = NewArtifact {
+        name: "big.bin".into(),
+        mime_type: "application/octet-stream".into(),
+        content: big.clone(),
+    };
+    source
+        .artifacts()
+        .put("zed", "chat-z", None, &artifact)
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    portable(&source)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut all)
+        .await
+        .unwrap();
+    (all, big)
+}
+
+#[tokio::test]
+async fn an_import_keeps_each_users_limits_and_the_artifact_folder() {
+    let (a, files) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let (archive, big) = limits_archive(&a).await;
+    let path = write(&files, "all.ndjson", &archive);
+
+    // Over memory.max_notes_per_user: zed's transaction is refused whole, bob (before zed
+    // in the archive) stays imported and searchable, and the error names both.
+    let b = TempDir::new().unwrap();
+    let mut config = common::config_in(&b);
+    config.memory.max_notes_per_user = 2;
+    let target = common::app_with(&config, None).await;
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, PortableError::OverLimit { user, imported_before, .. }
+            if user == "zed" && imported_before == &["bob".to_string()]),
+        "{err:?}"
+    );
+    assert_eq!(
+        nightshift::error::Kind::kind(&err),
+        nightshift::error::ErrorKind::Conflict
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("memory.max_notes_per_user (2)"),
+        "{message}"
+    );
+    assert!(message.contains("imported before it: bob"), "{message}");
+    let m = target.memory();
+    assert_eq!(
+        common::count(m, "SELECT count(*) FROM notes WHERE user_id = 'zed'").await,
+        0
+    );
+    assert_eq!(
+        common::count(m, "SELECT count(*) FROM artifacts WHERE user_id = 'zed'").await,
+        0
+    );
+    assert_eq!(
+        common::count(m, "SELECT count(*) FROM chunks WHERE user_id = 'bob'").await,
+        1,
+        "bob's committed note was not indexed"
+    );
+
+    // Over artifacts.max_bytes_per_user (with what zed stored already): refused by that
+    // limit's name, zed's own bytes untouched.
+    let c = TempDir::new().unwrap();
+    let mut config = common::config_in(&c);
+    config.artifacts.max_artifact_bytes = 100 * 1024;
+    config.artifacts.max_bytes_per_user = 100 * 1024;
+    let target = common::app_with(&config, None).await;
+    let small = NewArtifact {
+        name: "small.txt".into(),
+        mime_type: "text/plain".into(),
+        content: b"ten bytes!".to_vec(),
+    };
+    target
+        .artifacts()
+        .put("zed", "chat-other", None, &small)
+        .await
+        .unwrap();
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("artifacts.max_bytes_per_user"),
+        "{err}"
+    );
+    assert_eq!(
+        common::count(target.memory(), "SELECT count(*) FROM artifact_contents").await,
+        1
+    );
+
+    // One artifact over artifacts.max_artifact_bytes: its line is named, nothing written.
+    let e = TempDir::new().unwrap();
+    let mut config = common::config_in(&e);
+    config.artifacts.max_artifact_bytes = 64 * 1024;
+    let target = common::app_with(&config, None).await;
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, PortableError::Line { reason, .. }
+            if reason.contains("artifacts.max_artifact_bytes (65536)")),
+        "{err}"
+    );
+    assert_eq!(
+        common::count(target.memory(), "SELECT count(*) FROM notes").await,
+        0,
+        "checked before anything is written, bob included"
+    );
+
+    // Within the limits: the large content goes to the folder as a put would place it,
+    // reads back whole, and the round trip stays byte-identical.
+    let d = TempDir::new().unwrap();
+    let target = app_in(&d).await;
+    let report = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert_eq!(report.types["artifact"].imported, 1);
+    assert_eq!(
+        common::count(
+            target.memory(),
+            "SELECT count(*) FROM artifact_contents WHERE in_folder = 1 AND data IS NULL"
+        )
+        .await,
+        1
+    );
+    let hash = blake3::hash(&big).to_hex().to_string();
+    let folder = target
+        .artifacts()
+        .folder()
+        .expect("a folder beside the file");
+    assert!(folder.join(&hash[..2]).join(&hash).is_file());
+    let listed = target
+        .artifacts()
+        .list(&Actor::Operator, "zed", None)
+        .await
+        .unwrap();
+    let (_, bytes) = target
+        .artifacts()
+        .get(&Actor::Operator, &listed[0].artifact_id)
+        .await
+        .unwrap();
+    assert_eq!(bytes, big);
+    let mut again = Vec::new();
+    portable(&target)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut again)
+        .await
+        .unwrap();
+    assert_eq!(again, archive);
+}
+
+#[tokio::test]
+async fn the_api_imports_a_users_own_archive_as_the_cli_does() {
+    let source_dir = TempDir::new().unwrap();
+    let source = app_in(&source_dir).await;
+    populate(&source).await;
+    let alice_archive = export(&source, "alice").await;
+    let mut all_archive = Vec::new();
+    portable(&source)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut all_archive)
+        .await
+        .unwrap();
+
+    let api = common::api::TestApi::start(|_| {}).await;
+    let alice = api.token(Some("alice")).await;
+    let admin = api.token(None).await;
+    let post = |path: &str, token: &str, body: Vec<u8>| {
+        api.client
+            .post(format!("{}{path}", api.base))
+            .bearer_auth(token)
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+    };
+    // Alice may not import an archive holding bob's lines; nothing is written.
+    let reply = post("/v1/import", &alice, all_archive.clone())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 400);
+    // A truncated archive names its line and writes nothing.
+    let cut = alice_archive[..alice_archive.len() - 20].to_vec();
+    let reply = post("/v1/import", &alice, cut).await.unwrap();
+    assert_eq!(reply.status(), 400);
+    let message = reply.text().await.unwrap();
+    assert!(message.contains("line"), "{message}");
+    assert_eq!(
+        common::count(api.app.memory(), "SELECT count(*) FROM notes").await,
+        0
+    );
+    // A dry run counts and writes nothing; markdown is the CLI's.
+    let reply = post("/v1/import?dry_run=true", &alice, alice_archive.clone())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let report: serde_json::Value = reply.json().await.unwrap();
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["types"]["note"]["imported"], 3);
+    assert_eq!(
+        common::count(api.app.memory(), "SELECT count(*) FROM notes").await,
+        0
+    );
+    let reply = post("/v1/import?format=markdown", &alice, alice_archive.clone())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 400);
+
+    // Her own archive: imported, then exported back byte for byte (but the header's time).
+    let reply = post("/v1/import", &alice, alice_archive.clone())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let report: serde_json::Value = reply.json().await.unwrap();
+    assert_eq!(report["types"]["note"]["imported"], 3);
+    assert_eq!(export(&api.app, "alice").await, alice_archive);
+    let again: serde_json::Value = post("/v1/import", &alice, alice_archive.clone())
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["types"]["note"]["imported"], 0);
+
+    // mem0 items under a user token are the token's user's, whatever user_id they carry.
+    let mem0 = serde_json::json!({"results": [{
+        "id": "m-1", "memory": "Prefers window seats", "user_id": "bob",
+        "metadata": null, "created_at": "2026-01-02T03:04:05Z", "updated_at": null
+    }]});
+    let reply = post(
+        "/v1/import?format=mem0",
+        &alice,
+        serde_json::to_vec(&mem0).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status(), 200);
+    assert_eq!(
+        common::count(
+            api.app.memory(),
+            "SELECT count(*) FROM notes WHERE user_id = 'alice' AND note_id = 'mem0-m-1'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        common::count(
+            api.app.memory(),
+            "SELECT count(*) FROM notes WHERE user_id = 'bob'"
+        )
+        .await,
+        0
+    );
+    let reply = post("/v1/import?user=bob", &alice, alice_archive.clone())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 403);
+    // The admin imports everyone's.
+    let reply = post("/v1/import", &admin, all_archive).await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert!(
+        common::count(
+            api.app.memory(),
+            "SELECT count(*) FROM notes WHERE user_id = 'bob'"
+        )
+        .await
+            > 0
+    );
+    api.stop().await;
+}

@@ -170,6 +170,64 @@ impl ArtifactStore {
         Ok(record)
     }
 
+    /// Places the bytes of an artifact being imported as a put would: content already
+    /// stored keeps its place, new content over `inline_max_bytes` goes to the folder
+    /// (written here, before the importing transaction commits). Returns whether the
+    /// content lives in the folder, for its `artifact_contents` row.
+    pub(crate) async fn place_imported(&self, hash: &str, content: &[u8]) -> Result<bool> {
+        let conn = self.db.conn().await?;
+        let stored: Option<i64> = query_scalar(
+            &conn,
+            "SELECT in_folder FROM artifact_contents WHERE hash = ?1",
+            [hash],
+        )
+        .await?;
+        drop(conn);
+        let in_folder = match (&self.folder, stored) {
+            (Some(_), Some(flag)) => flag == 1,
+            (Some(_), None) => content.len() as u64 > self.config.inline_max_bytes as u64,
+            (None, _) => false,
+        };
+        if in_folder {
+            let _guard = self.folder_lock.lock().await;
+            self.write_file(hash, content).await?;
+        }
+        Ok(in_folder)
+    }
+
+    /// After an import committed: the folder files it referenced are there (a delete in
+    /// another process may have removed one between its write and the commit).
+    pub(crate) async fn keep_imported(&self, hash: &str, content: &[u8]) -> Result<()> {
+        let _guard = self.folder_lock.lock().await;
+        self.write_file(hash, content).await
+    }
+
+    /// Refuses an import that would leave `user_id` over the artifact limits, checked in
+    /// the importing transaction after its rows (`imported_bytes` of artifacts) are written.
+    pub(crate) async fn check_imported_totals(
+        &self,
+        tx: &crate::db::WriteTx,
+        user_id: &str,
+        imported_bytes: u64,
+    ) -> Result<()> {
+        let used = self.used(tx, user_id).await?;
+        self.over_quota(user_id, used.saturating_sub(imported_bytes), imported_bytes)?;
+        let count: i64 = query_scalar(
+            tx,
+            "SELECT count(*) FROM artifacts WHERE user_id = ?1",
+            [user_id],
+        )
+        .await?
+        .unwrap_or(0);
+        if count > super::MAX_ARTIFACTS_PER_USER {
+            return Err(ArtifactError::TooMany {
+                user_id: user_id.to_string(),
+                limit: super::MAX_ARTIFACTS_PER_USER,
+            });
+        }
+        Ok(())
+    }
+
     async fn write_file(&self, hash: &str, content: &[u8]) -> Result<()> {
         let Some(root) = self.folder.clone() else {
             return Ok(());

@@ -61,6 +61,9 @@ pub struct ImportReport {
     pub types: BTreeMap<String, TypeCounts>,
     /// Sessions whose search index was rebuilt after the import.
     pub sessions_reindexed: u64,
+    /// The users whose transactions committed, in order.
+    #[serde(skip)]
+    pub(crate) written: Vec<String>,
 }
 
 impl ImportReport {

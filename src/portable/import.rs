@@ -35,13 +35,33 @@ pub(super) async fn import(
         Some(format) => format,
         None => foreign::detect(&request.path)?,
     };
-    let limits = portable.memory.limits().clone();
     let mut report = ImportReport {
         format: format.as_str().to_string(),
         dry_run: request.dry_run,
         ..ImportReport::default()
     };
     let mut reindex = BTreeSet::new();
+    let written = write_all(portable, actor, request, format, &mut report, &mut reindex).await;
+    // Users committed before a failure are imported: their index is rebuilt all the same.
+    if !request.dry_run && !reindex.is_empty() {
+        let sessions: Vec<String> = reindex.into_iter().collect();
+        report.sessions_reindexed = portable.memory.rebuild_sessions(&sessions).await? as u64;
+    }
+    written?;
+    Ok(report)
+}
+
+/// Checks and writes every user's lines; `reindex` gathers the sessions of the users whose
+/// transactions committed.
+async fn write_all(
+    portable: &Portable,
+    actor: &Actor,
+    request: &ImportRequest,
+    format: ImportFormat,
+    report: &mut ImportReport,
+    reindex: &mut BTreeSet<String>,
+) -> Result<()> {
+    let limits = portable.memory.limits().clone();
     if format != ImportFormat::Nightshift {
         let batches = match format {
             ImportFormat::Mem0 => foreign::mem0(&request.path, request.user.as_deref(), &limits)?,
@@ -60,19 +80,20 @@ pub(super) async fn import(
                 lines,
                 request.dry_run,
                 true,
-                &mut report,
-                &mut reindex,
+                report,
+                reindex,
             )
             .await?;
         }
     } else {
-        let users = validate(&request.path, &limits)?;
+        let max_artifact = portable.artifacts.config().max_artifact_bytes;
+        let users = validate(&request.path, &limits, max_artifact)?;
         for user in &users {
             if !actor.may_act_for(user) {
                 return Err(PortableError::NotYours);
             }
         }
-        let mut reader = Archive::open(&request.path, &limits)?;
+        let mut reader = Archive::open(&request.path, &limits, max_artifact)?;
         let mut current: Option<(String, Vec<Line>)> = None;
         while let Some((user, line)) = reader.next_line()? {
             match &mut current {
@@ -85,8 +106,8 @@ pub(super) async fn import(
                             &lines,
                             request.dry_run,
                             false,
-                            &mut report,
-                            &mut reindex,
+                            report,
+                            reindex,
                         )
                         .await?;
                     }
@@ -101,23 +122,23 @@ pub(super) async fn import(
                 &lines,
                 request.dry_run,
                 false,
-                &mut report,
-                &mut reindex,
+                report,
+                reindex,
             )
             .await?;
         }
         report.users = users;
     }
-    if !request.dry_run && !reindex.is_empty() {
-        let sessions: Vec<String> = reindex.into_iter().collect();
-        report.sessions_reindexed = portable.memory.rebuild_sessions(&sessions).await? as u64;
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// The first pass: every line checked, nothing written. Returns the header's users.
-fn validate(path: &Path, limits: &crate::config::MemoryConfig) -> Result<Vec<String>> {
-    let mut reader = Archive::open(path, limits)?;
+fn validate(
+    path: &Path,
+    limits: &crate::config::MemoryConfig,
+    max_artifact: usize,
+) -> Result<Vec<String>> {
+    let mut reader = Archive::open(path, limits, max_artifact)?;
     while reader.next_line()?.is_some() {}
     Ok(reader.header.users)
 }
@@ -132,11 +153,18 @@ struct Archive {
     user_at: Option<usize>,
     max_line: usize,
     max_text: usize,
+    /// `artifacts.max_artifact_bytes`: a larger artifact is refused before anything is
+    /// written.
+    max_artifact: usize,
     ended: bool,
 }
 
 impl Archive {
-    fn open(path: &Path, limits: &crate::config::MemoryConfig) -> Result<Self> {
+    fn open(
+        path: &Path,
+        limits: &crate::config::MemoryConfig,
+        max_artifact: usize,
+    ) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| PortableError::io(path, e))?;
         let mut reader = BufReader::new(file);
         let first = read_bounded(&mut reader, limits.max_import_line_bytes, 1)?
@@ -166,6 +194,7 @@ impl Archive {
             user_at: None,
             max_line: limits.max_import_line_bytes,
             max_text: limits.max_text_bytes,
+            max_artifact,
             ended: false,
         })
     }
@@ -216,6 +245,18 @@ impl Archive {
         let row: Row = object.into_iter().collect();
         let user = rows::check_line(table, &row, self.max_text)
             .map_err(|reason| PortableError::line(number, reason))?;
+        if table.kind == "artifact" {
+            let size = row.get("size").and_then(Value::as_u64).unwrap_or(0);
+            if size > self.max_artifact as u64 {
+                return Err(PortableError::line(
+                    number,
+                    format!(
+                        "the artifact is {size} bytes, over artifacts.max_artifact_bytes ({})",
+                        self.max_artifact
+                    ),
+                ));
+            }
+        }
         let at = self
             .header
             .users
@@ -297,9 +338,18 @@ pub(super) async fn write_user(
         ensure_notes_session(&tx, &SessionKind::memory_session(user), user, now).await?;
     }
     let mut state_version = 0i64;
+    let (mut notes_imported, mut artifacts_imported, mut artifact_bytes) = (0u64, 0u64, 0u64);
+    // Sessions to reindex once this user's transaction has committed.
+    let mut touched = BTreeSet::new();
+    let mut folder_files = Vec::new();
     for line in lines {
         let table = line.table;
-        let outcome = write_row(&tx, user, line).await?;
+        let placing = Placing {
+            portable,
+            dry_run,
+            folder_files: &mut folder_files,
+        };
+        let outcome = write_row(&tx, user, line, placing).await?;
         let counts = report.types.entry(table.kind.to_string()).or_default();
         match outcome {
             Outcome::Present => counts.already_present += 1,
@@ -309,10 +359,16 @@ pub(super) async fn write_user(
                 match table.kind {
                     "event" | "session" => {
                         if let Some(Value::String(s)) = line.row.get("session_id") {
-                            reindex.insert(s.clone());
+                            touched.insert(s.clone());
                         }
                     }
+                    "artifact" => {
+                        artifacts_imported += 1;
+                        let size = line.row.get("size").and_then(Value::as_u64);
+                        artifact_bytes = artifact_bytes.saturating_add(size.unwrap_or(0));
+                    }
                     "note" => {
+                        notes_imported += 1;
                         let agent = match line.row.get("agent_id") {
                             Some(Value::String(agent)) => Some(agent.as_str()),
                             _ => None,
@@ -321,7 +377,7 @@ pub(super) async fn write_user(
                         // the archive holds.
                         let session = SessionKind::notes_session(user, agent);
                         ensure_notes_session(&tx, &session, user, now).await?;
-                        reindex.insert(session);
+                        touched.insert(session);
                     }
                     "state" => {
                         if let Some(Value::Number(n)) = line.row.get("version") {
@@ -343,12 +399,56 @@ pub(super) async fn write_user(
         )
         .await?;
     }
+    // The user's limits hold after the import as they would after a save or a put; one
+    // that would not is refused whole for this user (its transaction rolled back).
+    let over_limit = |reason: String| PortableError::OverLimit {
+        user: user.to_string(),
+        reason,
+        imported_before: report.written.clone(),
+    };
+    if notes_imported > 0 {
+        let limit = portable.memory.limits().max_notes_per_user;
+        let current: i64 = query_scalar(
+            &tx,
+            "SELECT count(*) FROM notes WHERE user_id = ?1 AND superseded_by IS NULL",
+            [user],
+        )
+        .await?
+        .unwrap_or(0);
+        if current > limit {
+            return Err(over_limit(format!(
+                "{notes_imported} notes more would make {current}, over \
+                 memory.max_notes_per_user ({limit})"
+            )));
+        }
+    }
+    if artifacts_imported > 0 {
+        portable
+            .artifacts
+            .check_imported_totals(&tx, user, artifact_bytes)
+            .await
+            .map_err(|e| over_limit(e.to_string()))?;
+    }
     if dry_run {
         tx.rollback().await?;
     } else {
         tx.commit().await?;
+        for (hash, bytes) in &folder_files {
+            portable.artifacts.keep_imported(hash, bytes).await?;
+        }
+        report.written.push(user.to_string());
+        reindex.append(&mut touched);
     }
     Ok(())
+}
+
+/// Where an imported artifact's bytes go: the artifact store decides (inline or its
+/// folder, as a put would); a dry run writes no file.
+struct Placing<'a> {
+    portable: &'a Portable,
+    dry_run: bool,
+    /// The folder files written, kept again after the commit.
+    folder_files: &'a mut Vec<(String, Vec<u8>)>,
 }
 
 enum Outcome {
@@ -357,7 +457,7 @@ enum Outcome {
     Conflict,
 }
 
-async fn write_row(tx: &WriteTx, user: &str, line: &Line) -> Result<Outcome> {
+async fn write_row(tx: &WriteTx, user: &str, line: &Line, placing: Placing<'_>) -> Result<Outcome> {
     let (table, row, number) = (line.table, &line.row, line.number);
     let bad = |reason: String| PortableError::line(number, reason);
     // A parent that belongs to another user makes this row a conflict.
@@ -419,7 +519,7 @@ async fn write_row(tx: &WriteTx, user: &str, line: &Line) -> Result<Outcome> {
     }
     drop(found);
     if table.kind == "artifact" {
-        write_content(tx, row).await.map_err(bad)?;
+        write_content(tx, row, placing).await.map_err(bad)?;
     }
     let placeholders: Vec<String> = (1..=table.columns.len()).map(|i| format!("?{i}")).collect();
     let sql = format!(
@@ -444,7 +544,7 @@ async fn write_row(tx: &WriteTx, user: &str, line: &Line) -> Result<Outcome> {
 }
 
 /// An artifact's bytes, checked against its hash and size, stored once per hash.
-async fn write_content(tx: &WriteTx, row: &Row) -> Result<(), String> {
+async fn write_content(tx: &WriteTx, row: &Row, placing: Placing<'_>) -> Result<(), String> {
     let (Some(Value::String(content)), Some(Value::String(hash)), Some(size), Some(created)) = (
         row.get(CONTENT),
         row.get("hash"),
@@ -461,10 +561,26 @@ async fn write_content(tx: &WriteTx, row: &Row) -> Result<(), String> {
     {
         return Err("content_base64 does not match the artifact's hash and size".to_string());
     }
+    let in_folder = if placing.dry_run {
+        false
+    } else {
+        placing
+            .portable
+            .artifacts
+            .place_imported(hash, &bytes)
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    let data = if in_folder {
+        placing.folder_files.push((hash.clone(), bytes));
+        None
+    } else {
+        Some(bytes)
+    };
     tx.execute(
         "INSERT INTO artifact_contents (hash, size, in_folder, data, created_at)
-         VALUES (?1, ?2, 0, ?3, ?4) ON CONFLICT (hash) DO NOTHING",
-        libsql::params![hash.as_str(), size, bytes, created],
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (hash) DO NOTHING",
+        libsql::params![hash.as_str(), size, i64::from(in_folder), data, created],
     )
     .await
     .map_err(|e| e.to_string())?;

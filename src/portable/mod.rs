@@ -44,6 +44,14 @@ pub enum PortableError {
     Missing(String),
     #[error("a user may export or import only their own data")]
     NotYours,
+    /// A user's lines would pass one of their limits: that user's transaction was rolled
+    /// back; users written before them stay imported.
+    #[error("{}", limit_message(.user, .reason, .imported_before))]
+    OverLimit {
+        user: String,
+        reason: String,
+        imported_before: Vec<String>,
+    },
     #[error("cannot write the archive: {0}")]
     Write(std::io::Error),
     #[error(transparent)]
@@ -62,12 +70,24 @@ impl Kind for PortableError {
             | PortableError::File { .. }
             | PortableError::NotYours => ErrorKind::BadInput,
             PortableError::Missing(_) => ErrorKind::NotFound,
+            PortableError::OverLimit { .. } => ErrorKind::Conflict,
             PortableError::Write(_) => ErrorKind::Unavailable,
             PortableError::Artifact(err) => err.kind(),
             PortableError::Memory(err) => err.kind(),
             PortableError::Db(err) => err.kind(),
         }
     }
+}
+
+fn limit_message(user: &str, reason: &str, imported_before: &[String]) -> String {
+    let mut message = format!("user `{user}`: {reason}; nothing of this user was imported");
+    if !imported_before.is_empty() {
+        message.push_str(&format!(
+            " (imported before it: {})",
+            imported_before.join(", ")
+        ));
+    }
+    message
 }
 
 impl PortableError {

@@ -1,8 +1,10 @@
-//! `/v1/export`: a user's memory as the archive `nightshift export` writes.
+//! `/v1/export`: a user's memory as the archive `nightshift export` writes; `/v1/import`:
+//! such an archive (or mem0's `get_all` output) restored, as `nightshift import` does.
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
+use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -12,10 +14,12 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::ApiQuery;
 use crate::api::ApiState;
-use crate::portable::ExportScope;
+use crate::portable::{ExportScope, ImportFormat, ImportReport, ImportRequest};
 
 pub fn router() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::new().routes(routes!(export))
+    OpenApiRouter::new()
+        .routes(routes!(export))
+        .routes(routes!(import))
 }
 
 /// `?user=` (an admin token's user) or `?all=true` (every user, admin only).
@@ -71,4 +75,108 @@ async fn export(
         archive,
     )
         .into_response())
+}
+
+/// `?format=`, `?user=`, `?dry_run=`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ImportQuery {
+    /// `nightshift` or `mem0`; detected from the body when absent. (A folder of Markdown
+    /// notes is imported with the CLI.)
+    pub format: Option<ImportFormat>,
+    /// mem0: the user every item is imported for. A user token imports for itself only;
+    /// an admin token may name anyone, or keep each item's own `user_id`.
+    pub user: Option<String>,
+    /// Check and count everything, write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Restore the body, an archive `GET /v1/export` or `nightshift export` wrote (or mem0's
+/// `get_all` output), exactly as `nightshift import` does: ids kept, rows already present
+/// counted, conflicts reported and skipped, bad or truncated input refused naming its
+/// line with nothing written (400), one transaction per user, a user's limits kept (409).
+/// A user token imports only its own user's lines. The body is read up to
+/// `server.max_body_bytes` (413 past it): larger archives go through the CLI.
+#[utoipa::path(post, path = "/v1/import", tag = "memory", params(ImportQuery),
+    request_body(content = String, content_type = "application/x-ndjson"),
+    responses((status = 200, body = ImportReport), Failures),
+    security(("bearer" = [])))]
+async fn import(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ImportQuery>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<ImportReport>, ApiError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                rejection.status(),
+                "too_large",
+                "the body is larger than server.max_body_bytes; import larger archives with \
+                 `nightshift import`",
+            )
+        } else {
+            ApiError::bad_input(crate::input::printable(&rejection.body_text()).into_owned())
+        }
+    })?;
+    if query.format == Some(ImportFormat::Markdown) {
+        return Err(ApiError::bad_input(
+            "format `markdown` reads a folder: import it with `nightshift import`",
+        ));
+    }
+    // A user token's mem0 items are its own user's, whatever `user_id` they carry.
+    let user = match (&caller.actor, query.user.as_deref()) {
+        (Actor::Operator, None) => None,
+        (_, asked) => Some(caller.user_for(asked)?),
+    };
+    // The library reads a file (twice: checked, then written): the body becomes one, in
+    // the process's temp folder, removed when the request ends.
+    let file = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        use std::io::Write as _;
+        let mut file = tempfile::NamedTempFile::new()?;
+        file.write_all(&body)?;
+        file.flush()?;
+        Ok(file)
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the import's file writer failed: {e}"),
+        )
+    })?
+    .map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!("cannot hold the body for import: {e}"),
+        )
+    })?;
+    let request = ImportRequest {
+        path: file.path().to_path_buf(),
+        format: query.format,
+        user,
+        dry_run: query.dry_run,
+    };
+    // On its own task: a client that goes away (or the request's time limit) must not
+    // stop an import between a user's commit and the rebuild of that user's index.
+    let portable = state.app.portable();
+    let actor = caller.actor.clone();
+    let report = tokio::spawn(async move {
+        let report = portable.import(&actor, &request).await;
+        drop(file);
+        report
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the import failed: {e}"),
+        )
+    })??;
+    Ok(Json(report))
 }
