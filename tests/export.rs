@@ -697,10 +697,48 @@ async fn an_import_keeps_each_users_limits_and_the_artifact_folder() {
         .await
         .unwrap();
     assert_eq!(again, archive);
+
+    // A row the database refuses while writing zed (a session in neither the archive nor
+    // the database) rolls zed back and names bob, committed before.
+    let text = String::from_utf8(archive.clone()).unwrap();
+    let orphan: String = text
+        .lines()
+        .map(|line| {
+            if line.contains("\"type\":\"artifact\"") {
+                line.replace("\"session_id\":\"chat-z\"", "\"session_id\":\"nowhere\"")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let path = write(&files, "orphan.ndjson", orphan.as_bytes());
+    let f = TempDir::new().unwrap();
+    let target = app_in(&f).await;
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("no session `nowhere`")
+            && message.ends_with("the users before it were: bob"),
+        "{message}"
+    );
+    let m = target.memory();
+    assert_eq!(
+        common::count(m, "SELECT count(*) FROM notes WHERE user_id = 'zed'").await,
+        0
+    );
+    assert_eq!(
+        common::count(m, "SELECT count(*) FROM notes WHERE user_id = 'bob'").await,
+        1
+    );
 }
 
 #[tokio::test]
-async fn the_api_imports_a_users_own_archive_as_the_cli_does() {
+async fn the_api_imports_an_archive_for_the_operator_as_the_cli_does() {
     let source_dir = TempDir::new().unwrap();
     let source = app_in(&source_dir).await;
     populate(&source).await;
@@ -722,47 +760,47 @@ async fn the_api_imports_a_users_own_archive_as_the_cli_does() {
             .body(body)
             .send()
     };
-    // Alice may not import an archive holding bob's lines; nothing is written.
-    let reply = post("/v1/import", &alice, all_archive.clone())
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 400);
+    let notes = || common::count(api.app.memory(), "SELECT count(*) FROM notes");
+    // An archive restores stored rows as they are: a user token may not, even its own.
+    for path in [
+        "/v1/import",
+        "/v1/import?dry_run=true",
+        "/v1/import?format=mem0",
+    ] {
+        let reply = post(path, &alice, alice_archive.clone()).await.unwrap();
+        assert_eq!(reply.status(), 403, "{path}");
+    }
+    assert_eq!(notes().await, 0);
     // A truncated archive names its line and writes nothing.
     let cut = alice_archive[..alice_archive.len() - 20].to_vec();
-    let reply = post("/v1/import", &alice, cut).await.unwrap();
+    let reply = post("/v1/import", &admin, cut).await.unwrap();
     assert_eq!(reply.status(), 400);
     let message = reply.text().await.unwrap();
     assert!(message.contains("line"), "{message}");
-    assert_eq!(
-        common::count(api.app.memory(), "SELECT count(*) FROM notes").await,
-        0
-    );
-    // A dry run counts and writes nothing; markdown is the CLI's.
-    let reply = post("/v1/import?dry_run=true", &alice, alice_archive.clone())
+    assert_eq!(notes().await, 0);
+    // A dry run counts and writes nothing; Markdown is the CLI's.
+    let reply = post("/v1/import?dry_run=true", &admin, alice_archive.clone())
         .await
         .unwrap();
     assert_eq!(reply.status(), 200);
     let report: serde_json::Value = reply.json().await.unwrap();
     assert_eq!(report["dry_run"], true);
     assert_eq!(report["types"]["note"]["imported"], 3);
-    assert_eq!(
-        common::count(api.app.memory(), "SELECT count(*) FROM notes").await,
-        0
-    );
-    let reply = post("/v1/import?format=markdown", &alice, alice_archive.clone())
+    assert_eq!(notes().await, 0);
+    let reply = post("/v1/import?format=markdown", &admin, alice_archive.clone())
         .await
         .unwrap();
     assert_eq!(reply.status(), 400);
 
-    // Her own archive: imported, then exported back byte for byte (but the header's time).
-    let reply = post("/v1/import", &alice, alice_archive.clone())
+    // Every user's archive: imported, then exported back byte for byte.
+    let reply = post("/v1/import", &admin, all_archive.clone())
         .await
         .unwrap();
     assert_eq!(reply.status(), 200);
     let report: serde_json::Value = reply.json().await.unwrap();
-    assert_eq!(report["types"]["note"]["imported"], 3);
+    assert_eq!(report["types"]["note"]["imported"], 4);
     assert_eq!(export(&api.app, "alice").await, alice_archive);
-    let again: serde_json::Value = post("/v1/import", &alice, alice_archive.clone())
+    let again: serde_json::Value = post("/v1/import", &admin, all_archive)
         .await
         .unwrap()
         .json()
@@ -770,14 +808,14 @@ async fn the_api_imports_a_users_own_archive_as_the_cli_does() {
         .unwrap();
     assert_eq!(again["types"]["note"]["imported"], 0);
 
-    // mem0 items under a user token are the token's user's, whatever user_id they carry.
+    // mem0 items for the user the operator names, whatever user_id they carry.
     let mem0 = serde_json::json!({"results": [{
         "id": "m-1", "memory": "Prefers window seats", "user_id": "bob",
         "metadata": null, "created_at": "2026-01-02T03:04:05Z", "updated_at": null
     }]});
     let reply = post(
-        "/v1/import?format=mem0",
-        &alice,
+        "/v1/import?format=mem0&user=carol",
+        &admin,
         serde_json::to_vec(&mem0).unwrap(),
     )
     .await
@@ -786,33 +824,141 @@ async fn the_api_imports_a_users_own_archive_as_the_cli_does() {
     assert_eq!(
         common::count(
             api.app.memory(),
-            "SELECT count(*) FROM notes WHERE user_id = 'alice' AND note_id = 'mem0-m-1'"
+            "SELECT count(*) FROM notes WHERE user_id = 'carol' AND note_id = 'mem0-m-1'"
         )
         .await,
         1
     );
-    assert_eq!(
-        common::count(
-            api.app.memory(),
-            "SELECT count(*) FROM notes WHERE user_id = 'bob'"
-        )
-        .await,
-        0
+    api.stop().await;
+}
+
+/// Lines that would hurt another user, or break later reads, are refused in the first
+/// pass (nothing written) or are conflicts; a row the database refuses after another
+/// user committed names that user.
+#[tokio::test]
+async fn hostile_lines_are_refused_before_anything_is_written() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
     );
-    let reply = post("/v1/import?user=bob", &alice, alice_archive.clone())
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let mut all = Vec::new();
+    portable(&source)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut all)
         .await
         .unwrap();
-    assert_eq!(reply.status(), 403);
-    // The admin imports everyone's.
-    let reply = post("/v1/import", &admin, all_archive).await.unwrap();
-    assert_eq!(reply.status(), 200);
-    assert!(
-        common::count(
-            api.app.memory(),
-            "SELECT count(*) FROM notes WHERE user_id = 'bob'"
-        )
+    let text = String::from_utf8(all).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let target = app_in(&b).await;
+    let bob_note = target
+        .memory()
+        .save_note("bob", &note("bob's own", None))
         .await
-            > 0
+        .unwrap()
+        .note_id;
+
+    // Replaces alice's first line of `kind` by `edit` of it.
+    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut done = false;
+        for line in &lines {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            if !done && value["type"] == kind && value["user"] == "alice" {
+                edit(&mut value);
+                done = true;
+            }
+            out.extend(serde_json::to_vec(&value).unwrap());
+            out.push(b'\n');
+        }
+        assert!(done, "no {kind} line");
+        out
+    };
+    let bob_note_for = bob_note.clone();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "tags that are not JSON",
+            with("note", &|v| v["tags_json"] = "not json".into()),
+            "is not JSON",
+        ),
+        (
+            "a payload that is not JSON",
+            with("event", &|v| v["payload_json"] = "{{{".into()),
+            "is not JSON",
+        ),
+        (
+            "user state in bob's scope",
+            with("state", &|v| {
+                if v["scope"] == "user" {
+                    v["scope_id"] = "bob".into();
+                } else {
+                    v["scope_id"] = "chat-bob".into();
+                }
+            }),
+            "scope_id",
+        ),
+        (
+            "a version past 2^53",
+            with("note_version", &|v| v["version"] = i64::MAX.into()),
+            "whole number",
+        ),
+        (
+            "bytes that are not base64",
+            with("artifact", &|v| v["content_base64"] = "!!!".into()),
+            "not base64",
+        ),
+        (
+            "bytes of another hash",
+            with("artifact", &|v| v["content_base64"] = "YWJj".into()),
+            "hash and size",
+        ),
+    ];
+    for (name, archive, expected) in cases {
+        let path = write(&files, "hostile.ndjson", &archive);
+        let err = portable(&target)
+            .import(&Actor::Operator, &request(&path, None, None))
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(err, PortableError::Line { .. }) && message.contains(expected),
+            "{name}: {message}"
+        );
+        assert!(
+            message.ends_with("nothing was imported"),
+            "{name}: {message}"
+        );
+        assert_eq!(
+            common::count(
+                target.memory(),
+                "SELECT count(*) FROM notes WHERE user_id = 'alice'"
+            )
+            .await,
+            0,
+            "{name}"
+        );
+    }
+    // A version of bob's note in alice's lines is a conflict, bob's history untouched.
+    let archive = with("note_version", &|v| {
+        v["note_id"] = bob_note_for.clone().into()
+    });
+    let path = write(&files, "version.ndjson", &archive);
+    let report = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.types["note_version"].conflicts.len(),
+        1,
+        "{report:?}"
     );
-    api.stop().await;
+    let versions = format!(
+        "SELECT count(*) FROM note_versions WHERE note_id = '{bob_note}' AND user_id = 'bob'"
+    );
+    assert_eq!(common::count(target.memory(), &versions).await, 1);
+    let others = format!(
+        "SELECT count(*) FROM note_versions WHERE note_id = '{bob_note}' AND user_id <> 'bob'"
+    );
+    assert_eq!(common::count(target.memory(), &others).await, 0);
 }

@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
 
-use base64::Engine;
 use serde_json::Value;
 
 use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
@@ -41,7 +40,17 @@ pub(super) async fn import(
         ..ImportReport::default()
     };
     let mut reindex = BTreeSet::new();
-    let written = write_all(portable, actor, request, format, &mut report, &mut reindex).await;
+    let written = write_all(portable, actor, request, format, &mut report, &mut reindex)
+        .await
+        .map_err(|err| match err {
+            // Users committed before the line's own stay imported: say so.
+            PortableError::Line { line, reason, .. } => PortableError::Line {
+                line,
+                reason,
+                imported_before: report.written.clone(),
+            },
+            other => other,
+        });
     // Users committed before a failure are imported: their index is rebuilt all the same.
     if !request.dry_run && !reindex.is_empty() {
         let sessions: Vec<String> = reindex.into_iter().collect();
@@ -483,6 +492,23 @@ async fn write_row(tx: &WriteTx, user: &str, line: &Line, placing: Placing<'_>) 
             Some(_) => {}
         }
     }
+    // A version of a note that is (or was) another user's is theirs, not this user's.
+    if table.kind == "note_version" {
+        if let Some(Value::String(note_id)) = row.get("note_id") {
+            let others: Option<i64> = query_scalar(
+                tx,
+                "SELECT count(*) FROM (
+                     SELECT user_id FROM notes WHERE note_id = ?1
+                     UNION SELECT user_id FROM note_versions WHERE note_id = ?1)
+                 WHERE user_id IS NOT ?2",
+                libsql::params![note_id.as_str(), user],
+            )
+            .await?;
+            if others.unwrap_or(0) > 0 {
+                return Ok(Outcome::Conflict);
+            }
+        }
+    }
     let values = |columns: &[&str]| -> Result<Vec<libsql::Value>> {
         columns
             .iter()
@@ -553,9 +579,7 @@ async fn write_content(tx: &WriteTx, row: &Row, placing: Placing<'_>) -> Result<
     ) else {
         return Err("an artifact needs content_base64, hash, size and created_at".to_string());
     };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(content)
-        .map_err(|e| format!("content_base64 is not base64: {e}"))?;
+    let bytes = rows::content_bytes(content)?;
     if blake3::hash(&bytes).to_hex().as_str() != hash
         || i64::try_from(bytes.len()).ok() != Some(size)
     {

@@ -35,9 +35,15 @@ pub use format::{ExportReport, ImportFormat, ImportReport, TypeCounts};
 pub enum PortableError {
     #[error(transparent)]
     Input(#[from] InputError),
-    /// A line of an archive that is not what the format says; nothing was imported.
-    #[error("line {line}: {reason}; nothing was imported")]
-    Line { line: u64, reason: String },
+    /// A line of an archive that is not what the format says. Found while checking,
+    /// nothing was imported; found while writing (a row the database refuses), the users
+    /// committed before its user's transaction stay imported.
+    #[error("{}", line_message(*.line, .reason, .imported_before))]
+    Line {
+        line: u64,
+        reason: String,
+        imported_before: Vec<String>,
+    },
     #[error("{what}: {reason}; nothing was imported")]
     File { what: String, reason: String },
     #[error("no file or folder {0}; nothing was imported")]
@@ -79,6 +85,18 @@ impl Kind for PortableError {
     }
 }
 
+fn line_message(line: u64, reason: &str, imported_before: &[String]) -> String {
+    if imported_before.is_empty() {
+        format!("line {line}: {reason}; nothing was imported")
+    } else {
+        format!(
+            "line {line}: {reason}; nothing of its user was imported, but the users before \
+             it were: {}",
+            imported_before.join(", ")
+        )
+    }
+}
+
 fn limit_message(user: &str, reason: &str, imported_before: &[String]) -> String {
     let mut message = format!("user `{user}`: {reason}; nothing of this user was imported");
     if !imported_before.is_empty() {
@@ -115,6 +133,7 @@ impl PortableError {
         PortableError::Line {
             line,
             reason: reason.into(),
+            imported_before: Vec::new(),
         }
     }
 }

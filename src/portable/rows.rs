@@ -118,10 +118,88 @@ pub(crate) fn check_line(
             return Err(format!("user_id `{owner}` is not the line's user `{user}`"));
         }
     }
-    if table.kind == "artifact" && !matches!(line.get(CONTENT), Some(Value::String(_))) {
-        return Err(format!("field `{CONTENT}` must be a string"));
+    // Stored JSON is read back by every door: text that does not parse would fail those
+    // reads for good.
+    for column in table.columns.iter().filter(|c| c.ends_with("_json")) {
+        if let Some(Value::String(text)) = line.get(*column) {
+            serde_json::from_str::<Value>(text)
+                .map_err(|e| format!("field `{column}` is not JSON: {e}"))?;
+        }
+    }
+    for column in ["version", "size"] {
+        if let Some(value) = line.get(column).filter(|_| table.columns.contains(&column)) {
+            match value.as_i64() {
+                Some(n) if (0..=MAX_COUNTER).contains(&n) => {}
+                _ => {
+                    return Err(format!(
+                        "field `{column}` must be a whole number from 0 to {MAX_COUNTER}"
+                    ))
+                }
+            }
+        }
+    }
+    if table.kind == "state" {
+        check_state_scope(line, &user)?;
+    }
+    if table.kind == "artifact" {
+        check_artifact_content(line)?;
     }
     Ok(user)
+}
+
+/// Most a version or size read from an archive may be (2⁵³): counters moved past an
+/// imported version keep room to grow, and every JSON reader holds the number exactly.
+const MAX_COUNTER: i64 = 1 << 53;
+
+/// A state row's scope instance is the one its other columns name: a user's own, the
+/// row's session, the row's run, or the single app scope.
+fn check_state_scope(line: &Row, user: &str) -> Result<(), String> {
+    let text = |column: &str| match line.get(column) {
+        Some(Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let scope_id = text("scope_id").unwrap_or_default();
+    let expected = match text("scope") {
+        Some("user") => Some(user),
+        Some("session") => text("session_id"),
+        Some("temp") => text("run_id"),
+        Some("app") => Some(""),
+        _ => return Err("field `scope` must be user, session, temp or app".to_string()),
+    };
+    if expected != Some(scope_id) {
+        return Err(format!(
+            "field `scope_id` `{}` is not the scope its row names",
+            input::printable(scope_id)
+        ));
+    }
+    Ok(())
+}
+
+/// An artifact line's bytes: base64 of exactly `size` bytes hashing to `hash`.
+fn check_artifact_content(line: &Row) -> Result<(), String> {
+    let Some(Value::String(content)) = line.get(CONTENT) else {
+        return Err(format!("field `{CONTENT}` must be a string"));
+    };
+    let bytes = content_bytes(content)?;
+    let hash = match line.get("hash") {
+        Some(Value::String(hash)) => hash.as_str(),
+        _ => return Err("field `hash` must be a string".to_string()),
+    };
+    let size = line.get("size").and_then(Value::as_i64);
+    if blake3::hash(&bytes).to_hex().as_str() != hash || i64::try_from(bytes.len()).ok() != size {
+        return Err(format!(
+            "`{CONTENT}` does not match the artifact's hash and size"
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes of an artifact line's content.
+pub(crate) fn content_bytes(content: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .map_err(|e| format!("`{CONTENT}` is not base64 ({e})"))
 }
 
 /// The write paths' text rule, without its "not blank" part: a stored title or summary

@@ -85,8 +85,7 @@ pub struct ImportQuery {
     /// `nightshift` or `mem0`; detected from the body when absent. (A folder of Markdown
     /// notes is imported with the CLI.)
     pub format: Option<ImportFormat>,
-    /// mem0: the user every item is imported for. A user token imports for itself only;
-    /// an admin token may name anyone, or keep each item's own `user_id`.
+    /// mem0: the user every item is imported for (else each item's own `user_id`).
     pub user: Option<String>,
     /// Check and count everything, write nothing.
     #[serde(default)]
@@ -97,7 +96,7 @@ pub struct ImportQuery {
 /// `get_all` output), exactly as `nightshift import` does: ids kept, rows already present
 /// counted, conflicts reported and skipped, bad or truncated input refused naming its
 /// line with nothing written (400), one transaction per user, a user's limits kept (409).
-/// A user token imports only its own user's lines. The body is read up to
+/// An admin token only (403 for a user token). The body is read up to
 /// `server.max_body_bytes` (413 past it): larger archives go through the CLI.
 #[utoipa::path(post, path = "/v1/import", tag = "memory", params(ImportQuery),
     request_body(content = String, content_type = "application/x-ndjson"),
@@ -121,15 +120,17 @@ async fn import(
             ApiError::bad_input(crate::input::printable(&rejection.body_text()).into_owned())
         }
     })?;
+    // An archive is stored rows restored as they are (schedules with their state, note
+    // histories, state counters): the operator's act, like `nightshift import`.
+    caller.require_admin()?;
     if query.format == Some(ImportFormat::Markdown) {
         return Err(ApiError::bad_input(
             "format `markdown` reads a folder: import it with `nightshift import`",
         ));
     }
-    // A user token's mem0 items are its own user's, whatever `user_id` they carry.
-    let user = match (&caller.actor, query.user.as_deref()) {
-        (Actor::Operator, None) => None,
-        (_, asked) => Some(caller.user_for(asked)?),
+    let user = match query.user.as_deref() {
+        Some(asked) => Some(caller.user_for(Some(asked))?),
+        None => None,
     };
     // The library reads a file (twice: checked, then written): the body becomes one, in
     // the process's temp folder, removed when the request ends.
