@@ -124,6 +124,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent_scope",
         sql: include_str!("../../migrations/0022_agent_scope.sql"),
     },
+    Migration {
+        version: 23,
+        name: "vector_blocks",
+        sql: include_str!("../../migrations/0023_vector_blocks.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -299,15 +299,18 @@ impl Memory {
         }
         let mut rows = conn
             .query(
-                "SELECT q.chunk_id, c.context, c.text FROM embed_queue q JOIN chunks c USING (chunk_id)
+                "SELECT q.chunk_id, c.context, c.text, c.session_id
+                 FROM embed_queue q JOIN chunks c USING (chunk_id)
                  WHERE q.claim_token = ?1 ORDER BY q.chunk_id",
                 [token.as_str()],
             )
             .await?;
         let mut ids = Vec::new();
         let mut texts = Vec::new();
+        let mut sessions: HashMap<String, usize> = HashMap::new();
         while let Some(row) = rows.next().await? {
             ids.push(row.get::<i64>(0)?);
+            *sessions.entry(row.get::<String>(3)?).or_default() += 1;
             texts.push(embedding_input(
                 &row.get::<String>(1)?,
                 &row.get::<String>(2)?,
@@ -377,6 +380,9 @@ impl Memory {
             )
             .await? as usize;
         crate::telemetry::vectors_written(stored);
+        for (session_id, count) in &sessions {
+            self.vectors.note_written(session_id, *count);
+        }
         Ok(stored)
     }
 
@@ -458,7 +464,15 @@ impl Memory {
         tokio::spawn(async move {
             loop {
                 let wait = match memory.embed_batch().await {
-                    Ok(0) => Some(IDLE_POLL),
+                    Ok(0) => {
+                        // Idle: pack what the batches wrote, so a later start loads it fast.
+                        match memory.pack_due_vectors().await {
+                            Ok(0) => {}
+                            Ok(blocks) => tracing::debug!(blocks, "packed vector blocks"),
+                            Err(err) => tracing::warn!(error = %err, "packing vectors failed"),
+                        }
+                        Some(IDLE_POLL)
+                    }
                     Ok(n) => {
                         tracing::debug!(chunks = n, "embedded a batch");
                         None

@@ -5,8 +5,10 @@
 //! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
 
 mod agents;
+mod blocks;
 mod changes;
 mod chunking;
+mod codes;
 mod context;
 mod embedding;
 mod events;
@@ -56,6 +58,7 @@ pub use types::{
     SessionForgotten, SessionKind,
 };
 pub use upkeep::FactsCursor;
+pub use vectors::CachedVectors;
 pub use versions::{NoteChange, NoteVersion, Origin};
 pub use writer::Appended;
 

@@ -267,8 +267,9 @@ impl Memory {
         }
         // The sessions' embedded chunks: at least this many chunks are in scope.
         let in_scope_at_least: usize = matrices.iter().map(|m| m.rows()).sum();
+        let scan_query = query_vector.clone();
         let vector_scan = tokio::task::spawn_blocking(move || {
-            vectors::scan_all(&matrices, &query_vector, candidates)
+            vectors::candidates_all(&matrices, &scan_query, candidates)
         });
 
         if let Some(expression) = keyword_expression(&request.query) {
@@ -285,9 +286,17 @@ impl Memory {
         }
 
         // A panic in the scan is a bug: surface it here rather than hide it.
-        let vector_hits = vector_scan
+        let vector_candidates = vector_scan
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let vector_hits = vectors::rescore(
+            &conn,
+            self.embedder.model_id(),
+            &vector_candidates,
+            &query_vector,
+            candidates,
+        )
+        .await?;
         for (chunk_id, score) in vector_hits {
             scores.entry(chunk_id).or_default().vector = Some(score as f64);
         }
@@ -481,16 +490,23 @@ impl Memory {
     ) -> Result<Vec<(i64, f32)>> {
         let query_vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let conn = self.db.conn().await?;
-        Ok(self
+        let model = self.embedder.model_id();
+        let removals: Option<i64> = crate::db::query_scalar(
+            &conn,
+            "SELECT vector_removals FROM sessions WHERE session_id = ?1",
+            [session_id],
+        )
+        .await?;
+        // A session that does not exist has no vectors.
+        let Some(removals) = removals else {
+            return Ok(Vec::new());
+        };
+        let held = self
             .vectors
-            .top_k(
-                &conn,
-                session_id,
-                self.embedder.model_id(),
-                &query_vector,
-                k,
-            )
-            .await?)
+            .current(&conn, session_id, removals, model, query_vector.len())
+            .await?;
+        let candidates = vectors::candidates_all(&[held], &query_vector, k);
+        Ok(vectors::rescore(&conn, model, &candidates, &query_vector, k).await?)
     }
 
     /// Reads the whole notes and events behind the best chunks.

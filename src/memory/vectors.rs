@@ -1,40 +1,66 @@
-//! The exact vector leg. Each session's vectors are kept in memory as one contiguous
-//! matrix, loaded lazily, topped up with only the rows added since (vector ids only grow),
-//! reloaded whole after any removal, and bounded by an LRU memory budget. A scan is exact
-//! for the sessions in scope, so no other user's rows can crowd out the right ones (the
-//! failure of a global ANN index filtered afterwards).
+//! The vector leg. Each session's vectors are kept in memory as one-byte codes
+//! ([`CodeRows`]), loaded lazily (from the session's stored blocks of codes, then its
+//! newer vector rows), topped up with only the rows added since (vector ids only grow),
+//! reloaded whole after any removal, and bounded by an LRU memory budget. A scan of the
+//! codes finds every chunk that could be among the best; those few are scored exactly
+//! from their vectors in the database. The result is exact for the sessions in scope, so
+//! no other user's rows can crowd out the right ones (the failure of a global ANN index
+//! filtered afterwards).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use super::matrix::VectorMatrix;
+use super::blocks::{self, BLOCK_ROWS};
+use super::codes::CodeRows;
+use super::matrix::{best_k, dot};
 use crate::embed::blob_to_vector;
 
-/// One session's vectors as a contiguous matrix.
+/// One session's vectors as codes.
 #[derive(Clone)]
 pub(super) struct SessionVectors {
     model: String,
     /// `sessions.vector_removals` when this copy was made.
     removals: i64,
     last_vector_id: i64,
-    matrix: VectorMatrix,
+    codes: CodeRows,
+    /// Rows read from stored blocks (the rest from vector rows).
+    from_blocks: usize,
 }
 
 impl SessionVectors {
     fn bytes(&self) -> usize {
-        self.matrix.bytes()
+        self.codes.bytes()
     }
 
     /// Vectors held.
     pub(super) fn rows(&self) -> usize {
-        self.matrix.rows()
+        self.codes.rows()
     }
+}
+
+/// How a session's cached vectors were loaded: for diagnostics and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedVectors {
+    pub rows: usize,
+    /// Of them, rows read from stored blocks of codes.
+    pub from_blocks: usize,
+    pub bytes: usize,
 }
 
 pub(super) struct VectorCache {
     state: Mutex<CacheState>,
     budget_bytes: usize,
+    /// Sessions with at least a block's worth of vectors not in stored blocks yet, and
+    /// how many vectors each got since it was last packed: packed when the embedder idles.
+    unpacked: Mutex<Unpacked>,
+}
+
+#[derive(Default)]
+struct Unpacked {
+    written: HashMap<String, usize>,
+    due: HashSet<String>,
 }
 
 struct CacheState {
@@ -50,6 +76,7 @@ impl VectorCache {
                 bytes: 0,
             }),
             budget_bytes,
+            unpacked: Mutex::new(Unpacked::default()),
         }
     }
 
@@ -79,31 +106,36 @@ impl VectorCache {
         }
     }
 
-    /// The `k` chunks of `session_id` whose `model` vectors are most similar (cosine, as
-    /// all vectors are unit length) to `query`, best first. Chunks with no positive
-    /// similarity are left out.
-    pub(super) async fn top_k(
-        &self,
-        conn: &crate::db::Conn,
-        session_id: &str,
-        model: &str,
-        query: &[f32],
-        k: usize,
-    ) -> Result<Vec<(i64, f32)>, libsql::Error> {
-        let removals: Option<i64> = crate::db::query_scalar(
-            conn,
-            "SELECT vector_removals FROM sessions WHERE session_id = ?1",
-            [session_id],
-        )
-        .await?;
-        // A session that does not exist has no vectors.
-        let Some(removals) = removals else {
-            return Ok(Vec::new());
-        };
-        let vectors = self
-            .current(conn, session_id, removals, model, query.len())
-            .await?;
-        Ok(vectors.matrix.top_k(query, k))
+    /// How the cached copy of `session_id`'s vectors was loaded, if one is cached.
+    pub(super) fn cached(&self, session_id: &str) -> Option<CachedVectors> {
+        self.peek(session_id).map(|v| CachedVectors {
+            rows: v.rows(),
+            from_blocks: v.from_blocks,
+            bytes: v.bytes(),
+        })
+    }
+
+    /// Counts vectors just written for `session_id`; a block's worth makes it due.
+    pub(super) fn note_written(&self, session_id: &str, count: usize) {
+        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
+        let written = unpacked.written.entry(session_id.to_string()).or_default();
+        *written += count;
+        if *written >= BLOCK_ROWS {
+            unpacked.written.remove(session_id);
+            unpacked.due.insert(session_id.to_string());
+        }
+    }
+
+    /// Marks `session_id` as having a block's worth of vectors to pack.
+    fn note_due(&self, session_id: &str) {
+        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
+        unpacked.due.insert(session_id.to_string());
+    }
+
+    /// The sessions due for packing, now forgotten.
+    pub(super) fn take_due(&self) -> Vec<String> {
+        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
+        unpacked.due.drain().collect()
     }
 
     /// This session's vectors, brought up to date with the database. `removals` is the
@@ -118,35 +150,56 @@ impl VectorCache {
         dimensions: usize,
     ) -> Result<Arc<SessionVectors>, libsql::Error> {
         let cached = self.peek(session_id).filter(|c| {
-            c.removals == removals && c.model == model && c.matrix.dimensions() == dimensions
+            c.removals == removals && c.model == model && c.codes.dimensions() == dimensions
         });
         let from = cached.as_ref().map_or(0, |c| c.last_vector_id);
+        // Whole stored blocks first (each one row of a few hundred KiB, instead of
+        // thousands of vector rows), then the vector rows after the last block.
+        let mut added = SessionVectors {
+            model: model.to_string(),
+            removals,
+            last_vector_id: from,
+            codes: CodeRows::new(dimensions),
+            from_blocks: 0,
+        };
+        added.last_vector_id =
+            blocks::load_chain(conn, session_id, model, removals, from, &mut added.codes).await?;
+        added.from_blocks = added.codes.rows();
         let mut rows = conn
             .query(
                 "SELECT vector_id, chunk_id, embedding FROM chunk_vectors
                  WHERE session_id = ?1 AND model = ?2 AND vector_id > ?3 ORDER BY vector_id",
-                libsql::params![session_id, model, from],
+                libsql::params![session_id, model, added.last_vector_id],
             )
             .await?;
-        let mut added: Vec<(i64, i64, Vec<f32>)> = Vec::new();
+        let mut from_rows = 0;
         while let Some(row) = rows.next().await? {
             let blob: Vec<u8> = row.get(2)?;
-            match blob_to_vector(&blob) {
-                Some(v) if v.len() == dimensions => added.push((row.get(0)?, row.get(1)?, v)),
-                _ => continue,
+            added.last_vector_id = row.get(0)?;
+            from_rows += 1;
+            if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == dimensions) {
+                added.codes.push(row.get(1)?, &v);
             }
         }
-        if added.is_empty() {
+        drop(rows);
+        if from_rows >= BLOCK_ROWS {
+            self.note_due(session_id);
+        }
+        if added.last_vector_id == from {
             if let Some(cached) = cached {
                 return Ok(cached);
             }
         }
         // Extend in place when no other search holds this copy, else copy it once.
-        let mut vectors = match cached {
+        let vectors = match cached {
             Some(_) => {
                 let arc = self.take(session_id).filter(|c| c.last_vector_id == from);
                 match arc {
-                    Some(arc) => Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone()),
+                    Some(arc) => {
+                        let mut vectors = Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone());
+                        vectors.append(added);
+                        vectors
+                    }
                     None => {
                         return Box::pin(
                             self.current(conn, session_id, removals, model, dimensions),
@@ -155,30 +208,69 @@ impl VectorCache {
                     }
                 }
             }
-            None => SessionVectors {
-                model: model.to_string(),
-                removals,
-                last_vector_id: 0,
-                matrix: VectorMatrix::new(dimensions),
-            },
+            None => added,
         };
-        vectors.matrix.reserve(added.len());
-        for (vector_id, chunk_id, v) in added {
-            vectors.last_vector_id = vector_id;
-            vectors.matrix.push(chunk_id, &v);
-        }
         let vectors = Arc::new(vectors);
         self.put(session_id, vectors.clone());
         Ok(vectors)
     }
 }
 
-/// The `k` best chunks over several sessions' matrices, best first.
-pub(super) fn scan_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> Vec<(i64, f32)> {
-    let mut hits: Vec<(i64, f32)> = all.iter().flat_map(|v| v.matrix.top_k(query, k)).collect();
-    hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-    hits.truncate(k);
-    hits
+impl SessionVectors {
+    /// Appends rows loaded after this copy's last vector.
+    fn append(&mut self, newer: SessionVectors) {
+        self.codes.append(newer.codes);
+        self.from_blocks += newer.from_blocks;
+        self.last_vector_id = newer.last_vector_id;
+    }
+}
+
+/// The chunks of several sessions that may be among the `k` most similar to `query`.
+pub(super) fn candidates_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> Vec<i64> {
+    all.iter()
+        .flat_map(|v| {
+            v.codes
+                .candidates(query, k)
+                .into_iter()
+                .map(|row| v.codes.chunk_id(row))
+        })
+        .collect()
+}
+
+/// Chunk ids read by one statement when rescoring.
+const RESCORE_SLICE: usize = 10_000;
+
+/// The `k` of `chunk_ids` whose stored `model` vectors score best against `query`, best
+/// first, each with its exact score; chunks removed meanwhile are left out.
+pub(super) async fn rescore(
+    conn: &crate::db::Conn,
+    model: &str,
+    chunk_ids: &[i64],
+    query: &[f32],
+    k: usize,
+) -> Result<Vec<(i64, f32)>, libsql::Error> {
+    let mut scored = Vec::with_capacity(chunk_ids.len());
+    for slice in chunk_ids.chunks(RESCORE_SLICE) {
+        let mut params: Vec<libsql::Value> = vec![model.into()];
+        params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT chunk_id, embedding FROM chunk_vectors
+                     WHERE model = ?1 AND chunk_id IN ({})",
+                    super::search::placeholders(2, slice.len())
+                ),
+                params,
+            )
+            .await?;
+        while let Some(row) = rows.next().await? {
+            let blob: Vec<u8> = row.get(1)?;
+            if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == query.len()) {
+                scored.push((row.get::<i64>(0)?, dot(&v, query)));
+            }
+        }
+    }
+    Ok(best_k(scored, k))
 }
 
 #[cfg(test)]
@@ -186,15 +278,16 @@ mod tests {
     use super::*;
 
     fn session(rows: usize) -> Arc<SessionVectors> {
-        let mut matrix = VectorMatrix::new(16);
+        let mut codes = CodeRows::new(16);
         for i in 0..rows {
-            matrix.push(i as i64, &[0.25; 16]);
+            codes.push(i as i64, &[0.25; 16]);
         }
         Arc::new(SessionVectors {
             model: "m".into(),
             removals: 0,
             last_vector_id: rows as i64,
-            matrix,
+            codes,
+            from_blocks: 0,
         })
     }
 

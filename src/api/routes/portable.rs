@@ -99,7 +99,8 @@ pub struct ImportQuery {
 /// An admin token only (403 for a user token). The body is read up to
 /// `server.max_body_bytes` (413 past it): larger archives go through the CLI.
 #[utoipa::path(post, path = "/v1/import", tag = "memory", params(ImportQuery),
-    request_body(content = String, content_type = "application/x-ndjson"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "The archive (NDJSON) or mem0's JSON, as bytes; any Content-Type"),
     responses((status = 200, body = ImportReport), Failures),
     security(("bearer" = [])))]
 async fn import(

@@ -1,0 +1,305 @@
+//! Vectors kept as one byte a component, and the scan that finds which rows may be among
+//! the best for a query.
+//!
+//! Each row is kept as its own step times signed integers in -127..=127. A scan scores
+//! every row in integers against the query rounded to 16 bits and knows how far each
+//! estimate can be from the true score, so it returns every row that could still be in
+//! the top k: the exact scores of those few (read from the f32 rows, in memory or in the
+//! database) then give exactly what an exact scan of every row gives. A quarter of the
+//! f32 rows' bytes, and about five times faster to scan where the CPU has AVX2.
+
+/// Most dimensions the integer pass takes: each of its 16 lanes of i32 sums at most
+/// 4096 / 16 products of 127 × 32,767, which stays below 2³¹.
+pub const MAX_DIMENSIONS: usize = 4096;
+
+/// Rows as codes: chunk ids, a step per row, `dimensions` codes per row.
+#[derive(Clone, Default)]
+pub struct CodeRows {
+    dimensions: usize,
+    chunk_ids: Vec<i64>,
+    /// Row-major, `dimensions` codes a row: the row ≈ codes × step.
+    codes: Vec<i8>,
+    /// Each row's largest absolute component / 127; infinite for a row holding a value
+    /// that is not finite, which is then always a candidate.
+    steps: Vec<f32>,
+}
+
+/// One row's codes and step.
+pub fn encode(row: &[f32]) -> (f32, Vec<i8>) {
+    let step = if row.iter().all(|x| x.is_finite()) {
+        step_for(row, 127.0)
+    } else {
+        f32::INFINITY
+    };
+    let codes = row
+        .iter()
+        .map(|x| (x / step).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    (step, codes)
+}
+
+impl CodeRows {
+    /// Rows of `dimensions` (at most [`MAX_DIMENSIONS`]) values.
+    pub fn new(dimensions: usize) -> Self {
+        Self {
+            dimensions,
+            ..Self::default()
+        }
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    pub fn rows(&self) -> usize {
+        self.chunk_ids.len()
+    }
+
+    /// Memory held.
+    pub fn bytes(&self) -> usize {
+        self.chunk_ids.len() * 8 + self.codes.len() + self.steps.len() * 4
+    }
+
+    pub fn reserve(&mut self, rows: usize) {
+        self.chunk_ids.reserve(rows);
+        self.codes.reserve(rows.saturating_mul(self.dimensions));
+        self.steps.reserve(rows);
+    }
+
+    /// Adds a row of `dimensions` values.
+    pub fn push(&mut self, chunk_id: i64, row: &[f32]) {
+        debug_assert_eq!(row.len(), self.dimensions);
+        let (step, codes) = encode(row);
+        self.push_encoded(chunk_id, step, &codes);
+    }
+
+    /// Adds a row already encoded (`dimensions` codes).
+    pub fn push_encoded(&mut self, chunk_id: i64, step: f32, codes: &[i8]) {
+        debug_assert_eq!(codes.len(), self.dimensions);
+        self.chunk_ids.push(chunk_id);
+        self.steps.push(step);
+        self.codes.extend_from_slice(codes);
+    }
+
+    /// Appends `other`'s rows (of the same width).
+    pub fn append(&mut self, other: CodeRows) {
+        debug_assert_eq!(other.dimensions, self.dimensions);
+        self.chunk_ids.extend(other.chunk_ids);
+        self.steps.extend(other.steps);
+        self.codes.extend(other.codes);
+    }
+
+    /// Row `row`'s chunk id.
+    pub fn chunk_id(&self, row: usize) -> i64 {
+        self.chunk_ids[row]
+    }
+
+    /// The rows that may be among the `k` best for `query` by dot product: every row that
+    /// can score above zero and above what `k` rows surely score. A query holding a value
+    /// that is not finite has no rounding to bound: every row is returned.
+    pub fn candidates(&self, query: &[f32], k: usize) -> Vec<usize> {
+        let d = self.dimensions;
+        if k == 0 || query.len() != d || self.rows() == 0 {
+            return Vec::new();
+        }
+        if !query.iter().all(|x| x.is_finite()) {
+            return (0..self.rows()).collect();
+        }
+        let query_step = step_for(query, 32767.0);
+        let rounded_query: Vec<i16> = query
+            .iter()
+            .map(|x| (x / query_step).round().clamp(-32767.0, 32767.0) as i16)
+            .collect();
+        let sums = rounded_dots(&self.codes, &rounded_query);
+        // With row = step × codes + e and query = query_step × rounded + f, where each
+        // |e| ≤ step / 2 and |f| ≤ query_step / 2:
+        // row · query − step × query_step × (codes · rounded) = e · query + step × codes · f,
+        // at most step / 2 × (|query|₁ + query_step × 127 × d). The exact score is itself
+        // summed in f32, off by up to d × 2⁻²³ of Σ|row × query| ≤ 127 × step × |query|₁,
+        // which the extra `2e-5 × d` covers; 1e-6 covers rounding the estimate.
+        let query_l1: f32 = query.iter().map(|x| x.abs()).sum();
+        let reach = query_l1 * (0.5 + 2e-5 * d as f32) + query_step * 64.0 * d as f32;
+        let mut estimates: Vec<(usize, f32, f32)> = Vec::new();
+        for (row, (sum, step)) in sums.into_iter().zip(&self.steps).enumerate() {
+            if !step.is_finite() {
+                estimates.push((row, f32::NEG_INFINITY, f32::INFINITY));
+                continue;
+            }
+            let estimate = sum as f32 * step * query_step;
+            let bound = step * reach + 1e-6;
+            if estimate + bound > 0.0 {
+                estimates.push((row, estimate - bound, estimate + bound));
+            }
+        }
+        // Some k rows score at least `floor` for sure, so a row that cannot reach it is
+        // not among the k best.
+        let floor = if estimates.len() > k {
+            let mut lows: Vec<f32> = estimates.iter().map(|&(_, low, _)| low).collect();
+            let (_, kth, _) = lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+            kth.max(0.0)
+        } else {
+            0.0
+        };
+        estimates
+            .into_iter()
+            .filter(|&(_, _, high)| high >= floor)
+            .map(|(row, _, _)| row)
+            .collect()
+    }
+
+    /// Rows `from..` as the three blobs a stored block holds: chunk ids (i64), steps (f32)
+    /// and codes, little-endian.
+    pub fn to_blobs(&self, from: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let ids = self.chunk_ids[from..]
+            .iter()
+            .flat_map(|id| id.to_le_bytes())
+            .collect();
+        let steps = self.steps[from..]
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let codes = self.codes[from * self.dimensions..]
+            .iter()
+            .map(|c| *c as u8)
+            .collect();
+        (ids, steps, codes)
+    }
+
+    /// Appends the rows of a stored block; `false` (and nothing added) when the blobs do
+    /// not hold `rows` rows of this width.
+    pub fn extend_from_blobs(
+        &mut self,
+        rows: usize,
+        ids: &[u8],
+        steps: &[u8],
+        codes: &[u8],
+    ) -> bool {
+        let whole = rows.checked_mul(8) == Some(ids.len())
+            && rows.checked_mul(4) == Some(steps.len())
+            && rows.checked_mul(self.dimensions) == Some(codes.len());
+        if !whole {
+            return false;
+        }
+        self.reserve(rows);
+        self.chunk_ids.extend(
+            ids.chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        );
+        self.steps.extend(
+            steps
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))),
+        );
+        self.codes.extend(codes.iter().map(|c| *c as i8));
+        true
+    }
+}
+
+/// The step that maps `values`' largest magnitude to `top`.
+pub(super) fn step_for(values: &[f32], top: f32) -> f32 {
+    let largest = values.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if largest > 0.0 {
+        largest / top
+    } else {
+        1.0
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Each row of `codes` (`query.len()` values a row) · `query`, in integers.
+fn rounded_dots(codes: &[i8], query: &[i16]) -> Vec<i64> {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: this CPU has AVX2, as just checked.
+        return unsafe { rounded_dots_avx2(codes, query) };
+    }
+    rounded_dots_plain(codes, query)
+}
+
+/// The same sums on any CPU.
+fn rounded_dots_plain(codes: &[i8], query: &[i16]) -> Vec<i64> {
+    let d = query.len().max(1);
+    codes
+        .chunks_exact(d)
+        .map(|row| {
+            row.iter()
+                .zip(query)
+                .map(|(x, y)| *x as i64 * *y as i64)
+                .sum()
+        })
+        .collect()
+}
+
+/// Plain loops, not closures: a closure would not be compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn rounded_dots_avx2(codes: &[i8], query: &[i16]) -> Vec<i64> {
+    const LANES: usize = 16;
+    let d = query.len();
+    let whole = d - d % LANES;
+    let mut out = Vec::with_capacity(codes.len() / d.max(1));
+    for row in codes.chunks_exact(d.max(1)) {
+        let mut sums = [0i32; LANES];
+        for (x, y) in row[..whole]
+            .chunks_exact(LANES)
+            .zip(query[..whole].chunks_exact(LANES))
+        {
+            for i in 0..LANES {
+                sums[i] += x[i] as i32 * y[i] as i32;
+            }
+        }
+        let mut total: i64 = 0;
+        for sum in sums {
+            total += sum as i64;
+        }
+        for i in whole..d {
+            total += row[i] as i64 * query[i] as i64;
+        }
+        out.push(total);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plain_sums_equal_the_simd_ones() {
+        let d: usize = 37;
+        let codes: Vec<i8> = (0..d * 5).map(|i| ((i * 37) % 255) as i8).collect();
+        let query: Vec<i16> = (0..d).map(|i| (i as i32 * 997 - 16_000) as i16).collect();
+        let plain = rounded_dots_plain(&codes, &query);
+        assert_eq!(rounded_dots(&codes, &query), plain);
+        assert_eq!(plain.len(), 5);
+    }
+
+    #[test]
+    fn blobs_round_trip_and_refuse_the_wrong_size() {
+        let mut rows = CodeRows::new(3);
+        rows.push(7, &[0.5, -0.25, 1.0]);
+        rows.push(9, &[f32::NAN, 0.0, 0.0]);
+        let (ids, steps, codes) = rows.to_blobs(0);
+        let mut back = CodeRows::new(3);
+        assert!(back.extend_from_blobs(2, &ids, &steps, &codes));
+        assert_eq!(
+            back.to_blobs(0),
+            (ids.clone(), steps.clone(), codes.clone())
+        );
+        assert_eq!(back.chunk_id(1), 9);
+        let mut wrong = CodeRows::new(3);
+        assert!(!wrong.extend_from_blobs(3, &ids, &steps, &codes));
+        assert!(!wrong.extend_from_blobs(2, &ids, &steps, &codes[1..]));
+        assert_eq!(wrong.rows(), 0);
+    }
+}
