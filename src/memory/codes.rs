@@ -119,31 +119,38 @@ impl CodeRows {
         // which the extra `2e-5 × d` covers; 1e-6 covers rounding the estimate.
         let query_l1: f32 = query.iter().map(|x| x.abs()).sum();
         let reach = query_l1 * (0.5 + 2e-5 * d as f32) + query_step * 64.0 * d as f32;
-        let mut estimates: Vec<(usize, f32, f32)> = Vec::new();
+        // One pass: the k best lower bounds so far (a min-heap) give a floor that only
+        // rises; a row whose upper bound is under the floor when it is seen can never be
+        // among the k best. Rows kept are checked against the final floor at the end.
+        let mut lows: std::collections::BinaryHeap<std::cmp::Reverse<OrderedLow>> =
+            std::collections::BinaryHeap::with_capacity(k + 1);
+        let mut floor = 0.0f32;
+        let mut kept: Vec<(usize, f32)> = Vec::new();
         for (row, (sum, step)) in sums.into_iter().zip(&self.steps).enumerate() {
-            if !step.is_finite() {
-                estimates.push((row, f32::NEG_INFINITY, f32::INFINITY));
+            let (low, high) = if step.is_finite() {
+                let estimate = sum as f32 * step * query_step;
+                let bound = step * reach + 1e-6;
+                (estimate - bound, estimate + bound)
+            } else {
+                (f32::NEG_INFINITY, f32::INFINITY)
+            };
+            if high <= 0.0 || high < floor {
                 continue;
             }
-            let estimate = sum as f32 * step * query_step;
-            let bound = step * reach + 1e-6;
-            if estimate + bound > 0.0 {
-                estimates.push((row, estimate - bound, estimate + bound));
+            kept.push((row, high));
+            lows.push(std::cmp::Reverse(OrderedLow(low)));
+            if lows.len() > k {
+                lows.pop();
+            }
+            if lows.len() == k {
+                if let Some(std::cmp::Reverse(OrderedLow(kth))) = lows.peek() {
+                    floor = floor.max(*kth);
+                }
             }
         }
-        // Some k rows score at least `floor` for sure, so a row that cannot reach it is
-        // not among the k best.
-        let floor = if estimates.len() > k {
-            let mut lows: Vec<f32> = estimates.iter().map(|&(_, low, _)| low).collect();
-            let (_, kth, _) = lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
-            kth.max(0.0)
-        } else {
-            0.0
-        };
-        estimates
-            .into_iter()
-            .filter(|&(_, _, high)| high >= floor)
-            .map(|(row, _, _)| row)
+        kept.into_iter()
+            .filter(|&(_, high)| high >= floor)
+            .map(|(row, _)| row)
             .collect()
     }
 
@@ -192,6 +199,24 @@ impl CodeRows {
         );
         self.codes.extend(codes.iter().map(|c| *c as i8));
         true
+    }
+}
+
+/// A lower bound ordered by `total_cmp`, for the heap of the best ones.
+#[derive(PartialEq)]
+struct OrderedLow(f32);
+
+impl Eq for OrderedLow {}
+
+impl PartialOrd for OrderedLow {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedLow {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
