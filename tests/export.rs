@@ -42,6 +42,16 @@ async fn export(app: &App, user: &str) -> Vec<u8> {
     out
 }
 
+/// Every user's archive.
+async fn export_all(app: &App) -> Vec<u8> {
+    let mut out = Vec::new();
+    portable(app)
+        .export(&Actor::Operator, &ExportScope::All, AT, &mut out)
+        .await
+        .expect("export");
+    out
+}
+
 fn request(path: &Path, format: Option<ImportFormat>, user: Option<&str>) -> ImportRequest {
     ImportRequest {
         path: path.to_path_buf(),
@@ -553,11 +563,7 @@ async fn limits_archive(dir: &TempDir) -> (Vec<u8>, Vec<u8>) {
         .put("zed", "chat-z", None, &artifact)
         .await
         .unwrap();
-    let mut all = Vec::new();
-    portable(&source)
-        .export(&Actor::Operator, &ExportScope::All, AT, &mut all)
-        .await
-        .unwrap();
+    let all = export_all(&source).await;
     (all, big)
 }
 
@@ -691,11 +697,7 @@ async fn an_import_keeps_each_users_limits_and_the_artifact_folder() {
         .await
         .unwrap();
     assert_eq!(bytes, big);
-    let mut again = Vec::new();
-    portable(&target)
-        .export(&Actor::Operator, &ExportScope::All, AT, &mut again)
-        .await
-        .unwrap();
+    let again = export_all(&target).await;
     assert_eq!(again, archive);
 
     // A row the database refuses while writing zed (a session in neither the archive nor
@@ -743,11 +745,7 @@ async fn the_api_imports_an_archive_for_the_operator_as_the_cli_does() {
     let source = app_in(&source_dir).await;
     populate(&source).await;
     let alice_archive = export(&source, "alice").await;
-    let mut all_archive = Vec::new();
-    portable(&source)
-        .export(&Actor::Operator, &ExportScope::All, AT, &mut all_archive)
-        .await
-        .unwrap();
+    let all_archive = export_all(&source).await;
 
     let api = common::api::TestApi::start(|_| {}).await;
     let alice = api.token(Some("alice")).await;
@@ -844,11 +842,7 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
     );
     let source = app_in(&a).await;
     populate(&source).await;
-    let mut all = Vec::new();
-    portable(&source)
-        .export(&Actor::Operator, &ExportScope::All, AT, &mut all)
-        .await
-        .unwrap();
+    let all = export_all(&source).await;
     let text = String::from_utf8(all).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let target = app_in(&b).await;

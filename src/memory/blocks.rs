@@ -61,13 +61,7 @@ impl Memory {
         loop {
             let conn = self.db.conn().await?;
             let tx = conn.write_tx().await?;
-            let removals: Option<i64> = crate::db::query_scalar(
-                &tx,
-                "SELECT vector_removals FROM sessions WHERE session_id = ?1",
-                [session_id],
-            )
-            .await?;
-            let Some(removals) = removals else {
+            let Some(removals) = super::vectors::removals_of(&tx, session_id).await? else {
                 return Ok(made);
             };
             tx.execute(

@@ -491,14 +491,8 @@ impl Memory {
         let query_vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let conn = self.db.conn().await?;
         let model = self.embedder.model_id();
-        let removals: Option<i64> = crate::db::query_scalar(
-            &conn,
-            "SELECT vector_removals FROM sessions WHERE session_id = ?1",
-            [session_id],
-        )
-        .await?;
         // A session that does not exist has no vectors.
-        let Some(removals) = removals else {
+        let Some(removals) = vectors::removals_of(&conn, session_id).await? else {
             return Ok(Vec::new());
         };
         let held = self

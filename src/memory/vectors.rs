@@ -237,6 +237,19 @@ pub(super) fn candidates_all(all: &[Arc<SessionVectors>], query: &[f32], k: usiz
         .collect()
 }
 
+/// `session_id`'s `vector_removals`, or `None` when there is no such session.
+pub(super) async fn removals_of(
+    conn: &impl crate::db::Queryable,
+    session_id: &str,
+) -> Result<Option<i64>, libsql::Error> {
+    crate::db::query_scalar(
+        conn,
+        "SELECT vector_removals FROM sessions WHERE session_id = ?1",
+        [session_id],
+    )
+    .await
+}
+
 /// Chunk ids read by one statement when rescoring.
 const RESCORE_SLICE: usize = 10_000;
 
