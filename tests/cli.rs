@@ -767,3 +767,50 @@ fn the_cli_reference_is_up_to_date() {
         "docs/cli.md is out of date: run `nightshift generate cli-doc docs/cli.md`"
     );
 }
+
+/// `import -` reads an archive from standard input (kept whole first: an import reads its
+/// input twice), and `--user` is refused for an archive, whose lines name their users.
+#[test]
+fn import_reads_an_archive_from_standard_input() {
+    use std::io::Write as _;
+    let source = TempDir::new().unwrap();
+    json(
+        source.path(),
+        &["memory", "save", "--user", "alice", "piped tea note"],
+    );
+    let archive = run(source.path(), &["export", "--user", "alice"]);
+    assert!(archive.status.success(), "{}", stderr(&archive));
+
+    let target = TempDir::new().unwrap();
+    let mut child = nightshift(target.path())
+        .args(["--json", "import", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&archive.stdout)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["types"]["note"]["imported"], 1);
+    let found = json(
+        target.path(),
+        &["memory", "search", "--user", "alice", "piped tea"],
+    );
+    assert!(found.to_string().contains("piped tea note"), "{found}");
+
+    let file = target.path().join("alice.ndjson");
+    std::fs::write(&file, &archive.stdout).unwrap();
+    let out = run(
+        target.path(),
+        &["import", file.to_str().unwrap(), "--user", "bob"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("user"), "{}", stderr(&out));
+}

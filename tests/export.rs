@@ -933,6 +933,27 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
             "{name}"
         );
     }
+    // A user named twice in the header is refused on line 1.
+    let twice = text.replacen(
+        "\"users\":[\"alice\",\"bob\"]",
+        "\"users\":[\"alice\",\"bob\",\"alice\"]",
+        1,
+    );
+    assert_ne!(twice, text);
+    let path = write(&files, "twice.ndjson", twice.as_bytes());
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("named twice"), "{err}");
+    // A user for an archive would be ignored: refused instead.
+    let path = write(&files, "plain.ndjson", text.as_bytes());
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, Some("carol")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PortableError::Input(_)), "{err}");
+
     // A version of bob's note in alice's lines is a conflict, bob's history untouched.
     let archive = with("note_version", &|v| {
         v["note_id"] = bob_note_for.clone().into()

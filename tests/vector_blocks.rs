@@ -194,3 +194,40 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
         .unwrap();
     assert_eq!(count(&fresh, "SELECT count(*) FROM vector_blocks").await, 0);
 }
+
+/// The worker's embedder packs a session that got a block's worth of vectors once it has
+/// nothing left to embed: a restart then loads that session from its block.
+#[tokio::test]
+async fn the_embedder_packs_a_session_when_it_idles() {
+    let dir = TempDir::new().unwrap();
+    let memory = memory_in(&dir).await.with_embed_batch_size(512);
+    let events: Vec<NewEvent> = (0..4096 + 50)
+        .map(|i| NewEvent::new(Role::User, turn(i)))
+        .collect();
+    for batch in events.chunks(2_000) {
+        memory.append("u", "chat", batch).await.unwrap();
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let embedder = memory.spawn_embedder(stop.clone());
+    // Bounded by the number of polls, not by a time to assert.
+    for _ in 0..1_200 {
+        if count(&memory, "SELECT count(*) FROM vector_blocks").await > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    stop.cancel();
+    embedder.await.unwrap();
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM vector_blocks").await,
+        1
+    );
+    let fresh = reopened(&dir).await;
+    let leg = fresh
+        .vector_leg("chat", "copper lantern", 10)
+        .await
+        .unwrap();
+    assert_eq!(leg, exhaustive(&fresh, "copper lantern", 10).await);
+    let held = fresh.cached_vectors("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (4096 + 50, 4096));
+}

@@ -27,7 +27,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// An archive from `nightshift export`, a mem0 JSON file, or a folder of Markdown files.
+    /// An archive from `nightshift export`, a mem0 JSON file, or a folder of Markdown files;
+    /// `-` reads standard input.
     file: PathBuf,
     /// What FILE is; detected when absent.
     #[arg(long, value_enum)]
@@ -85,9 +86,37 @@ pub async fn export(app: &App, args: ExportArgs, json: bool) -> Result<(), Error
     }
 }
 
+/// Standard input (`-`) or a pipe, kept whole in a temporary file first: the import reads
+/// its input twice.
+fn spooled(path: &std::path::Path) -> Result<Option<tempfile::NamedTempFile>, Error> {
+    let unreadable = |e: std::io::Error| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("cannot read the input: {e}"),
+        )
+    };
+    if path.as_os_str() == "-" {
+        return nightshift::portable::spool(std::io::stdin().lock())
+            .map(Some)
+            .map_err(unreadable);
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => std::fs::File::open(path)
+            .and_then(nightshift::portable::spool)
+            .map(Some)
+            .map_err(unreadable),
+        // A regular file or a folder is read in place; a missing one is reported by the
+        // import, as not found.
+        _ => Ok(None),
+    }
+}
+
 pub async fn import(app: &App, args: ImportArgs, json: bool) -> Result<(), Error> {
+    let input = spooled(&args.file)?;
     let request = ImportRequest {
-        path: args.file,
+        path: input
+            .as_ref()
+            .map_or_else(|| args.file.clone(), |f| f.path().to_path_buf()),
         format: args.format.map(|f| match f {
             Format::Nightshift => ImportFormat::Nightshift,
             Format::Mem0 => ImportFormat::Mem0,
@@ -97,6 +126,7 @@ pub async fn import(app: &App, args: ImportArgs, json: bool) -> Result<(), Error
         dry_run: args.dry_run,
     };
     let report = app.portable().import(&Actor::Operator, &request).await?;
+    drop(input);
     if report.dry_run {
         note("dry run: nothing was written");
     }

@@ -97,6 +97,14 @@ async fn write_all(
     } else {
         let max_artifact = portable.artifacts.config().max_artifact_bytes;
         let users = validate(&request.path, &limits, max_artifact)?;
+        if request.user.is_some() {
+            // An archive names its own users; a user given here would be ignored.
+            return Err(crate::input::InputError::new(
+                "user",
+                "applies to mem0 and Markdown imports: an archive's lines name their users",
+            )
+            .into());
+        }
         for user in &users {
             if !actor.may_act_for(user) {
                 return Err(PortableError::NotYours);
@@ -192,8 +200,14 @@ impl Archive {
                 ),
             ));
         }
-        for user in &header.users {
+        for (i, user) in header.users.iter().enumerate() {
             crate::input::check_user_id(user).map_err(|e| PortableError::line(1, e.to_string()))?;
+            if header.users[..i].contains(user) {
+                return Err(PortableError::line(
+                    1,
+                    format!("user `{user}` is named twice in the header"),
+                ));
+            }
         }
         Ok(Self {
             reader,

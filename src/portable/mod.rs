@@ -170,6 +170,16 @@ pub struct ImportRequest {
     pub dry_run: bool,
 }
 
+/// A temporary file holding everything `reader` gives: an import reads its input twice
+/// (checked, then written), so a pipe or a request body is first kept whole on disk.
+/// The file is removed when the handle is dropped.
+pub fn spool(mut reader: impl std::io::Read) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut file = tempfile::NamedTempFile::new()?;
+    std::io::copy(&mut reader, file.as_file_mut())?;
+    file.as_file_mut().sync_data()?;
+    Ok(file)
+}
+
 impl Portable {
     pub fn new(db: Db, memory: Memory, artifacts: ArtifactStore, clock: Arc<dyn Clock>) -> Self {
         Self {

@@ -135,28 +135,22 @@ async fn import(
     };
     // The library reads a file (twice: checked, then written): the body becomes one, in
     // the process's temp folder, removed when the request ends.
-    let file = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
-        use std::io::Write as _;
-        let mut file = tempfile::NamedTempFile::new()?;
-        file.write_all(&body)?;
-        file.flush()?;
-        Ok(file)
-    })
-    .await
-    .map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("the import's file writer failed: {e}"),
-        )
-    })?
-    .map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            format!("cannot hold the body for import: {e}"),
-        )
-    })?;
+    let file = tokio::task::spawn_blocking(move || crate::portable::spool(&body[..]))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("the import's file writer failed: {e}"),
+            )
+        })?
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!("cannot hold the body for import: {e}"),
+            )
+        })?;
     let request = ImportRequest {
         path: file.path().to_path_buf(),
         format: query.format,
