@@ -406,7 +406,10 @@ async fn three_workers_unbounded(
         let db = open_db(&config).await.unwrap();
         let pids: Vec<u32> = workers.iter().map(|(w, _)| w.0.id()).collect();
         let mut victim_at = 0;
-        'poll: for _ in 0..2_000 {
+        // Polled for up to 20 s (not a number of times): on a loaded machine a quick
+        // series of polls can all fall between runs, and then the kill proves nothing.
+        let poll_until = std::time::Instant::now() + Duration::from_secs(20);
+        'poll: while std::time::Instant::now() < poll_until {
             let conn = db.conn().await.unwrap();
             let mut rows = conn
                 .query(
@@ -425,6 +428,8 @@ async fn three_workers_unbounded(
                     break 'poll;
                 }
             }
+            drop(rows);
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         for (worker, log) in workers.iter_mut() {
             if let Ok(Some(status)) = worker.0.try_wait() {

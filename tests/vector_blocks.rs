@@ -231,3 +231,31 @@ async fn the_embedder_packs_a_session_when_it_idles() {
     let held = fresh.cached_vectors("chat").unwrap();
     assert_eq!((held.rows, held.from_blocks), (4096 + 50, 4096));
 }
+
+/// A session forgotten and made again under the same id starts its removal count over:
+/// a handle that cached the old session's vectors loads the new session's, not the old
+/// ones topped up.
+#[tokio::test]
+async fn a_session_made_again_under_its_id_is_loaded_again() {
+    let dir = TempDir::new().unwrap();
+    let memory = memory_in(&dir).await;
+    let first: Vec<NewEvent> = (0..300)
+        .map(|i| NewEvent::new(Role::User, turn(i)))
+        .collect();
+    memory.append("u", "chat", &first).await.unwrap();
+    memory.embed_pending(&|_, _| {}).await.unwrap();
+    assert_exact(&memory).await;
+    memory
+        .forget(&nightshift::access::Actor::Operator, "chat")
+        .await
+        .unwrap();
+    // Fewer events than before, so the new session's vector ids may lie below the old
+    // session's last one (SQLite reuses the largest ids once they are deleted).
+    let second: Vec<NewEvent> = (1000..1100)
+        .map(|i| NewEvent::new(Role::User, turn(i)))
+        .collect();
+    memory.append("u", "chat", &second).await.unwrap();
+    memory.embed_pending(&|_, _| {}).await.unwrap();
+    assert_exact(&memory).await;
+    assert_eq!(memory.cached_vectors("chat").unwrap().rows, 100);
+}

@@ -12,9 +12,15 @@ use crate::embed::blob_to_vector;
 /// Vectors a block holds; a session's newest vectors, fewer than this, stay rows.
 pub(super) const BLOCK_ROWS: usize = 4096;
 
+/// Blocks (or attempts) one call of [`Memory::pack_vectors`] makes at most: a million
+/// vectors are 245 blocks.
+const MAX_PACK_PASSES: usize = 4096;
+
 /// Appends to `codes` the rows of `session_id`'s blocks of `model` vectors made at
 /// `removals`, in order, starting with the block after vector id `from`, for as long as
-/// they follow one another. Returns the last vector id they cover (`from` when none).
+/// they follow one another and read whole. Returns the last vector id they cover (`from`
+/// when none). A block that cannot be read, or holds what no packer writes, ends the
+/// chain: the vector rows after it are read instead.
 pub(super) async fn load_chain(
     conn: &crate::db::Conn,
     session_id: &str,
@@ -22,8 +28,9 @@ pub(super) async fn load_chain(
     removals: i64,
     from: i64,
     codes: &mut CodeRows,
-) -> Result<i64, libsql::Error> {
-    let mut rows = conn
+) -> i64 {
+    let mut last = from;
+    let rows = conn
         .query(
             "SELECT after_vector_id, last_vector_id, row_count, chunk_ids, steps, codes
              FROM vector_blocks
@@ -32,53 +39,82 @@ pub(super) async fn load_chain(
              ORDER BY after_vector_id",
             libsql::params![session_id, model, removals, codes.dimensions() as i64, from],
         )
-        .await?;
-    let mut last = from;
-    while let Some(row) = rows.next().await? {
-        if row.get::<i64>(0)? != last {
+        .await;
+    let Ok(mut rows) = rows else {
+        return last;
+    };
+    while let Ok(Some(row)) = rows.next().await {
+        let Ok(block) = read_block(&row) else {
+            break;
+        };
+        if block.after != last || block.last <= block.after || !block.steps_are_sound() {
             break;
         }
-        let count = usize::try_from(row.get::<i64>(2)?).unwrap_or(usize::MAX);
-        let (ids, steps, packed): (Vec<u8>, Vec<u8>, Vec<u8>) =
-            (row.get(3)?, row.get(4)?, row.get(5)?);
-        if !codes.extend_from_blobs(count, &ids, &steps, &packed) {
+        if !codes.extend_from_blobs(block.rows, &block.ids, &block.steps, &block.codes) {
             break;
         }
-        last = row.get(1)?;
+        last = block.last;
     }
-    Ok(last)
+    last
+}
+
+/// One stored block as read.
+struct StoredBlock {
+    after: i64,
+    last: i64,
+    rows: usize,
+    ids: Vec<u8>,
+    steps: Vec<u8>,
+    codes: Vec<u8>,
+}
+
+impl StoredBlock {
+    /// Every step is one a packer writes: a positive normal number, or infinite.
+    fn steps_are_sound(&self) -> bool {
+        self.steps.chunks_exact(4).all(|b| {
+            let step = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            (step.is_normal() && step > 0.0) || step == f32::INFINITY
+        })
+    }
+}
+
+fn read_block(row: &libsql::Row) -> Result<StoredBlock, libsql::Error> {
+    Ok(StoredBlock {
+        after: row.get(0)?,
+        last: row.get(1)?,
+        rows: usize::try_from(row.get::<i64>(2)?).unwrap_or(usize::MAX),
+        ids: row.get(3)?,
+        steps: row.get(4)?,
+        codes: row.get(5)?,
+    })
 }
 
 impl Memory {
     /// Packs `session_id`'s vectors of the configured model into stored blocks, as many
     /// whole blocks as there are vectors past its last block (blocks made before a removal
-    /// from the session are dropped and made again). One short transaction a block.
-    /// Returns how many blocks it made.
+    /// from the session are dropped and made again). Each block's vectors are read and
+    /// encoded outside any transaction; a short write transaction then checks that the
+    /// session and its chain are as they were read and stores the block. Returns how many
+    /// blocks it made.
     pub async fn pack_vectors(&self, session_id: &str) -> Result<usize> {
         let model = self.embedder.model_id().to_string();
         let dimensions = self.embedder.dimensions();
         let mut made = 0;
-        loop {
+        // Each pass either stores a block or finds the chain moved (another packer, a
+        // removal): bounded, so a session changing without pause cannot hold it.
+        for _ in 0..MAX_PACK_PASSES {
             let conn = self.db.conn().await?;
-            let tx = conn.write_tx().await?;
-            let Some(removals) = super::vectors::removals_of(&tx, session_id).await? else {
+            let Some(tag) = super::vectors::tag_of(&conn, session_id).await? else {
                 return Ok(made);
             };
-            tx.execute(
-                "DELETE FROM vector_blocks WHERE session_id = ?1
-                 AND (model <> ?2 OR removals <> ?3 OR dimensions <> ?4)",
-                libsql::params![session_id, model.as_str(), removals, dimensions as i64],
-            )
-            .await?;
-            let after: i64 = crate::db::query_scalar(
-                &tx,
-                "SELECT coalesce(max(last_vector_id), 0) FROM vector_blocks
-                 WHERE session_id = ?1 AND model = ?2",
-                libsql::params![session_id, model.as_str()],
-            )
-            .await?
-            .unwrap_or(0);
-            let mut rows = tx
+            let chain_end = "SELECT coalesce(max(last_vector_id), 0) FROM vector_blocks
+                 WHERE session_id = ?1 AND model = ?2 AND removals = ?3 AND dimensions = ?4";
+            let chain_params =
+                || libsql::params![session_id, model.as_str(), tag.removals, dimensions as i64];
+            let after: i64 = crate::db::query_scalar(&conn, chain_end, chain_params())
+                .await?
+                .unwrap_or(0);
+            let mut rows = conn
                 .query(
                     "SELECT vector_id, chunk_id, embedding FROM chunk_vectors
                      WHERE session_id = ?1 AND model = ?2 AND vector_id > ?3
@@ -98,9 +134,25 @@ impl Memory {
                 }
             }
             drop(rows);
+            let tx = conn.write_tx().await?;
+            if super::vectors::tag_of(&tx, session_id).await? != Some(tag) {
+                tx.rollback().await?;
+                continue;
+            }
+            tx.execute(
+                "DELETE FROM vector_blocks WHERE session_id = ?1
+                 AND (model <> ?2 OR removals <> ?3 OR dimensions <> ?4)",
+                libsql::params![session_id, model.as_str(), tag.removals, dimensions as i64],
+            )
+            .await?;
             if read < BLOCK_ROWS {
                 tx.commit().await?;
                 return Ok(made);
+            }
+            let now: Option<i64> = crate::db::query_scalar(&tx, chain_end, chain_params()).await?;
+            if now.unwrap_or(0) != after {
+                tx.rollback().await?;
+                continue;
             }
             let (ids, steps, packed) = codes.to_blobs(0);
             tx.execute(
@@ -112,7 +164,7 @@ impl Memory {
                     model.as_str(),
                     after,
                     last,
-                    removals,
+                    tag.removals,
                     dimensions as i64,
                     codes.rows() as i64,
                     ids,
@@ -124,6 +176,7 @@ impl Memory {
             tx.commit().await?;
             made += 1;
         }
+        Ok(made)
     }
 
     /// Packs the sessions that got a block's worth of vectors since they were last

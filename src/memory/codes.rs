@@ -26,11 +26,11 @@ pub struct CodeRows {
 
 /// One row's codes and step.
 pub fn encode(row: &[f32]) -> (f32, Vec<i8>) {
-    let step = if row.iter().all(|x| x.is_finite()) {
-        step_for(row, 127.0)
-    } else {
-        f32::INFINITY
-    };
+    // A row with a value that is not finite, or so small that its step is not a normal
+    // number, has no rounding to bound: it is always a candidate.
+    let step = Some(step_for(row, 127.0))
+        .filter(|step| row.iter().all(|x| x.is_finite()) && step.is_normal())
+        .unwrap_or(f32::INFINITY);
     let codes = row
         .iter()
         .map(|x| (x / step).round().clamp(-127.0, 127.0) as i8)
@@ -55,9 +55,16 @@ impl CodeRows {
         self.chunk_ids.len()
     }
 
-    /// Memory held.
+    /// Memory held (what is allocated, not only what is used).
     pub fn bytes(&self) -> usize {
-        self.chunk_ids.len() * 8 + self.codes.len() + self.steps.len() * 4
+        self.chunk_ids.capacity() * 8 + self.codes.capacity() + self.steps.capacity() * 4
+    }
+
+    /// Gives back room reserved beyond the rows held.
+    pub fn shrink_to_fit(&mut self) {
+        self.chunk_ids.shrink_to_fit();
+        self.codes.shrink_to_fit();
+        self.steps.shrink_to_fit();
     }
 
     pub fn reserve(&mut self, rows: usize) {
@@ -106,6 +113,9 @@ impl CodeRows {
             return (0..self.rows()).collect();
         }
         let query_step = step_for(query, 32767.0);
+        if !query_step.is_normal() {
+            return (0..self.rows()).collect();
+        }
         let rounded_query: Vec<i16> = query
             .iter()
             .map(|x| (x / query_step).round().clamp(-32767.0, 32767.0) as i16)
@@ -117,22 +127,25 @@ impl CodeRows {
         // at most step / 2 × (|query|₁ + query_step × 127 × d). The exact score is itself
         // summed in f32, off by up to d × 2⁻²³ of Σ|row × query| ≤ 127 × step × |query|₁,
         // which the extra `2e-5 × d` covers; 1e-6 covers rounding the estimate.
-        let query_l1: f32 = query.iter().map(|x| x.abs()).sum();
-        let reach = query_l1 * (0.5 + 2e-5 * d as f32) + query_step * 64.0 * d as f32;
+        // In f64: a product of large steps must not overflow to a bound that excludes.
+        let query_l1: f64 = query.iter().map(|x| f64::from(x.abs())).sum();
+        let query_step = f64::from(query_step);
+        let reach = query_l1 * (0.5 + 2e-5 * d as f64) + query_step * 64.0 * d as f64;
         // One pass: the k best lower bounds so far (a min-heap) give a floor that only
         // rises; a row whose upper bound is under the floor when it is seen can never be
         // among the k best. Rows kept are checked against the final floor at the end.
         let mut lows: std::collections::BinaryHeap<std::cmp::Reverse<OrderedLow>> =
-            std::collections::BinaryHeap::with_capacity(k + 1);
-        let mut floor = 0.0f32;
-        let mut kept: Vec<(usize, f32)> = Vec::new();
+            std::collections::BinaryHeap::with_capacity(k.min(self.rows()) + 1);
+        let mut floor = 0.0f64;
+        let mut kept: Vec<(usize, f64)> = Vec::new();
         for (row, (sum, step)) in sums.into_iter().zip(&self.steps).enumerate() {
-            let (low, high) = if step.is_finite() {
-                let estimate = sum as f32 * step * query_step;
-                let bound = step * reach + 1e-6;
+            let step = f64::from(*step);
+            let estimate = sum as f64 * step * query_step;
+            let bound = step * reach + 1e-6;
+            let (low, high) = if estimate.is_finite() && bound.is_finite() {
                 (estimate - bound, estimate + bound)
             } else {
-                (f32::NEG_INFINITY, f32::INFINITY)
+                (f64::NEG_INFINITY, f64::INFINITY)
             };
             if high <= 0.0 || high < floor {
                 continue;
@@ -204,7 +217,7 @@ impl CodeRows {
 
 /// A lower bound ordered by `total_cmp`, for the heap of the best ones.
 #[derive(PartialEq)]
-struct OrderedLow(f32);
+struct OrderedLow(f64);
 
 impl Eq for OrderedLow {}
 

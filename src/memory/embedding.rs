@@ -98,8 +98,8 @@ pub async fn stored_embedding(conn: &crate::db::Conn) -> Result<StoredEmbedding>
 pub(super) struct SearchState {
     /// Why the vector leg is left out, if it is.
     pub degraded: Option<String>,
-    /// `vector_removals` of each session in scope that exists.
-    pub removals: HashMap<String, i64>,
+    /// The tag (`vector_removals`, `created_at`) of each session in scope that exists.
+    pub tags: HashMap<String, super::vectors::SessionTag>,
     /// Highest chunk id − lowest + 1: at least the number of chunks (0 when none). Read
     /// as two subqueries: `max(…) - min(…)` in one select scans the whole table.
     pub chunk_id_span: i64,
@@ -139,26 +139,31 @@ impl Memory {
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT 'meta', key, value FROM meta
+                    "SELECT 'meta', key, value, NULL FROM meta
                      WHERE key IN ('embedding_model', 'embedding_reembed')
                      UNION ALL
-                     SELECT 'session', session_id, vector_removals FROM sessions
+                     SELECT 'session', session_id, vector_removals, created_at FROM sessions
                      WHERE session_id IN ({placeholders})
                      UNION ALL
                      SELECT 'chunks', '',
-                         (SELECT max(chunk_id) FROM chunks) - (SELECT min(chunk_id) FROM chunks) + 1"
+                         (SELECT max(chunk_id) FROM chunks) - (SELECT min(chunk_id) FROM chunks) + 1,
+                         NULL"
                 ),
                 params,
             )
             .await?;
         let (mut recorded, mut reembedding) = (None, false);
-        let mut removals = HashMap::new();
+        let mut tags = HashMap::new();
         let mut chunk_id_span = 0;
         while let Some(row) = rows.next().await? {
             let key = row.get::<String>(1)?;
             match (row.get::<String>(0)?.as_str(), key.as_str()) {
                 ("session", _) => {
-                    removals.insert(key, row.get::<i64>(2)?);
+                    let tag = super::vectors::SessionTag {
+                        removals: row.get(2)?,
+                        created_at: row.get(3)?,
+                    };
+                    tags.insert(key, tag);
                 }
                 ("chunks", _) => chunk_id_span = row.get::<Option<i64>>(2)?.unwrap_or(0),
                 (_, "embedding_model") => recorded = Some(row.get::<String>(2)?),
@@ -175,7 +180,7 @@ impl Memory {
         };
         Ok(SearchState {
             degraded: off,
-            removals,
+            tags,
             chunk_id_span,
         })
     }

@@ -241,7 +241,7 @@ impl Memory {
         // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
         // while this task runs the keyword query, so the two legs overlap.
         let state = self.search_state(&conn, &sessions).await?;
-        let (degraded, removals) = (state.degraded, state.removals);
+        let (degraded, tags) = (state.degraded, state.tags);
         let query_vector = match degraded {
             Some(_) => Vec::new(),
             None => self
@@ -254,13 +254,13 @@ impl Memory {
         if query_vector.iter().any(|x| *x != 0.0) {
             for session_id in &sessions {
                 // A session that does not exist has no vectors.
-                let Some(removals) = removals.get(session_id) else {
+                let Some(tag) = tags.get(session_id) else {
                     continue;
                 };
                 let model = self.embedder.model_id();
                 let m = self
                     .vectors
-                    .current(&conn, session_id, *removals, model, query_vector.len())
+                    .current(&conn, session_id, *tag, model, query_vector.len())
                     .await?;
                 matrices.push(m);
             }
@@ -292,6 +292,7 @@ impl Memory {
         let vector_hits = vectors::rescore(
             &conn,
             self.embedder.model_id(),
+            &sessions,
             &vector_candidates,
             &query_vector,
             candidates,
@@ -492,15 +493,16 @@ impl Memory {
         let conn = self.db.conn().await?;
         let model = self.embedder.model_id();
         // A session that does not exist has no vectors.
-        let Some(removals) = vectors::removals_of(&conn, session_id).await? else {
+        let Some(tag) = vectors::tag_of(&conn, session_id).await? else {
             return Ok(Vec::new());
         };
         let held = self
             .vectors
-            .current(&conn, session_id, removals, model, query_vector.len())
+            .current(&conn, session_id, tag, model, query_vector.len())
             .await?;
         let candidates = vectors::candidates_all(&[held], &query_vector, k);
-        Ok(vectors::rescore(&conn, model, &candidates, &query_vector, k).await?)
+        let sessions = [session_id.to_string()];
+        Ok(vectors::rescore(&conn, model, &sessions, &candidates, &query_vector, k).await?)
     }
 
     /// Reads the whole notes and events behind the best chunks.

@@ -17,12 +17,21 @@ use super::codes::CodeRows;
 use super::matrix::{best_k, dot};
 use crate::embed::blob_to_vector;
 
+/// What tells one state of a session's vectors from another besides new rows: its
+/// `vector_removals` (every removal counts) and its `created_at` (a session forgotten and
+/// made again under the same id starts its count over).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SessionTag {
+    pub removals: i64,
+    pub created_at: i64,
+}
+
 /// One session's vectors as codes.
 #[derive(Clone)]
 pub(super) struct SessionVectors {
     model: String,
-    /// `sessions.vector_removals` when this copy was made.
-    removals: i64,
+    /// The session's tag when this copy was made.
+    tag: SessionTag,
     last_vector_id: i64,
     codes: CodeRows,
     /// Rows read from stored blocks (the rest from vector rows).
@@ -80,8 +89,16 @@ impl VectorCache {
         }
     }
 
-    fn take(&self, session_id: &str) -> Option<Arc<SessionVectors>> {
+    /// Takes `session_id`'s copy out of the cache if `wanted` holds for it.
+    fn take_if(
+        &self,
+        session_id: &str,
+        wanted: impl Fn(&SessionVectors) -> bool,
+    ) -> Option<Arc<SessionVectors>> {
         let mut state = self.state.lock().expect("vector cache lock");
+        if !wanted(state.entries.peek(session_id)?) {
+            return None;
+        }
         let entry = state.entries.pop(session_id)?;
         state.bytes -= entry.bytes();
         Some(entry)
@@ -138,32 +155,40 @@ impl VectorCache {
         unpacked.due.drain().collect()
     }
 
-    /// This session's vectors, brought up to date with the database. `removals` is the
-    /// session's `vector_removals` as just read: a cached copy made at another count is
-    /// missing a removal and is loaded again whole.
+    /// This session's vectors, brought up to date with the database. `tag` is the
+    /// session's as just read: a cached copy made at another is missing a removal (or is
+    /// of an earlier session of that id) and is loaded again whole.
     pub(super) async fn current(
         &self,
         conn: &crate::db::Conn,
         session_id: &str,
-        removals: i64,
+        tag: SessionTag,
         model: &str,
         dimensions: usize,
     ) -> Result<Arc<SessionVectors>, libsql::Error> {
-        let cached = self.peek(session_id).filter(|c| {
-            c.removals == removals && c.model == model && c.codes.dimensions() == dimensions
-        });
+        let fits = |c: &SessionVectors| {
+            c.tag == tag && c.model == model && c.codes.dimensions() == dimensions
+        };
+        let cached = self.peek(session_id).filter(|c| fits(c));
         let from = cached.as_ref().map_or(0, |c| c.last_vector_id);
         // Whole stored blocks first (each one row of a few hundred KiB, instead of
         // thousands of vector rows), then the vector rows after the last block.
         let mut added = SessionVectors {
             model: model.to_string(),
-            removals,
+            tag,
             last_vector_id: from,
             codes: CodeRows::new(dimensions),
             from_blocks: 0,
         };
-        added.last_vector_id =
-            blocks::load_chain(conn, session_id, model, removals, from, &mut added.codes).await?;
+        added.last_vector_id = blocks::load_chain(
+            conn,
+            session_id,
+            model,
+            tag.removals,
+            from,
+            &mut added.codes,
+        )
+        .await;
         added.from_blocks = added.codes.rows();
         let mut rows = conn
             .query(
@@ -193,7 +218,9 @@ impl VectorCache {
         // Extend in place when no other search holds this copy, else copy it once.
         let vectors = match cached {
             Some(_) => {
-                let arc = self.take(session_id).filter(|c| c.last_vector_id == from);
+                // Only the copy these rows follow: another search may have replaced it
+                // meanwhile with one of another tag or length.
+                let arc = self.take_if(session_id, |c| fits(c) && c.last_vector_id == from);
                 match arc {
                     Some(arc) => {
                         let mut vectors = Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone());
@@ -201,14 +228,16 @@ impl VectorCache {
                         vectors
                     }
                     None => {
-                        return Box::pin(
-                            self.current(conn, session_id, removals, model, dimensions),
-                        )
-                        .await
+                        return Box::pin(self.current(conn, session_id, tag, model, dimensions))
+                            .await
                     }
                 }
             }
-            None => added,
+            None => {
+                // A whole load: its length is final until the next top-up.
+                added.codes.shrink_to_fit();
+                added
+            }
         };
         let vectors = Arc::new(vectors);
         self.put(session_id, vectors.clone());
@@ -237,15 +266,21 @@ pub(super) fn candidates_all(all: &[Arc<SessionVectors>], query: &[f32], k: usiz
         .collect()
 }
 
-/// `session_id`'s `vector_removals`, or `None` when there is no such session.
-pub(super) async fn removals_of(
+/// `session_id`'s tag, or `None` when there is no such session.
+pub(super) async fn tag_of(
     conn: &impl crate::db::Queryable,
     session_id: &str,
-) -> Result<Option<i64>, libsql::Error> {
-    crate::db::query_scalar(
+) -> Result<Option<SessionTag>, libsql::Error> {
+    crate::db::query_first_row(
         conn,
-        "SELECT vector_removals FROM sessions WHERE session_id = ?1",
+        "SELECT vector_removals, created_at FROM sessions WHERE session_id = ?1",
         [session_id],
+        |row| {
+            Ok(SessionTag {
+                removals: row.get(0)?,
+                created_at: row.get(1)?,
+            })
+        },
     )
     .await
 }
@@ -253,11 +288,13 @@ pub(super) async fn removals_of(
 /// Chunk ids read by one statement when rescoring.
 const RESCORE_SLICE: usize = 10_000;
 
-/// The `k` of `chunk_ids` whose stored `model` vectors score best against `query`, best
-/// first, each with its exact score; chunks removed meanwhile are left out.
+/// The `k` of `chunk_ids` whose stored `model` vectors in `sessions` score best against
+/// `query`, best first, each with its exact score; chunks removed meanwhile (or whose id
+/// now names a chunk of another session) are left out.
 pub(super) async fn rescore(
     conn: &crate::db::Conn,
     model: &str,
+    sessions: &[String],
     chunk_ids: &[i64],
     query: &[f32],
     k: usize,
@@ -269,7 +306,7 @@ pub(super) async fn rescore(
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT chunk_id, embedding FROM chunk_vectors
+                    "SELECT chunk_id, session_id, embedding FROM chunk_vectors
                      WHERE model = ?1 AND chunk_id IN ({})",
                     super::search::placeholders(2, slice.len())
                 ),
@@ -277,7 +314,11 @@ pub(super) async fn rescore(
             )
             .await?;
         while let Some(row) = rows.next().await? {
-            let blob: Vec<u8> = row.get(1)?;
+            // A chunk id reused by another session since the codes were loaded.
+            if !sessions.contains(&row.get::<String>(1)?) {
+                continue;
+            }
+            let blob: Vec<u8> = row.get(2)?;
             if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == query.len()) {
                 scored.push((row.get::<i64>(0)?, dot(&v, query)));
             }
@@ -297,7 +338,10 @@ mod tests {
         }
         Arc::new(SessionVectors {
             model: "m".into(),
-            removals: 0,
+            tag: SessionTag {
+                removals: 0,
+                created_at: 0,
+            },
             last_vector_id: rows as i64,
             codes,
             from_blocks: 0,
