@@ -15,7 +15,9 @@
 //!
 //! Prints a table, then `name=value` pairs as its last line, the size in their names
 //! (`_1m`, `_200k`). `NIGHTSHIFT_SCALE_CHUNKS=100000` gives a run of a few minutes; the
-//! default takes long (the fill is most of it).
+//! default takes long (the fill is most of it). `NIGHTSHIFT_SCALE_DB=PATH` keeps the
+//! database at PATH and, when PATH already exists, searches it without filling it again
+//! (for comparing changes to search; its ingest adds 4,000 events each run).
 
 use std::time::{Duration, Instant};
 
@@ -128,27 +130,34 @@ async fn main() {
     let others = big / 5;
     let label = size_label(big);
     let dir = tempfile::TempDir::new().unwrap();
+    let db_path = std::env::var_os("NIGHTSHIFT_SCALE_DB")
+        .map_or_else(|| dir.path().join("scale.db"), std::path::PathBuf::from);
+    let reused = db_path.exists();
     let mut config = Config::default();
-    config.database.path = dir.path().join("scale.db").display().to_string();
+    config.database.path = db_path.display().to_string();
     let app = App::open(&config).await.expect("open");
     let memory = app.memory().clone();
     let lang = Language::new();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
 
-    eprintln!("filling {big} chunks for one user and {others} for {OTHER_USERS} others…");
     let start = Instant::now();
-    append_many(&memory, "user-big", "user-big-chat", big, &mut rng, &lang).await;
-    for u in 0..OTHER_USERS {
-        let n = others / OTHER_USERS;
-        append_many(
-            &memory,
-            &format!("user-{u}"),
-            &format!("user-{u}-chat"),
-            n,
-            &mut rng,
-            &lang,
-        )
-        .await;
+    if reused {
+        eprintln!("searching {} as it is", db_path.display());
+    } else {
+        eprintln!("filling {big} chunks for one user and {others} for {OTHER_USERS} others…");
+        append_many(&memory, "user-big", "user-big-chat", big, &mut rng, &lang).await;
+        for u in 0..OTHER_USERS {
+            let n = others / OTHER_USERS;
+            append_many(
+                &memory,
+                &format!("user-{u}"),
+                &format!("user-{u}-chat"),
+                n,
+                &mut rng,
+                &lang,
+            )
+            .await;
+        }
     }
     memory.embed_pending(&|_, _| {}).await.expect("embed");
     let fill_secs = start.elapsed().as_secs_f64();
@@ -167,7 +176,15 @@ async fn main() {
     let cold_rows = start.elapsed();
     drop(unpacked);
     let start = Instant::now();
-    let blocks = memory.pack_due_vectors().await.expect("pack");
+    // What the embedder does when idle, for the big user's conversation.
+    let blocks = memory
+        .pack_vectors("user-big-chat")
+        .await
+        .expect("pack vectors")
+        + memory
+            .pack_keywords("user-big-chat")
+            .await
+            .expect("pack keywords");
     let pack_secs = start.elapsed().as_secs_f64();
     let searcher = handle(&app, config.search.candidates).await;
     let start = Instant::now();
@@ -179,6 +196,9 @@ async fn main() {
     let from_blocks = searcher
         .cached_vectors("user-big-chat")
         .map_or(0, |c| c.from_blocks);
+    let keywords = searcher.cached_keywords("user-big-chat");
+    let keywords_from_blocks = keywords.map_or(0, |c| c.from_blocks);
+    let keyword_mib = keywords.map_or(0.0, |c| c.bytes as f64 / (1024.0 * 1024.0));
     let mut times: Vec<Duration> = Vec::with_capacity(QUERIES);
     let mut shipped = Vec::with_capacity(QUERIES);
     for query in &queries[1..] {
@@ -211,6 +231,29 @@ async fn main() {
         wanted += exact.len();
         kept += exact.iter().filter(|id| leg.contains(id)).count();
     }
+    // The keyword leg's index against bm25 computed from every chunk row.
+    let exact_queries: Vec<&str> = queries[1..]
+        .iter()
+        .take(EXACT_QUERIES)
+        .map(String::as_str)
+        .collect();
+    let exhaustive = memory
+        .keyword_leg_exhaustive("user-big-chat", &exact_queries, 10)
+        .await
+        .expect("exhaustive keyword leg");
+    for (query, exact) in exact_queries.iter().zip(exhaustive) {
+        let exact = exact.unwrap_or_default();
+        let leg = searcher
+            .keyword_leg("user-big-chat", query, 10)
+            .await
+            .expect("keyword leg")
+            .unwrap_or_default();
+        wanted += exact.len();
+        kept += exact
+            .iter()
+            .filter(|hit| leg.iter().any(|h| h.0 == hit.0))
+            .count();
+    }
     let recall = if wanted == 0 {
         1.0
     } else {
@@ -239,8 +282,7 @@ async fn main() {
         .map(|_| lang.sentence(&mut rng, 200))
         .collect();
     let ingest_per_s = common::concurrent_appends(&memory, &texts, APPENDERS).await;
-    let db_mib = std::fs::metadata(dir.path().join("scale.db"))
-        .map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
+    let db_mib = std::fs::metadata(&db_path).map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
 
     let (p50, p95) = (percentile(&times, 0.5), percentile(&times, 0.95));
     let cold_ms = cold.as_secs_f64() * 1e3;
@@ -254,7 +296,11 @@ async fn main() {
         (
             "fill (batches of 1,000) + embed",
             format!("{fill_secs:.0} s"),
-            format!("{:.0} events/s", (big + others) as f64 / fill_secs),
+            if reused {
+                "reused NIGHTSHIFT_SCALE_DB".into()
+            } else {
+                format!("{:.0} events/s", (big + others) as f64 / fill_secs)
+            },
         ),
         ("database file", format!("{db_mib:.0} MiB"), String::new()),
         (
@@ -263,22 +309,24 @@ async fn main() {
             "goal at 1m: ≤ 12 / ≤ 25 ms".into(),
         ),
         (
-            "pack the vectors into blocks",
+            "pack vectors and keywords into blocks",
             format!("{pack_secs:.1} s"),
             format!("{blocks} blocks; the embedder does it when idle"),
         ),
         (
             "first search of a fresh handle, rows",
             format!("{cold_rows_ms:.0} ms"),
-            "its vectors read row by row".into(),
+            "its vectors and chunks read row by row".into(),
         ),
         (
             "first search of a fresh handle, blocks",
             format!("{cold_ms:.0} ms"),
-            format!("{from_blocks} vectors from blocks; goal at 1m: ≤ 1,000 ms"),
+            format!(
+                "{from_blocks} vectors, {keywords_from_blocks} chunks from blocks; goal at 1m: ≤ 1,000 ms"
+            ),
         ),
         (
-            "vector top 10 vs a scan of every vector",
+            "each leg's top 10 vs exhaustive scoring",
             format!("{recall:.3}"),
             format!("{EXACT_QUERIES} queries; goal ≥ 0.99"),
         ),
@@ -298,7 +346,10 @@ async fn main() {
         (
             "resident memory after the searches",
             format!("{rss:.0} MiB"),
-            format!("vector_cache_mib = {}", config.search.vector_cache_mib),
+            format!(
+                "vector_cache_mib = {}, keyword index {keyword_mib:.0} MiB",
+                config.search.vector_cache_mib
+            ),
         ),
     ];
     println!("{:<40} {:>22}  note", "measure", "value");

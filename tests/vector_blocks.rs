@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{config_in, count, memory_in};
+use common::{config_in, count, memory_in, varied_turn as turn};
 use nightshift::app::open_memory;
 use nightshift::db::query_scalar;
 use nightshift::embed::blob_to_vector;
@@ -14,21 +14,6 @@ use tempfile::TempDir;
 
 /// Two whole blocks and a tail.
 const EVENTS: usize = 2 * 4096 + 300;
-
-/// Turns with overlapping words, so the query is near many of them.
-fn turn(i: usize) -> String {
-    let words = [
-        "harbor", "lantern", "orchard", "copper", "meadow", "glacier", "violin", "saffron",
-        "canyon", "ember", "willow", "quartz",
-    ];
-    format!(
-        "turn {i}: {} {} {} and {}",
-        words[i % 12],
-        words[(i / 12) % 12],
-        words[(i / 144) % 12],
-        words[(i * 7) % 12]
-    )
-}
 
 async fn filled(dir: &TempDir) -> Memory {
     let memory = memory_in(dir).await;

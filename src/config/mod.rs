@@ -387,6 +387,8 @@ pub struct SearchConfig {
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
     pub vector_cache_mib: usize,
+    /// Memory for the per-session keyword indexes kept between searches.
+    pub keyword_cache_mib: usize,
     /// The second stage that reorders the fused candidates by reading the query and each
     /// candidate together; `none` answers from the fusion.
     pub rerank: RerankMode,
@@ -421,6 +423,7 @@ impl Default for SearchConfig {
             neighbor_weight: 0.2,
             candidates: 50,
             vector_cache_mib: 256,
+            keyword_cache_mib: 256,
             rerank: RerankMode::None,
             rerank_candidates: 30,
             rerank_weight: 0.5,

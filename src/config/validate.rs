@@ -251,6 +251,11 @@ fn search(config: &Config) -> Result<(), ConfigError> {
         search.vector_cache_mib,
         0..=1_048_576,
     )?;
+    range(
+        "search.keyword_cache_mib",
+        search.keyword_cache_mib,
+        0..=1_048_576,
+    )?;
     // The second stage reads each candidate with a model: a few hundred is already
     // seconds a search.
     range(

@@ -24,6 +24,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("search", "max_top_k"),
     ("search", "candidates"),
     ("search", "vector_cache_mib"),
+    ("search", "keyword_cache_mib"),
     ("search", "rerank_candidates"),
     ("search", "rerank_cache_mib"),
     ("search", "multi_hop_seeds"),

@@ -129,6 +129,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vector_blocks",
         sql: include_str!("../../migrations/0023_vector_blocks.sql"),
     },
+    Migration {
+        version: 24,
+        name: "keyword_blocks",
+        sql: include_str!("../../migrations/0024_keyword_blocks.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

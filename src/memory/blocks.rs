@@ -179,18 +179,32 @@ impl Memory {
         Ok(made)
     }
 
-    /// Packs the sessions that got a block's worth of vectors since they were last
-    /// packed (counted by this process's embedder, or seen by its searches); returns how
-    /// many blocks were made. The embedder calls it when it idles.
-    pub async fn pack_due_vectors(&self) -> Result<usize> {
+    /// Packs the vectors and keywords of the sessions that got a block's worth of rows
+    /// since they were last packed (counted by this process's embedder, or seen by its
+    /// searches); returns how many blocks were made. The embedder calls it when it idles.
+    pub async fn pack_due(&self) -> Result<usize> {
         let mut made = 0;
-        for session_id in self.vectors.take_due() {
-            // One session's failure leaves the others to be packed; its own blocks are
-            // made when a search next reads a block's worth of its vector rows.
+        // A session's embedded chunks are chunks: due for vectors is due for keywords.
+        let vectors_due = self.vectors.due.take_due();
+        let mut keywords_due = self.keywords.due.take_due();
+        keywords_due.extend(vectors_due.iter().cloned());
+        keywords_due.sort();
+        keywords_due.dedup();
+        // One session's failure leaves the others to be packed; its own blocks are made
+        // when a search next reads a block's worth of its rows.
+        for session_id in vectors_due {
             match self.pack_vectors(&session_id).await {
                 Ok(n) => made += n,
                 Err(err) => {
                     tracing::warn!(session = %session_id, error = %err, "packing vectors failed")
+                }
+            }
+        }
+        for session_id in keywords_due {
+            match self.pack_keywords(&session_id).await {
+                Ok(n) => made += n,
+                Err(err) => {
+                    tracing::warn!(session = %session_id, error = %err, "packing keywords failed")
                 }
             }
         }

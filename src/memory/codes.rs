@@ -12,6 +12,19 @@
 /// 4096 / 16 products of 127 × 32,767, which stays below 2³¹.
 pub const MAX_DIMENSIONS: usize = 4096;
 
+/// Rows from which a scan is split across cores: below it, starting threads costs more
+/// than it saves.
+const PARALLEL_ROWS: usize = 100_000;
+
+/// What every part of one scan shares: the query rounded to integers, its step, how far
+/// an estimate can be from the true score per unit of a row's step, and the k sought.
+struct Scan {
+    rounded_query: Vec<i16>,
+    query_step: f64,
+    reach: f64,
+    k: usize,
+}
+
 /// Rows as codes: chunk ids, a step per row, `dimensions` codes per row.
 #[derive(Clone, Default)]
 pub struct CodeRows {
@@ -120,7 +133,6 @@ impl CodeRows {
             .iter()
             .map(|x| (x / query_step).round().clamp(-32767.0, 32767.0) as i16)
             .collect();
-        let sums = rounded_dots(&self.codes, &rounded_query);
         // With row = step × codes + e and query = query_step × rounded + f, where each
         // |e| ≤ step / 2 and |f| ≤ query_step / 2:
         // row · query − step × query_step × (codes · rounded) = e · query + step × codes · f,
@@ -130,18 +142,58 @@ impl CodeRows {
         // In f64: a product of large steps must not overflow to a bound that excludes.
         let query_l1: f64 = query.iter().map(|x| f64::from(x.abs())).sum();
         let query_step = f64::from(query_step);
-        let reach = query_l1 * (0.5 + 2e-5 * d as f64) + query_step * 64.0 * d as f64;
+        let scan = Scan {
+            reach: query_l1 * (0.5 + 2e-5 * d as f64) + query_step * 64.0 * d as f64,
+            query_step,
+            rounded_query,
+            k,
+        };
+        // A large session is scanned in parts on as many threads as there are cores: the
+        // scan is bound by reading the codes, and each core reads its own part. Each
+        // part's candidates hold every row of it that can be among the k best overall
+        // (its floor is at most the whole scan's), so their union does too.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        if self.rows() < PARALLEL_ROWS || threads < 2 {
+            return self.candidates_in(0..self.rows(), &scan);
+        }
+        let part = self.rows().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = (0..threads)
+                .map(|t| {
+                    let rows = t * part..((t + 1) * part).min(self.rows());
+                    let scan = &scan;
+                    scope.spawn(move || self.candidates_in(rows, scan))
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|part| {
+                    part.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    }
+
+    /// [`CodeRows::candidates`] among `rows`: indexes of the whole.
+    fn candidates_in(&self, rows: std::ops::Range<usize>, scan: &Scan) -> Vec<usize> {
+        let d = self.dimensions;
+        let (first, k) = (rows.start, scan.k);
+        let sums = rounded_dots(
+            &self.codes[rows.start * d..rows.end * d],
+            &scan.rounded_query,
+        );
         // One pass: the k best lower bounds so far (a min-heap) give a floor that only
         // rises; a row whose upper bound is under the floor when it is seen can never be
         // among the k best. Rows kept are checked against the final floor at the end.
         let mut lows: std::collections::BinaryHeap<std::cmp::Reverse<OrderedLow>> =
-            std::collections::BinaryHeap::with_capacity(k.min(self.rows()) + 1);
+            std::collections::BinaryHeap::with_capacity(k.min(rows.len()) + 1);
         let mut floor = 0.0f64;
         let mut kept: Vec<(usize, f64)> = Vec::new();
-        for (row, (sum, step)) in sums.into_iter().zip(&self.steps).enumerate() {
+        for (i, (sum, step)) in sums.into_iter().zip(&self.steps[rows]).enumerate() {
             let step = f64::from(*step);
-            let estimate = sum as f64 * step * query_step;
-            let bound = step * reach + 1e-6;
+            let estimate = sum as f64 * step * scan.query_step;
+            let bound = step * scan.reach + 1e-6;
             let (low, high) = if estimate.is_finite() && bound.is_finite() {
                 (estimate - bound, estimate + bound)
             } else {
@@ -150,7 +202,7 @@ impl CodeRows {
             if high <= 0.0 || high < floor {
                 continue;
             }
-            kept.push((row, high));
+            kept.push((first + i, high));
             lows.push(std::cmp::Reverse(OrderedLow(low)));
             if lows.len() > k {
                 lows.pop();
@@ -339,5 +391,42 @@ mod tests {
         assert!(!wrong.extend_from_blobs(3, &ids, &steps, &codes));
         assert!(!wrong.extend_from_blobs(2, &ids, &steps, &codes[1..]));
         assert_eq!(wrong.rows(), 0);
+    }
+
+    /// A session large enough to be scanned in parts (on this machine's cores) still
+    /// yields every row of the exact top k, and the same candidates as one part would.
+    #[test]
+    fn a_scan_in_parts_finds_every_row_of_the_exact_top_k() {
+        let d = 8;
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut rows = CodeRows::new(d);
+        let mut exact = Vec::new();
+        for i in 0..PARALLEL_ROWS + 1_234 {
+            let v: Vec<f32> = (0..d).map(|_| next()).collect();
+            rows.push(i as i64, &v);
+            exact.push(v);
+        }
+        let query: Vec<f32> = (0..d).map(|_| next()).collect();
+        for k in [1, 10, 100] {
+            let found = rows.candidates(&query, k);
+            let mut scored: Vec<(usize, f32)> = exact
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i, v.iter().zip(&query).map(|(a, b)| a * b).sum()))
+                .collect();
+            scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (row, score) in scored.iter().take(k) {
+                if *score > 0.0 {
+                    assert!(found.contains(row), "row {row} of the top {k} missed");
+                }
+            }
+            assert!(found.len() < rows.rows() / 10, "a scan that prunes");
+        }
     }
 }

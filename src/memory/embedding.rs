@@ -386,7 +386,7 @@ impl Memory {
             .await? as usize;
         crate::telemetry::vectors_written(stored);
         for (session_id, count) in &sessions {
-            self.vectors.note_written(session_id, *count);
+            self.vectors.due.note_written(session_id, *count);
         }
         Ok(stored)
     }
@@ -471,7 +471,7 @@ impl Memory {
                 let wait = match memory.embed_batch().await {
                     Ok(0) => {
                         // Idle: pack what the batches wrote, so a later start loads it fast.
-                        match memory.pack_due_vectors().await {
+                        match memory.pack_due().await {
                             Ok(0) => {}
                             Ok(blocks) => tracing::debug!(blocks, "packed vector blocks"),
                             Err(err) => tracing::warn!(error = %err, "packing vectors failed"),

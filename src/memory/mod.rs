@@ -15,15 +15,19 @@ mod events;
 mod filters;
 mod fts_query;
 mod index;
+mod keywords;
 mod macros;
 mod matrix;
 mod multihop;
 mod notes;
+mod postings;
 mod rebuild;
 mod rerank;
 mod search;
+mod session_lru;
 mod summarize;
 mod summary;
+mod terms;
 mod types;
 mod upkeep;
 mod vectors;
@@ -43,6 +47,7 @@ pub(crate) use events::ensure_session;
 pub use events::{JsonlError, MAX_RECALL};
 pub use filters::{parse_time, parse_time_opt, EventWindow, NoteFilter, NOTE_SOURCES};
 pub use fts_query::keyword_expression;
+pub use keywords::CachedKeywords;
 pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
 pub use notes::tombstone_hash;
@@ -142,6 +147,7 @@ pub struct Memory {
     limits: MemoryConfig,
     search: SearchConfig,
     vectors: Arc<vectors::VectorCache>,
+    keywords: Arc<keywords::KeywordCache>,
     clock: Arc<dyn Clock>,
     appends: tokio::sync::mpsc::Sender<writer::AppendJob>,
     /// Wakes the background embedder when a write queued chunks.
@@ -172,6 +178,9 @@ impl Memory {
         let vectors = Arc::new(vectors::VectorCache::new(
             search.vector_cache_mib * 1024 * 1024,
         ));
+        let keywords = Arc::new(keywords::KeywordCache::new(
+            search.keyword_cache_mib * 1024 * 1024,
+        ));
         let appends = writer::spawn(db.clone(), embedder.model_id().to_string());
         let memory = Self {
             appends,
@@ -180,6 +189,7 @@ impl Memory {
             limits,
             search,
             vectors,
+            keywords,
             clock: Arc::new(SystemClock),
             embed_wake: Arc::new(tokio::sync::Notify::new()),
             embed_batch_size: 32,

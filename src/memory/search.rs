@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::fts_query::{keyword_expression, scoped};
 use super::index::scope_token;
-use super::{check_id, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result};
+use super::terms::Terms;
+use super::{check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -272,17 +273,33 @@ impl Memory {
             vectors::candidates_all(&matrices, &scan_query, candidates)
         });
 
-        if let Some(expression) = keyword_expression(&request.query) {
-            // On a server the check costs a round trip more than it saves.
-            let mostly_in_scope = self.db.reads_locally()
-                && state.chunk_id_span > 0
-                && in_scope_at_least as i64 * 10 >= state.chunk_id_span * 9;
-            let hits = self
-                .keyword_leg(&conn, &expression, &sessions, mostly_in_scope, candidates)
-                .await?;
-            for (chunk_id, score) in hits {
-                scores.entry(chunk_id).or_default().keyword = Some(score);
+        let keyword_hits = match Terms::default().query(&request.query) {
+            // The keyword index holds every word but stop words.
+            Some(terms) => {
+                let mut copies = Vec::with_capacity(sessions.len());
+                for session_id in &sessions {
+                    if let Some(tag) = tags.get(session_id) {
+                        copies.push(self.keywords.current(&conn, session_id, *tag).await?);
+                    }
+                }
+                let weight = self.search.context_weight;
+                keywords::best_matches(&copies, &terms, candidates, weight)
             }
+            // A query of stop words alone ("who is it?") asks FTS5, which holds them.
+            None => match keyword_expression(&request.query) {
+                Some(expression) => {
+                    // On a server the check costs a round trip more than it saves.
+                    let mostly_in_scope = self.db.reads_locally()
+                        && state.chunk_id_span > 0
+                        && in_scope_at_least as i64 * 10 >= state.chunk_id_span * 9;
+                    self.fts_leg(&conn, &expression, &sessions, mostly_in_scope, candidates)
+                        .await?
+                }
+                None => Vec::new(),
+            },
+        };
+        for (chunk_id, score) in keyword_hits {
+            scores.entry(chunk_id).or_default().keyword = Some(score);
         }
 
         // A panic in the scan is a bug: surface it here rather than hide it.
@@ -386,9 +403,10 @@ impl Memory {
         Ok(SearchResults { hits, degraded })
     }
 
-    /// The keyword leg: the `candidates` chunks of `sessions` best matching `expression`
-    /// by bm25, best first, with their score (higher is better).
-    async fn keyword_leg(
+    /// The keyword leg through FTS5, for queries of stop words only: the `candidates`
+    /// chunks of `sessions` best matching `expression` by bm25, best first, with their
+    /// score (higher is better).
+    async fn fts_leg(
         &self,
         conn: &crate::db::Conn,
         expression: &str,

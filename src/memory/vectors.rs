@@ -7,14 +7,12 @@
 //! no other user's rows can crowd out the right ones (the failure of a global ANN index
 //! filtered afterwards).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-
-use lru::LruCache;
+use std::sync::Arc;
 
 use super::blocks::{self, BLOCK_ROWS};
 use super::codes::CodeRows;
 use super::matrix::{best_k, dot};
+use super::session_lru::{DueSessions, SessionLru, Weighed};
 use crate::embed::blob_to_vector;
 
 /// What tells one state of a session's vectors from another besides new rows: its
@@ -38,11 +36,13 @@ pub(super) struct SessionVectors {
     from_blocks: usize,
 }
 
-impl SessionVectors {
+impl Weighed for SessionVectors {
     fn bytes(&self) -> usize {
         self.codes.bytes()
     }
+}
 
+impl SessionVectors {
     /// Vectors held.
     pub(super) fn rows(&self) -> usize {
         self.codes.rows()
@@ -59,100 +59,27 @@ pub struct CachedVectors {
 }
 
 pub(super) struct VectorCache {
-    state: Mutex<CacheState>,
-    budget_bytes: usize,
-    /// Sessions with at least a block's worth of vectors not in stored blocks yet, and
-    /// how many vectors each got since it was last packed: packed when the embedder idles.
-    unpacked: Mutex<Unpacked>,
-}
-
-#[derive(Default)]
-struct Unpacked {
-    written: HashMap<String, usize>,
-    due: HashSet<String>,
-}
-
-struct CacheState {
-    entries: LruCache<String, Arc<SessionVectors>>,
-    bytes: usize,
+    copies: SessionLru<SessionVectors>,
+    /// Sessions with a block's worth of vectors not in stored blocks yet: packed when the
+    /// embedder idles.
+    pub(super) due: DueSessions,
 }
 
 impl VectorCache {
     pub(super) fn new(budget_bytes: usize) -> Self {
         Self {
-            state: Mutex::new(CacheState {
-                entries: LruCache::unbounded(),
-                bytes: 0,
-            }),
-            budget_bytes,
-            unpacked: Mutex::new(Unpacked::default()),
-        }
-    }
-
-    /// Takes `session_id`'s copy out of the cache if `wanted` holds for it.
-    fn take_if(
-        &self,
-        session_id: &str,
-        wanted: impl Fn(&SessionVectors) -> bool,
-    ) -> Option<Arc<SessionVectors>> {
-        let mut state = self.state.lock().expect("vector cache lock");
-        if !wanted(state.entries.peek(session_id)?) {
-            return None;
-        }
-        let entry = state.entries.pop(session_id)?;
-        state.bytes -= entry.bytes();
-        Some(entry)
-    }
-
-    fn peek(&self, session_id: &str) -> Option<Arc<SessionVectors>> {
-        let mut state = self.state.lock().expect("vector cache lock");
-        state.entries.get(session_id).cloned()
-    }
-
-    fn put(&self, session_id: &str, vectors: Arc<SessionVectors>) {
-        let mut state = self.state.lock().expect("vector cache lock");
-        state.bytes += vectors.bytes();
-        if let Some(old) = state.entries.put(session_id.to_string(), vectors) {
-            state.bytes -= old.bytes();
-        }
-        while state.bytes > self.budget_bytes && state.entries.len() > 1 {
-            match state.entries.pop_lru() {
-                Some((_, evicted)) => state.bytes -= evicted.bytes(),
-                None => break,
-            }
+            copies: SessionLru::new(budget_bytes),
+            due: DueSessions::default(),
         }
     }
 
     /// How the cached copy of `session_id`'s vectors was loaded, if one is cached.
     pub(super) fn cached(&self, session_id: &str) -> Option<CachedVectors> {
-        self.peek(session_id).map(|v| CachedVectors {
+        self.copies.peek(session_id).map(|v| CachedVectors {
             rows: v.rows(),
             from_blocks: v.from_blocks,
             bytes: v.bytes(),
         })
-    }
-
-    /// Counts vectors just written for `session_id`; a block's worth makes it due.
-    pub(super) fn note_written(&self, session_id: &str, count: usize) {
-        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
-        let written = unpacked.written.entry(session_id.to_string()).or_default();
-        *written += count;
-        if *written >= BLOCK_ROWS {
-            unpacked.written.remove(session_id);
-            unpacked.due.insert(session_id.to_string());
-        }
-    }
-
-    /// Marks `session_id` as having a block's worth of vectors to pack.
-    fn note_due(&self, session_id: &str) {
-        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
-        unpacked.due.insert(session_id.to_string());
-    }
-
-    /// The sessions due for packing, now forgotten.
-    pub(super) fn take_due(&self) -> Vec<String> {
-        let mut unpacked = self.unpacked.lock().expect("vector cache lock");
-        unpacked.due.drain().collect()
     }
 
     /// This session's vectors, brought up to date with the database. `tag` is the
@@ -169,7 +96,7 @@ impl VectorCache {
         let fits = |c: &SessionVectors| {
             c.tag == tag && c.model == model && c.codes.dimensions() == dimensions
         };
-        let cached = self.peek(session_id).filter(|c| fits(c));
+        let cached = self.copies.peek(session_id).filter(|c| fits(c));
         let from = cached.as_ref().map_or(0, |c| c.last_vector_id);
         // Whole stored blocks first (each one row of a few hundred KiB, instead of
         // thousands of vector rows), then the vector rows after the last block.
@@ -208,7 +135,7 @@ impl VectorCache {
         }
         drop(rows);
         if from_rows >= BLOCK_ROWS {
-            self.note_due(session_id);
+            self.due.note_due(session_id);
         }
         if added.last_vector_id == from {
             if let Some(cached) = cached {
@@ -220,7 +147,9 @@ impl VectorCache {
             Some(_) => {
                 // Only the copy these rows follow: another search may have replaced it
                 // meanwhile with one of another tag or length.
-                let arc = self.take_if(session_id, |c| fits(c) && c.last_vector_id == from);
+                let arc = self
+                    .copies
+                    .take_if(session_id, |c| fits(c) && c.last_vector_id == from);
                 match arc {
                     Some(arc) => {
                         let mut vectors = Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone());
@@ -240,7 +169,7 @@ impl VectorCache {
             }
         };
         let vectors = Arc::new(vectors);
-        self.put(session_id, vectors.clone());
+        self.copies.put(session_id, vectors.clone());
         Ok(vectors)
     }
 }
@@ -325,65 +254,4 @@ pub(super) async fn rescore(
         }
     }
     Ok(best_k(scored, k))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn session(rows: usize) -> Arc<SessionVectors> {
-        let mut codes = CodeRows::new(16);
-        for i in 0..rows {
-            codes.push(i as i64, &[0.25; 16]);
-        }
-        Arc::new(SessionVectors {
-            model: "m".into(),
-            tag: SessionTag {
-                removals: 0,
-                created_at: 0,
-            },
-            last_vector_id: rows as i64,
-            codes,
-            from_blocks: 0,
-        })
-    }
-
-    fn held(cache: &VectorCache) -> (usize, usize) {
-        let state = cache.state.lock().unwrap();
-        (state.entries.len(), state.bytes)
-    }
-
-    /// `search.vector_cache_mib` bounds the sessions kept: filling the budget exactly keeps
-    /// them all, one more session evicts the least recently used, and the bytes counted
-    /// never go over the budget (only a single session larger than it is kept alone,
-    /// for the search using it).
-    #[test]
-    fn the_cache_stays_within_its_budget_evicting_the_least_recently_used() {
-        let one = session(10).bytes();
-        let cache = VectorCache::new(3 * one);
-        for id in ["a", "b", "c"] {
-            cache.put(id, session(10));
-        }
-        assert_eq!(held(&cache), (3, 3 * one), "at the budget: all kept");
-        // `a` is used, so `b` is now the least recently used.
-        assert!(cache.peek("a").is_some());
-        cache.put("d", session(10));
-        assert_eq!(held(&cache), (3, 3 * one), "one past it: one evicted");
-        assert!(cache.peek("b").is_none(), "the least recently used went");
-        for id in ["a", "c", "d"] {
-            assert!(cache.peek(id).is_some(), "{id} kept");
-        }
-        // A session bigger than the whole budget is kept alone, never beside others.
-        cache.put("huge", session(40));
-        let (entries, _) = held(&cache);
-        assert_eq!(entries, 1);
-        cache.put("e", session(10));
-        let (entries, bytes) = held(&cache);
-        assert_eq!((entries, bytes), (1, one), "the huge one went first");
-        // A budget of 0 (vector_cache_mib = 0) keeps at most the session in use.
-        let none = VectorCache::new(0);
-        none.put("a", session(10));
-        none.put("b", session(10));
-        assert_eq!(held(&none).0, 1);
-    }
 }

@@ -154,3 +154,18 @@ pub fn semantic_config() -> nightshift::config::EmbeddingConfig {
     );
     config
 }
+
+/// Turns with overlapping words, so the query is near many of them.
+pub fn varied_turn(i: usize) -> String {
+    let words = [
+        "harbor", "lantern", "orchard", "copper", "meadow", "glacier", "violin", "saffron",
+        "canyon", "ember", "willow", "quartz",
+    ];
+    format!(
+        "turn {i}: {} {} {} and {}",
+        words[i % 12],
+        words[(i / 12) % 12],
+        words[(i / 144) % 12],
+        words[(i * 7) % 12]
+    )
+}

@@ -1,0 +1,176 @@
+//! The keyword index's words: how a chunk's text and a query become the same terms. A
+//! word is a run of letters and digits ([`text::words`]), folded to lower case, with its
+//! diacritics removed ("Café" finds "cafe") and stemmed (Snowball English: "plans" finds
+//! "planning"); stop words count towards a text's length but are not terms. A term is
+//! kept as a 64-bit FNV-1a hash of its stem: stable across processes and releases (stored
+//! blocks hold them), and two stems sharing a hash among a user's hundred thousand words
+//! is a one-in-a-billion event that would only merge their counts.
+
+use std::collections::HashMap;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::text;
+
+/// Terms kept from one query, as for FTS5 queries: longer ones gain little and cost a lot.
+const MAX_QUERY_TERMS: usize = 32;
+
+/// A chunk as the index holds it: each term with how often it occurs in the text and in
+/// the context, and the words of both (stop words included), as bm25 weighs length.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct DocTerms {
+    pub terms: Vec<(u64, [u8; 2])>,
+    pub length: u16,
+}
+
+/// Turns texts into terms, remembering each word it has seen (word frequencies are
+/// skewed, so most words are looked up instead of stemmed again).
+pub(super) struct Terms {
+    stemmer: Stemmer,
+    seen: HashMap<String, Option<u64>>,
+    word: String,
+}
+
+/// Distinct words remembered before the memory is cleared.
+const MAX_SEEN: usize = 200_000;
+
+impl Default for Terms {
+    fn default() -> Self {
+        Self {
+            stemmer: Stemmer::create(Algorithm::English),
+            seen: HashMap::new(),
+            word: String::new(),
+        }
+    }
+}
+
+impl Terms {
+    /// The term of one word as typed, or `None` for a stop word.
+    fn term(&mut self, word: &str) -> Option<u64> {
+        self.word.clear();
+        self.word.extend(word.chars().flat_map(char::to_lowercase));
+        if let Some(term) = self.seen.get(self.word.as_str()) {
+            return *term;
+        }
+        let term = if text::is_stop_word(&self.word) {
+            None
+        } else {
+            let folded: String = if self.word.is_ascii() {
+                self.word.clone()
+            } else {
+                self.word.nfd().filter(|c| !is_combining_mark(*c)).collect()
+            };
+            Some(term_hash(&self.stemmer.stem(&folded)))
+        };
+        if self.seen.len() >= MAX_SEEN {
+            self.seen.clear();
+        }
+        self.seen.insert(self.word.clone(), term);
+        term
+    }
+
+    /// A chunk's terms: its text's and its context's, counted apart.
+    pub(super) fn doc(&mut self, text: &str, context: &str) -> DocTerms {
+        let mut counts: HashMap<u64, [u8; 2]> = HashMap::new();
+        let mut length: usize = 0;
+        for (column, source) in [text, context].into_iter().enumerate() {
+            for word in text::words(source) {
+                length += 1;
+                if let Some(term) = self.term(word) {
+                    let freq = &mut counts.entry(term).or_default()[column];
+                    *freq = freq.saturating_add(1);
+                }
+            }
+        }
+        let mut terms: Vec<(u64, [u8; 2])> = counts.into_iter().collect();
+        terms.sort_unstable_by_key(|(term, _)| *term);
+        DocTerms {
+            terms,
+            length: u16::try_from(length).unwrap_or(u16::MAX),
+        }
+    }
+
+    /// A query's distinct terms, or `None` when it has no word that is not a stop word
+    /// (such a query is left to FTS5, which indexes every word).
+    pub(super) fn query(&mut self, query: &str) -> Option<Vec<u64>> {
+        let mut terms = Vec::new();
+        for word in text::words(query) {
+            if let Some(term) = self.term(word) {
+                if !terms.contains(&term) {
+                    terms.push(term);
+                }
+            }
+            if terms.len() == MAX_QUERY_TERMS {
+                break;
+            }
+        }
+        (!terms.is_empty()).then_some(terms)
+    }
+}
+
+/// FNV-1a, 64 bits: fixed by its definition, so stored terms stay valid.
+fn term_hash(stem: &str) -> u64 {
+    stem.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn case_diacritics_and_inflection_meet_in_one_term() {
+        let mut terms = Terms::default();
+        let doc = terms.doc("The Café was PLANNING plans", "");
+        let query = terms.query("cafe planned?").unwrap();
+        assert_eq!(doc.length, 5);
+        // "the" and "was" are stop words: counted in the length, not terms.
+        assert_eq!(doc.terms.len(), 2, "{doc:?}");
+        for term in &query {
+            assert!(doc.terms.iter().any(|(t, _)| t == term));
+        }
+        let plan = terms.query("plan").unwrap()[0];
+        let (_, freq) = doc.terms.iter().find(|(t, _)| *t == plan).unwrap();
+        assert_eq!(*freq, [2, 0], "planning and plans, both in the text");
+        assert_eq!(terms.query("who is it?"), None);
+        assert_eq!(terms.query(" ?! ** "), None);
+    }
+
+    #[test]
+    fn the_hash_is_the_published_fnv1a() {
+        // Stored blocks depend on these values never changing.
+        assert_eq!(term_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(term_hash("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn counts_saturate_instead_of_wrapping() {
+        let mut terms = Terms::default();
+        let text = "tea ".repeat(300);
+        let doc = terms.doc(&text, &text);
+        assert_eq!(doc.terms[0].1, [u8::MAX, u8::MAX]);
+        assert_eq!(doc.length, 600);
+    }
+
+    proptest! {
+        /// Any text, NUL and every plane of Unicode included, gives terms without
+        /// panicking; the same text always gives the same terms; a query of a text's
+        /// words finds terms the text holds.
+        #[test]
+        fn any_text_gives_the_same_terms_every_time(text in "\\PC*", context in any::<String>()) {
+            let mut terms = Terms::default();
+            let once = terms.doc(&text, &context);
+            let again = Terms::default().doc(&text, &context);
+            prop_assert_eq!(&once, &again);
+            if let Some(query) = terms.query(&text) {
+                for term in query {
+                    prop_assert!(once.terms.iter().any(|(t, f)| *t == term && f[0] > 0));
+                }
+            }
+        }
+    }
+}

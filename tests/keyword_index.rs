@@ -1,0 +1,278 @@
+//! The keyword leg's own index: it ranks exactly as bm25 computed from every chunk row
+//! (`keyword_leg_exhaustive`) whether a session's postings came from stored blocks or
+//! rows, after new chunks, after a removal, with a block missing or damaged; its
+//! statistics are the searched user's own; and a search still finds stop words, accents
+//! and inflections as a user types them.
+
+mod common;
+
+use common::{config_in, count, memory_in, varied_turn as turn};
+use nightshift::app::open_memory;
+use nightshift::db::query_scalar;
+use nightshift::memory::{Memory, NewEvent, NewNote, Role, SearchHit, SearchRequest, SessionKind};
+use tempfile::TempDir;
+
+/// Two whole blocks and a tail.
+const EVENTS: usize = 2 * 4096 + 300;
+
+const QUERIES: [&str; 5] = [
+    "copper lantern",
+    "meadow violin saffron",
+    "glacier",
+    "turn 4100 willow quartz",
+    "lanterns of the orchards",
+];
+
+async fn filled(dir: &TempDir) -> Memory {
+    let memory = memory_in(dir).await;
+    let events: Vec<NewEvent> = (0..EVENTS)
+        .map(|i| NewEvent::new(Role::User, turn(i)))
+        .collect();
+    for batch in events.chunks(2_000) {
+        memory.append("u", "chat", batch).await.unwrap();
+    }
+    memory
+}
+
+/// A new handle on the same file, as after a restart: nothing cached.
+async fn reopened(dir: &TempDir) -> Memory {
+    open_memory(&config_in(dir)).await.unwrap()
+}
+
+async fn assert_exact(memory: &Memory) {
+    for k in [1, 10, 50] {
+        let all = memory
+            .keyword_leg_exhaustive("chat", &QUERIES, k)
+            .await
+            .unwrap();
+        for (query, all) in QUERIES.iter().zip(all) {
+            let leg = memory.keyword_leg("chat", query, k).await.unwrap();
+            assert!(leg.as_ref().is_some_and(|l| !l.is_empty()), "{query:?}");
+            assert_eq!(leg, all, "{query:?} k={k}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_packed_session_loads_its_postings_from_blocks_and_ranks_exactly() {
+    let dir = TempDir::new().unwrap();
+    let memory = filled(&dir).await;
+    // From rows (nothing packed yet), then packed.
+    assert_exact(&memory).await;
+    assert_eq!(memory.cached_keywords("chat").unwrap().from_blocks, 0);
+    assert_eq!(memory.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(
+        memory.pack_keywords("chat").await.unwrap(),
+        0,
+        "nothing new"
+    );
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM keyword_blocks").await,
+        2
+    );
+
+    let fresh = reopened(&dir).await;
+    assert_exact(&fresh).await;
+    let held = fresh.cached_keywords("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (EVENTS, 2 * 4096));
+
+    // New chunks after the blocks are read as rows and topped up in place.
+    fresh
+        .append(
+            "u",
+            "chat",
+            &[NewEvent::new(Role::User, "copper lantern glow")],
+        )
+        .await
+        .unwrap();
+    assert_exact(&fresh).await;
+    assert_eq!(fresh.cached_keywords("chat").unwrap().rows, EVENTS + 1);
+    let best = fresh.keyword_leg("chat", "glow", 5).await.unwrap().unwrap();
+    assert_eq!(
+        best.len(),
+        1,
+        "the new chunk is found at once, before any embedding"
+    );
+}
+
+#[tokio::test]
+async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
+    let dir = TempDir::new().unwrap();
+    let memory = filled(&dir).await;
+    memory.pack_keywords("chat").await.unwrap();
+    let conn = memory.db().conn().await.unwrap();
+    // A handle that cached the session before the removal.
+    assert_exact(&memory).await;
+
+    // A chunk removed before it had a vector makes every block stale: a new handle reads
+    // rows, a cached copy is loaded again, and the removed chunk is never a hit.
+    let removed: i64 = query_scalar(
+        &conn,
+        "SELECT chunk_id FROM chunks WHERE session_id = 'chat' AND text LIKE '%copper%'
+         ORDER BY chunk_id LIMIT 1",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    conn.execute("DELETE FROM chunks WHERE chunk_id = ?1", [removed])
+        .await
+        .unwrap();
+    for handle in [&memory, &reopened(&dir).await] {
+        assert_exact(handle).await;
+        let held = handle.cached_keywords("chat").unwrap();
+        assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 0));
+        let leg = handle.keyword_leg("chat", "copper", 5000).await.unwrap();
+        assert!(leg.unwrap().iter().all(|(id, _)| *id != removed));
+    }
+
+    // Packed again: stale blocks dropped, new ones made and used.
+    assert_eq!(memory.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM keyword_blocks").await,
+        2
+    );
+    let again = reopened(&dir).await;
+    assert_exact(&again).await;
+    assert_eq!(again.cached_keywords("chat").unwrap().from_blocks, 2 * 4096);
+
+    // A damaged second block ends the chain there: its rows are read instead.
+    conn.execute(
+        "UPDATE keyword_blocks SET postings = zeroblob(7)
+         WHERE after_chunk_id = (SELECT max(after_chunk_id) FROM keyword_blocks)",
+        (),
+    )
+    .await
+    .unwrap();
+    let damaged = reopened(&dir).await;
+    assert_exact(&damaged).await;
+    let held = damaged.cached_keywords("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 4096));
+
+    // A block claiming chunks it does not hold, and a missing first block: no chain.
+    conn.execute(
+        "UPDATE keyword_blocks SET last_chunk_id = last_chunk_id + 1
+         WHERE after_chunk_id = (SELECT min(after_chunk_id) FROM keyword_blocks)",
+        (),
+    )
+    .await
+    .unwrap();
+    let lying = reopened(&dir).await;
+    assert_exact(&lying).await;
+    assert_eq!(lying.cached_keywords("chat").unwrap().from_blocks, 0);
+    conn.execute("DELETE FROM keyword_blocks WHERE after_chunk_id = 0", ())
+        .await
+        .unwrap();
+    let gap = reopened(&dir).await;
+    assert_exact(&gap).await;
+    assert_eq!(gap.cached_keywords("chat").unwrap().from_blocks, 0);
+
+    // Forgetting the session takes its blocks.
+    memory.pack_keywords("chat").await.unwrap();
+    memory
+        .forget(&nightshift::access::Actor::Operator, "chat")
+        .await
+        .unwrap();
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM keyword_blocks").await,
+        0
+    );
+}
+
+fn request(user: &str, query: &str) -> SearchRequest {
+    SearchRequest {
+        user_id: user.into(),
+        query: query.into(),
+        top_k: Some(10),
+        ..Default::default()
+    }
+}
+
+/// bm25 weighs a word by how many chunks hold it. Those counts are the searched user's
+/// own: another user writing the same words, however many, changes nothing in this
+/// user's scores or order, and never appears among their hits.
+#[tokio::test]
+async fn one_users_words_never_weigh_on_anothers_ranking() {
+    let dir = TempDir::new().unwrap();
+    let memory = memory_in(&dir).await;
+    for text in [
+        "the harbor lantern was lit at dusk",
+        "copper pans hang in the orchard shed",
+        "a lantern of copper and glass",
+        "we walked the meadow to the glacier",
+    ] {
+        memory
+            .save_note("alice", &NewNote::new(text))
+            .await
+            .unwrap();
+    }
+    let before = memory
+        .search(&request("alice", "copper lantern"))
+        .await
+        .unwrap();
+    let notes = SessionKind::notes_session("alice", None);
+    let scores_before = memory
+        .keyword_leg(&notes, "copper lantern", 10)
+        .await
+        .unwrap();
+
+    let flood: Vec<NewEvent> = (0..3_000)
+        .map(|i| NewEvent::new(Role::User, format!("copper copper lantern {}", turn(i))))
+        .collect();
+    for batch in flood.chunks(1_000) {
+        memory
+            .append("mallory", "mallory-chat", batch)
+            .await
+            .unwrap();
+    }
+    let after = memory
+        .search(&request("alice", "copper lantern"))
+        .await
+        .unwrap();
+    let scores_after = memory
+        .keyword_leg(&notes, "copper lantern", 10)
+        .await
+        .unwrap();
+    assert_eq!(scores_before, scores_after, "alice's bm25 is alice's alone");
+    let texts =
+        |hits: &[SearchHit]| -> Vec<String> { hits.iter().map(|h| h.text.clone()).collect() };
+    assert_eq!(texts(&before), texts(&after));
+    assert!(!after.is_empty());
+    assert!(after.iter().all(|h| !h.text.contains("turn")));
+}
+
+/// What a user types reaches the chunks it should: a query of stop words alone (left to
+/// FTS5, which holds every word), a word without its accent, another form of a word.
+#[tokio::test]
+async fn stop_words_accents_and_inflections_are_found() {
+    let dir = TempDir::new().unwrap();
+    let memory = memory_in(&dir).await;
+    for text in [
+        "who is it at the door?",
+        "We met at the Café Noir on Friday",
+        "planning the move to Lisbon",
+        "nothing to see here",
+    ] {
+        memory
+            .append("u", "u-chat", &[NewEvent::new(Role::User, text)])
+            .await
+            .unwrap();
+    }
+    let search = |query: &'static str| {
+        let memory = memory.clone();
+        async move {
+            let request = SearchRequest {
+                session_id: Some("u-chat".into()),
+                ..request("u", query)
+            };
+            let found = memory.search(&request).await.unwrap();
+            found.first().map(|h| h.text.clone()).unwrap_or_default()
+        }
+    };
+    assert_eq!(search("who is it").await, "who is it at the door?");
+    assert_eq!(
+        search("cafe noir").await,
+        "We met at the Café Noir on Friday"
+    );
+    assert_eq!(search("planned moves").await, "planning the move to Lisbon");
+}
