@@ -29,3 +29,12 @@ CREATE TRIGGER chunks_rewritten AFTER UPDATE OF text, context, session_id ON chu
     UPDATE sessions SET vector_removals = vector_removals + 1
         WHERE session_id IN (old.session_id, new.session_id);
 END;
+
+-- A session forgotten and made again under its id (an import can even bring back its
+-- created_at) must not look like the session an in-memory copy was made of: each new
+-- session's count starts at a random point, not at 0, so no later count of the old one
+-- is met again.
+CREATE TRIGGER sessions_count_from_anywhere AFTER INSERT ON sessions BEGIN
+    UPDATE sessions SET vector_removals = abs(random() % 4611686018427387904)
+        WHERE session_id = new.session_id;
+END;

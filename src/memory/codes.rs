@@ -16,6 +16,9 @@ pub const MAX_DIMENSIONS: usize = 4096;
 /// than it saves.
 const PARALLEL_ROWS: usize = 100_000;
 
+/// Rows whose integer sums a scan computes at a time.
+const SUMS_AT_ONCE: usize = 2048;
+
 /// What every part of one scan shares: the query rounded to integers, its step, how far
 /// an estimate can be from the true score per unit of a row's step, and the k sought.
 struct Scan {
@@ -115,19 +118,20 @@ impl CodeRows {
     }
 
     /// The rows that may be among the `k` best for `query` by dot product: every row that
-    /// can score above zero and above what `k` rows surely score. A query holding a value
-    /// that is not finite has no rounding to bound: every row is returned.
-    pub fn candidates(&self, query: &[f32], k: usize) -> Vec<usize> {
+    /// can score above zero and above what `k` rows surely score, each with the most it
+    /// can score. A query holding a value that is not finite has no rounding to bound:
+    /// every row is returned.
+    pub fn candidates(&self, query: &[f32], k: usize) -> Vec<(usize, f64)> {
         let d = self.dimensions;
         if k == 0 || query.len() != d || self.rows() == 0 {
             return Vec::new();
         }
         if !query.iter().all(|x| x.is_finite()) {
-            return (0..self.rows()).collect();
+            return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect();
         }
         let query_step = step_for(query, 32767.0);
         if !query_step.is_normal() {
-            return (0..self.rows()).collect();
+            return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect();
         }
         let rounded_query: Vec<i16> = query
             .iter()
@@ -158,31 +162,32 @@ impl CodeRows {
         }
         let part = self.rows().div_ceil(threads);
         std::thread::scope(|scope| {
-            let parts: Vec<_> = (0..threads)
-                .map(|t| {
-                    let rows = t * part..((t + 1) * part).min(self.rows());
-                    let scan = &scan;
-                    scope.spawn(move || self.candidates_in(rows, scan))
-                })
-                .collect();
-            parts
-                .into_iter()
-                .flat_map(|part| {
+            // A part whose thread cannot be started is scanned here instead.
+            let (mut found, mut parts) = (Vec::new(), Vec::new());
+            for t in 0..threads {
+                let rows = t * part..((t + 1) * part).min(self.rows());
+                let scan = &scan;
+                let mine = rows.clone();
+                let spawned = std::thread::Builder::new()
+                    .spawn_scoped(scope, move || self.candidates_in(mine, scan));
+                match spawned {
+                    Ok(handle) => parts.push(handle),
+                    Err(_) => found.extend(self.candidates_in(rows, scan)),
+                }
+            }
+            for part in parts {
+                found.extend(
                     part.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            found
         })
     }
 
     /// [`CodeRows::candidates`] among `rows`: indexes of the whole.
-    fn candidates_in(&self, rows: std::ops::Range<usize>, scan: &Scan) -> Vec<usize> {
-        let d = self.dimensions;
-        let (first, k) = (rows.start, scan.k);
-        let sums = rounded_dots(
-            &self.codes[rows.start * d..rows.end * d],
-            &scan.rounded_query,
-        );
+    fn candidates_in(&self, rows: std::ops::Range<usize>, scan: &Scan) -> Vec<(usize, f64)> {
+        let (d, k) = (self.dimensions, scan.k);
         // One pass: the k best lower bounds so far (a min-heap) give a floor that only
         // rises; a row whose upper bound is under the floor when it is seen can never be
         // among the k best. Rows kept are checked against the final floor at the end.
@@ -190,32 +195,39 @@ impl CodeRows {
             std::collections::BinaryHeap::with_capacity(k.min(rows.len()) + 1);
         let mut floor = 0.0f64;
         let mut kept: Vec<(usize, f64)> = Vec::new();
-        for (i, (sum, step)) in sums.into_iter().zip(&self.steps[rows]).enumerate() {
-            let step = f64::from(*step);
-            let estimate = sum as f64 * step * scan.query_step;
-            let bound = step * scan.reach + 1e-6;
-            let (low, high) = if estimate.is_finite() && bound.is_finite() {
-                (estimate - bound, estimate + bound)
-            } else {
-                (f64::NEG_INFINITY, f64::INFINITY)
-            };
-            if high <= 0.0 || high < floor {
-                continue;
-            }
-            kept.push((first + i, high));
-            lows.push(std::cmp::Reverse(OrderedLow(low)));
-            if lows.len() > k {
-                lows.pop();
-            }
-            if lows.len() == k {
-                if let Some(std::cmp::Reverse(OrderedLow(kth))) = lows.peek() {
-                    floor = floor.max(*kth);
+        // The integer sums of a stretch of rows at a time, which stay in the CPU's cache
+        // between being written and read.
+        let mut start = rows.start;
+        while start < rows.end {
+            let end = (start + SUMS_AT_ONCE).min(rows.end);
+            let sums = rounded_dots(&self.codes[start * d..end * d], &scan.rounded_query);
+            for (i, (sum, step)) in sums.into_iter().zip(&self.steps[start..end]).enumerate() {
+                let step = f64::from(*step);
+                let estimate = sum as f64 * step * scan.query_step;
+                let bound = step * scan.reach + 1e-6;
+                let (low, high) = if estimate.is_finite() && bound.is_finite() {
+                    (estimate - bound, estimate + bound)
+                } else {
+                    (f64::NEG_INFINITY, f64::INFINITY)
+                };
+                if high <= 0.0 || high < floor {
+                    continue;
+                }
+                kept.push((start + i, high));
+                lows.push(std::cmp::Reverse(OrderedLow(low)));
+                if lows.len() > k {
+                    lows.pop();
+                }
+                if lows.len() == k {
+                    if let Some(std::cmp::Reverse(OrderedLow(kth))) = lows.peek() {
+                        floor = floor.max(*kth);
+                    }
                 }
             }
+            start = end;
         }
         kept.into_iter()
             .filter(|&(_, high)| high >= floor)
-            .map(|(row, _)| row)
             .collect()
     }
 
@@ -414,7 +426,7 @@ mod tests {
         }
         let query: Vec<f32> = (0..d).map(|_| next()).collect();
         for k in [1, 10, 100] {
-            let found = rows.candidates(&query, k);
+            let found: Vec<usize> = rows.candidates(&query, k).iter().map(|c| c.0).collect();
             let mut scored: Vec<(usize, f32)> = exact
                 .iter()
                 .enumerate()

@@ -41,7 +41,11 @@ pub(super) struct SessionKeywords {
 
 impl Weighed for SessionKeywords {
     fn bytes(&self) -> usize {
-        let tail: usize = self.tail.iter().map(|(_, d)| 32 + d.terms.len() * 10).sum();
+        let tail: usize = self
+            .tail
+            .iter()
+            .map(|(_, d)| 40 + d.terms.capacity() * std::mem::size_of::<(u64, [u8; 2])>())
+            .sum();
         self.segments.iter().map(|s| s.bytes()).sum::<usize>() + tail
     }
 }
@@ -146,15 +150,23 @@ impl KeywordCache {
                 libsql::params![session_id, added.last_chunk_id],
             )
             .await?;
-        let (mut terms, mut from_rows) = (Terms::default(), 0);
+        let (mut batch, mut from_rows) = (Vec::new(), 0);
         while let Some(row) = rows.next().await? {
-            let chunk_id: i64 = row.get(0)?;
-            let doc = terms.doc(&row.get::<String>(1)?, &row.get::<String>(2)?);
-            added.push_doc(chunk_id, doc);
-            added.last_chunk_id = chunk_id;
-            from_rows += 1;
+            batch.push(chunk_row(&row)?);
+            if batch.len() == BLOCK_ROWS {
+                from_rows += batch.len();
+                for (chunk_id, doc) in index_rows(std::mem::take(&mut batch)).await {
+                    added.push_doc(chunk_id, doc);
+                    added.last_chunk_id = chunk_id;
+                }
+            }
         }
         drop(rows);
+        from_rows += batch.len();
+        for (chunk_id, doc) in index_rows(batch).await {
+            added.push_doc(chunk_id, doc);
+            added.last_chunk_id = chunk_id;
+        }
         if from_rows >= BLOCK_ROWS {
             self.due.note_due(session_id);
         }
@@ -234,6 +246,33 @@ async fn load_chain(
     }
 }
 
+/// A chunk row as read for the index: id, text, context.
+type ChunkRow = (i64, String, String);
+
+fn chunk_row(row: &libsql::Row) -> Result<ChunkRow, libsql::Error> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+}
+
+/// The terms of `rows`: a few inline, more on a blocking thread (stemming a block's worth
+/// takes tens of milliseconds, too long to hold an async worker).
+async fn index_rows(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
+    let index = |rows: Vec<ChunkRow>| {
+        let mut terms = Terms::default();
+        rows.into_iter()
+            .map(|(id, text, context)| (id, terms.doc(&text, &context)))
+            .collect::<Vec<_>>()
+    };
+    if rows.len() < INLINE_ROWS {
+        return index(rows);
+    }
+    tokio::task::spawn_blocking(move || index(rows))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Chunk rows indexed on the async worker itself: a search's usual top-up.
+const INLINE_ROWS: usize = 256;
+
 /// The `k` chunks of the copies best matching `terms` by bm25 over them all, best first.
 pub(super) fn best_matches(
     copies: &[Arc<SessionKeywords>],
@@ -283,7 +322,6 @@ impl Memory {
     /// Returns how many blocks it made.
     pub async fn pack_keywords(&self, session_id: &str) -> Result<usize> {
         let mut made = 0;
-        let mut terms = Terms::default();
         for _ in 0..MAX_PACK_PASSES {
             let conn = self.db.conn().await?;
             let Some(tag) = super::vectors::tag_of(&conn, session_id).await? else {
@@ -302,12 +340,12 @@ impl Memory {
                     libsql::params![session_id, after, BLOCK_ROWS as i64],
                 )
                 .await?;
-            let mut docs = Vec::with_capacity(BLOCK_ROWS);
+            let mut read = Vec::with_capacity(BLOCK_ROWS);
             while let Some(row) = rows.next().await? {
-                let doc = terms.doc(&row.get::<String>(1)?, &row.get::<String>(2)?);
-                docs.push((row.get::<i64>(0)?, doc));
+                read.push(chunk_row(&row)?);
             }
             drop(rows);
+            let docs = index_rows(read).await;
             let tx = conn.write_tx().await?;
             if super::vectors::tag_of(&tx, session_id).await? != Some(tag) {
                 tx.rollback().await?;

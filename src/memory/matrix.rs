@@ -49,7 +49,10 @@ impl VectorMatrix {
             return Vec::new();
         }
         match &self.codes {
-            Some(codes) => self.best_of(codes.candidates(query, k), query, k),
+            Some(codes) => {
+                let rows = codes.candidates(query, k).into_iter().map(|(row, _)| row);
+                self.best_of(rows, query, k)
+            }
             None => self.best_of(0..self.rows(), query, k),
         }
     }

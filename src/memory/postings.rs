@@ -144,7 +144,13 @@ impl Segment {
             && segment.starts.first() == Some(&0)
             && segment.starts.last().map(|s| *s as usize) == Some(postings)
             && segment.starts.windows(2).all(|w| w[0] < w[1])
-            && segment.docs.iter().all(|d| (*d as usize) < rows);
+            && segment.docs.iter().all(|d| (*d as usize) < rows)
+            // Each term's chunks in order, none twice: a count is a number of chunks.
+            && segment.starts.windows(2).all(|w| {
+                segment.docs[w[0] as usize..w[1] as usize]
+                    .windows(2)
+                    .all(|d| d[0] < d[1])
+            });
         sound.then_some(segment)
     }
 }
@@ -198,10 +204,12 @@ impl Bm25 {
             .map(|h| {
                 let h = *h as f64;
                 let idf = ((n - h + 0.5) / (h + 0.5)).ln();
-                if idf <= 0.0 {
-                    1e-6
-                } else {
+                // Also NaN (more holding a word than there are chunks cannot be, but
+                // a ranking must not rest on it).
+                if idf > 0.0 {
                     idf
+                } else {
+                    1e-6
                 }
             })
             .collect();

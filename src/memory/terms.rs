@@ -147,6 +147,22 @@ mod tests {
         assert_eq!(term_hash("a"), 0xaf63_dc4c_8601_ec8c);
     }
 
+    /// Stored blocks hold terms made by this stemmer, stop-word list and folding: a
+    /// change to any of them must come with a new `keywords::FORMAT`, and this test is
+    /// what notices it.
+    #[test]
+    fn the_terms_of_stored_blocks_do_not_change() {
+        let mut terms = Terms::default();
+        let got = terms
+            .query("Running cafés generously, the organizations' 42")
+            .unwrap();
+        let want: Vec<u64> = ["run", "cafe", "generous", "organ", "42"]
+            .iter()
+            .map(|stem| term_hash(stem))
+            .collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn counts_saturate_instead_of_wrapping() {
         let mut terms = Terms::default();

@@ -183,14 +183,19 @@ impl SessionVectors {
     }
 }
 
-/// The chunks of several sessions that may be among the `k` most similar to `query`.
-pub(super) fn candidates_all(all: &[Arc<SessionVectors>], query: &[f32], k: usize) -> Vec<i64> {
+/// The chunks of several sessions that may be among the `k` most similar to `query`,
+/// each with the most its exact score can be.
+pub(super) fn candidates_all(
+    all: &[Arc<SessionVectors>],
+    query: &[f32],
+    k: usize,
+) -> Vec<(i64, f64)> {
     all.iter()
         .flat_map(|v| {
             v.codes
                 .candidates(query, k)
                 .into_iter()
-                .map(|row| v.codes.chunk_id(row))
+                .map(|(row, high)| (v.codes.chunk_id(row), high))
         })
         .collect()
 }
@@ -217,21 +222,31 @@ pub(super) async fn tag_of(
 /// Chunk ids read by one statement when rescoring.
 const RESCORE_SLICE: usize = 10_000;
 
-/// The `k` of `chunk_ids` whose stored `model` vectors in `sessions` score best against
-/// `query`, best first, each with its exact score; chunks removed meanwhile (or whose id
-/// now names a chunk of another session) are left out.
+/// The `k` of `candidates` (chunk ids, each with the most it can score) whose stored
+/// `model` vectors in `sessions` score best against `query`, best first, each with its
+/// exact score; chunks removed meanwhile (or whose id now names a chunk of another
+/// session) are left out. Candidates are read best bound first, and reading stops once
+/// `k` exact scores beat every bound left: at a million rows a scan leaves a few hundred
+/// candidates, and most need not be read.
 pub(super) async fn rescore(
     conn: &crate::db::Conn,
     model: &str,
     sessions: &[String],
-    chunk_ids: &[i64],
+    candidates: &[(i64, f64)],
     query: &[f32],
     k: usize,
 ) -> Result<Vec<(i64, f32)>, libsql::Error> {
-    let mut scored = Vec::with_capacity(chunk_ids.len());
-    for slice in chunk_ids.chunks(RESCORE_SLICE) {
+    let mut order = candidates.to_vec();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut scored = Vec::with_capacity(order.len().min(RESCORE_SLICE));
+    let mut read = 0;
+    while read < order.len() {
+        // A first read of half as many again as wanted, then k at a time.
+        let want = if read == 0 { k + k / 2 } else { k };
+        let slice = &order[read..(read + want.clamp(16, RESCORE_SLICE)).min(order.len())];
+        read += slice.len();
         let mut params: Vec<libsql::Value> = vec![model.into()];
-        params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
+        params.extend(slice.iter().map(|(id, _)| libsql::Value::from(*id)));
         let mut rows = conn
             .query(
                 &format!(
@@ -250,6 +265,16 @@ pub(super) async fn rescore(
             let blob: Vec<u8> = row.get(2)?;
             if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == query.len()) {
                 scored.push((row.get::<i64>(0)?, dot(&v, query)));
+            }
+        }
+        if let Some((_, next_bound)) = order.get(read) {
+            let best = best_k(scored.iter().copied(), k);
+            if best.len() == k
+                && best
+                    .last()
+                    .is_some_and(|(_, s)| f64::from(*s) > *next_bound)
+            {
+                break;
             }
         }
     }
