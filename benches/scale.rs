@@ -4,12 +4,14 @@
 //! defaults. Then, on that database:
 //!
 //! - hybrid searches of the big user (notes and that conversation): p50 and p95;
-//! - the first search in a fresh handle on the same file (cold: its vectors are loaded, as
-//!   after a process start, though the OS's page cache stays warm), first from the vector
-//!   rows, then from the stored blocks the embedder packs when idle;
-//! - the vector leg's top 10 against a scan of every stored vector (`recall_vs_exact`; the
-//!   keyword leg is exact, FTS5 scoring every match), and how much of the fused top 10
-//!   stays when each leg hands every chunk to the fusion instead of `search.candidates`;
+//! - the first search in a fresh handle on the same file (cold: its vectors and keyword
+//!   index are loaded, as after a process start, though the OS's page cache stays warm),
+//!   first from the vector and chunk rows, then from the stored blocks the embedder packs
+//!   when idle;
+//! - each leg's top 10 against exhaustive scoring (`recall_vs_exact`): the vector leg's
+//!   against a scan of every stored vector, the keyword leg's against bm25 computed from
+//!   every chunk row; and how much of the fused top 10 stays when each leg hands every
+//!   chunk to the fusion instead of `search.candidates`;
 //! - appends from 16 callers, one event per call, into that database;
 //! - the process's resident memory after the searches.
 //!
@@ -213,9 +215,7 @@ async fn main() {
     times.sort();
     let rss = rss_mib();
 
-    // Exactness: the vector leg's top 10 against a scan of every stored vector done here
-    // (the keyword leg is exact: FTS5 scores every match before the top is taken). Then
-    // how much the fused top 10 moves when each leg hands over every chunk instead of
+    // Exactness: each leg's top 10 against exhaustive scoring (below). Then how much the fused top 10 moves when each leg hands over every chunk instead of
     // `search.candidates`: the fusion's depth, not an approximation.
     eprintln!("checking {EXACT_QUERIES} queries against exhaustive scoring…");
     let (mut kept, mut wanted) = (0usize, 0usize);

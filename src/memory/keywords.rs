@@ -82,6 +82,14 @@ impl SessionKeywords {
         }
     }
 
+    /// Adds chunks newer than any held, in order.
+    fn push_docs(&mut self, docs: Vec<(i64, DocTerms)>) {
+        for (chunk_id, doc) in docs {
+            self.push_doc(chunk_id, doc);
+            self.last_chunk_id = chunk_id;
+        }
+    }
+
     /// Appends what was loaded after this copy's last chunk.
     fn append(&mut self, newer: SessionKeywords) {
         self.from_blocks += newer.from_blocks;
@@ -150,23 +158,25 @@ impl KeywordCache {
                 libsql::params![session_id, added.last_chunk_id],
             )
             .await?;
-        let (mut batch, mut from_rows) = (Vec::new(), 0);
+        // A block's worth of rows is indexed on a blocking thread while the next is read.
+        let (mut batch, mut from_rows, mut indexing) = (Vec::new(), 0, None);
         while let Some(row) = rows.next().await? {
             batch.push(chunk_row(&row)?);
             if batch.len() == BLOCK_ROWS {
                 from_rows += batch.len();
-                for (chunk_id, doc) in index_rows(std::mem::take(&mut batch)).await {
-                    added.push_doc(chunk_id, doc);
-                    added.last_chunk_id = chunk_id;
+                let rows = std::mem::take(&mut batch);
+                let next = tokio::task::spawn_blocking(move || index_rows(rows));
+                if let Some(done) = indexing.replace(next) {
+                    added.push_docs(joined(done).await);
                 }
             }
         }
         drop(rows);
-        from_rows += batch.len();
-        for (chunk_id, doc) in index_rows(batch).await {
-            added.push_doc(chunk_id, doc);
-            added.last_chunk_id = chunk_id;
+        if let Some(done) = indexing {
+            added.push_docs(joined(done).await);
         }
+        from_rows += batch.len();
+        added.push_docs(index_rows_off_worker(batch).await);
         if from_rows >= BLOCK_ROWS {
             self.due.note_due(session_id);
         }
@@ -253,20 +263,26 @@ fn chunk_row(row: &libsql::Row) -> Result<ChunkRow, libsql::Error> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
-/// The terms of `rows`: a few inline, more on a blocking thread (stemming a block's worth
-/// takes tens of milliseconds, too long to hold an async worker).
-async fn index_rows(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
-    let index = |rows: Vec<ChunkRow>| {
-        let mut terms = Terms::default();
-        rows.into_iter()
-            .map(|(id, text, context)| (id, terms.doc(&text, &context)))
-            .collect::<Vec<_>>()
-    };
+/// The terms of `rows`.
+fn index_rows(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
+    let mut terms = Terms::default();
+    rows.into_iter()
+        .map(|(id, text, context)| (id, terms.doc(&text, &context)))
+        .collect()
+}
+
+/// [`index_rows`], a few inline, more on a blocking thread (stemming a block's worth takes
+/// tens of milliseconds, too long to hold an async worker).
+async fn index_rows_off_worker(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
     if rows.len() < INLINE_ROWS {
-        return index(rows);
+        return index_rows(rows);
     }
-    tokio::task::spawn_blocking(move || index(rows))
-        .await
+    joined(tokio::task::spawn_blocking(move || index_rows(rows))).await
+}
+
+/// A blocking task's result; its panic, a bug, goes on in the caller.
+async fn joined<T>(task: tokio::task::JoinHandle<T>) -> T {
+    task.await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
@@ -345,7 +361,7 @@ impl Memory {
                 read.push(chunk_row(&row)?);
             }
             drop(rows);
-            let docs = index_rows(read).await;
+            let docs = index_rows_off_worker(read).await;
             let tx = conn.write_tx().await?;
             if super::vectors::tag_of(&tx, session_id).await? != Some(tag) {
                 tx.rollback().await?;

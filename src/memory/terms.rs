@@ -7,6 +7,7 @@
 //! is a one-in-a-billion event that would only merge their counts.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::char::is_combining_mark;
@@ -29,9 +30,30 @@ pub(super) struct DocTerms {
 /// skewed, so most words are looked up instead of stemmed again).
 pub(super) struct Terms {
     stemmer: Stemmer,
-    seen: HashMap<String, Option<u64>>,
+    seen: HashMap<String, Option<u64>, BuildHasherDefault<Fnv>>,
     word: String,
 }
+
+/// FNV-1a as the words' map hasher: words are short, and SipHash's strength against
+/// chosen keys is not needed for a map that is cleared past a size.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let start = if self.0 == 0 { FNV_OFFSET } else { self.0 };
+        self.0 = bytes.iter().fold(start, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME)
+        });
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// Distinct words remembered before the memory is cleared.
 const MAX_SEEN: usize = 200_000;
@@ -40,7 +62,7 @@ impl Default for Terms {
     fn default() -> Self {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
-            seen: HashMap::new(),
+            seen: HashMap::default(),
             word: String::new(),
         }
     }
@@ -50,7 +72,12 @@ impl Terms {
     /// The term of one word as typed, or `None` for a stop word.
     fn term(&mut self, word: &str) -> Option<u64> {
         self.word.clear();
-        self.word.extend(word.chars().flat_map(char::to_lowercase));
+        if word.is_ascii() {
+            self.word.push_str(word);
+            self.word.make_ascii_lowercase();
+        } else {
+            self.word.extend(word.chars().flat_map(char::to_lowercase));
+        }
         if let Some(term) = self.seen.get(self.word.as_str()) {
             return *term;
         }
@@ -73,19 +100,26 @@ impl Terms {
 
     /// A chunk's terms: its text's and its context's, counted apart.
     pub(super) fn doc(&mut self, text: &str, context: &str) -> DocTerms {
-        let mut counts: HashMap<u64, [u8; 2]> = HashMap::new();
+        let mut found: Vec<(u64, usize)> = Vec::new();
         let mut length: usize = 0;
         for (column, source) in [text, context].into_iter().enumerate() {
             for word in text::words(source) {
                 length += 1;
                 if let Some(term) = self.term(word) {
-                    let freq = &mut counts.entry(term).or_default()[column];
-                    *freq = freq.saturating_add(1);
+                    found.push((term, column));
                 }
             }
         }
-        let mut terms: Vec<(u64, [u8; 2])> = counts.into_iter().collect();
-        terms.sort_unstable_by_key(|(term, _)| *term);
+        found.sort_unstable();
+        let mut terms: Vec<(u64, [u8; 2])> = Vec::with_capacity(found.len());
+        for (term, column) in found {
+            if terms.last().is_none_or(|(last, _)| *last != term) {
+                terms.push((term, [0, 0]));
+            }
+            if let Some((_, freq)) = terms.last_mut() {
+                freq[column] = freq[column].saturating_add(1);
+            }
+        }
         DocTerms {
             terms,
             length: u16::try_from(length).unwrap_or(u16::MAX),
@@ -112,8 +146,8 @@ impl Terms {
 
 /// FNV-1a, 64 bits: fixed by its definition, so stored terms stay valid.
 fn term_hash(stem: &str) -> u64 {
-    stem.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    stem.bytes().fold(FNV_OFFSET, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME)
     })
 }
 
