@@ -1,6 +1,7 @@
 //! The keyword index's words: how a chunk's text and a query become the same terms. A
 //! word is a run of letters and digits ([`text::words`]), folded to lower case, with its
-//! diacritics removed ("Café" finds "cafe") and stemmed (Snowball English: "plans" finds
+//! diacritics and compatibility forms removed ("Café" finds "cafe", "ﬁnance" "finance")
+//! and stemmed (Snowball English: "plans" finds
 //! "planning"); stop words count towards a text's length but are not terms. A term is
 //! kept as a 64-bit FNV-1a hash of its stem: stable across processes and releases (stored
 //! blocks hold them), and two stems sharing a hash among a user's hundred thousand words
@@ -84,10 +85,16 @@ impl Terms {
         let term = if text::is_stop_word(&self.word) {
             None
         } else {
+            // Compatibility forms too: "ﬁ" is "fi", "Ｆ" is "F", "𝔘" is "U" (then lower
+            // case again, as those have no lower case of their own).
             let folded: String = if self.word.is_ascii() {
                 self.word.clone()
             } else {
-                self.word.nfd().filter(|c| !is_combining_mark(*c)).collect()
+                self.word
+                    .nfkd()
+                    .filter(|c| !is_combining_mark(*c))
+                    .flat_map(char::to_lowercase)
+                    .collect()
             };
             Some(term_hash(&self.stemmer.stem(&folded)))
         };
@@ -170,6 +177,13 @@ mod tests {
         let plan = terms.query("plan").unwrap()[0];
         let (_, freq) = doc.terms.iter().find(|(t, _)| *t == plan).unwrap();
         assert_eq!(*freq, [2, 0], "planning and plans, both in the text");
+        for (typed, stored) in [
+            ("finance", "ﬁnance"),
+            ("unicode", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢"),
+            ("abc", "ＡＢＣ"),
+        ] {
+            assert_eq!(terms.query(typed), terms.query(stored), "{stored}");
+        }
         assert_eq!(terms.query("who is it?"), None);
         assert_eq!(terms.query(" ?! ** "), None);
     }
