@@ -379,7 +379,7 @@ async fn retention_expires_facts_and_idle_conversations() {
         "idle conversation removed"
     );
     assert!(memory.recall(&Actor::Operator, "fresh", 5).await.is_ok());
-    common::fts_integrity(&memory).await;
+    common::keyword_integrity(&memory).await;
 }
 
 #[tokio::test]
@@ -461,7 +461,7 @@ async fn a_pass_cut_short_is_finished_by_the_next() {
         _ = consolidator.run(&[Pass::Facts], None, Some(progress)) => panic!("should have been cut short"),
         _ = first_done.notified() => {}
     }
-    common::fts_integrity(&memory).await;
+    common::keyword_integrity(&memory).await;
     let partial = memory.notes("u").await.unwrap().len();
     assert!((1..4).contains(&partial), "{partial}");
     // Stopped means stopped: nothing of the pass goes on writing beside the next one.

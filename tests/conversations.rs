@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{count, fresh, fts_integrity, index_rows};
+use common::{count, fresh, index_rows, keyword_integrity};
 use nightshift::access::Actor;
 use nightshift::db::clock::ManualClock;
 use nightshift::memory::{MemoryError, NewEvent, Role, SearchRequest, SessionKind};
@@ -186,7 +186,7 @@ async fn forget_removes_the_session_and_everything_derived() {
         )
         .await
         .unwrap();
-    // Chunks and FTS rows at once; vectors once the background queue has run.
+    // Chunks (and what the keyword leg finds) at once; vectors once the queue has run.
     assert_eq!(index_rows(&memory, "purple").await, (2, 0, 2));
     assert_eq!(count(&memory, "SELECT count(*) FROM embed_queue").await, 2);
     memory.embed_pending(&|_, _| {}).await.unwrap();
@@ -205,7 +205,7 @@ async fn forget_removes_the_session_and_everything_derived() {
         .await,
         0
     );
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
     assert!(matches!(
         memory.recall(&Actor::Operator, "doomed", 5).await,
         Err(MemoryError::SessionNotFound(_))

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{config_in, count, fresh, fts_integrity};
+use common::{config_in, count, fresh, keyword_integrity};
 use nightshift::app::{open_db, open_memory};
 use nightshift::config::Config;
 use nightshift::embed::{EmbedError, Embedder, HashEmbedder};
@@ -211,7 +211,7 @@ async fn a_deleted_note_leaves_nothing_queued_or_embedded() {
         count(&memory, "SELECT count(*) FROM chunk_vectors").await,
         0
     );
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
 }
 
 #[tokio::test]
@@ -260,7 +260,7 @@ async fn a_reply_is_indexed_with_the_turn_before_it_as_context() {
         .unwrap();
     let sequences: Vec<i64> = hits.iter().filter_map(|h| h.sequence).collect();
     assert!(sequences.contains(&2), "{sequences:?}");
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
 }
 
 #[tokio::test]

@@ -342,7 +342,7 @@ async fn integrity(config: &Config) {
         .await
         .unwrap();
     assert_eq!(check.as_deref(), Some("ok"));
-    common::fts_integrity(&memory).await;
+    common::keyword_integrity(&memory).await;
 }
 
 /// The database file cannot grow past a limit a few runs away: the worker logs each write

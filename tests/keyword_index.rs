@@ -242,7 +242,7 @@ async fn one_users_words_never_weigh_on_anothers_ranking() {
 }
 
 /// What a user types reaches the chunks it should: a query of stop words alone (left to
-/// FTS5, which holds every word), a word without its accent, another form of a word.
+/// the keyword index holds them too), a word without its accent, another form of a word.
 #[tokio::test]
 async fn stop_words_accents_and_inflections_are_found() {
     let dir = TempDir::new().unwrap();

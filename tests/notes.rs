@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{count, fresh, fts_integrity, index_rows};
+use common::{count, fresh, index_rows, keyword_integrity};
 use nightshift::memory::{HitSource, MemoryError, NewNote, SearchRequest};
 
 fn search(user: &str, query: &str) -> SearchRequest {
@@ -70,7 +70,7 @@ async fn lifecycle_save_search_update_delete() {
         .unwrap()
         .is_empty());
     assert_eq!(index_rows(&memory, "coffee").await, (0, 0, 0));
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
     assert!(matches!(
         memory.delete_note("alice", &saved.note_id).await,
         Err(MemoryError::NoteNotFound(_))
@@ -336,5 +336,5 @@ async fn notes_per_user_are_capped_at_the_limit() {
         .save_note("alice", &NewNote::new("and over again"))
         .await
         .is_err());
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
 }

@@ -1,8 +1,9 @@
 //! Properties of memory's input paths over their whole domain (issue 26, item 3):
 //!
-//! - the FTS query builder: any text gives an FTS5 expression that libSQL runs (or none),
-//!   and search answers it or refuses it by the input rule, never with an SQL error; a
-//!   stored word is found by its own expression;
+//! - the FTS query builder (as-of search over note versions): any text gives an FTS5
+//!   expression that libSQL runs (or none), and search answers it or refuses it by the
+//!   input rule, never with an SQL error; a stored word is found by its own expression
+//!   and by search (the keyword index);
 //! - the chunker: any text, any sizes: the chunks are pieces of the (whitespace-normalised)
 //!   text at character boundaries, within the size, that cover it in order, neighbours
 //!   sharing at most the configured overlap (exactly it in a text without spaces);
@@ -23,6 +24,7 @@ use nightshift::config::Config;
 use nightshift::db::query_scalar;
 use nightshift::memory::{
     chunk_text, keyword_expression, Memory, MemoryError, NewEvent, NewNote, Role, SearchRequest,
+    SessionKind,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -203,21 +205,21 @@ fn query_refused(q: &str) -> bool {
         || q.trim().is_empty()
 }
 
-/// Runs `query` both ways: its expression straight through `MATCH` on the chunks, and a
-/// search as every front door makes it. An SQL error either way fails.
+/// Runs `query` both ways: its expression straight through `MATCH` on the note versions
+/// (as an as-of search does), and a search as every front door makes it. An SQL error
+/// either way fails.
 fn fts_case(f: &Fixture, user: &str, query: &str) -> Result<(), String> {
     if let Some(expression) = keyword_expression(query) {
         if expression.is_empty() {
             return Err(format!("{query:?}: an empty expression instead of none"));
         }
         f.count(
-            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1",
+            "SELECT count(*) FROM note_versions_fts WHERE note_versions_fts MATCH ?1",
             [expression.as_str()],
         )
         .map_err(|e| format!("{query:?} -> {expression:?}: {e}"))?;
     }
-    // Every other query also searches a conversation (its chunks' scope joins the
-    // expression).
+    // Every other query also searches a conversation.
     let request = SearchRequest {
         user_id: user.to_string(),
         query: query.to_string(),
@@ -300,12 +302,13 @@ fn fts_a_stored_word_is_found_by_its_expression() {
             let expression = keyword_expression(&word)
                 .ok_or_else(|| fail(format!("{word:?}: no expression")))?;
             let found = f
-            .count(
-                "SELECT count(*) FROM chunks_fts JOIN chunks ON chunks.chunk_id = chunks_fts.rowid
-                 WHERE chunks_fts MATCH ?1 AND chunks.user_id = ?2",
-                [expression.as_str(), user.as_str()],
-            )
-            .map_err(|e| fail(format!("{word:?}: {e}")))?;
+                .count(
+                    "SELECT count(*) FROM note_versions_fts
+                 JOIN note_versions v ON v.version_id = note_versions_fts.rowid
+                 WHERE note_versions_fts MATCH ?1 AND v.user_id = ?2",
+                    [expression.as_str(), user.as_str()],
+                )
+                .map_err(|e| fail(format!("{word:?}: {e}")))?;
             prop_assert!(
                 found >= 1,
                 "{:?} in {:?}: not found by {:?}",
@@ -341,8 +344,10 @@ fn fts_a_stored_word_is_found_by_its_expression() {
 /// tokenizer folds with Unicode 6.1's, so a word with a capital of a script given case
 /// later (Osage, Cherokee, Georgian Mtavruli, Old Hungarian, Adlam) was searched in a form
 /// never indexed. Words now reach FTS5 as typed, which folds them as it folded the text.
+/// The keyword index folds the stored text and the query with the same tables: the same
+/// words are found through it.
 #[test]
-fn keyword_leg_folds_case_as_fts5_does() {
+fn both_keyword_indexes_fold_case_alike_on_both_sides() {
     let f = Fixture::new(|_| {});
     let mut missed = Vec::new();
     for word in [
@@ -362,12 +367,19 @@ fn keyword_leg_folds_case_as_fts5_does() {
         let expression = keyword_expression(word).unwrap();
         let found = f
             .count(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1",
+                "SELECT count(*) FROM note_versions_fts WHERE note_versions_fts MATCH ?1",
                 [expression.as_str()],
             )
             .unwrap();
         if found == 0 {
             missed.push(format!("{word:?} (searched as {expression})"));
+        }
+        let notes = SessionKind::notes_session("case", None);
+        let leg =
+            f.rt.block_on(f.memory.keyword_leg(&notes, word, 10))
+                .unwrap();
+        if leg.is_none_or(|hits| hits.is_empty()) {
+            missed.push(format!("{word:?} (through the keyword index)"));
         }
     }
     assert!(missed.is_empty(), "not found: {}", missed.join(", "));

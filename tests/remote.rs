@@ -931,12 +931,7 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
             Some("feed the cat"),
             "{location}"
         );
-        conn.execute(
-            "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
-            (),
-        )
-        .await
-        .unwrap();
+        common::keyword_integrity(&memory).await;
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{config_in, count, fresh, fts_integrity};
+use common::{config_in, count, fresh, keyword_integrity};
 use nightshift::app::open_memory;
 use nightshift::memory::{HitSource, NewEvent, NewNote, Role, SearchRequest};
 
@@ -339,7 +339,7 @@ async fn rebuild_gives_the_same_results_and_search_never_goes_empty() {
         count(&memory, "SELECT count(*) FROM chunks").await,
         chunks_before
     );
-    fts_integrity(&memory).await;
+    keyword_integrity(&memory).await;
 
     for (q, expected) in queries.iter().zip(before) {
         let after = memory.search(&request("u", q, Some("chat"))).await.unwrap();

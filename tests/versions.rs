@@ -236,7 +236,7 @@ async fn a_deleted_notes_versions_last_until_the_retention_ends() {
 
 /// Rows of `user` in every table that holds a user's data.
 async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
-    let tables: [(&str, &str); 18] = [
+    let tables: [(&str, &str); 19] = [
         ("sessions", "SELECT count(*) FROM sessions WHERE user_id = ?1"),
         ("events", "SELECT count(*) FROM events e JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
         ("session_state", "SELECT count(*) FROM session_state st JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
@@ -244,7 +244,8 @@ async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
         ("note_versions", "SELECT count(*) FROM note_versions WHERE user_id = ?1"),
         ("note_tombstones", "SELECT count(*) FROM note_tombstones WHERE user_id = ?1"),
         ("chunks", "SELECT count(*) FROM chunks WHERE user_id = ?1"),
-        ("chunks_fts", "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ('\"' || ?1 || 'word\"')"),
+        ("keyword_blocks", "SELECT count(*) FROM keyword_blocks WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)"),
+        ("vector_blocks", "SELECT count(*) FROM vector_blocks WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)"),
         ("chunk_vectors", "SELECT count(*) FROM chunk_vectors WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE user_id = ?1)"),
         ("state_entries", "SELECT count(*) FROM state_entries WHERE user_id = ?1"),
         ("artifacts", "SELECT count(*) FROM artifacts WHERE user_id = ?1"),
@@ -367,7 +368,6 @@ async fn purging_a_user_leaves_nothing_of_them_and_touches_no_one_else() {
         "note_versions",
         "note_tombstones",
         "chunks",
-        "chunks_fts",
         "chunk_vectors",
         "state_entries",
         "artifacts",
@@ -402,7 +402,7 @@ async fn purging_a_user_leaves_nothing_of_them_and_touches_no_one_else() {
         assert_eq!(n, 0, "{table} still holds alice's rows");
     }
     assert_eq!(rows_of(&app, "bob").await, bob_before);
-    common::fts_integrity(app.memory()).await;
+    common::keyword_integrity(app.memory()).await;
     assert_eq!(
         found(&app, "bob", "bobword").await,
         ["an updated note with bobword"]

@@ -375,7 +375,7 @@ pub struct SearchConfig {
     pub max_top_k: usize,
     /// Weight of the min-max normalised vector leg in the fused score.
     pub vector_weight: f64,
-    /// Weight of the min-max normalised keyword (FTS5 bm25) leg in the fused score.
+    /// Weight of the min-max normalised keyword (bm25) leg in the fused score.
     pub keyword_weight: f64,
     /// Weight of a chunk's context (the end of the event before it) against its own text
     /// in the keyword leg's bm25.

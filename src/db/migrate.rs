@@ -134,6 +134,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "keyword_blocks",
         sql: include_str!("../../migrations/0024_keyword_blocks.sql"),
     },
+    Migration {
+        version: 25,
+        name: "drop_chunks_fts",
+        sql: include_str!("../../migrations/0025_drop_chunks_fts.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -100,9 +100,6 @@ pub(super) struct SearchState {
     pub degraded: Option<String>,
     /// The tag (`vector_removals`, `created_at`) of each session in scope that exists.
     pub tags: HashMap<String, super::vectors::SessionTag>,
-    /// Highest chunk id − lowest + 1: at least the number of chunks (0 when none). Read
-    /// as two subqueries: `max(…) - min(…)` in one select scans the whole table.
-    pub chunk_id_span: i64,
 }
 
 impl Memory {
@@ -127,8 +124,8 @@ impl Memory {
     /// What a search reads before its legs, in one read: whether it must leave out the
     /// vector leg, and why (the stored vectors are of another model, or a model change is
     /// still being re-embedded); the `vector_removals` count of each of `sessions` that
-    /// exists, which says whether a cached copy of its vectors is still whole; and how
-    /// far apart the lowest and highest chunk ids are.
+    /// exists, which says whether a cached copy of its vectors and keywords is still
+    /// whole.
     pub(super) async fn search_state(
         &self,
         conn: &crate::db::Conn,
@@ -143,18 +140,13 @@ impl Memory {
                      WHERE key IN ('embedding_model', 'embedding_reembed')
                      UNION ALL
                      SELECT 'session', session_id, vector_removals, created_at FROM sessions
-                     WHERE session_id IN ({placeholders})
-                     UNION ALL
-                     SELECT 'chunks', '',
-                         (SELECT max(chunk_id) FROM chunks) - (SELECT min(chunk_id) FROM chunks) + 1,
-                         NULL"
+                     WHERE session_id IN ({placeholders})"
                 ),
                 params,
             )
             .await?;
         let (mut recorded, mut reembedding) = (None, false);
         let mut tags = HashMap::new();
-        let mut chunk_id_span = 0;
         while let Some(row) = rows.next().await? {
             let key = row.get::<String>(1)?;
             match (row.get::<String>(0)?.as_str(), key.as_str()) {
@@ -165,7 +157,6 @@ impl Memory {
                     };
                     tags.insert(key, tag);
                 }
-                ("chunks", _) => chunk_id_span = row.get::<Option<i64>>(2)?.unwrap_or(0),
                 (_, "embedding_model") => recorded = Some(row.get::<String>(2)?),
                 _ => reembedding = true,
             }
@@ -181,7 +172,6 @@ impl Memory {
         Ok(SearchState {
             degraded: off,
             tags,
-            chunk_id_span,
         })
     }
 

@@ -8,14 +8,11 @@ use crate::text;
 /// Most terms kept from one query; longer queries gain little and cost a lot.
 const MAX_TERMS: usize = 32;
 
-/// The FTS5 expression matching any of the query's words in the `text` or `context`
-/// columns (never `scope`), or `None` when the query has no searchable word.
+/// The FTS5 expression matching any of the query's words in the note versions' full-text
+/// index (`note_versions_fts`, column `content`), or `None` when the query has no
+/// searchable word. The chunks' keyword leg has an index of its own (`terms.rs`).
 pub fn keyword_expression(query: &str) -> Option<String> {
-    keyword_expression_in(query, "{text context}")
-}
-
-/// As [`keyword_expression`], over the FTS5 columns `columns` (`{a b}` or one name).
-pub fn keyword_expression_in(query: &str, columns: &str) -> Option<String> {
+    const COLUMN: &str = "content";
     // Each word as typed, with its lower case for telling repeats and stop words: FTS5
     // folds the word itself, by the Unicode its tokenizer knows (6.1), as it folded the
     // stored text; a word folded here by newer Unicode (a capital of Osage, Cherokee,
@@ -45,15 +42,9 @@ pub fn keyword_expression_in(query: &str, columns: &str) -> Option<String> {
     let quoted: Vec<String> = terms
         .iter()
         .take(MAX_TERMS)
-        .map(|t| format!("{columns}:\"{t}\""))
+        .map(|t| format!("{COLUMN}:\"{t}\""))
         .collect();
     Some(quoted.join(" OR "))
-}
-
-/// Restricts an expression to chunks whose `scope` column holds one of `scopes`.
-pub fn scoped(expression: &str, scopes: &[String]) -> String {
-    let scope: Vec<String> = scopes.iter().map(|s| format!("scope:\"{s}\"")).collect();
-    format!("({}) AND ({expression})", scope.join(" OR "))
 }
 
 #[cfg(test)]
@@ -64,7 +55,7 @@ mod tests {
     fn operators_and_quotes_become_plain_terms() {
         assert_eq!(
             keyword_expression(r#"tea" OR NEAR(x* -y) AND {col}:z"#).unwrap(),
-            r#"{text context}:"tea" OR {text context}:"NEAR" OR {text context}:"x" OR {text context}:"y" OR {text context}:"col" OR {text context}:"z""#
+            r#"content:"tea" OR content:"NEAR" OR content:"x" OR content:"y" OR content:"col" OR content:"z""#
         );
     }
 
@@ -72,17 +63,17 @@ mod tests {
     fn stop_words_dropped_unless_nothing_else() {
         assert_eq!(
             keyword_expression("what is the plan").unwrap(),
-            r#"{text context}:"plan""#
+            r#"content:"plan""#
         );
         assert_eq!(
             keyword_expression("who is it").unwrap(),
-            r#"{text context}:"who" OR {text context}:"is" OR {text context}:"it""#
+            r#"content:"who" OR content:"is" OR content:"it""#
         );
         assert_eq!(keyword_expression(" ?! ** "), None);
         // A repeat in another case is one term, kept as first typed.
         assert_eq!(
             keyword_expression("Tea tea TEA").unwrap(),
-            r#"{text context}:"Tea""#
+            r#"content:"Tea""#
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Writing the derived index: chunks (with their FTS5 rows, via triggers) and vectors.
+//! Writing the derived index: chunks (the keyword index reads them) and vectors.
 //! Chunking happens before the write transaction opens; only SQL runs inside. Ordinary
 //! writes queue their chunks for the background embedder (`embed_queue`), so a write never
 //! waits for the model; a rebuild embeds first and writes chunks with their vectors.
@@ -50,11 +50,6 @@ pub(super) fn embedding_input(context: &str, text: &str) -> String {
     } else {
         format!("{context}\n{text}")
     }
-}
-
-/// The token FTS5 indexes in the `scope` column of a session's chunks.
-pub(super) fn scope_token(session_id: &str) -> String {
-    format!("s{}", &blake3::hash(session_id.as_bytes()).to_hex()[..20])
 }
 
 impl Memory {
@@ -359,16 +354,16 @@ impl ChunkWriter {
                 prepare,
             )
             .await?,
-            // Shared: ?1 session, ?2 user, ?3 note, ?4 scope; a row: text, hash,
-            // first and last sequence, created_at, context.
+            // Shared: ?1 session, ?2 user, ?3 note; a row: text, hash, first and last
+            // sequence, created_at, context. `scope` fed FTS5 once and is left empty.
             insert: RowsSql::new(
                 conn,
                 "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
                                      sequence_start, sequence_end, created_at, context)
                  VALUES {rows} RETURNING content_hash, chunk_id",
-                4,
+                3,
                 RowShape {
-                    prefix: "?1, ?2, ?3, ?4, ",
+                    prefix: "?1, ?2, ?3, '', ",
                     width: 6,
                     suffix: "",
                 },
@@ -474,12 +469,7 @@ impl ChunkWriter {
                 ]
             })
             .collect();
-        let shared = [
-            text(owner.session_id),
-            text(owner.user_id),
-            note,
-            text(&scope_token(owner.session_id)),
-        ];
+        let shared = [text(owner.session_id), text(owner.user_id), note];
         let inserted: std::collections::HashMap<String, i64> = self
             .insert
             .query(&shared, &rows)

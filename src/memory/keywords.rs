@@ -21,7 +21,7 @@ use super::{Memory, Result};
 
 /// The layout of a stored block and the words it was made with ([`Terms`]): blocks of
 /// another format are ignored and made again.
-const FORMAT: i64 = 1;
+const FORMAT: i64 = 2;
 
 /// Blocks (or attempts) one call of [`Memory::pack_keywords`] makes at most.
 const MAX_PACK_PASSES: usize = 4096;

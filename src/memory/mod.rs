@@ -1,8 +1,9 @@
 //! Long-term memory: conversation sessions and their events, user-scoped notes, the derived
-//! search index (chunks, FTS5, vectors), hybrid search and summary state.
+//! search index (chunks, their keyword and vector indexes), hybrid search and summary state.
 //!
 //! Sessions, events and notes are the source of truth. Everything in `chunks`,
-//! `chunks_fts` and `chunk_vectors` is derived from them and can be rebuilt.
+//! `chunk_vectors`, `vector_blocks` and `keyword_blocks` is derived from them and can be
+//! rebuilt.
 
 mod agents;
 mod blocks;

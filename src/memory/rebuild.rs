@@ -1,6 +1,7 @@
 //! Rebuilding the derived index from the source of truth. Each session is rebuilt in its
 //! own transaction, so a search running meanwhile sees either the old or the new chunks of
-//! a session, never none, and writers are held up for one session at a time.
+//! a session, never none, and writers are held up for one session at a time; the keyword
+//! and vector indexes in memory are made again from the new chunks by the next search.
 
 use serde::Serialize;
 
@@ -57,12 +58,6 @@ impl Memory {
             }
             progress(done + 1, total);
         }
-        // Repair the full-text index itself from the chunks table, in one transaction, so
-        // even a damaged FTS index comes back whole.
-        let conn = self.db.conn().await?;
-        conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')", ())
-            .await?;
-        drop(conn);
         self.record_model().await?;
         Ok(report)
     }
@@ -130,6 +125,15 @@ impl Memory {
             }
             tx.execute("DELETE FROM chunks WHERE session_id = ?1", [session_id])
                 .await?;
+            // The session's stored blocks describe the chunks just deleted (the removal
+            // already makes them stale): drop them rather than leave them to the packer.
+            for table in ["vector_blocks", "keyword_blocks"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE session_id = ?1"),
+                    [session_id],
+                )
+                .await?;
+            }
             let writer =
                 ChunkWriter::prepare(&tx.runner(), self.embedder.model_id(), self.db.is_local())
                     .await?;

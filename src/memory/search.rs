@@ -1,14 +1,13 @@
 //! Hybrid search over a user's notes and, optionally, one of their conversations: a
-//! keyword leg (FTS5 bm25 on a sanitised query) and an exact vector leg, each min-max
+//! keyword leg (bm25 over the keyword index, [`super::keywords`]) and an exact vector
+//! leg, each min-max
 //! normalised and fused by weight, ties broken by recency. Hits are whole notes and whole
 //! events, never fragments.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::fts_query::{keyword_expression, scoped};
-use super::index::scope_token;
 use super::terms::Terms;
 use super::{check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result};
 
@@ -266,15 +265,12 @@ impl Memory {
                 matrices.push(m);
             }
         }
-        // The sessions' embedded chunks: at least this many chunks are in scope.
-        let in_scope_at_least: usize = matrices.iter().map(|m| m.rows()).sum();
         let scan_query = query_vector.clone();
         let vector_scan = tokio::task::spawn_blocking(move || {
             vectors::candidates_all(&matrices, &scan_query, candidates)
         });
 
         let keyword_hits = match Terms::default().query(&request.query) {
-            // The keyword index holds every word but stop words.
             Some(terms) => {
                 let mut copies = Vec::with_capacity(sessions.len());
                 for session_id in &sessions {
@@ -285,18 +281,8 @@ impl Memory {
                 let weight = self.search.context_weight;
                 keywords::best_matches(&copies, &terms, candidates, weight)
             }
-            // A query of stop words alone ("who is it?") asks FTS5, which holds them.
-            None => match keyword_expression(&request.query) {
-                Some(expression) => {
-                    // On a server the check costs a round trip more than it saves.
-                    let mostly_in_scope = self.db.reads_locally()
-                        && state.chunk_id_span > 0
-                        && in_scope_at_least as i64 * 10 >= state.chunk_id_span * 9;
-                    self.fts_leg(&conn, &expression, &sessions, mostly_in_scope, candidates)
-                        .await?
-                }
-                None => Vec::new(),
-            },
+            // No word at all ("?!"): nothing for the keyword leg.
+            None => Vec::new(),
         };
         for (chunk_id, score) in keyword_hits {
             scores.entry(chunk_id).or_default().keyword = Some(score);
@@ -401,102 +387,6 @@ impl Memory {
         self.second_round(request, &mut hits).await;
         hits.truncate(top_k);
         Ok(SearchResults { hits, degraded })
-    }
-
-    /// The keyword leg through FTS5, for queries of stop words only: the `candidates`
-    /// chunks of `sessions` best matching `expression` by bm25, best first, with their
-    /// score (higher is better).
-    async fn fts_leg(
-        &self,
-        conn: &crate::db::Conn,
-        expression: &str,
-        sessions: &[String],
-        mostly_in_scope: bool,
-        candidates: usize,
-    ) -> Result<Vec<(i64, f64)>> {
-        if mostly_in_scope {
-            // Matching the scope terms inside FTS5 makes bm25 count every row of each
-            // session's scope term to weigh it, although it weighs 0: for a session of
-            // 50,000 chunks, 1.5 ms of a 6 ms leg. When the sessions hold at least 90% of
-            // all chunks, the best matches overall are mostly theirs: take twice as many
-            // without the scope and keep those in scope. A chunk's bm25 is the same with or
-            // without the scope terms, so if at least `candidates` are kept, or the match
-            // ran out, they are the best in scope. Other users' rows go no further.
-            let limit = candidates * 2;
-            let all = self.ranked_matches(conn, expression, limit).await?;
-            let ids: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
-            let in_scope = self.chunks_in_sessions(conn, &ids, sessions).await?;
-            let mut kept: Vec<(i64, f64)> = all
-                .iter()
-                .filter(|(id, _)| in_scope.contains(id))
-                .copied()
-                .collect();
-            if kept.len() >= candidates || all.len() < limit {
-                kept.truncate(candidates);
-                return Ok(kept);
-            }
-        }
-        // The scope terms narrow the match to the sessions in scope inside FTS5 itself;
-        // ownership is checked again on every chunk before anything is returned.
-        let scopes: Vec<String> = sessions.iter().map(|s| scope_token(s)).collect();
-        self.ranked_matches(conn, &scoped(expression, &scopes), candidates)
-            .await
-    }
-
-    /// The `limit` chunks best matching an FTS5 expression, by bm25 flipped so that
-    /// higher is better (as every leg is).
-    async fn ranked_matches(
-        &self,
-        conn: &crate::db::Conn,
-        expression: &str,
-        limit: usize,
-    ) -> Result<Vec<(i64, f64)>> {
-        let mut rows = conn
-            .query(
-                "SELECT rowid, bm25(chunks_fts, 1.0, 0.0, ?3) AS rank FROM chunks_fts
-                 WHERE chunks_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-                libsql::params![expression, limit as i64, self.search.context_weight],
-            )
-            .await?;
-        let mut ranked = Vec::new();
-        while let Some(row) = rows.next().await? {
-            ranked.push((row.get(0)?, -row.get::<f64>(1)?));
-        }
-        Ok(ranked)
-    }
-
-    /// Which of `ids` are chunks of `sessions`.
-    async fn chunks_in_sessions(
-        &self,
-        conn: &crate::db::Conn,
-        ids: &[i64],
-        sessions: &[String],
-    ) -> Result<HashSet<i64>> {
-        if ids.is_empty() {
-            return Ok(HashSet::new());
-        }
-        // By chunk id alone: with `session_id IN (…)` in the query, SQLite may walk the
-        // session's index, every chunk of it, instead of looking up these few ids.
-        let mut found = HashSet::new();
-        for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
-            let params: Vec<libsql::Value> =
-                slice.iter().map(|id| libsql::Value::from(*id)).collect();
-            let mut rows = conn
-                .query(
-                    &format!(
-                        "SELECT chunk_id, session_id FROM chunks WHERE chunk_id IN ({})",
-                        placeholders(1, slice.len())
-                    ),
-                    params,
-                )
-                .await?;
-            while let Some(row) = rows.next().await? {
-                if sessions.contains(&row.get::<String>(1)?) {
-                    found.insert(row.get(0)?);
-                }
-            }
-        }
-        Ok(found)
     }
 
     /// The vector leg alone for one session: the `k` most similar chunk ids with their

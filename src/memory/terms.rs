@@ -2,7 +2,9 @@
 //! word is a run of letters and digits ([`text::words`]), folded to lower case, with its
 //! diacritics and compatibility forms removed ("Café" finds "cafe", "ﬁnance" "finance")
 //! and stemmed (Snowball English: "plans" finds
-//! "planning"); stop words count towards a text's length but are not terms. A term is
+//! "planning"). Stop words are terms too, but a query holding any other word leaves them
+//! out (they match nearly every chunk and weigh almost nothing): only a query of stop
+//! words alone ("to be or not to be") looks them up. A term is
 //! kept as a 64-bit FNV-1a hash of its stem: stable across processes and releases (stored
 //! blocks hold them), and two stems sharing a hash among a user's hundred thousand words
 //! is a one-in-a-billion event that would only merge their counts.
@@ -19,8 +21,8 @@ use crate::text;
 /// Terms kept from one query, as for FTS5 queries: longer ones gain little and cost a lot.
 const MAX_QUERY_TERMS: usize = 32;
 
-/// A chunk as the index holds it: each term with how often it occurs in the text and in
-/// the context, and the words of both (stop words included), as bm25 weighs length.
+/// A chunk as the index holds it: each term (stop words included) with how often it occurs
+/// in the text and in the context, and the words of both, as bm25 weighs length.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct DocTerms {
     pub terms: Vec<(u64, [u8; 2])>,
@@ -31,7 +33,7 @@ pub(super) struct DocTerms {
 /// skewed, so most words are looked up instead of stemmed again).
 pub(super) struct Terms {
     stemmer: Stemmer,
-    seen: HashMap<String, Option<u64>, BuildHasherDefault<Fnv>>,
+    seen: HashMap<String, Term, BuildHasherDefault<Fnv>>,
     word: String,
 }
 
@@ -69,9 +71,16 @@ impl Default for Terms {
     }
 }
 
+/// A word's term, and whether the word is a stop word.
+#[derive(Debug, Clone, Copy)]
+struct Term {
+    hash: u64,
+    stop: bool,
+}
+
 impl Terms {
-    /// The term of one word as typed, or `None` for a stop word.
-    fn term(&mut self, word: &str) -> Option<u64> {
+    /// The term of one word as typed.
+    fn term(&mut self, word: &str) -> Term {
         self.word.clear();
         if word.is_ascii() {
             self.word.push_str(word);
@@ -82,21 +91,20 @@ impl Terms {
         if let Some(term) = self.seen.get(self.word.as_str()) {
             return *term;
         }
-        let term = if text::is_stop_word(&self.word) {
-            None
+        // Compatibility forms too: "ﬁ" is "fi", "Ｆ" is "F", "𝔘" is "U" (then lower case
+        // again, as those have no lower case of their own).
+        let folded: String = if self.word.is_ascii() {
+            self.word.clone()
         } else {
-            // Compatibility forms too: "ﬁ" is "fi", "Ｆ" is "F", "𝔘" is "U" (then lower
-            // case again, as those have no lower case of their own).
-            let folded: String = if self.word.is_ascii() {
-                self.word.clone()
-            } else {
-                self.word
-                    .nfkd()
-                    .filter(|c| !is_combining_mark(*c))
-                    .flat_map(char::to_lowercase)
-                    .collect()
-            };
-            Some(term_hash(&self.stemmer.stem(&folded)))
+            self.word
+                .nfkd()
+                .filter(|c| !is_combining_mark(*c))
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let term = Term {
+            hash: term_hash(&self.stemmer.stem(&folded)),
+            stop: text::is_stop_word(&self.word),
         };
         if self.seen.len() >= MAX_SEEN {
             self.seen.clear();
@@ -112,9 +120,7 @@ impl Terms {
         for (column, source) in [text, context].into_iter().enumerate() {
             for word in text::words(source) {
                 length += 1;
-                if let Some(term) = self.term(word) {
-                    found.push((term, column));
-                }
+                found.push((self.term(word).hash, column));
             }
         }
         found.sort_unstable();
@@ -133,20 +139,21 @@ impl Terms {
         }
     }
 
-    /// A query's distinct terms, or `None` when it has no word that is not a stop word
-    /// (such a query is left to FTS5, which indexes every word).
+    /// A query's distinct terms: its words but stop words, or its stop words when it has
+    /// no other word; `None` when it has no word at all.
     pub(super) fn query(&mut self, query: &str) -> Option<Vec<u64>> {
-        let mut terms = Vec::new();
+        let (mut content, mut stop) = (Vec::new(), Vec::new());
         for word in text::words(query) {
-            if let Some(term) = self.term(word) {
-                if !terms.contains(&term) {
-                    terms.push(term);
-                }
+            let term = self.term(word);
+            let kept = if term.stop { &mut stop } else { &mut content };
+            if kept.len() < MAX_QUERY_TERMS && !kept.contains(&term.hash) {
+                kept.push(term.hash);
             }
-            if terms.len() == MAX_QUERY_TERMS {
+            if content.len() == MAX_QUERY_TERMS {
                 break;
             }
         }
+        let terms = if content.is_empty() { stop } else { content };
         (!terms.is_empty()).then_some(terms)
     }
 }
@@ -169,8 +176,9 @@ mod tests {
         let doc = terms.doc("The Café was PLANNING plans", "");
         let query = terms.query("cafe planned?").unwrap();
         assert_eq!(doc.length, 5);
-        // "the" and "was" are stop words: counted in the length, not terms.
-        assert_eq!(doc.terms.len(), 2, "{doc:?}");
+        // "the" and "was" are stop words: terms of the chunk, left out of this query.
+        assert_eq!(doc.terms.len(), 4, "{doc:?}");
+        assert_eq!(query.len(), 2);
         for term in &query {
             assert!(doc.terms.iter().any(|(t, _)| t == term));
         }
@@ -184,7 +192,12 @@ mod tests {
         ] {
             assert_eq!(terms.query(typed), terms.query(stored), "{stored}");
         }
-        assert_eq!(terms.query("who is it?"), None);
+        // A query of stop words alone looks them up.
+        let stop = terms.query("The was? the").unwrap();
+        assert_eq!(stop.len(), 2);
+        for term in &stop {
+            assert!(doc.terms.iter().any(|(t, _)| t == term));
+        }
         assert_eq!(terms.query(" ?! ** "), None);
     }
 
@@ -209,6 +222,12 @@ mod tests {
             .map(|stem| term_hash(stem))
             .collect();
         assert_eq!(got, want);
+        let stop = terms.query("To be, or to BE").unwrap();
+        let want: Vec<u64> = ["to", "be", "or"]
+            .iter()
+            .map(|stem| term_hash(stem))
+            .collect();
+        assert_eq!(stop, want);
     }
 
     #[test]

@@ -94,11 +94,11 @@ impl Memory {
         Ok(self.facts_cursor(session_id).await?.failures)
     }
 
-    /// Merges the full-text index's segments.
+    /// Merges the segments of the note versions' full-text index (as-of search).
     pub async fn optimize_index(&self) -> Result<()> {
         let conn = self.db.conn().await?;
         conn.execute(
-            "INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')",
+            "INSERT INTO note_versions_fts (note_versions_fts) VALUES ('optimize')",
             (),
         )
         .await?;

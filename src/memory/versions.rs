@@ -352,7 +352,7 @@ impl Memory {
             crate::input::Lines::Many,
         )?;
         crate::input::check_instant("as of", at)?;
-        let Some(expression) = super::fts_query::keyword_expression_in(query, "content") else {
+        let Some(expression) = super::fts_query::keyword_expression(query) else {
             return Ok(Vec::new());
         };
         let conn = self.db.conn().await?;

@@ -66,27 +66,76 @@ pub async fn count(memory: &Memory, sql: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Fails unless the FTS index agrees with the chunks table exactly.
-pub async fn fts_integrity(memory: &Memory) {
+/// Fails unless every session's keyword index, as a search loads it, holds exactly the
+/// session's chunk rows and ranks them as bm25 computed from those rows does, for queries
+/// made of the session's own texts: the index is derived, and this is its integrity check.
+pub async fn keyword_integrity(memory: &Memory) {
     let conn = memory.db().conn().await.unwrap();
-    conn.execute(
-        "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
-        (),
-    )
-    .await
-    .expect("FTS index in sync with chunks");
+    let mut rows = conn
+        .query("SELECT session_id FROM sessions", ())
+        .await
+        .unwrap();
+    let mut sessions: Vec<String> = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        sessions.push(row.get(0).unwrap());
+    }
+    drop(rows);
+    for session in sessions {
+        let mut rows = conn
+            .query(
+                "SELECT text FROM chunks WHERE session_id = ?1 ORDER BY chunk_id LIMIT 8",
+                [session.as_str()],
+            )
+            .await
+            .unwrap();
+        let mut queries: Vec<String> = vec!["integrity".into()];
+        while let Some(row) = rows.next().await.unwrap() {
+            queries.push(row.get(0).unwrap());
+        }
+        drop(rows);
+        let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+        let exhaustive = memory
+            .keyword_leg_exhaustive(&session, &queries, 1_000)
+            .await
+            .unwrap();
+        for (query, want) in queries.iter().zip(exhaustive) {
+            let got = memory.keyword_leg(&session, query, 1_000).await.unwrap();
+            assert_eq!(got, want, "session {session:?}, query {query:?}");
+        }
+        let held = memory.cached_keywords(&session).map_or(0, |c| c.rows);
+        let stored = count(
+            memory,
+            &format!(
+                "SELECT count(*) FROM chunks WHERE session_id = '{}'",
+                session.replace('\'', "''")
+            ),
+        )
+        .await;
+        assert_eq!(
+            held as i64, stored,
+            "session {session:?}: keyword index rows"
+        );
+    }
 }
 
-/// Rows in the derived index, as (chunks, vectors, FTS matches for `term`).
+/// Rows in the derived index, as (chunks, vectors, chunks the keyword leg finds for
+/// `term` over every session).
 pub async fn index_rows(memory: &Memory, term: &str) -> (i64, i64, i64) {
+    let conn = memory.db().conn().await.unwrap();
+    let mut rows = conn
+        .query("SELECT session_id FROM sessions", ())
+        .await
+        .unwrap();
+    let mut found = 0;
+    while let Some(row) = rows.next().await.unwrap() {
+        let session: String = row.get(0).unwrap();
+        let hits = memory.keyword_leg(&session, term, 100_000).await.unwrap();
+        found += hits.map_or(0, |h| h.len()) as i64;
+    }
     (
         count(memory, "SELECT count(*) FROM chunks").await,
         count(memory, "SELECT count(*) FROM chunk_vectors").await,
-        count(
-            memory,
-            &format!("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'text:{term}'"),
-        )
-        .await,
+        found,
     )
 }
 

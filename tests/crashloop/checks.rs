@@ -167,12 +167,14 @@ impl Checker {
             .conn()
             .await
             .execute(
-                "INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')",
+                "INSERT INTO note_versions_fts (note_versions_fts) VALUES ('integrity-check')",
                 (),
             )
             .await
         {
-            found.push(format!("the FTS index is out of step with chunks: {e}"));
+            found.push(format!(
+                "the FTS index is out of step with note versions: {e}"
+            ));
         }
         for (what, sql) in NO_ROWS {
             let n = self.count(sql).await;
