@@ -40,12 +40,16 @@ async fn reopened(dir: &TempDir) -> Memory {
 }
 
 async fn assert_exact(memory: &Memory) {
+    assert_exact_for(memory, &QUERIES).await;
+}
+
+async fn assert_exact_for(memory: &Memory, queries: &[&str]) {
     for k in [1, 10, 50] {
         let all = memory
-            .keyword_leg_exhaustive("chat", &QUERIES, k)
+            .keyword_leg_exhaustive("chat", queries, k)
             .await
             .unwrap();
-        for (query, all) in QUERIES.iter().zip(all) {
+        for (query, all) in queries.iter().zip(all) {
             let leg = memory.keyword_leg("chat", query, k).await.unwrap();
             assert!(leg.as_ref().is_some_and(|l| !l.is_empty()), "{query:?}");
             assert_eq!(leg, all, "{query:?} k={k}");
@@ -92,6 +96,72 @@ async fn a_packed_session_loads_its_postings_from_blocks_and_ranks_exactly() {
         best.len(),
         1,
         "the new chunk is found at once, before any embedding"
+    );
+}
+
+/// A query of stop words alone is answered from an index of the session's stop words,
+/// as exactly as any other, from rows and from its own stored blocks (packed by the
+/// embedder for the sessions searched that way); it loads nothing else, and a search of
+/// other words never loads it.
+#[tokio::test]
+async fn stop_words_have_an_index_of_their_own() {
+    let dir = TempDir::new().unwrap();
+    let memory = memory_in(&dir).await;
+    let stop = [
+        "the", "it", "was", "who", "is", "on", "at", "for", "we", "they", "this", "that", "there",
+    ];
+    let events: Vec<NewEvent> = (0..EVENTS)
+        .map(|i| {
+            let text = format!(
+                "{} {} {} {}",
+                stop[i % 13],
+                turn(i),
+                stop[(i / 13) % 13],
+                stop[(i * 5) % 13]
+            );
+            NewEvent::new(Role::User, text)
+        })
+        .collect();
+    for batch in events.chunks(2_000) {
+        memory.append("u", "chat", batch).await.unwrap();
+    }
+    let queries = ["who is it", "the", "there was this?", "AT THE"];
+    assert_exact_for(&memory, &queries).await;
+    let held = memory.cached_stop_words("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (EVENTS, 0));
+    assert!(memory.cached_keywords("chat").is_none());
+
+    // The search read a block's worth of rows: the embedder's idle packing makes the
+    // stop words' blocks, and only theirs.
+    assert_eq!(memory.pack_due().await.unwrap(), 2);
+    let blocks = |field: i64| {
+        format!("SELECT count(*) FROM keyword_blocks WHERE session_id = 'chat' AND field = {field}")
+    };
+    assert_eq!(count(&memory, &blocks(1)).await, 2);
+    assert_eq!(count(&memory, &blocks(0)).await, 0);
+
+    let fresh = reopened(&dir).await;
+    assert_exact_for(&fresh, &queries).await;
+    let held = fresh.cached_stop_words("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (EVENTS, 2 * 4096));
+    assert!(fresh.cached_keywords("chat").is_none());
+    assert_exact(&fresh).await;
+    assert_eq!(fresh.cached_keywords("chat").unwrap().from_blocks, 0);
+
+    // A removal reaches the stop words' index too.
+    fresh
+        .append("u", "chat", &[NewEvent::new(Role::User, "who was there")])
+        .await
+        .unwrap();
+    assert_exact_for(&fresh, &queries).await;
+    fresh
+        .forget(&nightshift::access::Actor::Operator, "chat")
+        .await
+        .unwrap();
+    assert_eq!(count(&memory, &blocks(1)).await, 0);
+    assert_eq!(
+        fresh.keyword_leg("chat", "who is it", 10).await.unwrap(),
+        Some(Vec::new())
     );
 }
 

@@ -387,7 +387,8 @@ pub struct SearchConfig {
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
     pub vector_cache_mib: usize,
-    /// Memory for the per-session keyword indexes kept between searches.
+    /// Memory for the per-session keyword indexes kept between searches; as much again
+    /// bounds the indexes of stop words (sessions searched by stop words alone).
     pub keyword_cache_mib: usize,
     /// The second stage that reorders the fused candidates by reading the query and each
     /// candidate together; `none` answers from the fusion.

@@ -6,6 +6,7 @@
 //! before a removal from their session, after which they are made again.
 
 use super::codes::CodeRows;
+use super::terms::Field;
 use super::{Memory, Result};
 use crate::embed::blob_to_vector;
 
@@ -200,11 +201,17 @@ impl Memory {
                 }
             }
         }
-        for session_id in keywords_due {
-            match self.pack_keywords(&session_id).await {
+        // Stop words are packed only for the sessions searched by them.
+        let stop_words_due = self.stop_words.due.take_due();
+        let fields = keywords_due
+            .into_iter()
+            .map(|s| (s, Field::Words))
+            .chain(stop_words_due.into_iter().map(|s| (s, Field::StopWords)));
+        for (session_id, field) in fields {
+            match self.pack_keyword_field(&session_id, field).await {
                 Ok(n) => made += n,
                 Err(err) => {
-                    tracing::warn!(session = %session_id, error = %err, "packing keywords failed")
+                    tracing::warn!(session = %session_id, ?field, error = %err, "packing keywords failed")
                 }
             }
         }

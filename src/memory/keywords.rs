@@ -15,13 +15,13 @@ use std::sync::Arc;
 use super::blocks::BLOCK_ROWS;
 use super::postings::{score_doc, score_segment, Bm25, Segment, TopK};
 use super::session_lru::{DueSessions, SessionLru, Weighed};
-use super::terms::{DocTerms, Terms};
+use super::terms::{DocTerms, Field, Terms};
 use super::vectors::SessionTag;
 use super::{Memory, Result};
 
 /// The layout of a stored block and the words it was made with ([`Terms`]): blocks of
 /// another format are ignored and made again.
-const FORMAT: i64 = 2;
+const FORMAT: i64 = 1;
 
 /// Blocks (or attempts) one call of [`Memory::pack_keywords`] makes at most.
 const MAX_PACK_PASSES: usize = 4096;
@@ -116,14 +116,17 @@ pub struct CachedKeywords {
 }
 
 pub(super) struct KeywordCache {
+    /// The words this cache's indexes hold.
+    field: Field,
     copies: SessionLru<SessionKeywords>,
     /// Sessions a search found with a block's worth of chunks not in stored blocks.
     pub(super) due: DueSessions,
 }
 
 impl KeywordCache {
-    pub(super) fn new(budget_bytes: usize) -> Self {
+    pub(super) fn new(field: Field, budget_bytes: usize) -> Self {
         Self {
+            field,
             copies: SessionLru::new(budget_bytes),
             due: DueSessions::default(),
         }
@@ -149,7 +152,7 @@ impl KeywordCache {
         let cached = self.copies.peek(session_id).filter(|c| c.tag == tag);
         let from = cached.as_ref().map_or(0, |c| c.last_chunk_id);
         let mut added = SessionKeywords::empty(tag, from);
-        load_chain(conn, session_id, tag.removals, &mut added).await;
+        load_chain(conn, session_id, self.field, tag.removals, &mut added).await;
         added.from_blocks = added.rows();
         let mut rows = conn
             .query(
@@ -165,7 +168,8 @@ impl KeywordCache {
             if batch.len() == BLOCK_ROWS {
                 from_rows += batch.len();
                 let rows = std::mem::take(&mut batch);
-                let next = tokio::task::spawn_blocking(move || index_rows(rows));
+                let field = self.field;
+                let next = tokio::task::spawn_blocking(move || index_rows(rows, field));
                 if let Some(done) = indexing.replace(next) {
                     added.push_docs(joined(done).await);
                 }
@@ -176,7 +180,7 @@ impl KeywordCache {
             added.push_docs(joined(done).await);
         }
         from_rows += batch.len();
-        added.push_docs(index_rows_off_worker(batch).await);
+        added.push_docs(index_rows_off_worker(batch, self.field).await);
         if from_rows >= BLOCK_ROWS {
             self.due.note_due(session_id);
         }
@@ -216,15 +220,23 @@ impl KeywordCache {
 async fn load_chain(
     conn: &crate::db::Conn,
     session_id: &str,
+    field: Field,
     removals: i64,
     into: &mut SessionKeywords,
 ) {
     let rows = conn
         .query(
             "SELECT after_chunk_id, last_chunk_id, row_count, postings FROM keyword_blocks
-             WHERE session_id = ?1 AND removals = ?2 AND format = ?3 AND after_chunk_id >= ?4
+             WHERE session_id = ?1 AND field = ?5 AND removals = ?2 AND format = ?3
+               AND after_chunk_id >= ?4
              ORDER BY after_chunk_id",
-            libsql::params![session_id, removals, FORMAT, into.last_chunk_id],
+            libsql::params![
+                session_id,
+                removals,
+                FORMAT,
+                into.last_chunk_id,
+                field.stored()
+            ],
         )
         .await;
     let Ok(mut rows) = rows else {
@@ -263,21 +275,21 @@ fn chunk_row(row: &libsql::Row) -> Result<ChunkRow, libsql::Error> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
-/// The terms of `rows`.
-fn index_rows(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
+/// The terms of `rows` in `field`.
+fn index_rows(rows: Vec<ChunkRow>, field: Field) -> Vec<(i64, DocTerms)> {
     let mut terms = Terms::default();
     rows.into_iter()
-        .map(|(id, text, context)| (id, terms.doc(&text, &context)))
+        .map(|(id, text, context)| (id, terms.doc(&text, &context, field)))
         .collect()
 }
 
 /// [`index_rows`], a few inline, more on a blocking thread (stemming a block's worth takes
 /// tens of milliseconds, too long to hold an async worker).
-async fn index_rows_off_worker(rows: Vec<ChunkRow>) -> Vec<(i64, DocTerms)> {
+async fn index_rows_off_worker(rows: Vec<ChunkRow>, field: Field) -> Vec<(i64, DocTerms)> {
     if rows.len() < INLINE_ROWS {
-        return index_rows(rows);
+        return index_rows(rows, field);
     }
-    joined(tokio::task::spawn_blocking(move || index_rows(rows))).await
+    joined(tokio::task::spawn_blocking(move || index_rows(rows, field))).await
 }
 
 /// A blocking task's result; its panic, a bug, goes on in the caller.
@@ -330,13 +342,28 @@ pub(super) fn best_matches(
 }
 
 impl Memory {
-    /// Packs `session_id`'s chunks into stored keyword blocks, as many whole blocks as
-    /// there are chunks past its last block (blocks made before a removal from the
-    /// session, or by another format, are dropped and made again). Each block's chunks
-    /// are read and indexed outside any transaction; a short write transaction then
-    /// checks that the session and its chain are as they were read and stores the block.
-    /// Returns how many blocks it made.
+    /// The cache of the indexes of `field`.
+    pub(super) fn keyword_cache(&self, field: Field) -> &KeywordCache {
+        match field {
+            Field::Words => &self.keywords,
+            Field::StopWords => &self.stop_words,
+        }
+    }
+
+    /// Packs `session_id`'s chunks into stored keyword blocks of its words (stop words
+    /// aside), as many whole blocks as there are chunks past its last block (blocks made
+    /// before a removal from the session, or by another format, are dropped and made
+    /// again). Returns how many blocks it made.
     pub async fn pack_keywords(&self, session_id: &str) -> Result<usize> {
+        self.pack_keyword_field(session_id, Field::Words).await
+    }
+
+    /// Packs one field's blocks ([`Memory::pack_keywords`] for the words; the embedder
+    /// packs a session's stop words when a search by them read a block's worth of rows).
+    /// Each block's chunks are read and indexed outside any transaction; a short write
+    /// transaction then checks that the session and its chain are as they were read and
+    /// stores the block.
+    pub(super) async fn pack_keyword_field(&self, session_id: &str, field: Field) -> Result<usize> {
         let mut made = 0;
         for _ in 0..MAX_PACK_PASSES {
             let conn = self.db.conn().await?;
@@ -344,8 +371,8 @@ impl Memory {
                 return Ok(made);
             };
             let chain_end = "SELECT coalesce(max(last_chunk_id), 0) FROM keyword_blocks
-                 WHERE session_id = ?1 AND removals = ?2 AND format = ?3";
-            let chain_params = || libsql::params![session_id, tag.removals, FORMAT];
+                 WHERE session_id = ?1 AND field = ?4 AND removals = ?2 AND format = ?3";
+            let chain_params = || libsql::params![session_id, tag.removals, FORMAT, field.stored()];
             let after: i64 = crate::db::query_scalar(&conn, chain_end, chain_params())
                 .await?
                 .unwrap_or(0);
@@ -361,16 +388,16 @@ impl Memory {
                 read.push(chunk_row(&row)?);
             }
             drop(rows);
-            let docs = index_rows_off_worker(read).await;
+            let docs = index_rows_off_worker(read, field).await;
             let tx = conn.write_tx().await?;
             if super::vectors::tag_of(&tx, session_id).await? != Some(tag) {
                 tx.rollback().await?;
                 continue;
             }
             tx.execute(
-                "DELETE FROM keyword_blocks WHERE session_id = ?1
+                "DELETE FROM keyword_blocks WHERE session_id = ?1 AND field = ?4
                  AND (removals <> ?2 OR format <> ?3)",
-                libsql::params![session_id, tag.removals, FORMAT],
+                libsql::params![session_id, tag.removals, FORMAT, field.stored()],
             )
             .await?;
             let Some(last) = docs
@@ -389,8 +416,8 @@ impl Memory {
             let segment = Segment::build(&docs);
             tx.execute(
                 "INSERT INTO keyword_blocks (session_id, after_chunk_id, last_chunk_id,
-                     removals, format, row_count, postings)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                     removals, format, row_count, postings, field)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 libsql::params![
                     session_id,
                     after,
@@ -398,7 +425,8 @@ impl Memory {
                     tag.removals,
                     FORMAT,
                     segment.rows() as i64,
-                    segment.encode()
+                    segment.encode(),
+                    field.stored()
                 ],
             )
             .await?;
@@ -408,28 +436,36 @@ impl Memory {
         Ok(made)
     }
 
-    /// How `session_id`'s keyword index is held in this process's cache, if it is.
+    /// How `session_id`'s keyword index (of its words, stop words aside) is held in this
+    /// process's cache, if it is.
     pub fn cached_keywords(&self, session_id: &str) -> Option<CachedKeywords> {
         self.keywords.cached(session_id)
     }
 
+    /// As [`Memory::cached_keywords`], for the index of the session's stop words.
+    pub fn cached_stop_words(&self, session_id: &str) -> Option<CachedKeywords> {
+        self.stop_words.cached(session_id)
+    }
+
     /// The keyword leg alone for one session, through the index: the `k` best chunk ids
-    /// by bm25, best first. `None` when the query has no word the index holds (only stop
-    /// words). For benchmarks and tests.
+    /// by bm25, best first. `None` when the query has no word. For benchmarks and tests.
     pub async fn keyword_leg(
         &self,
         session_id: &str,
         query: &str,
         k: usize,
     ) -> Result<Option<Vec<(i64, f64)>>> {
-        let Some(terms) = Terms::default().query(query) else {
+        let Some((field, terms)) = Terms::default().query(query) else {
             return Ok(None);
         };
         let conn = self.db.conn().await?;
         let Some(tag) = super::vectors::tag_of(&conn, session_id).await? else {
             return Ok(Some(Vec::new()));
         };
-        let copy = self.keywords.current(&conn, session_id, tag).await?;
+        let copy = self
+            .keyword_cache(field)
+            .current(&conn, session_id, tag)
+            .await?;
         Ok(Some(best_matches(
             &[copy],
             &terms,
@@ -455,13 +491,22 @@ impl Memory {
                 [session_id],
             )
             .await?;
-        let mut docs = Vec::new();
+        let mut chunks: Vec<(i64, String, String)> = Vec::new();
         while let Some(row) = rows.next().await? {
-            let doc = terms.doc(&row.get::<String>(1)?, &row.get::<String>(2)?);
-            docs.push((row.get::<i64>(0)?, doc));
+            chunks.push((row.get(0)?, row.get(1)?, row.get(2)?));
         }
-        let total: u64 = docs.iter().map(|(_, d)| u64::from(d.length)).sum();
-        let rank = |query: Vec<u64>| {
+        let docs_of = |terms: &mut Terms, field| -> Vec<(i64, DocTerms)> {
+            chunks
+                .iter()
+                .map(|(id, text, context)| (*id, terms.doc(text, context, field)))
+                .collect()
+        };
+        let fields = [Field::Words, Field::StopWords];
+        let by_field: Vec<Vec<(i64, DocTerms)>> =
+            fields.iter().map(|f| docs_of(&mut terms, *f)).collect();
+        let rank = |(field, query): (Field, Vec<u64>)| {
+            let docs = &by_field[usize::from(field == Field::StopWords)];
+            let total: u64 = docs.iter().map(|(_, d)| u64::from(d.length)).sum();
             let holding: Vec<usize> = query
                 .iter()
                 .map(|t| {
@@ -472,7 +517,7 @@ impl Memory {
                 .collect();
             let bm25 = Bm25::new(&holding, docs.len(), total, self.search.context_weight);
             let mut top = TopK::new(k);
-            for (chunk_id, doc) in &docs {
+            for (chunk_id, doc) in docs {
                 score_doc(*chunk_id, doc, &query, &bm25, &mut top);
             }
             top.into_sorted()

@@ -148,7 +148,10 @@ pub struct Memory {
     limits: MemoryConfig,
     search: SearchConfig,
     vectors: Arc<vectors::VectorCache>,
+    /// The sessions' keyword indexes of their words, stop words aside.
     keywords: Arc<keywords::KeywordCache>,
+    /// The sessions' indexes of their stop words: for queries of stop words alone.
+    stop_words: Arc<keywords::KeywordCache>,
     clock: Arc<dyn Clock>,
     appends: tokio::sync::mpsc::Sender<writer::AppendJob>,
     /// Wakes the background embedder when a write queued chunks.
@@ -179,8 +182,14 @@ impl Memory {
         let vectors = Arc::new(vectors::VectorCache::new(
             search.vector_cache_mib * 1024 * 1024,
         ));
+        let keyword_budget = search.keyword_cache_mib * 1024 * 1024;
         let keywords = Arc::new(keywords::KeywordCache::new(
-            search.keyword_cache_mib * 1024 * 1024,
+            terms::Field::Words,
+            keyword_budget,
+        ));
+        let stop_words = Arc::new(keywords::KeywordCache::new(
+            terms::Field::StopWords,
+            keyword_budget,
         ));
         let appends = writer::spawn(db.clone(), embedder.model_id().to_string());
         let memory = Self {
@@ -191,6 +200,7 @@ impl Memory {
             search,
             vectors,
             keywords,
+            stop_words,
             clock: Arc::new(SystemClock),
             embed_wake: Arc::new(tokio::sync::Notify::new()),
             embed_batch_size: 32,

@@ -334,7 +334,7 @@ pub(super) fn score_doc(chunk_id: i64, doc: &DocTerms, terms: &[u64], bm25: &Bm2
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::terms::Terms;
+    use crate::memory::terms::{Field, Terms};
     use proptest::prelude::*;
 
     fn docs(texts: &[&str]) -> Vec<(i64, DocTerms)> {
@@ -342,7 +342,7 @@ mod tests {
         texts
             .iter()
             .enumerate()
-            .map(|(i, t)| (i as i64 + 1, terms.doc(t, "")))
+            .map(|(i, t)| (i as i64 + 1, terms.doc(t, "", Field::Words)))
             .collect()
     }
 
@@ -355,7 +355,7 @@ mod tests {
             "biscuits for the trip",
         ]);
         let segment = Segment::build(&docs);
-        let query = Terms::default().query("tea biscuits").unwrap();
+        let (_, query) = Terms::default().query("tea biscuits").unwrap();
         let holding: Vec<usize> = query.iter().map(|t| segment.count(*t)).collect();
         assert_eq!(holding, vec![2, 2]);
         let bm25 = Bm25::new(&holding, 4, segment.total_length(), 0.3);
@@ -414,7 +414,7 @@ mod tests {
             changed[at] ^= flip.1;
             if let Some(s) = Segment::decode(&changed) {
                 prop_assert!(check(&s));
-                let query = Terms::default().query("one two three").unwrap();
+                let (_, query) = Terms::default().query("one two three").unwrap();
                 let holding: Vec<usize> = query.iter().map(|t| s.count(*t)).collect();
                 let bm25 = Bm25::new(&holding, s.rows(), s.total_length(), 0.3);
                 let mut scratch = vec![0.0; BLOCK_ROWS];

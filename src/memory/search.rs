@@ -271,11 +271,13 @@ impl Memory {
         });
 
         let keyword_hits = match Terms::default().query(&request.query) {
-            Some(terms) => {
+            // Its words but stop words, or its stop words when it has no other word.
+            Some((field, terms)) => {
+                let cache = self.keyword_cache(field);
                 let mut copies = Vec::with_capacity(sessions.len());
                 for session_id in &sessions {
                     if let Some(tag) = tags.get(session_id) {
-                        copies.push(self.keywords.current(&conn, session_id, *tag).await?);
+                        copies.push(cache.current(&conn, session_id, *tag).await?);
                     }
                 }
                 let weight = self.search.context_weight;

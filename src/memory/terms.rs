@@ -2,9 +2,10 @@
 //! word is a run of letters and digits ([`text::words`]), folded to lower case, with its
 //! diacritics and compatibility forms removed ("Café" finds "cafe", "ﬁnance" "finance")
 //! and stemmed (Snowball English: "plans" finds
-//! "planning"). Stop words are terms too, but a query holding any other word leaves them
-//! out (they match nearly every chunk and weigh almost nothing): only a query of stop
-//! words alone ("to be or not to be") looks them up. A term is
+//! "planning"). A chunk's words are indexed in two fields: its stop words apart from the
+//! rest. A query holding any word but stop words looks up those words alone (stop words
+//! match nearly every chunk and weigh almost nothing); only a query of stop words alone
+//! ("to be or not to be") looks up the stop words, whose index is loaded for it. A term is
 //! kept as a 64-bit FNV-1a hash of its stem: stable across processes and releases (stored
 //! blocks hold them), and two stems sharing a hash among a user's hundred thousand words
 //! is a one-in-a-billion event that would only merge their counts.
@@ -21,8 +22,28 @@ use crate::text;
 /// Terms kept from one query, as for FTS5 queries: longer ones gain little and cost a lot.
 const MAX_QUERY_TERMS: usize = 32;
 
-/// A chunk as the index holds it: each term (stop words included) with how often it occurs
-/// in the text and in the context, and the words of both, as bm25 weighs length.
+/// Which of a chunk's words an index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Field {
+    /// Every word but stop words.
+    Words,
+    /// The stop words.
+    StopWords,
+}
+
+impl Field {
+    /// The field as stored blocks name it.
+    pub(super) fn stored(self) -> i64 {
+        match self {
+            Self::Words => 0,
+            Self::StopWords => 1,
+        }
+    }
+}
+
+/// A chunk as one field's index holds it: each term of the field with how often it
+/// occurs in the text and in the context, and the words of both (every word, whatever
+/// the field), as bm25 weighs length.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct DocTerms {
     pub terms: Vec<(u64, [u8; 2])>,
@@ -113,14 +134,18 @@ impl Terms {
         term
     }
 
-    /// A chunk's terms: its text's and its context's, counted apart.
-    pub(super) fn doc(&mut self, text: &str, context: &str) -> DocTerms {
+    /// A chunk's terms in `field`: its text's and its context's, counted apart.
+    pub(super) fn doc(&mut self, text: &str, context: &str, field: Field) -> DocTerms {
+        let stop = field == Field::StopWords;
         let mut found: Vec<(u64, usize)> = Vec::new();
         let mut length: usize = 0;
         for (column, source) in [text, context].into_iter().enumerate() {
             for word in text::words(source) {
                 length += 1;
-                found.push((self.term(word).hash, column));
+                let term = self.term(word);
+                if term.stop == stop {
+                    found.push((term.hash, column));
+                }
             }
         }
         found.sort_unstable();
@@ -139,9 +164,9 @@ impl Terms {
         }
     }
 
-    /// A query's distinct terms: its words but stop words, or its stop words when it has
-    /// no other word; `None` when it has no word at all.
-    pub(super) fn query(&mut self, query: &str) -> Option<Vec<u64>> {
+    /// A query's distinct terms and the field they are looked up in: its words but stop
+    /// words, or its stop words when it has no other word; `None` when it has no word.
+    pub(super) fn query(&mut self, query: &str) -> Option<(Field, Vec<u64>)> {
         let (mut content, mut stop) = (Vec::new(), Vec::new());
         for word in text::words(query) {
             let term = self.term(word);
@@ -153,8 +178,13 @@ impl Terms {
                 break;
             }
         }
-        let terms = if content.is_empty() { stop } else { content };
-        (!terms.is_empty()).then_some(terms)
+        if !content.is_empty() {
+            Some((Field::Words, content))
+        } else if !stop.is_empty() {
+            Some((Field::StopWords, stop))
+        } else {
+            None
+        }
     }
 }
 
@@ -173,16 +203,17 @@ mod tests {
     #[test]
     fn case_diacritics_and_inflection_meet_in_one_term() {
         let mut terms = Terms::default();
-        let doc = terms.doc("The Café was PLANNING plans", "");
-        let query = terms.query("cafe planned?").unwrap();
+        let doc = terms.doc("The Café was PLANNING plans", "", Field::Words);
+        let (field, query) = terms.query("the cafe planned?").unwrap();
+        assert_eq!(field, Field::Words);
         assert_eq!(doc.length, 5);
-        // "the" and "was" are stop words: terms of the chunk, left out of this query.
-        assert_eq!(doc.terms.len(), 4, "{doc:?}");
-        assert_eq!(query.len(), 2);
+        // "the" and "was" are stop words: counted in the length, in the other field.
+        assert_eq!(doc.terms.len(), 2, "{doc:?}");
+        assert_eq!(query.len(), 2, "the query's stop word is left out");
         for term in &query {
             assert!(doc.terms.iter().any(|(t, _)| t == term));
         }
-        let plan = terms.query("plan").unwrap()[0];
+        let plan = terms.query("plan").unwrap().1[0];
         let (_, freq) = doc.terms.iter().find(|(t, _)| *t == plan).unwrap();
         assert_eq!(*freq, [2, 0], "planning and plans, both in the text");
         for (typed, stored) in [
@@ -192,11 +223,15 @@ mod tests {
         ] {
             assert_eq!(terms.query(typed), terms.query(stored), "{stored}");
         }
-        // A query of stop words alone looks them up.
-        let stop = terms.query("The was? the").unwrap();
+        // A query of stop words alone looks them up, in their own field.
+        let stop_doc = terms.doc("The Café was PLANNING plans", "", Field::StopWords);
+        assert_eq!(stop_doc.length, 5);
+        let (field, stop) = terms.query("The was? the").unwrap();
+        assert_eq!(field, Field::StopWords);
         assert_eq!(stop.len(), 2);
+        assert_eq!(stop_doc.terms.len(), 2);
         for term in &stop {
-            assert!(doc.terms.iter().any(|(t, _)| t == term));
+            assert!(stop_doc.terms.iter().any(|(t, _)| t == term));
         }
         assert_eq!(terms.query(" ?! ** "), None);
     }
@@ -214,7 +249,7 @@ mod tests {
     #[test]
     fn the_terms_of_stored_blocks_do_not_change() {
         let mut terms = Terms::default();
-        let got = terms
+        let (_, got) = terms
             .query("Running cafés generously, the organizations' 42")
             .unwrap();
         let want: Vec<u64> = ["run", "cafe", "generous", "organ", "42"]
@@ -222,7 +257,7 @@ mod tests {
             .map(|stem| term_hash(stem))
             .collect();
         assert_eq!(got, want);
-        let stop = terms.query("To be, or to BE").unwrap();
+        let (_, stop) = terms.query("To be, or to BE").unwrap();
         let want: Vec<u64> = ["to", "be", "or"]
             .iter()
             .map(|stem| term_hash(stem))
@@ -234,7 +269,7 @@ mod tests {
     fn counts_saturate_instead_of_wrapping() {
         let mut terms = Terms::default();
         let text = "tea ".repeat(300);
-        let doc = terms.doc(&text, &text);
+        let doc = terms.doc(&text, &text, Field::Words);
         assert_eq!(doc.terms[0].1, [u8::MAX, u8::MAX]);
         assert_eq!(doc.length, 600);
     }
@@ -242,16 +277,19 @@ mod tests {
     proptest! {
         /// Any text, NUL and every plane of Unicode included, gives terms without
         /// panicking; the same text always gives the same terms; a query of a text's
-        /// words finds terms the text holds.
+        /// words finds terms the text holds in the field the query looks in.
         #[test]
         fn any_text_gives_the_same_terms_every_time(text in "\\PC*", context in any::<String>()) {
             let mut terms = Terms::default();
-            let once = terms.doc(&text, &context);
-            let again = Terms::default().doc(&text, &context);
-            prop_assert_eq!(&once, &again);
-            if let Some(query) = terms.query(&text) {
+            for field in [Field::Words, Field::StopWords] {
+                let once = terms.doc(&text, &context, field);
+                let again = Terms::default().doc(&text, &context, field);
+                prop_assert_eq!(&once, &again);
+            }
+            if let Some((field, query)) = terms.query(&text) {
+                let doc = terms.doc(&text, &context, field);
                 for term in query {
-                    prop_assert!(once.terms.iter().any(|(t, f)| *t == term && f[0] > 0));
+                    prop_assert!(doc.terms.iter().any(|(t, f)| *t == term && f[0] > 0));
                 }
             }
         }
