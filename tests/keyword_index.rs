@@ -148,12 +148,31 @@ async fn stop_words_have_an_index_of_their_own() {
     assert_exact(&fresh).await;
     assert_eq!(fresh.cached_keywords("chat").unwrap().from_blocks, 0);
 
-    // A removal reaches the stop words' index too.
+    // New chunks are topped up; a removal from the session reloads the stop words'
+    // index too, and outdates its blocks.
     fresh
         .append("u", "chat", &[NewEvent::new(Role::User, "who was there")])
         .await
         .unwrap();
     assert_exact_for(&fresh, &queries).await;
+    assert_eq!(fresh.cached_stop_words("chat").unwrap().rows, EVENTS + 1);
+    let conn = fresh.db().conn().await.unwrap();
+    conn.execute(
+        "DELETE FROM chunks WHERE chunk_id = (SELECT min(chunk_id) FROM chunks)",
+        (),
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    assert_exact_for(&fresh, &queries).await;
+    let held = fresh.cached_stop_words("chat").unwrap();
+    assert_eq!((held.rows, held.from_blocks), (EVENTS, 0));
+    assert_eq!(fresh.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(
+        count(&memory, &blocks(1)).await,
+        0,
+        "packing the words drops the outdated blocks of both fields"
+    );
     fresh
         .forget(&nightshift::access::Actor::Operator, "chat")
         .await
@@ -311,8 +330,8 @@ async fn one_users_words_never_weigh_on_anothers_ranking() {
     assert!(after.iter().all(|h| !h.text.contains("turn")));
 }
 
-/// What a user types reaches the chunks it should: a query of stop words alone (left to
-/// the keyword index holds them too), a word without its accent, another form of a word.
+/// What a user types reaches the chunks it should: a query of stop words alone (from the
+/// stop words' index), a word without its accent, another form of a word.
 #[tokio::test]
 async fn stop_words_accents_and_inflections_are_found() {
     let dir = TempDir::new().unwrap();

@@ -219,3 +219,71 @@ async fn rebuilding_the_schedules_table_keeps_schedules_runs_cascade_and_trigger
         .unwrap();
     assert_eq!(runs, 0);
 }
+
+/// An upgrade from the schema before the chunks lost their FTS5 table: the table and its
+/// triggers go, stored keyword blocks are kept as blocks of words (field 0), and chunks
+/// written before are found by the keyword index, stop words alone too, and can still be
+/// deleted.
+#[tokio::test]
+async fn upgrading_drops_the_chunks_fts5_table_and_keeps_keyword_blocks() {
+    let dir = TempDir::new().unwrap();
+    let config = config_in(&dir);
+    let db = open_db(&config).await.unwrap();
+    migrate::migrate_to(&db, 24).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    for sql in [
+        "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at, last_sequence)
+         VALUES ('chat', 'u', 'conversation', 1, 1, 1)",
+        "INSERT INTO events (session_id, sequence, role, content, importance, created_at)
+         VALUES ('chat', 1, 'user', 'the copper lantern glows', 0.5, 1)",
+        "INSERT INTO chunks (session_id, user_id, scope, text, content_hash, sequence_start,
+                             sequence_end, created_at)
+         VALUES ('chat', 'u', 's1', 'the copper lantern glows', 'h', 1, 1, 1)",
+        // Not a block a packer writes: the chain ends there and the rows are read.
+        "INSERT INTO keyword_blocks (session_id, after_chunk_id, last_chunk_id, removals,
+                                     format, row_count, postings)
+         VALUES ('chat', 0, 1, 0, 1, 1, x'00')",
+    ] {
+        conn.execute(sql, ()).await.unwrap();
+    }
+    drop(conn);
+    migrate::migrate(&db).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    assert_eq!(
+        scalar_of(
+            &conn,
+            "SELECT count(*) FROM sqlite_master WHERE name LIKE 'chunks_fts%'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        scalar_of(
+            &conn,
+            "SELECT count(*) FROM keyword_blocks WHERE field = 0 AND format = 1"
+        )
+        .await,
+        1
+    );
+    drop(conn);
+
+    let memory = open_memory(&config).await.unwrap();
+    for query in ["lanterns", "the"] {
+        let hits = memory.keyword_leg("chat", query, 5).await.unwrap().unwrap();
+        assert_eq!(hits.len(), 1, "{query:?}");
+    }
+    memory
+        .forget(&nightshift::access::Actor::Operator, "chat")
+        .await
+        .unwrap();
+    let conn = db.conn().await.unwrap();
+    assert_eq!(scalar_of(&conn, "SELECT count(*) FROM chunks").await, 0);
+    assert_eq!(
+        scalar_of(&conn, "SELECT count(*) FROM keyword_blocks").await,
+        0
+    );
+}
+
+async fn scalar_of(conn: &nightshift::db::Conn, sql: &str) -> i64 {
+    query_scalar::<i64>(conn, sql, ()).await.unwrap().unwrap()
+}

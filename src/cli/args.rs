@@ -363,7 +363,7 @@ pub struct AppendArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum IndexCommand {
-    /// Rebuild chunks, full-text index and vectors from sessions and notes.
+    /// Rebuild chunks and vectors from sessions and notes.
     Rebuild,
 }
 

@@ -410,7 +410,7 @@ impl Memory {
     }
 
     /// Deletes a session the actor may see and everything derived from it: events, state,
-    /// summary, chunks, their FTS rows and vectors.
+    /// summary, chunks, their vectors and stored index blocks.
     pub async fn forget(&self, actor: &Actor, session_id: &str) -> Result<()> {
         let owner = actor.user_id();
         check_id("session id", session_id)?;

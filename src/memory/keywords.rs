@@ -394,10 +394,11 @@ impl Memory {
                 tx.rollback().await?;
                 continue;
             }
+            // Stale blocks of either field: a removal outdates both.
             tx.execute(
-                "DELETE FROM keyword_blocks WHERE session_id = ?1 AND field = ?4
+                "DELETE FROM keyword_blocks WHERE session_id = ?1
                  AND (removals <> ?2 OR format <> ?3)",
-                libsql::params![session_id, tag.removals, FORMAT, field.stored()],
+                libsql::params![session_id, tag.removals, FORMAT],
             )
             .await?;
             let Some(last) = docs

@@ -413,7 +413,7 @@ impl Memory {
         Ok(())
     }
 
-    /// Deletes a note with its chunks, FTS rows and vectors.
+    /// Deletes a note with its chunks and vectors.
     pub async fn delete_note(&self, user_id: &str, note_id: &str) -> Result<()> {
         check_id("user id", user_id)?;
         check_id("note id", note_id)?;

@@ -16,7 +16,7 @@ pub struct FactsCursor {
 }
 
 impl Memory {
-    /// Deletes notes whose time ran out (with their chunks, FTS rows and vectors).
+    /// Deletes notes whose time ran out (with their chunks and vectors).
     pub async fn expire_notes(&self, now: i64) -> Result<u64> {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;

@@ -1,5 +1,5 @@
 //! Group commit for appends. A commit costs about as much as the pages it writes, and an
-//! appended event touches a dozen (event, chunk, FTS segment, vector, indexes). Appends
+//! appended event touches several (event, chunk, embed queue, their indexes). Appends
 //! from concurrent callers are therefore queued to one writer task, which commits all that
 //! are waiting in one transaction, each inside its own savepoint so one caller's failure
 //! never undoes another's work. A lone caller still gets its own prompt commit.

@@ -9,7 +9,7 @@
 //! - [`import`]: reading one (two passes: validate every line, then write a user at a time).
 //! - [`foreign`]: mem0 and Markdown, turned into note rows.
 //!
-//! Chunks, full-text rows and vectors are derived and never exported: an import rebuilds
+//! Chunks, vectors and index blocks are derived and never exported: an import rebuilds
 //! the index of every session it wrote to.
 
 mod export;

@@ -88,7 +88,8 @@ pub async fn keyword_integrity(memory: &Memory) {
             )
             .await
             .unwrap();
-        let mut queries: Vec<String> = vec!["integrity".into()];
+        // A query of stop words alone reads the stop words' index.
+        let mut queries: Vec<String> = vec!["integrity".into(), "the it was".into()];
         while let Some(row) = rows.next().await.unwrap() {
             queries.push(row.get(0).unwrap());
         }
@@ -103,6 +104,7 @@ pub async fn keyword_integrity(memory: &Memory) {
             assert_eq!(got, want, "session {session:?}, query {query:?}");
         }
         let held = memory.cached_keywords(&session).map_or(0, |c| c.rows);
+        let held_stop_words = memory.cached_stop_words(&session).map_or(0, |c| c.rows);
         let stored = count(
             memory,
             &format!(
@@ -114,6 +116,10 @@ pub async fn keyword_integrity(memory: &Memory) {
         assert_eq!(
             held as i64, stored,
             "session {session:?}: keyword index rows"
+        );
+        assert_eq!(
+            held_stop_words as i64, stored,
+            "session {session:?}: stop words' index rows"
         );
     }
 }
