@@ -10,6 +10,7 @@
 //! [`Memory::pack_keywords`]), one short transaction each, ignored when made before a
 //! removal from their session or by another format.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::blocks::BLOCK_ROWS;
@@ -492,21 +493,22 @@ impl Memory {
                 [session_id],
             )
             .await?;
-        let mut chunks: Vec<(i64, String, String)> = Vec::new();
+        let mut chunks: Vec<ChunkRow> = Vec::new();
         while let Some(row) = rows.next().await? {
-            chunks.push((row.get(0)?, row.get(1)?, row.get(2)?));
+            chunks.push(chunk_row(&row)?);
         }
-        let docs_of = |terms: &mut Terms, field| -> Vec<(i64, DocTerms)> {
-            chunks
-                .iter()
-                .map(|(id, text, context)| (*id, terms.doc(text, context, field)))
-                .collect()
-        };
-        let fields = [Field::Words, Field::StopWords];
-        let by_field: Vec<Vec<(i64, DocTerms)>> =
-            fields.iter().map(|f| docs_of(&mut terms, *f)).collect();
+        drop(rows);
+        // Each field the queries look in, indexed once.
+        let queries: Vec<Option<(Field, Vec<u64>)>> =
+            queries.iter().map(|q| terms.query(q)).collect();
+        let mut by_field: HashMap<Field, Vec<(i64, DocTerms)>> = HashMap::new();
+        for (field, _) in queries.iter().flatten() {
+            by_field
+                .entry(*field)
+                .or_insert_with(|| index_rows(chunks.clone(), *field));
+        }
         let rank = |(field, query): (Field, Vec<u64>)| {
-            let docs = &by_field[usize::from(field == Field::StopWords)];
+            let docs = &by_field[&field];
             let total: u64 = docs.iter().map(|(_, d)| u64::from(d.length)).sum();
             let holding: Vec<usize> = query
                 .iter()
@@ -523,6 +525,6 @@ impl Memory {
             }
             top.into_sorted()
         };
-        Ok(queries.iter().map(|q| terms.query(q).map(rank)).collect())
+        Ok(queries.into_iter().map(|q| q.map(rank)).collect())
     }
 }

@@ -105,14 +105,14 @@ pub async fn keyword_integrity(memory: &Memory) {
         }
         let held = memory.cached_keywords(&session).map_or(0, |c| c.rows);
         let held_stop_words = memory.cached_stop_words(&session).map_or(0, |c| c.rows);
-        let stored = count(
-            memory,
-            &format!(
-                "SELECT count(*) FROM chunks WHERE session_id = '{}'",
-                session.replace('\'', "''")
-            ),
+        let stored: i64 = query_scalar(
+            &conn,
+            "SELECT count(*) FROM chunks WHERE session_id = ?1",
+            [session.as_str()],
         )
-        .await;
+        .await
+        .unwrap()
+        .unwrap_or(0);
         assert_eq!(
             held as i64, stored,
             "session {session:?}: keyword index rows"
