@@ -7,6 +7,13 @@
 //! the top k: the exact scores of those few (read from the f32 rows, in memory or in the
 //! database) then give exactly what an exact scan of every row gives. A quarter of the
 //! f32 rows' bytes, and about five times faster to scan where the CPU has AVX2.
+//!
+//! A session of [`COARSE_ROWS`] rows or more keeps the same bytes split in half: each
+//! code's top four bits in one array, its low four in another. Its search
+//! ([`CodeRows::likely_candidates`]) ranks every row by the top halves first, reading half
+//! the memory, and bounds exactly only the best few thousand: approximate (a row of the
+//! true top k can rank below them when its score hangs on the low bits), which the scale
+//! bench measures against an exact scan.
 
 /// Most dimensions the integer pass takes: each of its 8 lanes of i32 sums at most
 /// 4096 / 8 products of 127 × 32,767 (2,130,706,432), which stays below 2³¹.
@@ -19,13 +26,119 @@ const PARALLEL_ROWS: usize = 100_000;
 /// Rows whose integer sums a scan computes at a time.
 const SUMS_AT_ONCE: usize = 2048;
 
+/// Rows from which a session keeps its codes in half bytes for a coarse first pass:
+/// below it, the exact scan takes a millisecond or two, faster than splitting them.
+pub const COARSE_ROWS: usize = 250_000;
+
+/// Rows the coarse pass keeps for each of the k sought, and at least: what the exact
+/// bounds then sort. Enough that a row of the true top k is rarely ranked below them.
+const COARSE_KEEP_PER_K: usize = 40;
+const COARSE_KEEP_LEAST: usize = 2_048;
+
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+
+use super::dots::{coarse_dots, rounded_dots};
+
 /// What every part of one scan shares: the query rounded to integers, its step, how far
-/// an estimate can be from the true score per unit of a row's step, and the k sought.
+/// an estimate can be from the true score per unit of a row's step.
 struct Scan {
-    rounded_query: Vec<i16>,
+    rounded: Vec<i16>,
     query_step: f64,
     reach: f64,
+}
+
+impl Scan {
+    /// The least and the most a row can score whose codes sum to `sum` with the rounded
+    /// query.
+    fn bounds(&self, sum: i64, step: f32) -> (f64, f64) {
+        let step = f64::from(step);
+        let estimate = sum as f64 * step * self.query_step;
+        let bound = step * self.reach + 1e-6;
+        if estimate.is_finite() && bound.is_finite() {
+            (estimate - bound, estimate + bound)
+        } else {
+            (f64::NEG_INFINITY, f64::INFINITY)
+        }
+    }
+}
+
+/// A query holding a value that is not finite (or too small to round): no row's score can
+/// be bounded, so every row is a candidate.
+struct Unbounded;
+
+/// Rows offered one at a time, with the least and the most each can score: the k best
+/// lower bounds so far (a min-heap) give a floor that only rises, and a row whose upper
+/// bound is under the floor when it is offered can never be among the k best. Rows kept
+/// are checked against the final floor at the end.
+struct Pruner {
     k: usize,
+    lows: BinaryHeap<Reverse<OrderedLow>>,
+    floor: f64,
+    kept: Vec<(usize, f64)>,
+}
+
+impl Pruner {
+    fn new(k: usize) -> Self {
+        Self {
+            k,
+            lows: BinaryHeap::with_capacity(k + 1),
+            floor: 0.0,
+            kept: Vec::new(),
+        }
+    }
+
+    fn offer(&mut self, row: usize, (low, high): (f64, f64)) {
+        if high <= 0.0 || high < self.floor {
+            return;
+        }
+        self.kept.push((row, high));
+        self.lows.push(Reverse(OrderedLow(low)));
+        if self.lows.len() > self.k {
+            self.lows.pop();
+        }
+        if self.lows.len() == self.k {
+            if let Some(Reverse(OrderedLow(kth))) = self.lows.peek() {
+                self.floor = self.floor.max(*kth);
+            }
+        }
+    }
+
+    /// The rows that can still be among the k best, each with the most it can score.
+    fn kept(self) -> Vec<(usize, f64)> {
+        let floor = self.floor;
+        self.kept
+            .into_iter()
+            .filter(|&(_, high)| high >= floor)
+            .collect()
+    }
+}
+
+/// The query for the coarse pass: rounded to i8 and split, for the half bytes' layout, into
+/// its even and odd dimensions (`width` each, zero past the last).
+struct CoarseQuery {
+    even: Vec<i8>,
+    odd: Vec<i8>,
+    /// The sum of the rounded query.
+    sum: f64,
+}
+
+impl CoarseQuery {
+    /// `query` must be finite.
+    fn new(query: &[f32], width: usize) -> Self {
+        let step = step_for(query, 127.0);
+        let rounded = |i: usize| {
+            query
+                .get(i)
+                .map_or(0, |x| (x / step).round().clamp(-127.0, 127.0) as i8)
+        };
+        let even: Vec<i8> = (0..width).map(|j| rounded(2 * j)).collect();
+        let odd: Vec<i8> = (0..width).map(|j| rounded(2 * j + 1)).collect();
+        let sum = even.iter().chain(&odd).map(|q| f64::from(*q)).sum();
+        Self { even, odd, sum }
+    }
 }
 
 /// Rows as codes: chunk ids, a step per row, `dimensions` codes per row.
@@ -33,11 +146,18 @@ struct Scan {
 pub struct CodeRows {
     dimensions: usize,
     chunk_ids: Vec<i64>,
-    /// Row-major, `dimensions` codes a row: the row ≈ codes × step.
+    /// Below [`COARSE_ROWS`] rows: row-major, `dimensions` codes a row (the row ≈ codes ×
+    /// step). Empty from it on.
     codes: Vec<i8>,
     /// Each row's largest absolute component / 127; infinite for a row holding a value
     /// that is not finite, which is then always a candidate.
     steps: Vec<f32>,
+    /// From [`COARSE_ROWS`] rows, the same codes in half bytes: the code c as the byte
+    /// c + 128, its top four bits (0..=15) in `high` and its low four in `low`,
+    /// [`CodeRows::half_width`] bytes a row in each, dimension 2j in the low half of byte j
+    /// and 2j + 1 in its high half. Empty below.
+    high: Vec<u8>,
+    low: Vec<u8>,
 }
 
 /// One row's codes and step.
@@ -73,7 +193,11 @@ impl CodeRows {
 
     /// Memory held (what is allocated, not only what is used).
     pub fn bytes(&self) -> usize {
-        self.chunk_ids.capacity() * 8 + self.codes.capacity() + self.steps.capacity() * 4
+        self.chunk_ids.capacity() * 8
+            + self.codes.capacity()
+            + self.steps.capacity() * 4
+            + self.high.capacity()
+            + self.low.capacity()
     }
 
     /// Gives back room reserved beyond the rows held.
@@ -81,11 +205,82 @@ impl CodeRows {
         self.chunk_ids.shrink_to_fit();
         self.codes.shrink_to_fit();
         self.steps.shrink_to_fit();
+        self.high.shrink_to_fit();
+        self.low.shrink_to_fit();
+    }
+
+    /// Bytes of a row in each half.
+    fn half_width(&self) -> usize {
+        self.dimensions.div_ceil(2)
+    }
+
+    /// Whether the codes are kept in half bytes (from [`COARSE_ROWS`] rows on).
+    fn split(&self) -> bool {
+        !self.high.is_empty()
+    }
+
+    /// The codes of `rows`: borrowed below [`COARSE_ROWS`], put back together from their
+    /// halves from it on.
+    fn codes_of(&self, rows: Range<usize>) -> Cow<'_, [i8]> {
+        let d = self.dimensions;
+        if !self.split() {
+            return Cow::Borrowed(&self.codes[rows.start * d..rows.end * d]);
+        }
+        let w = self.half_width();
+        let mut out = Vec::with_capacity(rows.len() * d);
+        for row in rows {
+            let halves = self.high[row * w..(row + 1) * w]
+                .iter()
+                .zip(&self.low[row * w..(row + 1) * w]);
+            for (j, (high, low)) in halves.enumerate() {
+                out.push(((high << 4 | low & 15) ^ 0x80) as i8);
+                if 2 * j + 1 < d {
+                    out.push(((high & 0xF0 | low >> 4) ^ 0x80) as i8);
+                }
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// Appends the codes of rows whose ids and steps were just added (`dimensions` a
+    /// row), splitting every row in half bytes once there are [`COARSE_ROWS`].
+    fn extend_codes(&mut self, codes: &[i8]) {
+        if self.split() {
+            self.push_halves(codes);
+        } else {
+            self.codes.extend_from_slice(codes);
+            if self.rows() >= COARSE_ROWS && self.dimensions > 0 {
+                let whole = std::mem::take(&mut self.codes);
+                self.push_halves(&whole);
+            }
+        }
+    }
+
+    fn push_halves(&mut self, codes: &[i8]) {
+        let (d, w) = (self.dimensions, self.half_width());
+        let rows = codes.len() / d.max(1);
+        self.high.reserve(rows * w);
+        self.low.reserve(rows * w);
+        for row in codes.chunks_exact(d.max(1)) {
+            // Past the last dimension, the byte of a zero code.
+            let byte = |i: usize| row.get(i).map_or(0x80, |c| *c as u8 ^ 0x80);
+            for j in 0..w {
+                let (even, odd) = (byte(2 * j), byte(2 * j + 1));
+                self.high.push(even >> 4 | odd & 0xF0);
+                self.low.push(even & 15 | odd << 4);
+            }
+        }
     }
 
     pub fn reserve(&mut self, rows: usize) {
         self.chunk_ids.reserve(rows);
-        self.codes.reserve(rows.saturating_mul(self.dimensions));
+        if self.split() {
+            let bytes = rows.saturating_mul(self.half_width());
+            self.high.reserve(bytes);
+            self.low.reserve(bytes);
+        } else {
+            self.codes.reserve(rows.saturating_mul(self.dimensions));
+        }
         self.steps.reserve(rows);
     }
 
@@ -101,39 +296,98 @@ impl CodeRows {
         debug_assert_eq!(codes.len(), self.dimensions);
         self.chunk_ids.push(chunk_id);
         self.steps.push(step);
-        self.codes.extend_from_slice(codes);
+        self.extend_codes(codes);
     }
 
     /// Appends `other`'s rows (of the same width).
     pub fn append(&mut self, other: CodeRows) {
         debug_assert_eq!(other.dimensions, self.dimensions);
+        let codes = match other.codes_of(0..other.rows()) {
+            Cow::Owned(codes) => codes,
+            Cow::Borrowed(_) => other.codes,
+        };
         self.chunk_ids.extend(other.chunk_ids);
         self.steps.extend(other.steps);
-        self.codes.extend(other.codes);
+        self.extend_codes(&codes);
     }
 
     /// Row `row`'s chunk id.
     pub fn chunk_id(&self, row: usize) -> i64 {
         self.chunk_ids[row]
     }
-
     /// The rows that may be among the `k` best for `query` by dot product: every row that
     /// can score above zero and above what `k` rows surely score, each with the most it
     /// can score. A query holding a value that is not finite has no rounding to bound:
     /// every row is returned.
     pub fn candidates(&self, query: &[f32], k: usize) -> Vec<(usize, f64)> {
+        let scan = match self.scan(query, k) {
+            Ok(Some(scan)) => scan,
+            Ok(None) => return Vec::new(),
+            Err(Unbounded) => return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect(),
+        };
+        self.in_parts(|rows| {
+            let mut pruner = Pruner::new(k);
+            let mut start = rows.start;
+            // The integer sums of a stretch of rows at a time, which stay in the CPU's
+            // cache between being written and read.
+            while start < rows.end {
+                let end = (start + SUMS_AT_ONCE).min(rows.end);
+                let sums = rounded_dots(&self.codes_of(start..end), &scan.rounded);
+                for (i, sum) in sums.into_iter().enumerate() {
+                    pruner.offer(start + i, scan.bounds(sum, self.steps[start + i]));
+                }
+                start = end;
+            }
+            pruner.kept()
+        })
+    }
+
+    /// What [`CodeRows::candidates`] returns, found faster and approximately in a session
+    /// of [`COARSE_ROWS`] rows or more: its rows are ranked by their codes' top four bits,
+    /// and only the best few thousand are bounded exactly. A row of the exact top k is
+    /// missed only when its score hangs on the bits dropped. Below [`COARSE_ROWS`], the
+    /// same as [`CodeRows::candidates`].
+    pub fn likely_candidates(&self, query: &[f32], k: usize) -> Vec<(usize, f64)> {
+        if !self.split() {
+            return self.candidates(query, k);
+        }
+        let scan = match self.scan(query, k) {
+            Ok(Some(scan)) => scan,
+            Ok(None) => return Vec::new(),
+            Err(Unbounded) => return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect(),
+        };
+        let keep = k.saturating_mul(COARSE_KEEP_PER_K).max(COARSE_KEEP_LEAST);
+        let coarse = CoarseQuery::new(query, self.half_width());
+        // Each part bounds its own best rows: what it keeps holds every one of them that
+        // can be among the k best overall, so the union does too.
+        self.in_parts(|rows| {
+            let mut best = self.coarse_best(rows, &coarse, keep);
+            // In row order, so that the codes are read front to back.
+            best.sort_unstable();
+            let mut pruner = Pruner::new(k);
+            for row in best {
+                let sum = rounded_dots(&self.codes_of(row..row + 1), &scan.rounded)[0];
+                pruner.offer(row, scan.bounds(sum, self.steps[row]));
+            }
+            pruner.kept()
+        })
+    }
+
+    /// The query rounded for an integer scan; `Ok(None)` when nothing can be found (no
+    /// rows, k = 0, another width).
+    fn scan(&self, query: &[f32], k: usize) -> Result<Option<Scan>, Unbounded> {
         let d = self.dimensions;
         if k == 0 || query.len() != d || self.rows() == 0 {
-            return Vec::new();
+            return Ok(None);
         }
         if !query.iter().all(|x| x.is_finite()) {
-            return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect();
+            return Err(Unbounded);
         }
         let query_step = step_for(query, 32767.0);
         if !query_step.is_normal() {
-            return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect();
+            return Err(Unbounded);
         }
-        let rounded_query: Vec<i16> = query
+        let rounded: Vec<i16> = query
             .iter()
             .map(|x| (x / query_step).round().clamp(-32767.0, 32767.0) as i16)
             .collect();
@@ -146,19 +400,21 @@ impl CodeRows {
         // In f64: a product of large steps must not overflow to a bound that excludes.
         let query_l1: f64 = query.iter().map(|x| f64::from(x.abs())).sum();
         let query_step = f64::from(query_step);
-        let scan = Scan {
+        Ok(Some(Scan {
             reach: query_l1 * (0.5 + 2e-5 * d as f64) + query_step * 64.0 * d as f64,
             query_step,
-            rounded_query,
-            k,
-        };
-        // A large session is scanned in parts on as many threads as there are cores: the
-        // scan is bound by reading the codes, and each core reads its own part. Each
-        // part's candidates hold every row of it that can be among the k best overall
-        // (its floor is at most the whole scan's), so their union does too.
+            rounded,
+        }))
+    }
+
+    /// `find` over all rows: on as many threads as there are cores in a large session, in
+    /// parts, their results joined. The scans are bound by reading the codes, and each core
+    /// reads its own part; each part's candidates hold every row of it that can be among
+    /// the k best overall (its floor is at most the whole scan's), so their union does too.
+    fn in_parts<T: Send>(&self, find: impl Fn(Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         if self.rows() < PARALLEL_ROWS || threads < 2 {
-            return self.candidates_in(0..self.rows(), &scan);
+            return find(0..self.rows());
         }
         let part = self.rows().div_ceil(threads);
         std::thread::scope(|scope| {
@@ -166,13 +422,11 @@ impl CodeRows {
             let (mut found, mut parts) = (Vec::new(), Vec::new());
             for t in 0..threads {
                 let rows = t * part..((t + 1) * part).min(self.rows());
-                let scan = &scan;
+                let find = &find;
                 let mine = rows.clone();
-                let spawned = std::thread::Builder::new()
-                    .spawn_scoped(scope, move || self.candidates_in(mine, scan));
-                match spawned {
+                match std::thread::Builder::new().spawn_scoped(scope, move || find(mine)) {
                     Ok(handle) => parts.push(handle),
-                    Err(_) => found.extend(self.candidates_in(rows, scan)),
+                    Err(_) => found.extend(find(rows)),
                 }
             }
             for part in parts {
@@ -185,50 +439,41 @@ impl CodeRows {
         })
     }
 
-    /// [`CodeRows::candidates`] among `rows`: indexes of the whole.
-    fn candidates_in(&self, rows: std::ops::Range<usize>, scan: &Scan) -> Vec<(usize, f64)> {
-        let (d, k) = (self.dimensions, scan.k);
-        // One pass: the k best lower bounds so far (a min-heap) give a floor that only
-        // rises; a row whose upper bound is under the floor when it is seen can never be
-        // among the k best. Rows kept are checked against the final floor at the end.
-        let mut lows: std::collections::BinaryHeap<std::cmp::Reverse<OrderedLow>> =
-            std::collections::BinaryHeap::with_capacity(k.min(rows.len()) + 1);
-        let mut floor = 0.0f64;
-        let mut kept: Vec<(usize, f64)> = Vec::new();
-        // The integer sums of a stretch of rows at a time, which stay in the CPU's cache
-        // between being written and read.
+    /// The `keep` rows of `rows` whose half bytes score best against `query`, and every
+    /// row whose step is not finite (always a candidate).
+    fn coarse_best(&self, rows: Range<usize>, query: &CoarseQuery, keep: usize) -> Vec<usize> {
+        let w = self.half_width();
+        let mut best: BinaryHeap<Reverse<(OrderedLow, usize)>> =
+            BinaryHeap::with_capacity(keep + 1);
+        let mut always = Vec::new();
         let mut start = rows.start;
         while start < rows.end {
             let end = (start + SUMS_AT_ONCE).min(rows.end);
-            let sums = rounded_dots(&self.codes[start * d..end * d], &scan.rounded_query);
-            for (i, (sum, step)) in sums.into_iter().zip(&self.steps[start..end]).enumerate() {
-                let step = f64::from(*step);
-                let estimate = sum as f64 * step * scan.query_step;
-                let bound = step * scan.reach + 1e-6;
-                let (low, high) = if estimate.is_finite() && bound.is_finite() {
-                    (estimate - bound, estimate + bound)
-                } else {
-                    (f64::NEG_INFINITY, f64::INFINITY)
-                };
-                if high <= 0.0 || high < floor {
+            let sums = coarse_dots(&self.high[start * w..end * w], &query.even, &query.odd);
+            for (i, sum) in sums.into_iter().enumerate() {
+                let row = start + i;
+                // codes · query ≈ Σ q × (16 × top + 7.5 − 128): the dropped low bits taken
+                // at their middle.
+                let estimate =
+                    (16.0 * f64::from(sum) - 120.5 * query.sum) * f64::from(self.steps[row]);
+                if !estimate.is_finite() {
+                    always.push(row);
                     continue;
                 }
-                kept.push((start + i, high));
-                lows.push(std::cmp::Reverse(OrderedLow(low)));
-                if lows.len() > k {
-                    lows.pop();
-                }
-                if lows.len() == k {
-                    if let Some(std::cmp::Reverse(OrderedLow(kth))) = lows.peek() {
-                        floor = floor.max(*kth);
+                if best.len() == keep {
+                    match best.peek() {
+                        Some(Reverse((OrderedLow(least), _))) if estimate > *least => {
+                            best.pop();
+                        }
+                        _ => continue,
                     }
                 }
+                best.push(Reverse((OrderedLow(estimate), row)));
             }
             start = end;
         }
-        kept.into_iter()
-            .filter(|&(_, high)| high >= floor)
-            .collect()
+        always.extend(best.into_iter().map(|Reverse((_, row))| row));
+        always
     }
 
     /// Rows `from..` as the three blobs a stored block holds: chunk ids (i64), steps (f32)
@@ -242,7 +487,8 @@ impl CodeRows {
             .iter()
             .flat_map(|s| s.to_le_bytes())
             .collect();
-        let codes = self.codes[from * self.dimensions..]
+        let codes = self
+            .codes_of(from..self.rows())
             .iter()
             .map(|c| *c as u8)
             .collect();
@@ -274,7 +520,8 @@ impl CodeRows {
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))),
         );
-        self.codes.extend(codes.iter().map(|c| *c as i8));
+        let codes: Vec<i8> = codes.iter().map(|c| *c as i8).collect();
+        self.extend_codes(&codes);
         true
     }
 }
@@ -307,162 +554,9 @@ pub(super) fn step_for(values: &[f32], top: f32) -> f32 {
     }
 }
 
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Each row of `codes` (`query.len()` values a row) · `query`, in integers.
-fn rounded_dots(codes: &[i8], query: &[i16]) -> Vec<i64> {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        // SAFETY: this CPU has AVX2, as just checked.
-        return unsafe { rounded_dots_avx2(codes, query) };
-    }
-    rounded_dots_plain(codes, query)
-}
-
-/// The same sums on any CPU.
-fn rounded_dots_plain(codes: &[i8], query: &[i16]) -> Vec<i64> {
-    let d = query.len().max(1);
-    codes
-        .chunks_exact(d)
-        .map(|row| {
-            row.iter()
-                .zip(query)
-                .map(|(x, y)| *x as i64 * *y as i64)
-                .sum()
-        })
-        .collect()
-}
-
-/// Sixteen codes at a time, widened to 16 bits and multiplied with the query's in pairs
-/// (`vpmaddwd`): left to itself, the compiler widened both to 32 bits and multiplied
-/// eight at a time (`vpmulld`), several times slower.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn rounded_dots_avx2(codes: &[i8], query: &[i16]) -> Vec<i64> {
-    use std::arch::x86_64::{
-        __m128i, __m256i, _mm256_add_epi32, _mm256_castsi256_si128, _mm256_cvtepi8_epi16,
-        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_setzero_si256,
-        _mm256_storeu_si256, _mm_add_epi32, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_shuffle_epi32,
-    };
-    const LANES: usize = 16;
-    let d = query.len();
-    let whole = d - d % LANES;
-    // A row's whole sum, at most d × 127 × 32,767, fits in an i32 up to 512 dimensions:
-    // then its lanes are added in registers (storing them and adding one by one took a
-    // third of the scan).
-    let sum_fits_i32 = whole <= 512;
-    let mut out = Vec::with_capacity(codes.len() / d.max(1));
-    for row in codes.chunks_exact(d.max(1)) {
-        let mut sums = _mm256_setzero_si256();
-        let mut at = 0;
-        while at < whole {
-            // SAFETY: `at + 16 <= whole <= d`, and `row` and `query` hold `d` values each;
-            // the loads need no alignment.
-            let (x, y) = unsafe {
-                (
-                    _mm_loadu_si128(row.as_ptr().add(at).cast::<__m128i>()),
-                    _mm256_loadu_si256(query.as_ptr().add(at).cast::<__m256i>()),
-                )
-            };
-            // Each of the 8 lanes of i32 sums at most 4096 / 8 products of 127 × 32,767:
-            // below 2³¹ (see MAX_DIMENSIONS).
-            sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_cvtepi8_epi16(x), y));
-            at += LANES;
-        }
-        let mut total: i64 = if sum_fits_i32 {
-            let four = _mm_add_epi32(
-                _mm256_castsi256_si128(sums),
-                _mm256_extracti128_si256::<1>(sums),
-            );
-            let two = _mm_add_epi32(four, _mm_shuffle_epi32::<0b01_00_11_10>(four));
-            let one = _mm_add_epi32(two, _mm_shuffle_epi32::<0b10_11_00_01>(two));
-            i64::from(_mm_cvtsi128_si32(one))
-        } else {
-            let mut lanes = [0i32; 8];
-            // SAFETY: `lanes` is 32 bytes; the store needs no alignment.
-            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast::<__m256i>(), sums) };
-            lanes.iter().map(|s| i64::from(*s)).sum()
-        };
-        for i in whole..d {
-            total += i64::from(row[i]) * i64::from(query[i]);
-        }
-        out.push(total);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_plain_sums_equal_the_simd_ones() {
-        let d: usize = 37;
-        let codes: Vec<i8> = (0..d * 5).map(|i| ((i * 37) % 255) as i8).collect();
-        let query: Vec<i16> = (0..d).map(|i| (i as i32 * 997 - 16_000) as i16).collect();
-        let plain = rounded_dots_plain(&codes, &query);
-        assert_eq!(rounded_dots(&codes, &query), plain);
-        assert_eq!(plain.len(), 5);
-    }
-
-    /// The widest sums there can be, of either sign, at every width up to the most
-    /// dimensions: the SIMD sums never wrap.
-    #[test]
-    fn the_largest_sums_do_not_overflow() {
-        for d in [
-            1,
-            15,
-            16,
-            17,
-            255,
-            256,
-            511,
-            512,
-            513,
-            527,
-            528,
-            4095,
-            MAX_DIMENSIONS,
-        ] {
-            for (code, value) in [(127i8, 32_767i16), (-127, 32_767), (127, -32_767)] {
-                let codes = vec![code; d * 3];
-                let query = vec![value; d];
-                let want = i64::from(code) * i64::from(value) * d as i64;
-                assert_eq!(rounded_dots(&codes, &query), vec![want; 3], "d = {d}");
-            }
-        }
-    }
-
-    proptest::proptest! {
-        /// Any codes and query (any width, any values) give the plain sums.
-        #[test]
-        fn any_codes_give_the_plain_sums(
-            query in proptest::collection::vec(-32_767i16..=32_767, 1..700),
-            rows in 0usize..5,
-            seed in proptest::prelude::any::<u64>(),
-        ) {
-            let mut state = seed;
-            let codes: Vec<i8> = (0..rows * query.len())
-                .map(|_| {
-                    state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    ((state >> 56) as u8 as i16 - 128).clamp(-127, 127) as i8
-                })
-                .collect();
-            proptest::prop_assert_eq!(
-                rounded_dots(&codes, &query),
-                rounded_dots_plain(&codes, &query)
-            );
-        }
-    }
 
     #[test]
     fn blobs_round_trip_and_refuse_the_wrong_size() {
@@ -517,6 +611,102 @@ mod tests {
                 }
             }
             assert!(found.len() < rows.rows() / 10, "a scan that prunes");
+        }
+    }
+
+    /// Random rows of `d` values in -0.5..0.5 from a fixed seed, and a query.
+    fn random_rows(d: usize, rows: usize) -> (CodeRows, Vec<Vec<f32>>, Vec<f32>) {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut codes = CodeRows::new(d);
+        let mut exact = Vec::new();
+        for i in 0..rows {
+            let v: Vec<f32> = (0..d).map(|_| next()).collect();
+            codes.push(i as i64, &v);
+            exact.push(v);
+        }
+        let query = (0..d).map(|_| next()).collect();
+        (codes, exact, query)
+    }
+
+    /// The rows of the exact top `k`, best first, those scoring above zero.
+    fn exact_top(exact: &[Vec<f32>], query: &[f32], k: usize) -> Vec<usize> {
+        let mut scored: Vec<(usize, f32)> = exact
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i, v.iter().zip(query).map(|(a, b)| a * b).sum()))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+            .into_iter()
+            .take(k)
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// From COARSE_ROWS rows on the codes are kept in half bytes, however the rows came
+    /// (pushed, appended, from blobs): the top halves hold each code's top four bits, and
+    /// the codes put back together are the ones stored.
+    #[test]
+    fn the_codes_split_in_half_bytes_from_coarse_rows_on() {
+        let d = 5;
+        let (small, _, _) = random_rows(d, COARSE_ROWS - 1);
+        assert!(!small.split() && small.codes.len() == small.rows() * d);
+        let (ids, steps, blobs) = small.to_blobs(0);
+        let (more, _, _) = random_rows(d, 3);
+        let mut appended = small.clone();
+        appended.append(more.clone());
+        let mut loaded = CodeRows::new(d);
+        assert!(loaded.extend_from_blobs(COARSE_ROWS - 1, &ids, &steps, &blobs));
+        let row = [0.1, -0.2, 0.3, -0.4, 0.5];
+        loaded.push(1, &row);
+        let pushed = encode(&row).1;
+        for (whole, last) in [(appended, more.codes_of(0..3)), (loaded, pushed.into())] {
+            assert!(whole.split() && whole.codes.is_empty());
+            let w = whole.half_width();
+            assert_eq!((w, whole.high.len(), whole.low.len()), (3, whole.rows() * w, whole.rows() * w));
+            let stored = whole.to_blobs(0).2;
+            assert_eq!(stored[..blobs.len()], blobs[..], "the rows before the split");
+            let tail: Vec<u8> = last.iter().map(|c| *c as u8).collect();
+            assert_eq!(stored[blobs.len()..], tail[..], "the rows after it");
+            for row in [0, COARSE_ROWS / 2, whole.rows() - 1] {
+                for i in 0..d {
+                    let byte = whole.high[row * w + i / 2];
+                    let top = if i % 2 == 0 { byte & 15 } else { byte >> 4 };
+                    assert_eq!(top, (stored[row * d + i] ^ 0x80) >> 4, "row {row}, {i}");
+                }
+            }
+        }
+    }
+
+    /// Below COARSE_ROWS the likely candidates are the exact ones; from it on they still
+    /// hold the exact top k of random rows, prune, and keep a row that is not finite.
+    #[test]
+    fn likely_candidates_hold_the_exact_top_k() {
+        let d = 24;
+        let (small, _, query) = random_rows(d, 5_000);
+        assert_eq!(small.likely_candidates(&query, 10), small.candidates(&query, 10));
+
+        let (mut large, mut exact_large, query) = random_rows(d, COARSE_ROWS + 1_000);
+        large.push(-1, &[f32::NAN; 24]);
+        exact_large.push(vec![0.0; d]);
+        for k in [1, 10, 50] {
+            let found: Vec<usize> = large
+                .likely_candidates(&query, k)
+                .iter()
+                .map(|c| c.0)
+                .collect();
+            for row in exact_top(&exact_large, &query, k) {
+                assert!(found.contains(&row), "row {row} of the top {k} missed");
+            }
+            assert!(found.contains(&(large.rows() - 1)), "the row that is not finite");
+            assert!(found.len() <= k * COARSE_KEEP_PER_K + COARSE_KEEP_LEAST + 1);
         }
     }
 }

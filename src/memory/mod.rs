@@ -11,6 +11,7 @@ mod changes;
 mod chunking;
 mod codes;
 mod context;
+mod dots;
 mod embedding;
 mod events;
 mod filters;

@@ -184,7 +184,8 @@ impl SessionVectors {
 }
 
 /// The chunks of several sessions that may be among the `k` most similar to `query`,
-/// each with the most its exact score can be.
+/// each with the most its exact score can be (approximately in a session of
+/// [`COARSE_ROWS`](super::codes::COARSE_ROWS) chunks or more).
 pub(super) fn candidates_all(
     all: &[Arc<SessionVectors>],
     query: &[f32],
@@ -193,7 +194,7 @@ pub(super) fn candidates_all(
     all.iter()
         .flat_map(|v| {
             v.codes
-                .candidates(query, k)
+                .likely_candidates(query, k)
                 .into_iter()
                 .map(|(row, high)| (v.codes.chunk_id(row), high))
         })
