@@ -23,6 +23,9 @@ pub const MAX_DIMENSIONS: usize = 4096;
 /// than it saves.
 const PARALLEL_ROWS: usize = 100_000;
 
+/// Rows a thread of a large scan takes at a time (see [`CodeRows::in_parts`]).
+const PART_ROWS: usize = 32_768;
+
 /// Rows whose integer sums a scan computes at a time.
 const SUMS_AT_ONCE: usize = 2048;
 
@@ -39,6 +42,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::dots::{coarse_dots, rounded_dots};
 
@@ -138,6 +142,55 @@ impl CoarseQuery {
         let odd: Vec<i8> = (0..width).map(|j| rounded(2 * j + 1)).collect();
         let sum = even.iter().chain(&odd).map(|q| f64::from(*q)).sum();
         Self { even, odd, sum }
+    }
+}
+
+/// The `keep` rows with the best estimates offered, and every row whose estimate is not
+/// finite (always a candidate). Rows above the bar are gathered and cut back to the best
+/// `keep` whenever twice as many gather, the least of those then the bar: linear, where a
+/// heap of the best paid a logarithm for every row that beat its least.
+struct CoarseBest {
+    keep: usize,
+    found: Vec<(f64, usize)>,
+    bar: f64,
+    always: Vec<usize>,
+}
+
+impl CoarseBest {
+    /// `keep` must be above zero.
+    fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            found: Vec::with_capacity(2 * keep),
+            bar: f64::NEG_INFINITY,
+            always: Vec::new(),
+        }
+    }
+
+    fn offer(&mut self, row: usize, estimate: f64) {
+        if !estimate.is_finite() {
+            self.always.push(row);
+        } else if estimate > self.bar {
+            self.found.push((estimate, row));
+            if self.found.len() >= 2 * self.keep {
+                self.cut();
+                self.bar = self.found[self.keep - 1].0;
+            }
+        }
+    }
+
+    fn cut(&mut self) {
+        if self.found.len() > self.keep {
+            self.found
+                .select_nth_unstable_by(self.keep - 1, |a, b| b.0.total_cmp(&a.0));
+            self.found.truncate(self.keep);
+        }
+    }
+
+    fn rows(mut self) -> Vec<usize> {
+        self.cut();
+        self.always.extend(self.found.iter().map(|(_, row)| *row));
+        self.always
     }
 }
 
@@ -325,8 +378,7 @@ impl CodeRows {
             Ok(None) => return Vec::new(),
             Err(Unbounded) => return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect(),
         };
-        self.in_parts(|rows| {
-            let mut pruner = Pruner::new(k);
+        let offer = |pruner: &mut Pruner, rows: Range<usize>| {
             let mut start = rows.start;
             // The integer sums of a stretch of rows at a time, which stay in the CPU's
             // cache between being written and read.
@@ -338,8 +390,8 @@ impl CodeRows {
                 }
                 start = end;
             }
-            pruner.kept()
-        })
+        };
+        self.in_parts(|| Pruner::new(k), offer, Pruner::kept)
     }
 
     /// What [`CodeRows::candidates`] returns, found faster and approximately in a session
@@ -357,20 +409,26 @@ impl CodeRows {
             Err(Unbounded) => return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect(),
         };
         let keep = k.saturating_mul(COARSE_KEEP_PER_K).max(COARSE_KEEP_LEAST);
-        let coarse = CoarseQuery::new(query, self.half_width());
-        // Each part bounds its own best rows: what it keeps holds every one of them that
+        let w = self.half_width();
+        let coarse = CoarseQuery::new(query, w);
+        let rounded = |i: usize| scan.rounded.get(i).copied().unwrap_or(0);
+        let even: Vec<i16> = (0..w).map(|j| rounded(2 * j)).collect();
+        let odd: Vec<i16> = (0..w).map(|j| rounded(2 * j + 1)).collect();
+        // Each thread bounds its own best rows: what it keeps holds every one of them that
         // can be among the k best overall, so the union does too.
-        self.in_parts(|rows| {
-            let mut best = self.coarse_best(rows, &coarse, keep);
-            // In row order, so that the codes are read front to back.
-            best.sort_unstable();
+        let bound = |best: CoarseBest| {
+            let mut rows = best.rows();
+            // In row order, so that the halves are read front to back.
+            rows.sort_unstable();
             let mut pruner = Pruner::new(k);
-            for row in best {
-                let sum = rounded_dots(&self.codes_of(row..row + 1), &scan.rounded)[0];
+            for row in rows {
+                let sum = self.half_sum(row, &even, &odd);
                 pruner.offer(row, scan.bounds(sum, self.steps[row]));
             }
             pruner.kept()
-        })
+        };
+        let offer = |best: &mut CoarseBest, rows| self.coarse_best(best, rows, &coarse);
+        self.in_parts(|| CoarseBest::new(keep), offer, bound)
     }
 
     /// The query rounded for an integer scan; `Ok(None)` when nothing can be found (no
@@ -407,31 +465,48 @@ impl CodeRows {
         }))
     }
 
-    /// `find` over all rows: on as many threads as there are cores in a large session, in
-    /// parts, their results joined. The scans are bound by reading the codes, and each core
-    /// reads its own part; each part's candidates hold every row of it that can be among
-    /// the k best overall (its floor is at most the whole scan's), so their union does too.
-    fn in_parts<T: Send>(&self, find: impl Fn(Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+    /// A scan of every row: each thread starts a state (`start`), hands it parts of
+    /// [`PART_ROWS`] rows at a time (`scan`), taking the next part not yet taken until none
+    /// is left, and ends it (`finish`); the threads' results are joined. Parts taken as
+    /// they come, rather than a fixed share a thread, let the other threads take over the
+    /// work of one whose core is busy with something else (the keyword leg runs beside
+    /// the vector scan). Below [`PARALLEL_ROWS`] rows, one thread (this one).
+    fn in_parts<S, T: Send>(
+        &self,
+        start: impl Fn() -> S + Sync,
+        scan: impl Fn(&mut S, Range<usize>) + Sync,
+        finish: impl Fn(S) -> Vec<T> + Sync,
+    ) -> Vec<T> {
+        let rows = self.rows();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-        if self.rows() < PARALLEL_ROWS || threads < 2 {
-            return find(0..self.rows());
+        if rows < PARALLEL_ROWS || threads < 2 {
+            let mut state = start();
+            scan(&mut state, 0..rows);
+            return finish(state);
         }
-        let part = self.rows().div_ceil(threads);
-        std::thread::scope(|scope| {
-            // A part whose thread cannot be started is scanned here instead.
-            let (mut found, mut parts) = (Vec::new(), Vec::new());
-            for t in 0..threads {
-                let rows = t * part..((t + 1) * part).min(self.rows());
-                let find = &find;
-                let mine = rows.clone();
-                match std::thread::Builder::new().spawn_scoped(scope, move || find(mine)) {
-                    Ok(handle) => parts.push(handle),
-                    Err(_) => found.extend(find(rows)),
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut state = start();
+            loop {
+                let from = next.fetch_add(1, Ordering::Relaxed).saturating_mul(PART_ROWS);
+                if from >= rows {
+                    break;
                 }
+                scan(&mut state, from..(from + PART_ROWS).min(rows));
             }
-            for part in parts {
+            finish(state)
+        };
+        std::thread::scope(|scope| {
+            // This thread works too; a thread that cannot be started leaves its parts to
+            // the others.
+            let helpers: Vec<_> = (1..threads)
+                .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, &work).ok())
+                .collect();
+            let mut found = work();
+            for helper in helpers {
                 found.extend(
-                    part.join()
+                    helper
+                        .join()
                         .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
                 );
             }
@@ -439,41 +514,41 @@ impl CodeRows {
         })
     }
 
-    /// The `keep` rows of `rows` whose half bytes score best against `query`, and every
-    /// row whose step is not finite (always a candidate).
-    fn coarse_best(&self, rows: Range<usize>, query: &CoarseQuery, keep: usize) -> Vec<usize> {
+    /// Offers `rows` to `best` by their half bytes' estimate against `query`.
+    fn coarse_best(&self, best: &mut CoarseBest, rows: Range<usize>, query: &CoarseQuery) {
         let w = self.half_width();
-        let mut best: BinaryHeap<Reverse<(OrderedLow, usize)>> =
-            BinaryHeap::with_capacity(keep + 1);
-        let mut always = Vec::new();
         let mut start = rows.start;
         while start < rows.end {
             let end = (start + SUMS_AT_ONCE).min(rows.end);
             let sums = coarse_dots(&self.high[start * w..end * w], &query.even, &query.odd);
             for (i, sum) in sums.into_iter().enumerate() {
                 let row = start + i;
-                // codes · query ≈ Σ q × (16 × top + 7.5 − 128): the dropped low bits taken
-                // at their middle.
+                // codes · query ≈ Σ q × (16 × top − 128), the low bits taken as zero: most
+                // components of a sparse vector are zero codes, which this gets exactly.
                 let estimate =
-                    (16.0 * f64::from(sum) - 120.5 * query.sum) * f64::from(self.steps[row]);
-                if !estimate.is_finite() {
-                    always.push(row);
-                    continue;
-                }
-                if best.len() == keep {
-                    match best.peek() {
-                        Some(Reverse((OrderedLow(least), _))) if estimate > *least => {
-                            best.pop();
-                        }
-                        _ => continue,
-                    }
-                }
-                best.push(Reverse((OrderedLow(estimate), row)));
+                    (16.0 * f64::from(sum) - 128.0 * query.sum) * f64::from(self.steps[row]);
+                best.offer(row, estimate);
             }
             start = end;
         }
-        always.extend(best.into_iter().map(|Reverse((_, row))| row));
-        always
+    }
+
+    /// Row `row`'s codes · the rounded query (its even and odd dimensions apart), from the
+    /// row's half bytes.
+    fn half_sum(&self, row: usize, even: &[i16], odd: &[i16]) -> i64 {
+        let w = self.half_width();
+        let halves = self.high[row * w..(row + 1) * w]
+            .iter()
+            .zip(&self.low[row * w..(row + 1) * w]);
+        halves
+            .zip(even.iter().zip(odd))
+            .map(|((high, low), (e, o))| {
+                // Each half byte pair is a code c as the byte c + 128.
+                let c_even = i64::from(high << 4 | low & 15) - 128;
+                let c_odd = i64::from(high & 0xF0 | low >> 4) - 128;
+                c_even * i64::from(*e) + c_odd * i64::from(*o)
+            })
+            .sum()
     }
 
     /// Rows `from..` as the three blobs a stored block holds: chunk ids (i64), steps (f32)
@@ -651,8 +726,9 @@ mod tests {
     }
 
     /// From COARSE_ROWS rows on the codes are kept in half bytes, however the rows came
-    /// (pushed, appended, from blobs): the top halves hold each code's top four bits, and
-    /// the codes put back together are the ones stored.
+    /// (pushed, appended, from blobs): the top halves hold each code's top four bits, the
+    /// codes put back together are the ones stored, and the sums from the halves are the
+    /// sums of those codes.
     #[test]
     fn the_codes_split_in_half_bytes_from_coarse_rows_on() {
         let d = 5;
@@ -675,7 +751,12 @@ mod tests {
             assert_eq!(stored[..blobs.len()], blobs[..], "the rows before the split");
             let tail: Vec<u8> = last.iter().map(|c| *c as u8).collect();
             assert_eq!(stored[blobs.len()..], tail[..], "the rows after it");
+            let rounded = [-32_767i16, 32_767, -1, 12_345, 7];
+            let (even, odd) = ([-32_767i16, -1, 7], [32_767i16, 12_345, 0]);
             for row in [0, COARSE_ROWS / 2, whole.rows() - 1] {
+                let codes = whole.codes_of(row..row + 1);
+                let want = rounded_dots(&codes, &rounded)[0];
+                assert_eq!(whole.half_sum(row, &even, &odd), want, "row {row}'s sum");
                 for i in 0..d {
                     let byte = whole.high[row * w + i / 2];
                     let top = if i % 2 == 0 { byte & 15 } else { byte >> 4 };
