@@ -11,7 +11,8 @@
 //! A session of [`COARSE_ROWS`] rows or more keeps the same bytes split in half: each
 //! code's top four bits in one array, its low four in another. Its search
 //! ([`CodeRows::likely_candidates`]) ranks every row by the top halves first, reading half
-//! the memory, and bounds exactly only the best few thousand: approximate (a row of the
+//! the memory, and bounds exactly only each scan thread's best 2,048 (or 40 for each of
+//! the k sought, if more): approximate (a row of the
 //! true top k can rank below them when its score hangs on the low bits), which the scale
 //! bench measures against an exact scan.
 
@@ -161,7 +162,7 @@ impl CoarseBest {
     fn new(keep: usize) -> Self {
         Self {
             keep,
-            found: Vec::with_capacity(2 * keep),
+            found: Vec::with_capacity(keep.saturating_mul(2).min(PART_ROWS)),
             bar: f64::NEG_INFINITY,
             always: Vec::new(),
         }
@@ -172,7 +173,7 @@ impl CoarseBest {
             self.always.push(row);
         } else if estimate > self.bar {
             self.found.push((estimate, row));
-            if self.found.len() >= 2 * self.keep {
+            if self.found.len() >= self.keep.saturating_mul(2) {
                 self.cut();
                 self.bar = self.found[self.keep - 1].0;
             }
@@ -396,8 +397,9 @@ impl CodeRows {
 
     /// What [`CodeRows::candidates`] returns, found faster and approximately in a session
     /// of [`COARSE_ROWS`] rows or more: its rows are ranked by their codes' top four bits,
-    /// and only the best few thousand are bounded exactly. A row of the exact top k is
-    /// missed only when its score hangs on the bits dropped. Below [`COARSE_ROWS`], the
+    /// and only each scan thread's best 2,048 (or 40 for each row sought, if more) are
+    /// bounded exactly. A row of the exact top k is missed only when its score hangs on the
+    /// bits dropped. Below [`COARSE_ROWS`], the
     /// same as [`CodeRows::candidates`].
     pub fn likely_candidates(&self, query: &[f32], k: usize) -> Vec<(usize, f64)> {
         if !self.split() {
@@ -408,7 +410,10 @@ impl CodeRows {
             Ok(None) => return Vec::new(),
             Err(Unbounded) => return (0..self.rows()).map(|row| (row, f64::INFINITY)).collect(),
         };
-        let keep = k.saturating_mul(COARSE_KEEP_PER_K).max(COARSE_KEEP_LEAST);
+        let keep = k
+            .saturating_mul(COARSE_KEEP_PER_K)
+            .max(COARSE_KEEP_LEAST)
+            .min(self.rows());
         let w = self.half_width();
         let coarse = CoarseQuery::new(query, w);
         let rounded = |i: usize| scan.rounded.get(i).copied().unwrap_or(0);
@@ -488,7 +493,9 @@ impl CodeRows {
         let work = || {
             let mut state = start();
             loop {
-                let from = next.fetch_add(1, Ordering::Relaxed).saturating_mul(PART_ROWS);
+                let from = next
+                    .fetch_add(1, Ordering::Relaxed)
+                    .saturating_mul(PART_ROWS);
                 if from >= rows {
                     break;
                 }
@@ -500,7 +507,7 @@ impl CodeRows {
             // This thread works too; a thread that cannot be started leaves its parts to
             // the others.
             let helpers: Vec<_> = (1..threads)
-                .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, &work).ok())
+                .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
                 .collect();
             let mut found = work();
             for helper in helpers {
@@ -689,9 +696,9 @@ mod tests {
         }
     }
 
-    /// Random rows of `d` values in -0.5..0.5 from a fixed seed, and a query.
-    fn random_rows(d: usize, rows: usize) -> (CodeRows, Vec<Vec<f32>>, Vec<f32>) {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    /// Random rows of `d` values in -0.5..0.5 from `seed`, and a query.
+    fn random_rows(d: usize, rows: usize, seed: u64) -> (CodeRows, Vec<Vec<f32>>, Vec<f32>) {
+        let mut state = seed;
         let mut next = || {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
@@ -732,10 +739,10 @@ mod tests {
     #[test]
     fn the_codes_split_in_half_bytes_from_coarse_rows_on() {
         let d = 5;
-        let (small, _, _) = random_rows(d, COARSE_ROWS - 1);
+        let (small, _, _) = random_rows(d, COARSE_ROWS - 1, 1);
         assert!(!small.split() && small.codes.len() == small.rows() * d);
         let (ids, steps, blobs) = small.to_blobs(0);
-        let (more, _, _) = random_rows(d, 3);
+        let (more, _, _) = random_rows(d, 3, 2);
         let mut appended = small.clone();
         appended.append(more.clone());
         let mut loaded = CodeRows::new(d);
@@ -743,12 +750,37 @@ mod tests {
         let row = [0.1, -0.2, 0.3, -0.4, 0.5];
         loaded.push(1, &row);
         let pushed = encode(&row).1;
+        // Rows added to a split set, and a split set appended.
+        let mut grown = appended.clone();
+        grown.push(2, &row);
+        grown.append(more.clone());
+        let mut onto = more.clone();
+        onto.append(appended.clone());
+        let (ids, steps, codes) = more.to_blobs(0);
+        assert!(grown.extend_from_blobs(3, &ids, &steps, &codes));
+        for (set, rows) in [(&grown, COARSE_ROWS + 9), (&onto, COARSE_ROWS + 5)] {
+            assert!(set.split() && set.rows() == rows && set.high.len() == rows * 3);
+        }
+        let stored = grown.to_blobs(0).2;
+        let tail = [&pushed[..], &more.codes_of(0..3), &more.codes_of(0..3)].concat();
+        let tail: Vec<u8> = tail.iter().map(|c| *c as u8).collect();
+        assert_eq!(stored[(COARSE_ROWS + 2) * d..], tail[..]);
+        let (more_blobs, appended_blobs) = (more.to_blobs(0).2, appended.to_blobs(0).2);
+        assert_eq!(onto.to_blobs(0).2, [more_blobs, appended_blobs].concat());
+
         for (whole, last) in [(appended, more.codes_of(0..3)), (loaded, pushed.into())] {
             assert!(whole.split() && whole.codes.is_empty());
             let w = whole.half_width();
-            assert_eq!((w, whole.high.len(), whole.low.len()), (3, whole.rows() * w, whole.rows() * w));
+            assert_eq!(
+                (w, whole.high.len(), whole.low.len()),
+                (3, whole.rows() * w, whole.rows() * w)
+            );
             let stored = whole.to_blobs(0).2;
-            assert_eq!(stored[..blobs.len()], blobs[..], "the rows before the split");
+            assert_eq!(
+                stored[..blobs.len()],
+                blobs[..],
+                "the rows before the split"
+            );
             let tail: Vec<u8> = last.iter().map(|c| *c as u8).collect();
             assert_eq!(stored[blobs.len()..], tail[..], "the rows after it");
             let rounded = [-32_767i16, 32_767, -1, 12_345, 7];
@@ -770,12 +802,16 @@ mod tests {
     /// hold the exact top k of random rows, prune, and keep a row that is not finite.
     #[test]
     fn likely_candidates_hold_the_exact_top_k() {
-        let d = 24;
-        let (small, _, query) = random_rows(d, 5_000);
-        assert_eq!(small.likely_candidates(&query, 10), small.candidates(&query, 10));
+        // An odd width: the half bytes' padding is scanned too.
+        let d = 25;
+        let (small, _, query) = random_rows(d, 5_000, 3);
+        assert_eq!(
+            small.likely_candidates(&query, 10),
+            small.candidates(&query, 10)
+        );
 
-        let (mut large, mut exact_large, query) = random_rows(d, COARSE_ROWS + 1_000);
-        large.push(-1, &[f32::NAN; 24]);
+        let (mut large, mut exact_large, query) = random_rows(d, COARSE_ROWS + 1_000, 4);
+        large.push(-1, &[f32::NAN; 25]);
         exact_large.push(vec![0.0; d]);
         for k in [1, 10, 50] {
             let found: Vec<usize> = large
@@ -786,8 +822,43 @@ mod tests {
             for row in exact_top(&exact_large, &query, k) {
                 assert!(found.contains(&row), "row {row} of the top {k} missed");
             }
-            assert!(found.contains(&(large.rows() - 1)), "the row that is not finite");
+            assert!(
+                found.contains(&(large.rows() - 1)),
+                "the row that is not finite"
+            );
+            // The exact scan of a split set rebuilds its codes: still every row.
+            let exact_found: Vec<usize> = large.candidates(&query, k).iter().map(|c| c.0).collect();
+            for row in exact_top(&exact_large, &query, k) {
+                assert!(exact_found.contains(&row), "exact scan: row {row} missed");
+            }
             assert!(found.len() <= k * COARSE_KEEP_PER_K + COARSE_KEEP_LEAST + 1);
         }
+    }
+
+    /// The best `keep` of the estimates offered, ties among them, and every estimate
+    /// that is not finite, however many rows are offered and in whatever order.
+    #[test]
+    fn coarse_best_keeps_the_best_and_every_row_not_finite() {
+        // Rows 0..1000 with every estimate 0..1000 once, in a scrambled order; row 1000
+        // ties the best; rows 1001.. are not finite.
+        let estimate = |row: usize| match row {
+            0..=999 => ((row * 7_919) % 1_000) as f64,
+            1_000 => 999.0,
+            1_001 => f64::NAN,
+            1_002 => f64::INFINITY,
+            _ => f64::NEG_INFINITY,
+        };
+        let mut best = CoarseBest::new(3);
+        for row in 0..1_004 {
+            best.offer(row, estimate(row));
+        }
+        let (always, kept): (Vec<usize>, Vec<usize>) =
+            best.rows().into_iter().partition(|row| *row > 1_000);
+        let mut always = always;
+        always.sort_unstable();
+        assert_eq!(always, [1_001, 1_002, 1_003]);
+        let mut kept: Vec<f64> = kept.into_iter().map(estimate).collect();
+        kept.sort_by(f64::total_cmp);
+        assert_eq!(kept, [998.0, 999.0, 999.0]);
     }
 }

@@ -98,6 +98,8 @@ unsafe fn rounded_dots_avx2(codes: &[i8], query: &[i16]) -> Vec<i64> {
 /// Each row of `packed` (`even.len()` bytes a row, two half bytes each) · the query: the
 /// low half of byte j times `even[j]`, its high half times `odd[j]`.
 pub(super) fn coarse_dots(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
+    // The SIMD loop reads `even.len()` values of each.
+    assert_eq!(even.len(), odd.len(), "the query's halves differ in width");
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
         // SAFETY: this CPU has AVX2, as just checked.
@@ -114,7 +116,9 @@ fn coarse_dots_plain(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
         .map(|row| {
             row.iter()
                 .zip(even.iter().zip(odd))
-                .map(|(b, (e, o))| i32::from(b & 15) * i32::from(*e) + i32::from(b >> 4) * i32::from(*o))
+                .map(|(b, (e, o))| {
+                    i32::from(b & 15) * i32::from(*e) + i32::from(b >> 4) * i32::from(*o)
+                })
                 .sum()
         })
         .collect()
@@ -154,10 +158,8 @@ unsafe fn coarse_dots_avx2(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
             };
             let low = _mm256_and_si256(x, low_bits);
             let high = _mm256_and_si256(_mm256_srli_epi16::<4>(x), low_bits);
-            let pairs = _mm256_add_epi16(
-                _mm256_maddubs_epi16(low, e),
-                _mm256_maddubs_epi16(high, o),
-            );
+            let pairs =
+                _mm256_add_epi16(_mm256_maddubs_epi16(low, e), _mm256_maddubs_epi16(high, o));
             sums = _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, ones));
             at += BYTES;
         }
@@ -252,7 +254,11 @@ mod tests {
                 let packed = vec![0xFFu8; w * 3];
                 let query = vec![q; w];
                 let want = 2 * 15 * i32::from(q) * w as i32;
-                assert_eq!(coarse_dots(&packed, &query, &query), vec![want; 3], "w = {w}");
+                assert_eq!(
+                    coarse_dots(&packed, &query, &query),
+                    vec![want; 3],
+                    "w = {w}"
+                );
             }
         }
     }
@@ -278,5 +284,4 @@ mod tests {
             );
         }
     }
-
 }

@@ -3,8 +3,10 @@
 //! newer vector rows), topped up with only the rows added since (vector ids only grow),
 //! reloaded whole after any removal, and bounded by an LRU memory budget. A scan of the
 //! codes finds every chunk that could be among the best; those few are scored exactly
-//! from their vectors in the database. The result is exact for the sessions in scope, so
-//! no other user's rows can crowd out the right ones (the failure of a global ANN index
+//! from their vectors in the database. The result is exact for the sessions in scope
+//! (approximate only in a session of [`COARSE_ROWS`](super::codes::COARSE_ROWS) chunks or
+//! more, whose scan ranks rows coarsely first), and only those sessions are scanned, so no
+//! other user's rows can crowd out the right ones (the failure of a global ANN index
 //! filtered afterwards).
 
 use std::sync::Arc;
