@@ -315,14 +315,18 @@ impl CodeRows {
         let rows = codes.len() / d.max(1);
         self.high.reserve(rows * w);
         self.low.reserve(rows * w);
+        // Each pair of codes as their bytes c + 128; an odd width's last code is paired
+        // with the byte of a zero code.
+        let byte = |c: &i8| *c as u8 ^ 0x80;
         for row in codes.chunks_exact(d.max(1)) {
-            // Past the last dimension, the byte of a zero code.
-            let byte = |i: usize| row.get(i).map_or(0x80, |c| *c as u8 ^ 0x80);
-            for j in 0..w {
-                let (even, odd) = (byte(2 * j), byte(2 * j + 1));
-                self.high.push(even >> 4 | odd & 0xF0);
-                self.low.push(even & 15 | odd << 4);
-            }
+            let pairs = row.chunks_exact(2);
+            let last = pairs.remainder().first().map(|c| (byte(c), 0x80u8));
+            let pairs = pairs.map(|p| (byte(&p[0]), byte(&p[1]))).chain(last);
+            // Two passes over the row, each a plain map the compiler turns into SIMD.
+            self.high
+                .extend(pairs.clone().map(|(even, odd)| even >> 4 | odd & 0xF0));
+            self.low
+                .extend(pairs.map(|(even, odd)| even & 15 | odd << 4));
         }
     }
 
