@@ -667,34 +667,11 @@ mod tests {
     /// yields every row of the exact top k, and the same candidates as one part would.
     #[test]
     fn a_scan_in_parts_finds_every_row_of_the_exact_top_k() {
-        let d = 8;
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        };
-        let mut rows = CodeRows::new(d);
-        let mut exact = Vec::new();
-        for i in 0..PARALLEL_ROWS + 1_234 {
-            let v: Vec<f32> = (0..d).map(|_| next()).collect();
-            rows.push(i as i64, &v);
-            exact.push(v);
-        }
-        let query: Vec<f32> = (0..d).map(|_| next()).collect();
+        let (rows, exact, query) = random_rows(8, PARALLEL_ROWS + 1_234, 0x9E37_79B9_7F4A_7C15);
         for k in [1, 10, 100] {
             let found: Vec<usize> = rows.candidates(&query, k).iter().map(|c| c.0).collect();
-            let mut scored: Vec<(usize, f32)> = exact
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i, v.iter().zip(&query).map(|(a, b)| a * b).sum()))
-                .collect();
-            scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (row, score) in scored.iter().take(k) {
-                if *score > 0.0 {
-                    assert!(found.contains(row), "row {row} of the top {k} missed");
-                }
+            for row in exact_top(&exact, &query, k) {
+                assert!(found.contains(&row), "row {row} of the top {k} missed");
             }
             assert!(found.len() < rows.rows() / 10, "a scan that prunes");
         }

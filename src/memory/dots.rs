@@ -223,6 +223,19 @@ mod tests {
         }
     }
 
+    /// `n` bytes from `seed`, by a linear congruential generator's top bits.
+    fn random_bytes(seed: u64, n: usize) -> Vec<u8> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                (state >> 56) as u8
+            })
+            .collect()
+    }
+
     proptest::proptest! {
         /// Any codes and query (any width, any values) give the plain sums.
         #[test]
@@ -231,12 +244,9 @@ mod tests {
             rows in 0usize..5,
             seed in proptest::prelude::any::<u64>(),
         ) {
-            let mut state = seed;
-            let codes: Vec<i8> = (0..rows * query.len())
-                .map(|_| {
-                    state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    ((state >> 56) as u8 as i16 - 128).clamp(-127, 127) as i8
-                })
+            let codes: Vec<i8> = random_bytes(seed, rows * query.len())
+                .into_iter()
+                .map(|b| (b as i16 - 128).clamp(-127, 127) as i8)
                 .collect();
             proptest::prop_assert_eq!(
                 rounded_dots(&codes, &query),
@@ -270,14 +280,8 @@ mod tests {
             rows in 0usize..5,
             seed in proptest::prelude::any::<u64>(),
         ) {
-            let mut state = seed;
             let odd: Vec<i8> = even.iter().rev().copied().collect();
-            let packed: Vec<u8> = (0..rows * even.len())
-                .map(|_| {
-                    state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                    (state >> 56) as u8
-                })
-                .collect();
+            let packed = random_bytes(seed, rows * even.len());
             proptest::prop_assert_eq!(
                 coarse_dots(&packed, &even, &odd),
                 coarse_dots_plain(&packed, &even, &odd)
