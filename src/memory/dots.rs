@@ -127,28 +127,88 @@ fn coarse_dots_plain(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
 /// Thirty-two bytes (sixty-four half bytes) at a time: the halves split with a mask and a
 /// shift, multiplied as unsigned bytes with the signed query's and added in pairs
 /// (`vpmaddubsw`: at most 2 × 15 × 127 a pair, so never saturating, and both halves'
-/// pairs together at most 7,620), then widened to 32 bits by a multiply with ones.
+/// pairs together at most 7,620). Four such steps add in 16 bits (at most 30,480) before
+/// a multiply with ones widens them to 32; four rows at a time, whose lanes are then added
+/// together (`vphaddd`): the sums per row otherwise cost a third of the scan.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn coarse_dots_avx2(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
     use std::arch::x86_64::{
-        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_si128,
-        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
-        _mm256_set1_epi16, _mm256_set1_epi8, _mm256_setzero_si256, _mm256_srli_epi16,
-        _mm_add_epi32, _mm_cvtsi128_si32, _mm_shuffle_epi32,
+        __m128i, _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_hadd_epi32,
+        _mm_add_epi32, _mm_cvtsi128_si32, _mm_shuffle_epi32, _mm_storeu_si128,
     };
-    const BYTES: usize = 32;
+    if even.is_empty() {
+        // Rows of no width, one a byte as the plain sums count them: each sums to 0.
+        return vec![0; packed.len()];
+    }
     let w = even.len();
-    let whole = w - w % BYTES;
+    let mut out = Vec::with_capacity(packed.len() / w);
+    let mut rows = packed.chunks_exact(4 * w);
+    for four in &mut rows {
+        let row = |i: usize| &four[i * w..(i + 1) * w];
+        // SAFETY: this CPU has AVX2 (the caller's contract); each row holds `w` bytes.
+        let (a, b, c, d) = unsafe {
+            (
+                coarse_lanes_avx2(row(0), even, odd),
+                coarse_lanes_avx2(row(1), even, odd),
+                coarse_lanes_avx2(row(2), even, odd),
+                coarse_lanes_avx2(row(3), even, odd),
+            )
+        };
+        let sums = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+        let sums = _mm_add_epi32(
+            _mm256_castsi256_si128(sums),
+            _mm256_extracti128_si256::<1>(sums),
+        );
+        let mut totals = [0i32; 4];
+        // SAFETY: `totals` is 16 bytes; the store needs no alignment.
+        unsafe { _mm_storeu_si128(totals.as_mut_ptr().cast::<__m128i>(), sums) };
+        for (i, total) in totals.into_iter().enumerate() {
+            out.push(total + coarse_tail(&four[i * w..(i + 1) * w], even, odd));
+        }
+    }
+    for row in rows.remainder().chunks_exact(w) {
+        // SAFETY: as above.
+        let sums = unsafe { coarse_lanes_avx2(row, even, odd) };
+        // A row's sum is at most 4096 × 15 × 127: the lanes add in registers.
+        let four = _mm_add_epi32(
+            _mm256_castsi256_si128(sums),
+            _mm256_extracti128_si256::<1>(sums),
+        );
+        let two = _mm_add_epi32(four, _mm_shuffle_epi32::<0b01_00_11_10>(four));
+        let one = _mm_add_epi32(two, _mm_shuffle_epi32::<0b10_11_00_01>(two));
+        out.push(_mm_cvtsi128_si32(one) + coarse_tail(row, even, odd));
+    }
+    out
+}
+
+/// Bytes a step of [`coarse_lanes_avx2`] takes.
+#[cfg(target_arch = "x86_64")]
+const COARSE_STEP: usize = 32;
+
+/// A row's sums over its whole steps of [`COARSE_STEP`] bytes, in eight lanes of i32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn coarse_lanes_avx2(row: &[u8], even: &[i8], odd: &[i8]) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256, _mm256_loadu_si256,
+        _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_set1_epi16, _mm256_set1_epi8,
+        _mm256_setzero_si256, _mm256_srli_epi16,
+    };
+    // Steps whose 16-bit sums add before widening: 4 × 7,620 stays below 2¹⁵.
+    const STEPS_IN_16_BITS: usize = 4;
+    let whole = row.len() - row.len() % COARSE_STEP;
     let low_bits = _mm256_set1_epi8(15);
     let ones = _mm256_set1_epi16(1);
-    let mut out = Vec::with_capacity(packed.len() / w.max(1));
-    for row in packed.chunks_exact(w.max(1)) {
-        let mut sums = _mm256_setzero_si256();
-        let mut at = 0;
-        while at < whole {
-            // SAFETY: `at + 32 <= whole <= w`, and `row`, `even` and `odd` hold `w` bytes
-            // each; the loads need no alignment.
+    let mut sums = _mm256_setzero_si256();
+    let mut at = 0;
+    while at < whole {
+        let mut pairs = _mm256_setzero_si256();
+        let end = (at + STEPS_IN_16_BITS * COARSE_STEP).min(whole);
+        while at < end {
+            // SAFETY: `at + 32 <= whole`, and `row`, `even` and `odd` hold at least
+            // `whole` bytes each; the loads need no alignment.
             let (x, e, o) = unsafe {
                 (
                     _mm256_loadu_si256(row.as_ptr().add(at).cast::<__m256i>()),
@@ -158,26 +218,26 @@ unsafe fn coarse_dots_avx2(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
             };
             let low = _mm256_and_si256(x, low_bits);
             let high = _mm256_and_si256(_mm256_srli_epi16::<4>(x), low_bits);
-            let pairs =
-                _mm256_add_epi16(_mm256_maddubs_epi16(low, e), _mm256_maddubs_epi16(high, o));
-            sums = _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, ones));
-            at += BYTES;
+            pairs = _mm256_add_epi16(
+                pairs,
+                _mm256_add_epi16(_mm256_maddubs_epi16(low, e), _mm256_maddubs_epi16(high, o)),
+            );
+            at += COARSE_STEP;
         }
-        // A row's sum is at most 4096 × 15 × 127: the lanes add in registers.
-        let four = _mm_add_epi32(
-            _mm256_castsi256_si128(sums),
-            _mm256_extracti128_si256::<1>(sums),
-        );
-        let two = _mm_add_epi32(four, _mm_shuffle_epi32::<0b01_00_11_10>(four));
-        let one = _mm_add_epi32(two, _mm_shuffle_epi32::<0b10_11_00_01>(two));
-        let mut total = _mm_cvtsi128_si32(one);
-        for j in whole..w {
-            total += i32::from(row[j] & 15) * i32::from(even[j])
-                + i32::from(row[j] >> 4) * i32::from(odd[j]);
-        }
-        out.push(total);
+        sums = _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, ones));
     }
-    out
+    sums
+}
+
+/// A row's sum over its bytes past the last whole step of [`COARSE_STEP`].
+#[cfg(target_arch = "x86_64")]
+fn coarse_tail(row: &[u8], even: &[i8], odd: &[i8]) -> i32 {
+    let whole = row.len() - row.len() % COARSE_STEP;
+    (whole..row.len())
+        .map(|j| {
+            i32::from(row[j] & 15) * i32::from(even[j]) + i32::from(row[j] >> 4) * i32::from(odd[j])
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -261,12 +321,13 @@ mod tests {
     fn the_coarse_sums_equal_the_plain_ones() {
         for w in [1, 31, 32, 33, 128, 192, 2047, 2048] {
             for q in [127i8, -127] {
-                let packed = vec![0xFFu8; w * 3];
+                // Two groups of four rows and one row after them.
+                let packed = vec![0xFFu8; w * 9];
                 let query = vec![q; w];
                 let want = 2 * 15 * i32::from(q) * w as i32;
                 assert_eq!(
                     coarse_dots(&packed, &query, &query),
-                    vec![want; 3],
+                    vec![want; 9],
                     "w = {w}"
                 );
             }
@@ -277,7 +338,7 @@ mod tests {
         #[test]
         fn any_half_bytes_give_the_plain_sums(
             even in proptest::collection::vec(-127i8..=127, 1..300),
-            rows in 0usize..5,
+            rows in 0usize..11,
             seed in proptest::prelude::any::<u64>(),
         ) {
             let odd: Vec<i8> = even.iter().rev().copied().collect();

@@ -162,6 +162,45 @@ enum Target {
     Event(String, i64),
 }
 
+/// The note or event each of `ids` came from, for the chunks of the user's that are in
+/// `sessions`; the others are left out. In slices, as a statement takes at most 32,766
+/// parameters.
+async fn targets_of(
+    conn: &crate::db::Conn,
+    user_id: &str,
+    sessions: &[String],
+    ids: &[i64],
+) -> Result<HashMap<i64, Target>> {
+    let mut targets = HashMap::with_capacity(ids.len());
+    for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
+        let placeholders = placeholders(2, slice.len());
+        let mut params: Vec<libsql::Value> = vec![user_id.into()];
+        params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
+                     WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
+                ),
+                params,
+            )
+            .await?;
+        while let Some(row) = rows.next().await? {
+            let chunk_id: i64 = row.get(0)?;
+            let session_id: String = row.get(1)?;
+            if !sessions.contains(&session_id) {
+                continue;
+            }
+            let target = match row.get::<Option<String>>(2)? {
+                Some(note_id) => Target::Note(note_id),
+                None => Target::Event(session_id, row.get(3)?),
+            };
+            targets.insert(chunk_id, target);
+        }
+    }
+    Ok(targets)
+}
+
 impl Memory {
     /// The best notes and events for the request, best first.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
@@ -286,6 +325,9 @@ impl Memory {
             // No word at all ("?!"): nothing for the keyword leg.
             None => Vec::new(),
         };
+        // The keyword hits' notes and events are read while the vector scan still runs.
+        let keyword_ids: Vec<i64> = keyword_hits.iter().map(|(id, _)| *id).collect();
+        let mut chunk_targets = targets_of(&conn, user_id, &sessions, &keyword_ids).await?;
         for (chunk_id, score) in keyword_hits {
             scores.entry(chunk_id).or_default().keyword = Some(score);
         }
@@ -324,36 +366,20 @@ impl Memory {
             .collect();
 
         // Chunks → the notes and events they came from, keeping each target's best chunk.
-        // In slices, as a statement takes at most 32,766 parameters.
-        let ids: Vec<i64> = fused.keys().copied().collect();
+        // The keyword leg's were read while the scan ran; the vector leg's others now.
+        let unmapped: Vec<i64> = scores
+            .iter()
+            .filter(|(_, s)| s.keyword.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        chunk_targets.extend(targets_of(&conn, user_id, &sessions, &unmapped).await?);
         let mut targets: HashMap<Target, f64> = HashMap::new();
-        for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
-            let placeholders = placeholders(2, slice.len());
-            let mut params: Vec<libsql::Value> = vec![user_id.into()];
-            params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
-            let mut rows = conn
-                .query(
-                    &format!(
-                        "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
-                         WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
-                    ),
-                    params,
-                )
-                .await?;
-            while let Some(row) = rows.next().await? {
-                let chunk_id: i64 = row.get(0)?;
-                let session_id: String = row.get(1)?;
-                if !sessions.contains(&session_id) {
-                    continue;
-                }
-                let target = match row.get::<Option<String>>(2)? {
-                    Some(note_id) => Target::Note(note_id),
-                    None => Target::Event(session_id, row.get(3)?),
-                };
-                let score = fused[&chunk_id];
-                let best = targets.entry(target).or_insert(score);
-                *best = best.max(score);
-            }
+        for (chunk_id, target) in chunk_targets {
+            let Some(score) = fused.get(&chunk_id).copied() else {
+                continue;
+            };
+            let best = targets.entry(target).or_insert(score);
+            *best = best.max(score);
         }
         spread_to_neighbours(&mut targets, self.search.neighbor_weight);
 
