@@ -17,7 +17,7 @@
 //! bench measures against an exact scan.
 
 /// Most dimensions the integer pass takes: each of its 8 lanes of i32 sums at most
-/// 4096 / 8 products of 127 × 32,767 (2,130,706,432), which stays below 2³¹.
+/// 4096 / 8 products of 127 × 32,767 (2,130,641,408), which stays below 2³¹.
 pub const MAX_DIMENSIONS: usize = 4096;
 
 /// Rows from which a scan is split across cores: below it, starting threads costs more
@@ -290,9 +290,9 @@ impl CodeRows {
                 .iter()
                 .zip(&self.low[row * w..(row + 1) * w]);
             for (j, (high, low)) in halves.enumerate() {
-                out.push(((high << 4 | low & 15) ^ 0x80) as i8);
+                out.push(even_code(*high, *low));
                 if 2 * j + 1 < d {
-                    out.push(((high & 0xF0 | low >> 4) ^ 0x80) as i8);
+                    out.push(odd_code(*high, *low));
                 }
             }
         }
@@ -575,13 +575,8 @@ impl CodeRows {
             let halves = self.high[row * w..(row + 1) * w]
                 .iter()
                 .zip(&self.low[row * w..(row + 1) * w]);
-            // Each half byte pair is a code c as the byte c + 128.
-            even_codes.extend(
-                halves
-                    .clone()
-                    .map(|(high, low)| ((high << 4 | low & 15) ^ 0x80) as i8),
-            );
-            odd_codes.extend(halves.map(|(high, low)| ((high & 0xF0 | low >> 4) ^ 0x80) as i8));
+            even_codes.extend(halves.clone().map(|(high, low)| even_code(*high, *low)));
+            odd_codes.extend(halves.map(|(high, low)| odd_code(*high, *low)));
         }
         rounded_dots(&even_codes, even)
             .into_iter()
@@ -656,6 +651,18 @@ impl Ord for OrderedLow {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&other.0)
     }
+}
+
+/// The code of dimension 2j from byte j of the top and low halves (the code c is kept as the
+/// byte c + 128, dimension 2j in each byte's low half); the inverse of
+/// [`CodeRows::push_halves`].
+fn even_code(high: u8, low: u8) -> i8 {
+    ((high << 4 | low & 15) ^ 0x80) as i8
+}
+
+/// The code of dimension 2j + 1 (each byte's high half); see [`even_code`].
+fn odd_code(high: u8, low: u8) -> i8 {
+    ((high & 0xF0 | low >> 4) ^ 0x80) as i8
 }
 
 /// The step that maps `values`' largest magnitude to `top`.

@@ -113,15 +113,17 @@ fn coarse_dots_plain(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
     let w = even.len().max(1);
     packed
         .chunks_exact(w)
-        .map(|row| {
-            row.iter()
-                .zip(even.iter().zip(odd))
-                .map(|(b, (e, o))| {
-                    i32::from(b & 15) * i32::from(*e) + i32::from(b >> 4) * i32::from(*o)
-                })
-                .sum()
-        })
+        .map(|row| half_bytes_dot(row, even, odd))
         .collect()
+}
+
+/// One row's half bytes · the query: the low half of byte j times `even[j]`, its high half
+/// times `odd[j]`.
+fn half_bytes_dot(row: &[u8], even: &[i8], odd: &[i8]) -> i32 {
+    row.iter()
+        .zip(even.iter().zip(odd))
+        .map(|(b, (e, o))| i32::from(b & 15) * i32::from(*e) + i32::from(b >> 4) * i32::from(*o))
+        .sum()
 }
 
 /// Thirty-two bytes (sixty-four half bytes) at a time: the halves split with a mask and a
@@ -171,11 +173,11 @@ unsafe fn coarse_dots_avx2(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
         // SAFETY: as above.
         let sums = unsafe { coarse_lanes_avx2(row, even, odd) };
         // A row's sum is at most 4096 × 15 × 127: the lanes add in registers.
-        let four = _mm_add_epi32(
+        let halves = _mm_add_epi32(
             _mm256_castsi256_si128(sums),
             _mm256_extracti128_si256::<1>(sums),
         );
-        let two = _mm_add_epi32(four, _mm_shuffle_epi32::<0b01_00_11_10>(four));
+        let two = _mm_add_epi32(halves, _mm_shuffle_epi32::<0b01_00_11_10>(halves));
         let one = _mm_add_epi32(two, _mm_shuffle_epi32::<0b10_11_00_01>(two));
         out.push(_mm_cvtsi128_si32(one) + coarse_tail(row, even, odd));
     }
@@ -187,6 +189,10 @@ unsafe fn coarse_dots_avx2(packed: &[u8], even: &[i8], odd: &[i8]) -> Vec<i32> {
 const COARSE_STEP: usize = 32;
 
 /// A row's sums over its whole steps of [`COARSE_STEP`] bytes, in eight lanes of i32.
+///
+/// # Safety
+///
+/// The CPU must have AVX2, and `even` and `odd` must hold at least `row.len()` values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -198,6 +204,7 @@ unsafe fn coarse_lanes_avx2(row: &[u8], even: &[i8], odd: &[i8]) -> std::arch::x
     };
     // Steps whose 16-bit sums add before widening: 4 × 7,620 stays below 2¹⁵.
     const STEPS_IN_16_BITS: usize = 4;
+    debug_assert!(even.len() >= row.len() && odd.len() >= row.len());
     let whole = row.len() - row.len() % COARSE_STEP;
     let low_bits = _mm256_set1_epi8(15);
     let ones = _mm256_set1_epi16(1);
@@ -233,11 +240,7 @@ unsafe fn coarse_lanes_avx2(row: &[u8], even: &[i8], odd: &[i8]) -> std::arch::x
 #[cfg(target_arch = "x86_64")]
 fn coarse_tail(row: &[u8], even: &[i8], odd: &[i8]) -> i32 {
     let whole = row.len() - row.len() % COARSE_STEP;
-    (whole..row.len())
-        .map(|j| {
-            i32::from(row[j] & 15) * i32::from(even[j]) + i32::from(row[j] >> 4) * i32::from(odd[j])
-        })
-        .sum()
+    half_bytes_dot(&row[whole..], &even[whole..], &odd[whole..])
 }
 
 #[cfg(test)]

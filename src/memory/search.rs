@@ -325,7 +325,7 @@ impl Memory {
             // No word at all ("?!"): nothing for the keyword leg.
             None => Vec::new(),
         };
-        // The keyword hits' notes and events are read while the vector scan still runs.
+        // The keyword hits' notes and events are read while the vector scan may still run.
         let keyword_ids: Vec<i64> = keyword_hits.iter().map(|(id, _)| *id).collect();
         let mut chunk_targets = targets_of(&conn, user_id, &sessions, &keyword_ids).await?;
         for (chunk_id, score) in keyword_hits {
