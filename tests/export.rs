@@ -85,6 +85,7 @@ fn event(role: Role, content: &str) -> NewEvent {
         payload: Some(serde_json::json!({"tool": "x", "n": 1.25})),
         importance: Some(0.3),
         created_at: Some(AT),
+        name: Some("Alice".into()),
     }
 }
 
@@ -208,6 +209,33 @@ async fn round_trip_is_byte_identical_and_idempotent() {
         "bob's data in alice's export:\n{text}"
     );
     assert!(text.lines().last().unwrap().contains("\"end\""));
+    assert!(
+        text.contains("\"name\":\"Alice\""),
+        "no speaker name in\n{text}"
+    );
+
+    // An archive written before events had names (no `name` field) still imports: the
+    // events come in unnamed.
+    let older: String = text
+        .lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "event" {
+                value.as_object_mut().unwrap().remove("name");
+            }
+            format!("{value}\n")
+        })
+        .collect();
+    assert!(!older.contains("Alice"));
+    let before_names = TempDir::new().unwrap();
+    let unnamed = app_in(&before_names).await;
+    let path = write(&files, "older.ndjson", older.as_bytes());
+    portable(&unnamed)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    let reexported = String::from_utf8(export(&unnamed, "alice").await).unwrap();
+    assert!(reexported.contains("\"name\":null") && !reexported.contains("Alice"));
 
     let target = app_in(&b).await;
     let path = write(&files, "alice.ndjson", &archive);

@@ -135,6 +135,7 @@ fn transcript(calls: &[Call], at: i64) -> Vec<NewEvent> {
         payload,
         importance: None,
         created_at: Some(at),
+        name: None,
     };
     let mut events = vec![event(Role::User, "do the daily task", None)];
     for (i, (tool, args)) in calls.iter().enumerate() {

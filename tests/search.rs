@@ -387,3 +387,84 @@ async fn the_most_candidates_allowed_are_read_in_slices() {
     assert_eq!(hits.len(), 10);
     assert_eq!(hits[0].text, "tea tea tea oolong tea");
 }
+
+/// Two people of one conversation: Bob's question names Ann and the trip, Ann's answer
+/// only the trip. Asked what Ann said, search puts Ann's own turn first because the event
+/// names its speaker; with `search.speaker_weight = 0` the keyword match on her name wins.
+#[tokio::test]
+async fn a_query_naming_a_speaker_prefers_that_speakers_turns() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let turns = [
+        NewEvent::new(
+            Role::User,
+            "Ann, how was the trip to Lisbon with Ann's sister?",
+        )
+        .named("Bob"),
+        NewEvent::new(Role::User, "The trip to Lisbon was lovely, lots of tiles").named("Ann"),
+        NewEvent::new(Role::User, "Unrelated: the boiler needs a service"),
+    ];
+    let query = "What did Ann say about the trip to Lisbon?";
+    let mut first = Vec::new();
+    for weight in [0.0, 1.0] {
+        let mut config = config_in(&dir);
+        config.database.path = dir
+            .path()
+            .join(format!("w{weight}.db"))
+            .display()
+            .to_string();
+        config.search.speaker_weight = weight;
+        let memory = open_memory(&config).await.unwrap();
+        memory.append("u", "chat", &turns).await.unwrap();
+        let hits = memory
+            .search(&request("u", query, Some("chat")))
+            .await
+            .unwrap();
+        first.push(hits[0].name.clone());
+        // Another user never sees the turns, named or not.
+        assert!(memory
+            .search(&request("v", "Ann Lisbon", None))
+            .await
+            .unwrap()
+            .is_empty());
+    }
+    assert_eq!(first, [Some("Bob".to_string()), Some("Ann".to_string())]);
+}
+
+/// A speaker's name is one line of text within 256 bytes: anything else is refused,
+/// naming the field, and the batch it came in is not appended.
+#[tokio::test]
+async fn a_bad_speaker_name_is_refused_and_nothing_is_appended() {
+    let (_dir, memory) = fresh().await;
+    let too_long = "n".repeat(257);
+    for bad in [
+        "",
+        "   ",
+        "Ann\nBob",
+        "A\u{0}nn",
+        "\u{7}",
+        too_long.as_str(),
+    ] {
+        let batch = [
+            NewEvent::new(Role::User, "fine"),
+            NewEvent::new(Role::User, "also fine").named(bad),
+        ];
+        let err = memory.append("u", "chat", &batch).await.unwrap_err();
+        assert!(err.to_string().contains("event name"), "{bad:?}: {err}");
+    }
+    assert_eq!(count(&memory, "SELECT COUNT(*) FROM events").await, 0);
+    // Any Unicode within the limit is a name, and it comes back as given.
+    let name = "Zoë 张伟 🙂";
+    memory
+        .append(
+            "u",
+            "chat",
+            &[NewEvent::new(Role::User, "hello").named(name)],
+        )
+        .await
+        .unwrap();
+    let events = memory
+        .recall(&nightshift::access::Actor::user("u").unwrap(), "chat", 10)
+        .await
+        .unwrap();
+    assert_eq!(events[0].name.as_deref(), Some(name));
+}

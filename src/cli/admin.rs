@@ -396,8 +396,9 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
 }
 
 /// The stages `eval locomo --ablate` compares, each the configured search with the later
-/// stages turned off: fusion only, + rerank (late interaction, whatever `search.rerank`
-/// says), + multi-hop (`search.multi_hop_seeds`, at least 1).
+/// stages turned off: the fusion without the speaker cue (`search.speaker_weight` 0),
+/// fusion only, + rerank (late interaction, whatever `search.rerank` says), + multi-hop
+/// (`search.multi_hop_seeds`, at least 1).
 fn ablation_stages(config: &Config, memory: Memory) -> Vec<(String, Memory)> {
     use nightshift::config::RerankMode;
     let memory = memory.with_rerank_stage(std::sync::Arc::new(
@@ -414,7 +415,13 @@ fn ablation_stages(config: &Config, memory: Memory) -> Vec<(String, Memory)> {
     multi_hop.multi_hop_seeds = multi_hop.multi_hop_seeds.max(1);
     reranked.multi_hop_seeds = 0;
     fusion.multi_hop_seeds = 0;
+    let mut unnamed = fusion.clone();
+    unnamed.speaker_weight = 0.0;
     vec![
+        (
+            "fusion, no speaker cue".to_string(),
+            memory.clone().with_search_config(unnamed),
+        ),
         (
             "fusion only".to_string(),
             memory.clone().with_search_config(fusion),

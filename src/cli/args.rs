@@ -359,6 +359,9 @@ pub struct AppendArgs {
     /// The event's text; `-` reads it from standard input.
     #[arg(required_unless_present = "file")]
     pub text: Option<String>,
+    /// Who said the single event given as TEXT (search prefers a speaker its query names).
+    #[arg(long, conflicts_with = "file")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -628,8 +631,8 @@ pub enum EvalCommand {
         /// Cut-offs, comma-separated.
         #[arg(long, default_value = "5,10")]
         k: String,
-        /// Also measure each stage of search on the same data in one run: fusion only,
-        /// + rerank (late interaction), + multi-hop.
+        /// Also measure each stage of search on the same data in one run: the fusion
+        /// without the speaker cue, fusion only, + rerank (late interaction), + multi-hop.
         #[arg(long)]
         ablate: bool,
     },

@@ -283,10 +283,13 @@ async fn append(memory: &Memory, args: AppendArgs, json: bool) -> Result<(), Err
                 .await?
         }
         (None, Some(role), Some(text)) => {
-            let event = NewEvent::new(
-                role.parse()?,
-                text_arg("event", text, limits.max_text_bytes)?,
-            );
+            let event = NewEvent {
+                name: args.name,
+                ..NewEvent::new(
+                    role.parse()?,
+                    text_arg("event", text, limits.max_text_bytes)?,
+                )
+            };
             memory.append(&args.user, &args.session, &[event]).await?
         }
         _ => {

@@ -383,6 +383,9 @@ pub struct SearchConfig {
     /// Share of an event's fused score lent to the events next to it in its session
     /// (half that two steps away); 0 turns it off.
     pub neighbor_weight: f64,
+    /// A hit said by a speaker its query names (an event's `name`) scores `1 +
+    /// speaker_weight` times its fused score; 0 turns it off.
+    pub speaker_weight: f64,
     /// Candidates each leg contributes before fusion.
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
@@ -422,6 +425,7 @@ impl Default for SearchConfig {
             keyword_weight: 0.6,
             context_weight: 0.3,
             neighbor_weight: 0.2,
+            speaker_weight: 1.0,
             candidates: 50,
             vector_cache_mib: 256,
             keyword_cache_mib: 256,

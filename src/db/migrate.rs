@@ -139,6 +139,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "drop_chunks_fts",
         sql: include_str!("../../migrations/0025_drop_chunks_fts.sql"),
     },
+    Migration {
+        version: 26,
+        name: "event_names",
+        sql: include_str!("../../migrations/0026_event_names.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -131,7 +131,7 @@ fn parse(data: &Value) -> Result<Vec<Conversation>, EvalError> {
                 if let Some(caption) = turn["blip_caption"].as_str() {
                     content.push_str(&format!(" [shares a photo: {caption}]"));
                 }
-                let mut event = NewEvent::new(Role::User, content);
+                let mut event = NewEvent::new(Role::User, content).named(speaker);
                 event.created_at = date;
                 event.payload = Some(serde_json::json!({"dia_id": dia_id}));
                 let ids = normalize_evidence(dia_id);

@@ -71,6 +71,9 @@ pub struct MemoryAppendIn {
     pub session: String,
     pub role: Role,
     pub text: String,
+    /// Who said it, when the role has more than one voice (a group chat's members).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -431,7 +434,10 @@ pub async fn call(
                 .append(
                     user,
                     &input.session,
-                    &[NewEvent::new(input.role, input.text)],
+                    &[NewEvent {
+                        name: input.name,
+                        ..NewEvent::new(input.role, input.text)
+                    }],
                 )
                 .await
                 .map_err(Error::from)?;

@@ -99,7 +99,7 @@ impl FromRow for Session {
 
 impl FromRow for Event {
     const COLUMNS: &'static str =
-        "session_id, sequence, role, content, payload_json, importance, created_at";
+        "session_id, sequence, role, content, payload_json, importance, created_at, name";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let role: String = row.get(2)?;
@@ -114,6 +114,7 @@ impl FromRow for Event {
             payload: json_column(row, 4, "event payload")?,
             importance: row.get(5)?,
             created_at: row.get(6)?,
+            name: row.get(7)?,
         })
     }
 }
@@ -121,6 +122,14 @@ impl FromRow for Event {
 impl Memory {
     fn check_event(&self, event: &NewEvent) -> Result<()> {
         self.check_text("event content", &event.content)?;
+        if let Some(name) = &event.name {
+            crate::input::check_text(
+                "event name",
+                name,
+                crate::input::MAX_NAME_BYTES,
+                crate::input::Lines::One,
+            )?;
+        }
         if let Some(importance) = event.importance {
             if !(0.0..=1.0).contains(&importance) {
                 return Err(MemoryError::invalid(

@@ -27,6 +27,7 @@ mod rebuild;
 mod rerank;
 mod search;
 mod session_lru;
+mod speakers;
 mod summarize;
 mod summary;
 mod terms;

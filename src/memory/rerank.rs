@@ -191,6 +191,7 @@ mod tests {
             session_id: None,
             sequence: None,
             role: None,
+            name: None,
             at: 0,
         }
     }

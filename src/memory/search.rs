@@ -59,6 +59,9 @@ pub struct SearchHit {
     pub sequence: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<super::Role>,
+    /// Who said an event, when its appender named the speaker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// When the note was last written or the event happened (UTC ms).
     pub at: i64,
 }
@@ -401,6 +404,11 @@ impl Memory {
             }
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+        super::speakers::prefer_named_speakers(
+            &request.query,
+            &mut hits,
+            self.search.speaker_weight,
+        );
         let mut degraded = degraded;
         if rerank_depth > 0 {
             hits.truncate(rerank_depth);
@@ -493,6 +501,7 @@ impl Memory {
                     session_id: None,
                     sequence: None,
                     role: None,
+                    name: None,
                     at: note.updated_at,
                 });
             }
@@ -515,7 +524,7 @@ impl Memory {
             let mut rows = conn
                 .query(
                     &format!(
-                        "SELECT e.sequence, e.content, e.role, e.created_at FROM events e
+                        "SELECT e.sequence, e.content, e.role, e.created_at, e.name FROM events e
                          JOIN sessions s ON s.session_id = e.session_id
                          WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({placeholders}){window_sql}"
                     ),
@@ -534,6 +543,7 @@ impl Memory {
                     session_id: Some(session_id.to_string()),
                     sequence: Some(sequence),
                     role: Some(role.parse()?),
+                    name: row.get(4)?,
                     at: row.get(3)?,
                 });
             }

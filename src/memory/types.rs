@@ -130,6 +130,11 @@ pub struct NewEvent {
     /// When it happened (UTC ms); now when absent. Imports keep their original times.
     #[serde(default)]
     pub created_at: Option<i64>,
+    /// Who said it, when a role has more than one voice (a group chat's members, the two
+    /// people of a transcript): one line, at most 256 bytes. Search prefers the turns of
+    /// a speaker its query names (`search.speaker_weight`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl NewEvent {
@@ -140,7 +145,14 @@ impl NewEvent {
             payload: None,
             importance: None,
             created_at: None,
+            name: None,
         }
+    }
+
+    /// The same event said by `name`.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 }
 
@@ -153,6 +165,9 @@ pub struct Event {
     pub payload: serde_json::Value,
     pub importance: f64,
     pub created_at: i64,
+    /// Who said it, when the appender named the speaker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

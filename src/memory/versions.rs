@@ -398,6 +398,7 @@ impl Memory {
                 session_id: None,
                 sequence: None,
                 role: None,
+                name: None,
                 at: v.changed_at,
             })
             .collect();

@@ -95,15 +95,15 @@ impl Statements {
             )
             .await?,
             // Shared: ?1 session; a row: sequence, role, content, payload, importance,
-            // created_at.
+            // created_at, name.
             insert_events: RowsSql::new(
                 conn,
-                "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at)
+                "INSERT INTO events (session_id, sequence, role, content, payload_json, importance, created_at, name)
                  VALUES {rows}",
                 1,
                 RowShape {
                     prefix: "?1, ",
-                    width: 6,
+                    width: 7,
                     suffix: "",
                 },
                 prepare,
@@ -253,6 +253,10 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
                 libsql::Value::Text(payload),
                 libsql::Value::Real(event.importance.unwrap_or(event.role.default_importance())),
                 libsql::Value::Integer(event.created_at.unwrap_or(job.now)),
+                event
+                    .name
+                    .clone()
+                    .map_or(libsql::Value::Null, libsql::Value::Text),
             ]
         })
         .collect();

@@ -83,7 +83,7 @@ pub(crate) fn check_line(
     }
     for column in table.columns {
         let Some(value) = line.get(*column) else {
-            if super::tables::ADDED_LATER.contains(column) {
+            if super::tables::ADDED_LATER.contains(&(table.kind, column)) {
                 continue;
             }
             return Err(format!("field `{column}` is missing"));

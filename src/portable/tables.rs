@@ -17,9 +17,14 @@ pub(crate) struct Table {
     pub texts: &'static [&'static str],
 }
 
-/// Columns added after archives of this version were first written: a line without one
-/// reads it as null (what the database holds for rows from before the column).
-pub(crate) const ADDED_LATER: &[&str] = &["agent_id"];
+/// Columns added after archives of this version were first written, by line type: a line
+/// without one reads it as null (what the database holds for rows from before the column).
+pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
+    ("note", "agent_id"),
+    ("note_version", "agent_id"),
+    ("schedule", "agent_id"),
+    ("event", "name"),
+];
 
 /// Every exported table, in archive (and import) order: parents before children.
 pub(crate) const TABLES: &[Table] = &[
@@ -51,11 +56,12 @@ pub(crate) const TABLES: &[Table] = &[
             "payload_json",
             "importance",
             "created_at",
+            "name",
         ],
         key: &["session_id", "sequence"],
         select: "WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)
                  ORDER BY session_id, sequence",
-        texts: &["content"],
+        texts: &["content", "name"],
     },
     Table {
         kind: "summary",
