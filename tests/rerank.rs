@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::config_in;
 use nightshift::app::open_memory;
 use nightshift::config::{EmbeddingConfig, RerankMode};
-use nightshift::embed::{EmbedError, LateInteraction};
+use nightshift::embed::{EmbedError, LateInteraction, FAST_READER_FILE};
 use nightshift::memory::{
     CandidateScorer, Memory, NewEvent, RerankStage, Role, SearchRequest, SearchResults,
 };
@@ -170,6 +170,36 @@ fn late_interaction_scores_the_answer_above_the_topic() {
     // Nothing to read: every candidate scores 0, never an error.
     assert_eq!(scorer.score("the of and", &candidates).unwrap(), [0.0; 3]);
     assert_eq!(scorer.score(QUESTION, &[]).unwrap(), Vec::<f32>::new());
+}
+
+/// The reranker reads with the int8 network `scripts/fetch-model.sh` derives when the model
+/// folder holds it, and with `model.onnx` when it does not: both rank the same way.
+#[test]
+fn the_reranker_reads_with_either_network_of_the_folder() {
+    let semantic = common::semantic_config();
+    let plain = TempDir::new().unwrap();
+    for entry in std::fs::read_dir(&semantic.model_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != FAST_READER_FILE {
+            std::fs::copy(&path, plain.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let mut without = semantic.clone();
+    without.model_dir = plain.path().to_path_buf();
+    let candidates = [ANSWER, TOPICAL, "Ana: My sister lives in Oslo"];
+    let mut all = Vec::new();
+    for config in [&semantic, &without] {
+        let scores = LateInteraction::load(config, 8)
+            .unwrap()
+            .score(QUESTION, &candidates)
+            .unwrap();
+        assert!(scores[0] > scores[1] && scores[1] > scores[2], "{scores:?}");
+        all.push(scores);
+    }
+    if semantic.model_dir.join(FAST_READER_FILE).is_file() {
+        // Different networks, so not the same numbers: the folder's int8 one was read.
+        assert_ne!(all[0], all[1]);
+    }
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use fastembed::TextEmbedding;
 use lru::LruCache;
 
-use super::semantic::load_model;
+use super::semantic::load_model_file;
 use super::EmbedError;
 use crate::config::EmbeddingConfig;
 
@@ -45,6 +45,13 @@ enum Keep {
 
 /// Candidate texts the scorer encodes per model call.
 const BATCH: usize = 16;
+
+/// The network the scorer reads with when the model folder holds it: the same model with
+/// its matrix products in int8 on the fly (ONNX Runtime's dynamic quantisation, derived by
+/// `scripts/fetch-model.sh`), about twice as fast on a CPU as `model.onnx`, whose int8
+/// weights are widened to f32 when loaded. The embedder keeps `model.onnx`: its vectors
+/// are stored, and a new network would mean embedding every chunk again.
+pub const FAST_READER_FILE: &str = "model-dynamic-int8.onnx";
 
 pub struct LateInteraction {
     /// One model call at a time; `transform` takes `&mut self`.
@@ -79,10 +86,20 @@ impl TokenCache {
 }
 
 impl LateInteraction {
-    /// Loads its own instance of the configured model (see [`load_model`]), with a cache
-    /// of candidates' token matrices of at most `cache_mib` MiB.
+    /// Loads its own instance of the configured model ([`FAST_READER_FILE`] when the
+    /// folder holds it, else `model.onnx`), with a cache of candidates' token matrices of
+    /// at most `cache_mib` MiB.
     pub fn load(config: &EmbeddingConfig, cache_mib: usize) -> Result<Self, EmbedError> {
-        let loaded = load_model(config)?;
+        let file = if config.model_dir.join(FAST_READER_FILE).is_file() {
+            FAST_READER_FILE
+        } else {
+            tracing::info!(
+                "{} has no {FAST_READER_FILE} (scripts/fetch-model.sh derives it); the search reranker reads with model.onnx, about half as fast",
+                config.model_dir.display()
+            );
+            "model.onnx"
+        };
+        let loaded = load_model_file(config, file)?;
         Ok(Self {
             model: Mutex::new(loaded.model),
             cache: Mutex::new(TokenCache {

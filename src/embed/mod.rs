@@ -6,7 +6,7 @@ mod late_interaction;
 mod semantic;
 
 pub use hash::HashEmbedder;
-pub use late_interaction::LateInteraction;
+pub use late_interaction::{LateInteraction, FAST_READER_FILE};
 pub use semantic::SemanticEmbedder;
 
 use std::sync::Arc;

@@ -59,6 +59,15 @@ pub(super) struct LoadedModel {
 /// is an error naming its path. The embedder and the late-interaction reranker each load
 /// their own instance, so a search never waits behind a batch of the background queue.
 pub(super) fn load_model(config: &EmbeddingConfig) -> Result<LoadedModel, EmbedError> {
+    load_model_file(config, MODEL_FILES[0])
+}
+
+/// [`load_model`] with the network read from `onnx_file` of the model folder instead of
+/// `model.onnx` (the same tokenizer and configuration).
+pub(super) fn load_model_file(
+    config: &EmbeddingConfig,
+    onnx_file: &str,
+) -> Result<LoadedModel, EmbedError> {
     load_runtime(&config.onnxruntime)?;
     let dir = &config.model_dir;
     if !dir.is_dir() {
@@ -76,9 +85,9 @@ pub(super) fn load_model(config: &EmbeddingConfig) -> Result<LoadedModel, EmbedE
             ))
         })
     };
-    let files: Vec<Vec<u8>> = MODEL_FILES
-        .iter()
-        .map(|name| read(name))
+    let files: Vec<Vec<u8>> = std::iter::once(onnx_file)
+        .chain(MODEL_FILES[1..].iter().copied())
+        .map(read)
         .collect::<Result<_, _>>()?;
     let [onnx, tokenizer, model_config, special_tokens, tokenizer_config]: [Vec<u8>; 5] =
         files.try_into().expect("five files");
