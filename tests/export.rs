@@ -926,6 +926,26 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
             "whole number",
         ),
         (
+            "a speaker's name that is a number",
+            with("event", &|v| v["name"] = 5.into()),
+            "must be a string or null",
+        ),
+        (
+            "a speaker's name of two lines",
+            with("event", &|v| v["name"] = "Ann\nBob".into()),
+            "control character",
+        ),
+        (
+            "a speaker's name over 256 bytes",
+            with("event", &|v| v["name"] = "n".repeat(257).into()),
+            "over the limit of 256 bytes",
+        ),
+        (
+            "a blank speaker's name",
+            with("event", &|v| v["name"] = "  ".into()),
+            "is empty",
+        ),
+        (
             "bytes that are not base64",
             with("artifact", &|v| v["content_base64"] = "!!!".into()),
             "not base64",

@@ -77,9 +77,10 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
                         let origin = match hit.source {
                             HitSource::Note => hit.note_id.clone().unwrap_or_default(),
                             HitSource::Conversation => format!(
-                                "{}#{}",
+                                "{}#{}{}",
                                 hit.session_id.as_deref().unwrap_or_default(),
-                                hit.sequence.unwrap_or_default()
+                                hit.sequence.unwrap_or_default(),
+                                speaker(hit.name.as_deref())
                             ),
                         };
                         format!(
@@ -179,10 +180,11 @@ pub async fn run(app: &App, command: MemoryCommand, json: bool) -> Result<(), Er
                     .iter()
                     .map(|e| {
                         format!(
-                            "#{} {} [{}] {}",
+                            "#{} {} [{}{}] {}",
                             e.sequence,
                             to_rfc3339(e.created_at),
                             e.role.as_str(),
+                            speaker(e.name.as_deref()),
                             e.content
                         )
                     })
@@ -311,4 +313,9 @@ async fn append(memory: &Memory, args: AppendArgs, json: bool) -> Result<(), Err
             out.session_id
         )
     })
+}
+
+/// ` (Ann)` after an event said by a named speaker; nothing otherwise.
+fn speaker(name: Option<&str>) -> String {
+    name.map(|n| format!(" ({n})")).unwrap_or_default()
 }

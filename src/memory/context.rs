@@ -14,7 +14,8 @@ use super::{check_id, Memory, MemoryError, Result, SearchRequest};
 const RECENT_TURNS: usize = 10;
 /// Importance at which a turn is salient whatever its age.
 const SALIENT_IMPORTANCE: f64 = 0.85;
-/// Fused score (0..1) a search hit needs to count as relevant.
+/// Score a search hit needs to count as relevant: fused (0..1), times `1 +
+/// search.speaker_weight` for a turn of a speaker the query names.
 const RELEVANCE_THRESHOLD: f64 = 0.3;
 pub const DEFAULT_BUDGET: usize = 2000;
 pub const MAX_BUDGET: usize = crate::input::MAX_CONTEXT_BUDGET;

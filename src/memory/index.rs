@@ -153,7 +153,7 @@ impl Sql {
 }
 
 /// Rows a multi-row statement carries at most (see [`RowsSql`]): far inside SQLite's
-/// limit on parameters (32,766) at the widest row written (6 parameters).
+/// limit on parameters (32,766) at the widest row written (an event's, 7 parameters).
 const ROWS_PER_STATEMENT: usize = 256;
 
 /// One row of a multi-row statement's `VALUES`: `prefix`, then the row's own `width`

@@ -7,19 +7,14 @@
 use std::collections::HashSet;
 
 use super::search::SearchHit;
+use crate::text::{is_stop_word, tokens};
 
-/// A text's words, lowercased: runs of letters and digits.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-}
-
-/// Whether every word of `name` is a word of the query (a name without any word, such as
-/// "!!", is never named).
+/// Whether every word of `name` is a word of the query. A name without a word ("!!") or
+/// of stop words alone ("I", "The Who") is never named: nearly every query holds them.
 fn named(name: &str, query_words: &HashSet<String>) -> bool {
-    let mut name_words = words(name).peekable();
-    name_words.peek().is_some() && name_words.all(|w| query_words.contains(&w))
+    let name_words: Vec<String> = tokens(name).collect();
+    name_words.iter().any(|w| !is_stop_word(w))
+        && name_words.iter().all(|w| query_words.contains(w))
 }
 
 /// Multiplies the score of each hit said by a speaker `query` names by `1 + weight`, then
@@ -28,7 +23,7 @@ pub(super) fn prefer_named_speakers(query: &str, hits: &mut [SearchHit], weight:
     if weight <= 0.0 || hits.iter().all(|h| h.name.is_none()) {
         return false;
     }
-    let query_words: HashSet<String> = words(query).collect();
+    let query_words: HashSet<String> = tokens(query).collect();
     let mut preferred = false;
     for hit in hits.iter_mut() {
         if hit.name.as_deref().is_some_and(|n| named(n, &query_words)) {
@@ -82,7 +77,7 @@ mod tests {
 
     #[test]
     fn every_word_of_a_name_must_be_named() {
-        let query: HashSet<String> = words("what did Mary say").collect();
+        let query: HashSet<String> = tokens("what did Mary say to The Who").collect();
         assert!(named("Mary", &query));
         assert!(!named("Mary Ann", &query));
         assert!(named("mary", &query));
@@ -90,6 +85,9 @@ mod tests {
         assert!(!named("", &query));
         // Words, not substrings.
         assert!(!named("Ma", &query));
+        // Stop words alone never name anyone.
+        assert!(!named("The Who", &query));
+        assert!(!named("I", &query));
     }
 
     #[test]

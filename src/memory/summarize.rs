@@ -83,7 +83,11 @@ impl Summarizer for ExtractiveSummarizer {
                 let text = crate::text::normalize_whitespace(&e.content);
                 let cut = truncate_chars(&text, self.line_chars);
                 let ellipsis = if cut.len() < text.len() { "…" } else { "" };
-                format!("- [{when}] {}: {cut}{ellipsis}", e.role.as_str())
+                let who = match &e.name {
+                    Some(name) => format!("{} ({name})", e.role.as_str()),
+                    None => e.role.as_str().to_string(),
+                };
+                format!("- [{when}] {who}: {cut}{ellipsis}")
             })
             .collect();
         Ok(lines.join("\n"))

@@ -89,6 +89,10 @@ pub(crate) fn check_line(
             return Err(format!("field `{column}` is missing"));
         };
         to_sql(column, value)?;
+        let named = super::tables::NAMES.contains(&(table.kind, column));
+        if named && !(value.is_string() || value.is_null()) {
+            return Err(format!("field `{column}` must be a string or null"));
+        }
         let Value::String(text) = value else {
             // An id is text: a number there would be stored as its digits, quietly.
             if column.ends_with("_id") && !value.is_null() {
@@ -109,6 +113,9 @@ pub(crate) fn check_line(
             if !(column == &"scope_id" && text.is_empty()) {
                 input::check_id(column, text).map_err(|e| e.to_string())?;
             }
+        } else if named {
+            input::check_text(column, text, input::MAX_NAME_BYTES, Lines::One)
+                .map_err(|e| e.to_string())?;
         } else if table.texts.contains(column) {
             check_stored_text(column, text, max_text_bytes).map_err(|e| e.to_string())?;
         }

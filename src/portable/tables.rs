@@ -26,6 +26,10 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("event", "name"),
 ];
 
+/// Names, by line type: a string or null, one line within `input::MAX_NAME_BYTES`, as the
+/// write paths require.
+pub(crate) const NAMES: &[(&str, &str)] = &[("event", "name"), ("schedule", "name")];
+
 /// Every exported table, in archive (and import) order: parents before children.
 pub(crate) const TABLES: &[Table] = &[
     Table {
@@ -61,7 +65,7 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["session_id", "sequence"],
         select: "WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)
                  ORDER BY session_id, sequence",
-        texts: &["content", "name"],
+        texts: &["content"],
     },
     Table {
         kind: "summary",
@@ -174,7 +178,7 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",
-        texts: &["name", "goal"],
+        texts: &["goal"],
     },
     Table {
         kind: "run",
