@@ -97,6 +97,12 @@ fn is_refused_control(c: char, lines: Lines) -> bool {
     c.is_control() && !(lines == Lines::Many && matches!(c, '\n' | '\r' | '\t'))
 }
 
+/// A name (a schedule's, a token's, a speaker's, a skip rule): one line, at most
+/// [`MAX_NAME_BYTES`], by the common rule.
+pub fn check_name(field: &str, name: &str) -> Result<()> {
+    check_text(field, name, MAX_NAME_BYTES, Lines::One)
+}
+
 /// An identifier: one line, at most [`MAX_ID_BYTES`], no leading or trailing whitespace
 /// (so `alice` and `alice ` are never two users).
 pub fn check_id(field: &str, id: &str) -> Result<()> {

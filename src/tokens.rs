@@ -13,7 +13,7 @@ use crate::db::clock::Clock;
 use crate::db::{fetch_all, fetch_optional, Db, DbError, FromRow};
 use crate::error::{ErrorKind, Kind};
 use crate::ids;
-use crate::input::{self, InputError, Lines};
+use crate::input::{self, InputError};
 
 /// What every secret starts with, so a leaked one is recognisable (secret scanners).
 pub const SECRET_PREFIX: &str = "nst_";
@@ -183,7 +183,7 @@ impl TokenStore {
             input::check_user_id(user)?;
         }
         if let Some(name) = &new.name {
-            input::check_text("name", name, input::MAX_NAME_BYTES, Lines::One)?;
+            input::check_name("name", name)?;
         }
         if let Some(secs) = new.expires_in_secs {
             input::check_range("expires", secs, 1..=MAX_LIFETIME_SECS)?;

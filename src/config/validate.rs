@@ -616,8 +616,7 @@ fn schedules(config: &Config) -> Result<(), ConfigError> {
         let Some(name) = &entry.name else {
             return invalid(key("name"), "every config schedule needs a name");
         };
-        input::check_text("name", name, input::MAX_NAME_BYTES, Lines::One)
-            .or_else(|e| invalid(key("name"), e.reason))?;
+        input::check_name("name", name).or_else(|e| invalid(key("name"), e.reason))?;
         if !names.insert(name.as_str()) {
             return invalid(
                 key("name"),

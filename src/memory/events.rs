@@ -123,12 +123,7 @@ impl Memory {
     fn check_event(&self, event: &NewEvent) -> Result<()> {
         self.check_text("event content", &event.content)?;
         if let Some(name) = &event.name {
-            crate::input::check_text(
-                "event name",
-                name,
-                crate::input::MAX_NAME_BYTES,
-                crate::input::Lines::One,
-            )?;
+            crate::input::check_name("event name", name)?;
         }
         if let Some(importance) = event.importance {
             if !(0.0..=1.0).contains(&importance) {

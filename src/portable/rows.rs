@@ -114,8 +114,7 @@ pub(crate) fn check_line(
                 input::check_id(column, text).map_err(|e| e.to_string())?;
             }
         } else if named {
-            input::check_text(column, text, input::MAX_NAME_BYTES, Lines::One)
-                .map_err(|e| e.to_string())?;
+            input::check_name(column, text).map_err(|e| e.to_string())?;
         } else if table.texts.contains(column) {
             check_stored_text(column, text, max_text_bytes).map_err(|e| e.to_string())?;
         }

@@ -172,12 +172,7 @@ impl Bounds {
             ));
         }
         for entry in &self.skip {
-            crate::input::check_text(
-                "skip",
-                entry,
-                crate::input::MAX_NAME_BYTES,
-                crate::input::Lines::One,
-            )?;
+            crate::input::check_name("skip", entry)?;
             SkipRule::parse(entry).map_err(|reason| InputError::new("skip", reason))?;
         }
         if let (Some(start), Some(end)) = (self.starts_at, self.ends_at) {

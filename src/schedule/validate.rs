@@ -60,7 +60,7 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
     input::check_user_id(&new.user_id)?;
     input::check_text("goal", &new.goal, MAX_GOAL_BYTES, Lines::Many)?;
     if let Some(name) = &new.name {
-        input::check_text("name", name, input::MAX_NAME_BYTES, Lines::One)?;
+        input::check_name("name", name)?;
     }
     if let Some(text) = &new.cadence_text {
         input::check_text("when", text, input::MAX_QUERY_BYTES, Lines::One)?;
