@@ -148,12 +148,7 @@ async fn notes_with_versions(
 }
 
 fn portable(app: &App) -> Portable {
-    Portable::new(
-        app.db().clone(),
-        app.memory().clone(),
-        app.artifacts().clone(),
-        app.clock().clone(),
-    )
+    app.portable()
 }
 
 async fn open_in(dir: &tempfile::TempDir, file: &str) -> App {

@@ -1,5 +1,5 @@
-//! `cargo bench --bench scaleout`: nightshift against a libSQL server (sqld from
-//! ../shared/tools/sqld, started here on 127.0.0.1), side by side with a local file.
+//! `cargo bench --bench scaleout`: nightshift against a libSQL server (the sqld binary
+//! `NIGHTSHIFT_TEST_SQLD` names, started here on 127.0.0.1), side by side with a local file.
 //!
 //! - one claim transaction (p50), on the server and on a file;
 //! - runs a minute from one worker and from three (in this process, each with its own
@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 mod common;
 use common::{cpu_time, percentile, Language, Rng};
 
-/// The tests' sqld: started on 127.0.0.1 by `start-sqld.sh`, stopped when dropped.
+/// The tests' sqld: started on 127.0.0.1, stopped when dropped.
 #[allow(dead_code)]
 #[path = "../tests/common/sqld.rs"]
 mod sqld;
@@ -310,21 +310,25 @@ async fn main() {
     let dir = tempfile::TempDir::new().unwrap();
     let runtime_url = fake_runtime().await;
     let file = |name: &str| dir.path().join(name).display().to_string();
+    // This bench compares a libSQL server with a file; without sqld it says why and stops.
+    if sqld::binary().is_none() {
+        return;
+    }
 
     eprintln!("claims…");
-    let sqld = Sqld::start();
+    let sqld = Sqld::start().expect("sqld");
     let claims_remote = claim_times(&config_for(&sqld.url, &runtime_url)).await;
     let claims_local = claim_times(&config_for(&file("claims.db"), &runtime_url)).await;
     drop(sqld);
 
     eprintln!("runs a minute, one worker then three…");
-    let sqld = Sqld::start();
+    let sqld = Sqld::start().expect("sqld");
     let remote = config_for(&sqld.url, &runtime_url);
     busy_schedules(&remote).await;
     let remote_1w = runs_per_min(&remote, 1, Some(&sqld.pid), None).await;
     let remote_3w = runs_per_min(&remote, 3, Some(&sqld.pid), None).await;
     drop(sqld);
-    let sqld = Sqld::start();
+    let sqld = Sqld::start().expect("sqld");
     let remote = config_for(&sqld.url, &runtime_url);
     busy_schedules(&remote).await;
     let replica_1w = runs_per_min(&remote, 1, Some(&sqld.pid), Some(dir.path())).await;
@@ -342,7 +346,7 @@ async fn main() {
         .await
         .expect("open");
     fill(&local_memory, &mut rng, &lang).await;
-    let sqld = Sqld::start();
+    let sqld = Sqld::start().expect("sqld");
     let remote_config = config_for(&sqld.url, &runtime_url);
     let remote_memory = open_memory(&remote_config).await.expect("open");
     copy_memory(&local_memory, &remote_memory).await;

@@ -4,7 +4,8 @@
 #
 #   scripts/crashloop.sh                 500 kills of the worker, then 500 of a writer
 #                                        mid-command and the worker, on a file
-#   scripts/crashloop.sh --server        500 kills of the worker against sqld
+#   scripts/crashloop.sh --server        500 kills of the worker against the sqld binary
+#                                        NIGHTSHIFT_TEST_SQLD names (skipped without one)
 #   scripts/crashloop.sh --kills 50      fewer
 #   scripts/crashloop.sh --seed N        replay the random moments of a run that failed
 #
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
             case "${2:-}" in ''|*[!0-9]*) echo "crashloop.sh: --seed takes a number" >&2; exit 2 ;; esac
             export NIGHTSHIFT_CRASHLOOP_SEED="$2"; shift 2 ;;
         --server) server=1; shift ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "crashloop.sh: unknown argument: $1" >&2; exit 2 ;;
     esac
 done

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reproduces sqld 0.24.33's write-lock stall without nightshift.
 
-Usage: eval "$(../shared/tools/sqld/start-sqld.sh)"
-       python3 scripts/sqld-write-stall.py "$SQLD_URL" [WRITERS=12] [SECONDS=120]
+Usage: sqld --db-path /tmp/stall --http-listen-addr 127.0.0.1:8080 &
+       python3 scripts/sqld-write-stall.py http://127.0.0.1:8080 [WRITERS=12] [SECONDS=120]
 
 Writers commit small transactions over Hrana (HTTP) as fast as they can, on a WAL kept
 above SQLite's autocheckpoint threshold (a reader holds a snapshot, again and again), so

@@ -191,7 +191,9 @@ async fn the_notes_and_outbox_limits_hold_on_a_libsql_server() {
     use nightshift::memory::NewNote;
     use nightshift::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Outbox, Priority};
 
-    let sqld = common::sqld::Sqld::start();
+    let Some(sqld) = common::sqld::Sqld::start() else {
+        return;
+    };
     let mut config = sqld.config();
     config.memory.max_notes_per_user = 2;
     config.validate().unwrap();

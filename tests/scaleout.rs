@@ -681,7 +681,9 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_libsql_server_run_each_occurrence_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = Sqld::start();
+    let Some(sqld) = Sqld::start() else {
+        return;
+    };
     let url = sqld.url.clone();
     three_workers(&url, Some(&Arc::new(Mutex::new(sqld))), &dir, false).await;
 }
@@ -689,7 +691,9 @@ async fn three_workers_on_one_libsql_server_run_each_occurrence_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_one_libsql_server_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = Sqld::start();
+    let Some(sqld) = Sqld::start() else {
+        return;
+    };
     let url = sqld.url.clone();
     three_workers(&url, Some(&Arc::new(Mutex::new(sqld))), &dir, true).await;
 }
@@ -773,6 +777,8 @@ async fn two_workers_on_one_file_at_one_consolidation_window_run_it_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_on_one_libsql_server_at_one_consolidation_window_run_it_once() {
     let dir = TempDir::new().unwrap();
-    let sqld = Sqld::start();
+    let Some(sqld) = Sqld::start() else {
+        return;
+    };
     one_consolidation_per_window(&sqld.url, Some(&sqld), &dir).await;
 }

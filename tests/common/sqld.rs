@@ -1,9 +1,20 @@
-//! A real libSQL server (sqld from ../shared/tools/sqld) on 127.0.0.1 for a test.
+//! A real libSQL server (sqld) on 127.0.0.1 for a test, when this machine has one.
+//!
+//! No package registry ships sqld, so the project cannot install it: a test that needs
+//! one runs when `NIGHTSHIFT_TEST_SQLD` names a sqld binary, and otherwise prints one
+//! line saying it was skipped and why, and returns (it neither fails nor passes
+//! silently). A URL alone would not do: these tests kill, restart and configure the
+//! server they use, and each needs a database of its own.
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use nightshift::config::Config;
+
+/// The variable naming the sqld binary the tests start.
+pub const SQLD_VAR: &str = "NIGHTSHIFT_TEST_SQLD";
 
 /// A running sqld, stopped when dropped; the data folder it made for itself and its log
 /// are removed then (a scale-out scenario leaves hundreds of megabytes there).
@@ -14,55 +25,114 @@ pub struct Sqld {
     pub log: PathBuf,
     /// Its data folder.
     data_dir: PathBuf,
-    /// Whether `start-sqld.sh` made the data folder (the test gave none with `-d`), and
-    /// the drop removes it.
+    /// Whether the data folder was made here (the test gave none), and the drop
+    /// removes it.
     made_data_dir: bool,
     /// The logs of the servers [`Sqld::restart`] replaced, removed with the last one's.
     old_logs: Vec<PathBuf>,
 }
 
+/// The sqld binary `NIGHTSHIFT_TEST_SQLD` names, or `None` after printing the one line
+/// that says the calling test is skipped and why. The line goes to the process's stderr
+/// itself, past the test harness's capture, so a skip is always seen.
+pub fn binary() -> Option<PathBuf> {
+    let why = match std::env::var_os(SQLD_VAR) {
+        Some(path) if PathBuf::from(&path).is_file() => return Some(PathBuf::from(path)),
+        Some(path) => format!("{SQLD_VAR}={} is not a file", PathBuf::from(path).display()),
+        None => format!(
+            "needs a libSQL server (sqld), which no package registry ships; \
+             set {SQLD_VAR} to a sqld binary to run it"
+        ),
+    };
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {why}");
+    None
+}
+
+/// A port nothing listens on now, on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port on 127.0.0.1")
+        .port()
+}
+
 impl Sqld {
-    pub fn start() -> Sqld {
+    /// A fresh server, or `None` (the skip line printed) when the machine has no sqld.
+    pub fn start() -> Option<Sqld> {
         Self::start_with_env(&[])
     }
 
     /// Starts sqld with extra environment, e.g. `SQLD_AUTH_JWT_KEY_FILE`.
-    pub fn start_with_env(env: &[(&str, &str)]) -> Sqld {
+    pub fn start_with_env(env: &[(&str, &str)]) -> Option<Sqld> {
         Self::start_with(env, &[])
     }
 
-    /// Starts sqld with extra environment and `start-sqld.sh` arguments (`-p PORT`,
-    /// `-d DB_DIR`: a server restarted on the same port and data).
-    pub fn start_with(env: &[(&str, &str)], args: &[&str]) -> Sqld {
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/sqld/start-sqld.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(args)
-            .envs(env.iter().copied())
-            .output()
-            .expect("run start-sqld.sh");
-        assert!(
-            out.status.success(),
-            "start-sqld.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let vars = String::from_utf8_lossy(&out.stdout).to_string();
-        let get = |name: &str| {
-            vars.split_whitespace()
-                .chain(vars.lines())
-                .find_map(|kv| kv.trim().strip_prefix(&format!("{name}=")))
-                .map(|v| v.trim_matches(['\'', '"']).to_string())
-                .unwrap_or_else(|| panic!("{name} missing from start-sqld.sh output: {vars}"))
+    /// Starts sqld with extra environment and arguments `-d DATA_DIR` (the server's data
+    /// folder, kept) and `-p PORT` (a server started again on the same port and data),
+    /// or returns `None` when the machine has no sqld.
+    pub fn start_with(env: &[(&str, &str)], args: &[&str]) -> Option<Sqld> {
+        let binary = binary()?;
+        let value = |flag: &str| {
+            args.iter()
+                .position(|arg| *arg == flag)
+                .map(|at| args.get(at + 1).copied().expect("a value after the flag"))
         };
-        Sqld {
-            url: get("SQLD_URL"),
-            pid: get("SQLD_PID"),
-            log: PathBuf::from(get("SQLD_LOG")),
-            data_dir: PathBuf::from(get("SQLD_DB_DIR")),
-            made_data_dir: !args.contains(&"-d"),
+        let data_dir = value("-d").map(PathBuf::from);
+        let port = value("-p").map(|port| port.parse().expect("a port number"));
+        Some(Self::spawn(&binary, env, data_dir.as_deref(), port))
+    }
+
+    /// Starts `binary` on `data_dir` (a new folder when `None`) and `port` (a free one
+    /// when `None`), and waits until it answers its health check.
+    fn spawn(
+        binary: &std::path::Path,
+        env: &[(&str, &str)],
+        data_dir: Option<&std::path::Path>,
+        port: Option<u16>,
+    ) -> Sqld {
+        let made_data_dir = data_dir.is_none();
+        let data_dir = match data_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => tempfile::Builder::new()
+                .prefix("nightshift-sqld-")
+                .tempdir()
+                .expect("a data folder for sqld")
+                .keep(),
+        };
+        let port = port.unwrap_or_else(free_port);
+        let log = std::env::temp_dir().join(format!("nightshift-sqld-{port}-{}.log", rand_suffix()));
+        let log_file = std::fs::File::create(&log).expect("sqld's log file");
+        let child = Command::new(binary)
+            .arg("--http-listen-addr")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--db-path")
+            .arg(data_dir.join("data.sqld"))
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("sqld's log file"))
+            .stderr(log_file)
+            .spawn()
+            .unwrap_or_else(|err| panic!("start {}: {err}", binary.display()));
+        let url = format!("http://127.0.0.1:{port}");
+        let server = Sqld {
+            url,
+            pid: child.id().to_string(),
+            log,
+            data_dir,
+            made_data_dir,
             old_logs: Vec::new(),
+        };
+        for _ in 0..300 {
+            if probe(&server.url, "GET", "/health", "").starts_with("HTTP/1.1 200") {
+                return server;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
+        panic!("sqld did not answer on {} within 15 s:\n{}", server.url, server.report());
     }
 
     pub fn config(&self) -> Config {
@@ -123,16 +193,23 @@ impl Sqld {
     pub fn restart(&mut self) {
         let _ = Command::new("kill").args(["-KILL", &self.pid]).status();
         wait_until_closed(&self.url);
-        let port = self.url.rsplit(':').next().unwrap().to_string();
-        let data_dir = self.data_dir.to_str().unwrap().to_string();
-        let back = Self::start_with(&[], &["-d", &data_dir, "-p", &port]);
-        assert_eq!(back.url, self.url, "sqld came back on another address");
+        let port: u16 = self.url.rsplit(':').next().unwrap().parse().unwrap();
+        let binary = binary().expect("the sqld this server was started from");
+        let back = Self::spawn(&binary, &[], Some(&self.data_dir), Some(port));
         self.old_logs
             .push(std::mem::replace(&mut self.log, back.log.clone()));
         self.pid = back.pid.clone();
         // The new server is this one now: its drop must not stop it.
         std::mem::forget(back);
     }
+}
+
+/// A few letters that keep two logs of one port apart.
+fn rand_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    format!("{}-{nanos}", std::process::id())
 }
 
 const SELECT_ONE: &str =
