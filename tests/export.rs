@@ -20,12 +20,7 @@ async fn app_in(dir: &TempDir) -> App {
 }
 
 fn portable(app: &App) -> Portable {
-    Portable::new(
-        app.db().clone(),
-        app.memory().clone(),
-        app.artifacts().clone(),
-        app.clock().clone(),
-    )
+    app.portable()
 }
 
 async fn export(app: &App, user: &str) -> Vec<u8> {
@@ -157,7 +152,8 @@ async fn populate(app: &App) {
         app,
         "INSERT INTO schedules (schedule_id, user_id, name, goal, cadence_json, cadence_text,
          created_at, updated_at, next_run_at, max_cost)
-         VALUES ('sch-1', 'alice', 'daily', 'summarise the news', '{\"every_secs\":86400}',
+         VALUES ('sch-1', 'alice', 'daily', 'summarise the news',
+                 '{\"kind\":\"interval\",\"every_secs\":86400,\"anchor\":0,\"tz\":\"UTC\"}',
                  'every day', 10, 20, 30, 0.1)",
     )
     .await;
@@ -1024,4 +1020,198 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
         "SELECT count(*) FROM note_versions WHERE note_id = '{bob_note}' AND user_id <> 'bob'"
     );
     assert_eq!(common::count(target.memory(), &others).await, 0);
+}
+
+/// A user's archive, edited, buys nothing the API would refuse (the hardening report's
+/// D1–D4, D8, D9): each edited line is refused naming its line and field, and nothing of
+/// it is written; the schedule limit holds after an import.
+#[tokio::test]
+async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let text = String::from_utf8(export(&source, "alice").await).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut config = common::config_in(&b);
+    config.scheduler.max_per_user = 1;
+    let target = common::app_with(&config, None).await;
+    let bob = target
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &nightshift::schedule::types::NewSchedule::new(
+                "bob",
+                "bob's digest",
+                nightshift::schedule::Cadence::Interval {
+                    every_secs: 3600,
+                    anchor: AT,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap()
+        .schedule_id;
+
+    // Alice's archive with her first line of `kind` edited.
+    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut done = false;
+        for line in &lines {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            if !done && value["type"] == kind {
+                edit(&mut value);
+                done = true;
+            }
+            out.extend(serde_json::to_vec(&value).unwrap());
+            out.push(b'\n');
+        }
+        assert!(done, "no {kind} line");
+        out
+    };
+    let bob_for = bob.clone();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "a fraction in an integer column (D1)",
+            with("schedule", &|v| v["max_attempts"] = 2.5.into()),
+            "field `max_attempts` must be a whole number",
+        ),
+        (
+            "a number past i64 in an integer column (D1)",
+            with("schedule", &|v| v["max_attempts"] = 1e300.into()),
+            "field `max_attempts` must be a whole number",
+        ),
+        (
+            "text in an integer column",
+            with("schedule", &|v| v["timeout_secs"] = "soon".into()),
+            "field `timeout_secs` must be a whole number",
+        ),
+        (
+            "a fraction in a note's time (D1)",
+            with("note", &|v| v["created_at"] = 1_795_737_000_000.5.into()),
+            "field `created_at` must be a whole number",
+        ),
+        (
+            "a number in a text column",
+            with("schedule", &|v| v["goal"] = 5.into()),
+            "field `goal` must be a string",
+        ),
+        (
+            "a cadence of no known kind (D2)",
+            with("schedule", &|v| v["cadence_json"] = r#"{"kind":"bogus"}"#.into()),
+            "cadence",
+        ),
+        (
+            "skipped dates of another shape (D2)",
+            with("schedule", &|v| v["skip_json"] = r#"{"x":1}"#.into()),
+            "cannot be read back",
+        ),
+        (
+            "a notify policy of no known name (D2)",
+            with("schedule", &|v| v["notify"] = "bogus".into()),
+            "cannot be read back",
+        ),
+        (
+            "following another user's schedule (D3)",
+            with("schedule", &|v| {
+                v["after_schedule_id"] = bob_for.clone().into();
+                v["after_on"] = "succeeded".into();
+            }),
+            "no schedule",
+        ),
+        (
+            "following itself (D4)",
+            with("schedule", &|v| {
+                v["after_schedule_id"] = v["schedule_id"].clone();
+                v["after_on"] = "succeeded".into();
+            }),
+            "cannot follow itself",
+        ),
+        (
+            "every second, under the minimum interval (D9)",
+            with("schedule", &|v| {
+                v["cadence_json"] =
+                    r#"{"kind":"interval","every_secs":1,"anchor":0,"tz":"UTC"}"#.into()
+            }),
+            "under the minimum",
+        ),
+        (
+            "a channel nobody configured (D9)",
+            with("schedule", &|v| v["channel_id"] = "secret-ops".into()),
+            "no channel `secret-ops`",
+        ),
+        (
+            "more attempts than the write paths allow (D9)",
+            with("schedule", &|v| v["max_attempts"] = 500.into()),
+            "max_attempts",
+        ),
+        (
+            "app state from a user's archive (D9)",
+            with("state", &|v| {
+                v["scope"] = "app".into();
+                v["scope_id"] = "".into();
+            }),
+            "app and temp state are not imported",
+        ),
+        (
+            "a state value over the limit (D9)",
+            with("state", &|v| {
+                v["value_json"] = format!("\"{}\"", "x".repeat(70_000)).into()
+            }),
+            "memory.max_state_value_bytes",
+        ),
+        (
+            "another user's notes session (D8)",
+            with("session", &|v| v["session_id"] = "memory:carol".into()),
+            "another user's notes",
+        ),
+    ];
+    for (name, archive, expected) in cases {
+        let path = write(&files, "edited.ndjson", &archive);
+        let err = portable(&target)
+            .import(&Actor::Operator, &request(&path, None, None))
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(err, PortableError::Line { .. }) && message.contains(expected),
+            "{name}: {message}"
+        );
+        assert!(message.ends_with("nothing was imported"), "{name}: {message}");
+        for table in ["notes", "schedules", "state_entries", "sessions"] {
+            let sql = format!("SELECT count(*) FROM {table} WHERE user_id = 'alice'");
+            assert_eq!(common::count(target.memory(), &sql).await, 0, "{name}: {table}");
+        }
+    }
+    // The archive as exported imports; one schedule more than the user's limit is
+    // refused whole.
+    let path = write(&files, "plain.ndjson", text.as_bytes());
+    portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    let second = with("schedule", &|v| {
+        v["schedule_id"] = "sch-2".into();
+    });
+    let path = write(&files, "second.ndjson", &second);
+    let err = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, PortableError::OverLimit { .. }) && err.to_string().contains("1"),
+        "{err}"
+    );
+    assert_eq!(
+        common::count(
+            target.memory(),
+            "SELECT count(*) FROM schedules WHERE user_id = 'alice'"
+        )
+        .await,
+        1
+    );
 }

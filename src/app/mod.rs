@@ -245,12 +245,14 @@ impl App {
 
     /// Export and import over this app's database, memory and artifacts.
     pub fn portable(&self) -> crate::portable::Portable {
-        crate::portable::Portable::new(
-            self.db().clone(),
-            self.memory.clone(),
-            self.artifacts.clone(),
-            self.clock().clone(),
-        )
+        crate::portable::Portable::new(crate::portable::PortableParts {
+            db: self.db().clone(),
+            memory: self.memory.clone(),
+            artifacts: self.artifacts.clone(),
+            schedules: self.schedules.clone(),
+            grants: self.channel_grants(),
+            clock: self.clock().clone(),
+        })
     }
 
     /// The consolidator: summaries and facts by the model when an `openai` runtime is

@@ -6,7 +6,6 @@
 use super::App;
 use crate::access::Actor;
 use crate::input::InputError;
-use crate::notify::channels::check_context;
 use crate::notify::router::split_channel;
 use crate::schedule::bounds::parse_bound;
 use crate::schedule::cadence::{parse_duration, parse_zone};
@@ -270,41 +269,15 @@ impl App {
     /// The channel a schedule names must be configured (or be the log), granted to a user
     /// acting for themselves, and its context must suit its kind.
     fn check_channel(&self, actor: &Actor, new: &NewSchedule) -> Result<()> {
-        let Some(id) = new.channel_id.as_deref() else {
-            return Ok(());
-        };
-        let printable = crate::input::printable(id);
-        let settings = self.config.channels.get(id);
-        if settings.is_none() && id != "log" {
-            return Err(InputError::new(
-                "channel",
-                format!("no channel `{printable}` is configured"),
-            )
-            .into());
-        }
-        if let Actor::User(user) = actor {
-            let grants = self.config.users.get(user);
-            let granted = id == "log"
-                || grants.is_some_and(|g| {
-                    g.channels.iter().any(|c| c == id)
-                        || g.default_channel
-                            .as_deref()
-                            .is_some_and(|d| d.split(':').next() == Some(id))
-                });
-            if !granted {
-                return Err(InputError::new(
-                    "channel",
-                    format!(
-                        "channel `{printable}` is not granted to this user ([users.<id>] channels)"
-                    ),
-                )
-                .into());
-            }
-        }
-        if let (Some(settings), Some(context)) = (settings, new.channel_context_id.as_deref()) {
-            check_context(settings.kind, context)
-                .map_err(|reason| InputError::new("channel", reason))?;
-        }
-        Ok(())
+        Ok(self.channel_grants().check(
+            actor,
+            new.channel_id.as_deref(),
+            new.channel_context_id.as_deref(),
+        )?)
+    }
+
+    /// The configured channels and each user's grants.
+    pub fn channel_grants(&self) -> crate::notify::grants::ChannelGrants {
+        crate::notify::grants::ChannelGrants::from_config(&self.config)
     }
 }

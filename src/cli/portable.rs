@@ -86,25 +86,28 @@ pub async fn export(app: &App, args: ExportArgs, json: bool) -> Result<(), Error
     }
 }
 
-/// Standard input (`-`) or a pipe, kept whole in a temporary file first: the import reads
-/// its input twice.
-fn spooled(path: &std::path::Path) -> Result<Option<tempfile::NamedTempFile>, Error> {
-    let unreadable = |e: std::io::Error| {
-        Error::new(
-            ErrorKind::Unavailable,
-            format!("cannot read the input: {e}"),
-        )
-    };
+/// Standard input (`-`), a pipe or a device, kept in a temporary file first (the import
+/// reads its input twice), at most `memory.max_import_bytes` of it.
+fn spooled(
+    path: &std::path::Path,
+    max_bytes: usize,
+) -> Result<Option<tempfile::NamedTempFile>, Error> {
     if path.as_os_str() == "-" {
-        return nightshift::portable::spool(std::io::stdin().lock())
-            .map(Some)
-            .map_err(unreadable);
+        return Ok(Some(nightshift::portable::spool(
+            std::io::stdin().lock(),
+            max_bytes,
+        )?));
     }
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() && !meta.is_dir() => std::fs::File::open(path)
-            .and_then(nightshift::portable::spool)
-            .map(Some)
-            .map_err(unreadable),
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            let file = std::fs::File::open(path).map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot read the input: {e}"),
+                )
+            })?;
+            Ok(Some(nightshift::portable::spool(file, max_bytes)?))
+        }
         // A regular file or a folder is read in place; a missing one is reported by the
         // import, as not found.
         _ => Ok(None),
@@ -112,7 +115,7 @@ fn spooled(path: &std::path::Path) -> Result<Option<tempfile::NamedTempFile>, Er
 }
 
 pub async fn import(app: &App, args: ImportArgs, json: bool) -> Result<(), Error> {
-    let input = spooled(&args.file)?;
+    let input = spooled(&args.file, app.config().memory.max_import_bytes)?;
     let request = ImportRequest {
         path: input
             .as_ref()

@@ -610,18 +610,64 @@ pub trait FromRow: Sized {
     fn from_row(row: &libsql::Row) -> Result<Self, DbError>;
 }
 
-/// Every row `sql` returns, as records.
+/// A stored row that could not be read as its record: which kind of record, its id (the
+/// first selected column, as text) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    pub what: &'static str,
+    pub id: String,
+    pub reason: String,
+}
+
+impl Unreadable {
+    fn of<T: FromRow>(row: &libsql::Row, err: &DbError) -> Self {
+        let id = match row.get_value(0) {
+            Ok(libsql::Value::Text(text)) => crate::input::printable(&text).to_string(),
+            Ok(libsql::Value::Integer(n)) => n.to_string(),
+            Ok(other) => format!("{other:?}"),
+            Err(e) => format!("(no id: {e})"),
+        };
+        let what = std::any::type_name::<T>().rsplit("::").next().unwrap_or("row");
+        Unreadable {
+            what,
+            id,
+            reason: err.to_string(),
+        }
+    }
+}
+
+/// Every row `sql` returns, as records. A row that cannot be read (a value of another
+/// type than its column's, stored JSON that does not parse: whatever put it there) is
+/// skipped and logged with its record kind and id, so one bad row never fails every
+/// read of its table.
 pub async fn fetch_all<T: FromRow>(
     conn: &(impl Queryable + ?Sized),
     sql: &str,
     params: impl libsql::params::IntoParams + Send,
 ) -> Result<Vec<T>, DbError> {
-    let mut rows = conn.query_rows(sql, params).await?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await? {
-        out.push(T::from_row(&row)?);
+    let (records, unreadable) = fetch_readable(conn, sql, params).await?;
+    for bad in &unreadable {
+        tracing::error!(record = bad.what, id = %bad.id, reason = %bad.reason,
+            "a stored row cannot be read; skipped it");
     }
-    Ok(out)
+    Ok(records)
+}
+
+/// Every row `sql` returns: the records, and the rows that could not be read.
+pub async fn fetch_readable<T: FromRow>(
+    conn: &(impl Queryable + ?Sized),
+    sql: &str,
+    params: impl libsql::params::IntoParams + Send,
+) -> Result<(Vec<T>, Vec<Unreadable>), DbError> {
+    let mut rows = conn.query_rows(sql, params).await?;
+    let (mut out, mut unreadable) = (Vec::new(), Vec::new());
+    while let Some(row) = rows.next().await? {
+        match T::from_row(&row) {
+            Ok(record) => out.push(record),
+            Err(err) => unreadable.push(Unreadable::of::<T>(&row, &err)),
+        }
+    }
+    Ok((out, unreadable))
 }
 
 /// The first row `sql` returns, as a record; `None` when there is none.

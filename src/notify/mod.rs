@@ -3,6 +3,7 @@
 //! channel outages.
 
 pub mod changes;
+pub mod grants;
 pub mod channels;
 pub mod outbox;
 pub(crate) mod policy;

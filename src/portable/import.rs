@@ -11,7 +11,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
-use super::rows::{self, Row, CONTENT, TYPE};
+use super::columns::ColumnTypes;
+use super::rows::{self, LineLimits, Row, CONTENT, TYPE};
 use super::tables::{table_of, Table};
 use super::{foreign, ImportRequest, Portable, PortableError, Result};
 use crate::access::Actor;
@@ -96,7 +97,8 @@ async fn write_all(
         }
     } else {
         let max_artifact = portable.artifacts.config().max_artifact_bytes;
-        let users = validate(&request.path, &limits, max_artifact)?;
+        let types = ColumnTypes::load(&portable.db).await?;
+        let users = validate(&request.path, &limits, &types, max_artifact)?;
         if request.user.is_some() {
             // An archive names its own users; a user given here would be ignored.
             return Err(crate::input::InputError::new(
@@ -110,7 +112,7 @@ async fn write_all(
                 return Err(PortableError::NotYours);
             }
         }
-        let mut reader = Archive::open(&request.path, &limits, max_artifact)?;
+        let mut reader = Archive::open(&request.path, &limits, &types, max_artifact)?;
         let mut current: Option<(String, Vec<Line>)> = None;
         while let Some((user, line)) = reader.next_line()? {
             match &mut current {
@@ -153,33 +155,36 @@ async fn write_all(
 fn validate(
     path: &Path,
     limits: &crate::config::MemoryConfig,
+    types: &ColumnTypes,
     max_artifact: usize,
 ) -> Result<Vec<String>> {
-    let mut reader = Archive::open(path, limits, max_artifact)?;
+    let mut reader = Archive::open(path, limits, types, max_artifact)?;
     while reader.next_line()?.is_some() {}
     Ok(reader.header.users)
 }
 
 /// An archive read line by line, each line at most `memory.max_import_line_bytes`.
-struct Archive {
+struct Archive<'t> {
     reader: BufReader<std::fs::File>,
+    types: &'t ColumnTypes,
     header: Header,
     number: u64,
     data_lines: u64,
     /// Index in the header's users of the user whose lines come now.
     user_at: Option<usize>,
     max_line: usize,
-    max_text: usize,
+    line_limits: LineLimits,
     /// `artifacts.max_artifact_bytes`: a larger artifact is refused before anything is
     /// written.
     max_artifact: usize,
     ended: bool,
 }
 
-impl Archive {
+impl<'t> Archive<'t> {
     fn open(
         path: &Path,
         limits: &crate::config::MemoryConfig,
+        types: &'t ColumnTypes,
         max_artifact: usize,
     ) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| PortableError::io(path, e))?;
@@ -211,12 +216,13 @@ impl Archive {
         }
         Ok(Self {
             reader,
+            types,
             header,
             number: 1,
             data_lines: 0,
             user_at: None,
             max_line: limits.max_import_line_bytes,
-            max_text: limits.max_text_bytes,
+            line_limits: LineLimits::of(limits),
             max_artifact,
             ended: false,
         })
@@ -266,7 +272,7 @@ impl Archive {
         let table = table_of(&kind)
             .ok_or_else(|| PortableError::line(number, format!("unknown type `{kind}`")))?;
         let row: Row = object.into_iter().collect();
-        let user = rows::check_line(table, &row, self.max_text)
+        let user = rows::check_line(table, &row, self.types, &self.line_limits)
             .map_err(|reason| PortableError::line(number, reason))?;
         if table.kind == "artifact" {
             let size = row.get("size").and_then(Value::as_u64).unwrap_or(0);
@@ -365,6 +371,10 @@ pub(super) async fn write_user(
     // Sessions to reindex once this user's transaction has committed.
     let mut touched = BTreeSet::new();
     let mut folder_files = Vec::new();
+    // Rows checked once all of the user's lines are in (a follower may come before what
+    // it follows, a notes session before the notes that name it): id and line number.
+    let mut schedules_written = Vec::new();
+    let mut sessions_written = Vec::new();
     for line in lines {
         let table = line.table;
         let placing = Placing {
@@ -383,6 +393,14 @@ pub(super) async fn write_user(
                     "event" | "session" => {
                         if let Some(Value::String(s)) = line.row.get("session_id") {
                             touched.insert(s.clone());
+                            if table.kind == "session" {
+                                sessions_written.push((s.clone(), line.number));
+                            }
+                        }
+                    }
+                    "schedule" => {
+                        if let Some(Value::String(id)) = line.row.get("schedule_id") {
+                            schedules_written.push((id.clone(), line.number));
                         }
                     }
                     "artifact" => {
@@ -422,6 +440,8 @@ pub(super) async fn write_user(
         )
         .await?;
     }
+    check_schedules(portable, &tx, user, &schedules_written, now).await?;
+    check_reserved_sessions(&tx, user, &sessions_written).await?;
     // The user's limits hold after the import as they would after a save or a put; one
     // that would not is refused whole for this user (its transaction rolled back).
     let over_limit = |reason: String| PortableError::OverLimit {
@@ -429,6 +449,13 @@ pub(super) async fn write_user(
         reason,
         imported_before: report.written.clone(),
     };
+    if !schedules_written.is_empty() {
+        portable
+            .schedules
+            .check_imported_count(&tx, user)
+            .await
+            .map_err(|e| over_limit(e.to_string()))?;
+    }
     if notes_imported > 0 {
         let limit = portable.memory.limits().max_notes_per_user;
         let current: i64 = query_scalar(
@@ -461,6 +488,91 @@ pub(super) async fn write_user(
         }
         report.written.push(user.to_string());
         reindex.append(&mut touched);
+    }
+    Ok(())
+}
+
+/// Each schedule the user's lines wrote, checked as the write paths check a new one (its
+/// fields, cadence, chain) and its channel as granted to the user: an archive is the
+/// user's own file, so it gets no more than the user's token would.
+async fn check_schedules(
+    portable: &Portable,
+    tx: &WriteTx,
+    user: &str,
+    written: &[(String, u64)],
+    now: i64,
+) -> Result<()> {
+    let actor = Actor::User(user.to_string());
+    for (schedule_id, number) in written {
+        let schedule = portable
+            .schedules
+            .check_imported(tx, schedule_id, now)
+            .await
+            .map_err(|err| match err {
+                crate::schedule::ScheduleError::Db(err) => PortableError::Db(err),
+                other => PortableError::line(*number, other.to_string()),
+            })?;
+        portable
+            .grants
+            .check(
+                &actor,
+                schedule.channel_id.as_deref(),
+                schedule.channel_context_id.as_deref(),
+            )
+            .map_err(|err| PortableError::line(*number, err.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Session ids that name what they hold: an agent's notes session (`memory@HASH`) must be
+/// one of this user's agents', and a schedule's transcripts (`scheduled:ID`) must not be
+/// another user's schedule's. Otherwise an archive could take an id that another user's
+/// notes or runs will need, and they could never write there.
+async fn check_reserved_sessions(tx: &WriteTx, user: &str, written: &[(String, u64)]) -> Result<()> {
+    let mut agents: Option<BTreeSet<String>> = None;
+    for (session_id, number) in written {
+        if session_id.starts_with(SessionKind::AGENT_MEMORY_PREFIX) {
+            if agents.is_none() {
+                let mut rows = tx
+                    .query(
+                        "SELECT agent_id FROM notes WHERE user_id = ?1 AND agent_id IS NOT NULL
+                         UNION SELECT agent_id FROM note_versions
+                         WHERE user_id = ?1 AND agent_id IS NOT NULL",
+                        [user],
+                    )
+                    .await?;
+                let mut names = BTreeSet::new();
+                while let Some(row) = rows.next().await? {
+                    let agent: String = row.get(0).map_err(crate::db::DbError::from)?;
+                    names.insert(SessionKind::notes_session(user, Some(&agent)));
+                }
+                agents = Some(names);
+            }
+            if !agents.as_ref().is_some_and(|a| a.contains(session_id)) {
+                return Err(PortableError::line(
+                    *number,
+                    format!(
+                        "session `{session_id}` is no notes session of this user's agents"
+                    ),
+                ));
+            }
+        } else if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
+            let owner: Option<String> = query_scalar(
+                tx,
+                "SELECT user_id FROM schedules WHERE schedule_id = ?1",
+                [schedule_id],
+            )
+            .await?;
+            if owner.is_some_and(|owner| owner != user) {
+                return Err(PortableError::line(
+                    *number,
+                    format!(
+                        "session `{}` holds another user's schedule's transcripts",
+                        crate::input::printable(session_id)
+                    ),
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -576,11 +688,13 @@ async fn write_row(tx: &WriteTx, user: &str, line: &Line, placing: Placing<'_>) 
         .await
         .map_err(|e| bad(format!("cannot be stored: {e}")))?;
     // Another unique constraint (a note's key, a run's occurrence) holds another row.
-    Ok(if written == 0 {
-        Outcome::Conflict
-    } else {
-        Outcome::Imported
-    })
+    if written == 0 {
+        return Ok(Outcome::Conflict);
+    }
+    super::readback::read_back(tx, table, row)
+        .await
+        .map_err(bad)?;
+    Ok(Outcome::Imported)
 }
 
 /// An artifact's bytes, checked against its hash and size, stored once per hash.

@@ -12,10 +12,12 @@
 //! Chunks, vectors and index blocks are derived and never exported: an import rebuilds
 //! the index of every session it wrote to.
 
+mod columns;
 mod export;
 mod foreign;
 pub mod format;
 mod import;
+mod readback;
 mod rows;
 mod tables;
 
@@ -28,6 +30,8 @@ use crate::db::{Db, DbError};
 use crate::error::{ErrorKind, Kind};
 use crate::input::InputError;
 use crate::memory::{Memory, MemoryError};
+use crate::notify::grants::ChannelGrants;
+use crate::schedule::store::ScheduleStore;
 
 pub use format::{ExportReport, ImportFormat, ImportReport, TypeCounts};
 
@@ -147,6 +151,10 @@ pub struct Portable {
     db: Db,
     memory: Memory,
     artifacts: ArtifactStore,
+    /// What an imported schedule is checked by: the store's limits and chain rules, and
+    /// the channels granted to its user.
+    schedules: ScheduleStore,
+    grants: ChannelGrants,
     clock: Arc<dyn Clock>,
 }
 
@@ -170,23 +178,51 @@ pub struct ImportRequest {
     pub dry_run: bool,
 }
 
-/// A temporary file holding everything `reader` gives: an import reads its input twice
-/// (checked, then written), so a pipe or a request body is first kept whole on disk.
-/// The file is removed when the handle is dropped.
-pub fn spool(mut reader: impl std::io::Read) -> std::io::Result<tempfile::NamedTempFile> {
-    let mut file = tempfile::NamedTempFile::new()?;
-    std::io::copy(&mut reader, file.as_file_mut())?;
-    file.as_file_mut().sync_data()?;
+/// A temporary file holding what `reader` gives, at most `max_bytes` of it
+/// (`memory.max_import_bytes`): an import reads its input twice (checked, then written),
+/// so a pipe, a device or a request body is first kept on disk, and an endless one must
+/// not fill the disk. The file is removed when the handle is dropped.
+pub fn spool(
+    reader: impl std::io::Read,
+    max_bytes: usize,
+) -> Result<tempfile::NamedTempFile> {
+    let unreadable = |e: std::io::Error| PortableError::File {
+        what: "the input".to_string(),
+        reason: format!("cannot be read or kept: {e}"),
+    };
+    let mut file = tempfile::NamedTempFile::new().map_err(unreadable)?;
+    let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX);
+    let copied = std::io::copy(&mut reader.take(limit.saturating_add(1)), file.as_file_mut())
+        .map_err(unreadable)?;
+    if copied > limit {
+        return Err(PortableError::File {
+            what: "the input".to_string(),
+            reason: format!("it is longer than memory.max_import_bytes ({max_bytes} bytes)"),
+        });
+    }
+    file.as_file_mut().sync_data().map_err(unreadable)?;
     Ok(file)
 }
 
+/// What [`Portable`] is made of.
+pub struct PortableParts {
+    pub db: Db,
+    pub memory: Memory,
+    pub artifacts: ArtifactStore,
+    pub schedules: ScheduleStore,
+    pub grants: ChannelGrants,
+    pub clock: Arc<dyn Clock>,
+}
+
 impl Portable {
-    pub fn new(db: Db, memory: Memory, artifacts: ArtifactStore, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(parts: PortableParts) -> Self {
         Self {
-            db,
-            memory,
-            artifacts,
-            clock,
+            db: parts.db,
+            memory: parts.memory,
+            artifacts: parts.artifacts,
+            schedules: parts.schedules,
+            grants: parts.grants,
+            clock: parts.clock,
         }
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::columns::ColumnTypes;
 use super::tables::Table;
 use crate::input::{self, Lines};
 use crate::memory::SessionKind;
@@ -66,8 +67,10 @@ pub(crate) fn to_sql(column: &str, value: &Value) -> Result<libsql::Value, Strin
 pub(crate) fn check_line(
     table: &Table,
     line: &Row,
-    max_text_bytes: usize,
+    types: &ColumnTypes,
+    limits: &LineLimits,
 ) -> Result<String, String> {
+    let max_text_bytes = limits.max_text_bytes;
     let user = match line.get(USER) {
         Some(Value::String(user)) => user.clone(),
         _ => return Err("field `user` must be a string".to_string()),
@@ -89,6 +92,7 @@ pub(crate) fn check_line(
             return Err(format!("field `{column}` is missing"));
         };
         to_sql(column, value)?;
+        types.of(table, column).check(column, value)?;
         let named = super::tables::NAMES.contains(&(table.kind, column));
         if named && !(value.is_string() || value.is_null()) {
             return Err(format!("field `{column}` must be a string or null"));
@@ -144,8 +148,20 @@ pub(crate) fn check_line(
             }
         }
     }
+    if table.kind == "session" {
+        check_session_owner(line, &user)?;
+    }
     if table.kind == "state" {
         check_state_scope(line, &user)?;
+        if let Some(Value::String(value)) = line.get("value_json") {
+            if value.len() > limits.max_state_value_bytes {
+                return Err(format!(
+                    "field `value_json` is {} bytes, over memory.max_state_value_bytes ({})",
+                    value.len(),
+                    limits.max_state_value_bytes
+                ));
+            }
+        }
     }
     if table.kind == "artifact" {
         check_artifact_content(line)?;
@@ -157,8 +173,41 @@ pub(crate) fn check_line(
 /// imported version keep room to grow, and every JSON reader holds the number exactly.
 const MAX_COUNTER: i64 = 1 << 53;
 
+/// A notes pseudo-session is named after its user: `memory:USER` is only that user's,
+/// and an agent's (`memory@HASH`) is checked once the user's notes are written (see
+/// `import`), so an archive cannot take the id another user's notes will need.
+fn check_session_owner(line: &Row, user: &str) -> Result<(), String> {
+    let Some(Value::String(id)) = line.get("session_id") else {
+        return Ok(());
+    };
+    if id.starts_with(SessionKind::MEMORY_PREFIX) && *id != SessionKind::memory_session(user) {
+        return Err(format!(
+            "session `{}` holds another user's notes: only `{}` is this user's",
+            input::printable(id),
+            SessionKind::memory_session(user)
+        ));
+    }
+    Ok(())
+}
+
+/// Limits a line is held to.
+#[derive(Debug, Clone)]
+pub(crate) struct LineLimits {
+    pub max_text_bytes: usize,
+    pub max_state_value_bytes: usize,
+}
+
+impl LineLimits {
+    pub(crate) fn of(memory: &crate::config::MemoryConfig) -> Self {
+        Self {
+            max_text_bytes: memory.max_text_bytes,
+            max_state_value_bytes: memory.max_state_value_bytes,
+        }
+    }
+}
+
 /// A state row's scope instance is the one its other columns name: a user's own, the
-/// row's session, the row's run, or the single app scope.
+/// row's session; app and temp state are never imported.
 fn check_state_scope(line: &Row, user: &str) -> Result<(), String> {
     let text = |column: &str| match line.get(column) {
         Some(Value::String(s)) => Some(s.as_str()),
@@ -168,9 +217,14 @@ fn check_state_scope(line: &Row, user: &str) -> Result<(), String> {
     let expected = match text("scope") {
         Some("user") => Some(user),
         Some("session") => text("session_id"),
-        Some("temp") => text("run_id"),
-        Some("app") => Some(""),
-        _ => return Err("field `scope` must be user, session, temp or app".to_string()),
+        // App state is the operator's, not exported with a user and never taken from a
+        // user's archive; temp state lives for one run and is not exported either.
+        Some("app" | "temp") => {
+            return Err("field `scope` must be user or session: app and temp state are not \
+                        imported"
+                .to_string())
+        }
+        _ => return Err("field `scope` must be user or session".to_string()),
     };
     if expected != Some(scope_id) {
         return Err(format!(

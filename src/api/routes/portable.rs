@@ -135,7 +135,9 @@ async fn import(
     };
     // The library reads a file (twice: checked, then written): the body becomes one, in
     // the process's temp folder, removed when the request ends.
-    let file = tokio::task::spawn_blocking(move || crate::portable::spool(&body[..]))
+    // The body is already within the server's body limit: it is kept whole.
+    let max = body.len();
+    let file = tokio::task::spawn_blocking(move || crate::portable::spool(&body[..], max))
         .await
         .map_err(|e| {
             ApiError::new(
@@ -143,14 +145,7 @@ async fn import(
                 "internal",
                 format!("the import's file writer failed: {e}"),
             )
-        })?
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                format!("cannot hold the body for import: {e}"),
-            )
-        })?;
+        })??;
     let request = ImportRequest {
         path: file.path().to_path_buf(),
         format: query.format,

@@ -19,6 +19,7 @@ mod create;
 mod edit;
 mod events;
 mod finish;
+mod imported;
 pub mod overview;
 mod query;
 mod recovery;

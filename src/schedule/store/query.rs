@@ -3,7 +3,9 @@
 use super::events::earliest_event_sql;
 use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
 use crate::access::Actor;
-use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, FromRow};
+use crate::db::{
+    fetch_all, fetch_optional, fetch_readable, query_first_row, query_scalar, FromRow, Unreadable,
+};
 use crate::input;
 use crate::schedule::types::{Run, Schedule, ScheduleStatus};
 use crate::schedule::{Result, ScheduleError};
@@ -124,7 +126,7 @@ impl ScheduleStore {
     /// out until that run finishes.
     pub async fn due(&self, now: i64, limit: i64) -> Result<Vec<Schedule>> {
         let conn = self.db.conn().await?;
-        Ok(fetch_all(
+        let (due, unreadable) = fetch_readable::<Schedule>(
             &conn,
             &format!(
                 "SELECT {} FROM schedules WHERE status = 'active' AND next_run_at <= ?1
@@ -134,7 +136,29 @@ impl ScheduleStore {
             ),
             libsql::params![now, limit],
         )
-        .await?)
+        .await?;
+        drop(conn);
+        for bad in &unreadable {
+            self.pause_unreadable(bad).await?;
+        }
+        Ok(due)
+    }
+
+    /// Pauses a schedule whose stored row cannot be read, with the reason, so the other
+    /// schedules keep running and the scheduler does not come back to it every pass; the
+    /// operator sees it in `schedule list` and the log, and mends or deletes it.
+    async fn pause_unreadable(&self, bad: &Unreadable) -> Result<()> {
+        tracing::error!(table = "schedules", schedule_id = %bad.id, reason = %bad.reason,
+            "a stored schedule cannot be read; paused it");
+        let reason = format!("paused: its stored row cannot be read ({})", bad.reason);
+        let conn = self.db.conn().await?;
+        conn.execute(
+            "UPDATE schedules SET status = 'paused', status_reason = ?2, updated_at = ?3
+             WHERE schedule_id = ?1 AND status = 'active'",
+            libsql::params![bad.id.as_str(), reason, self.clock.now_ms()],
+        )
+        .await?;
+        Ok(())
     }
 
     /// When the scheduler next has something to do, in one read: the earliest

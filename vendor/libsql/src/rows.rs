@@ -171,7 +171,7 @@ impl FromValue for i32 {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Integer(i) => Ok(i as i32),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -182,7 +182,7 @@ impl FromValue for u32 {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Integer(i) => Ok(i as u32),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -193,7 +193,7 @@ impl FromValue for i64 {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Integer(i) => Ok(i),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -204,7 +204,7 @@ impl FromValue for u64 {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Integer(i) => Ok(i as u64),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -215,7 +215,7 @@ impl FromValue for f64 {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Real(f) => Ok(f),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -226,7 +226,7 @@ impl FromValue for Vec<u8> {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Blob(blob) => Ok(blob),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -239,7 +239,7 @@ impl<const N: usize> FromValue for [u8; N] {
             Value::Blob(blob) => blob
                 .try_into()
                 .map_err(|_| crate::Error::InvalidBlobSize(N)),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -250,7 +250,7 @@ impl FromValue for String {
         match val {
             Value::Null => Err(crate::Error::NullValue),
             Value::Text(s) => Ok(s),
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
@@ -265,7 +265,7 @@ impl FromValue for bool {
                 1 => Ok(true),
                 _ => Err(crate::Error::InvalidColumnType),
             },
-            _ => unreachable!("invalid value type"),
+            _ => Err(crate::Error::InvalidColumnType),
         }
     }
 }
