@@ -696,3 +696,77 @@ async fn a_huge_answer_is_kept_bounded_and_sent_bounded() {
         "{longest}"
     );
 }
+
+/// A stored schedule that cannot be read (a fraction in an integer column, a cadence of
+/// no known kind: whatever put it there) takes nothing down: the worker keeps running the
+/// other schedules, the bad one is paused with the reason, and listing schedules skips it
+/// instead of failing (the hardening report's D1 and D2).
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_schedule_is_paused_and_the_others_keep_running() {
+    let h = harness(|_| {}).await;
+    let good = h
+        .store
+        .create(&Actor::Operator, &h.every(60, "good"))
+        .await
+        .unwrap();
+    let mut broken = Vec::new();
+    for edit in [
+        "max_attempts = 2.5",
+        "cadence_json = '{\"kind\":\"bogus\"}'",
+        "timeout_secs = 'soon'",
+    ] {
+        let schedule = h
+            .store
+            .create(&Actor::Operator, &h.every(60, "broken"))
+            .await
+            .unwrap();
+        let conn = h.memory.db().conn().await.unwrap();
+        conn.execute(
+            &format!(
+                "UPDATE schedules SET {edit} WHERE schedule_id = '{}'",
+                schedule.schedule_id
+            ),
+            (),
+        )
+        .await
+        .unwrap();
+        broken.push(schedule.schedule_id);
+    }
+    let runtime = FakeRuntime::new(Duration::from_millis(100));
+    let (stop, worker) = h.worker("worker-a", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(5 * 60 + 30)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    let ran = h
+        .scalar(&format!(
+            "SELECT count(*) FROM schedule_runs WHERE schedule_id = '{}' AND status = 'succeeded'",
+            good.schedule_id
+        ))
+        .await;
+    assert!(ran >= 4, "the readable schedule ran {ran} times");
+    for id in &broken {
+        let paused = h
+            .scalar(&format!(
+                "SELECT count(*) FROM schedules WHERE schedule_id = '{id}' AND status = 'paused'
+                 AND status_reason LIKE '%cannot be read%'"
+            ))
+            .await;
+        assert_eq!(paused, 1, "{id} was not paused with the reason");
+        let runs = h
+            .scalar(&format!(
+                "SELECT count(*) FROM schedule_runs WHERE schedule_id = '{id}'"
+            ))
+            .await;
+        assert_eq!(runs, 0, "{id} ran");
+    }
+    let (listed, _) = h
+        .store
+        .list(&Actor::Operator, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|s| s.schedule_id.as_str()).collect::<Vec<_>>(),
+        vec![good.schedule_id.as_str()]
+    );
+}
