@@ -814,3 +814,35 @@ fn import_reads_an_archive_from_standard_input() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("user"), "{}", stderr(&out));
 }
+
+/// A stderr that cannot be written (a log file on a full disk: /dev/full) loses the log
+/// and the error line, never the exit code: a command that succeeds exits 0 and one that
+/// fails keeps its own code, never 101 (the hardening report's D14).
+#[test]
+fn a_full_stderr_changes_no_exit_code() {
+    let dir = TempDir::new().unwrap();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let saved = nightshift(dir.path())
+        .env("NIGHTSHIFT_LOG", "trace")
+        .args(["memory", "save", "--user", "alice", "a note while the disk is full"])
+        .stdout(Stdio::null())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(saved.code(), Some(0));
+    let missing = nightshift(dir.path())
+        .env("NIGHTSHIFT_LOG", "trace")
+        .args(["schedule", "show", "sch-missing"])
+        .stdout(Stdio::null())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(missing.code(), Some(3), "not found keeps its code");
+    let bad = nightshift(dir.path())
+        .args(["memory", "save", "--user", "", "text"])
+        .stdout(Stdio::null())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(bad.code(), Some(2), "bad input keeps its code");
+}

@@ -54,7 +54,7 @@ pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
+            to_stderr(&format!("error: cannot start the async runtime: {err}"));
             return ExitCode::from(exit::FAILURE);
         }
     };
@@ -66,14 +66,21 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
-            eprintln!("error: {}", nightshift::input::printable(&chain(&err)));
+            to_stderr(&format!("error: {}", nightshift::input::printable(&chain(&err))));
             ExitCode::from(exit::code(err.kind()))
         }
         Err(_) => {
-            eprintln!("error: internal error (above); please report it");
+            to_stderr("error: internal error (above); please report it");
             ExitCode::from(exit::FAILURE)
         }
     }
+}
+
+/// One line on stderr. A stderr that cannot be written (a full disk under a log file, a
+/// closed pipe) loses the line: `eprintln!` would panic there, and the exit code with it.
+pub(crate) fn to_stderr(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// An error and its causes, each once.
@@ -98,9 +105,12 @@ fn init_logging(format: LogFormat, daemon: bool) {
     let default = if daemon { "info,rmcp=warn" } else { "warn" };
     let filter =
         EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // A log line that cannot be written is lost, not reported: the subscriber's report is
+    // an `eprintln!`, which panics on the same full disk or closed pipe.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Human => builder.with_ansi(std::io::stderr().is_terminal()).init(),

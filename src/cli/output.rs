@@ -81,5 +81,5 @@ pub fn print<T: Serialize>(
 
 /// A note for the person at the terminal, on stderr (never mixed into `--json` output).
 pub fn note(text: &str) {
-    eprintln!("note: {}", printable(text));
+    super::to_stderr(&format!("note: {}", printable(text)));
 }
