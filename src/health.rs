@@ -1,7 +1,8 @@
 //! The worker's heartbeat, shared with whoever reports health: the scheduler loop marks
 //! each tick, and readiness checks it ticked recently (a stuck loop is not ready).
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(Debug)]
@@ -9,6 +10,10 @@ pub struct Liveness {
     started: Instant,
     /// Milliseconds since `started` of the scheduler loop's last tick; -1 before the first.
     last_tick: AtomicI64,
+    /// Scheduler passes that failed in a row, and the last one's error: a loop that ticks
+    /// but whose every pass fails schedules nothing, and is not ready.
+    failed_passes: AtomicU64,
+    last_failure: Mutex<Option<String>>,
 }
 
 impl Default for Liveness {
@@ -16,11 +21,33 @@ impl Default for Liveness {
         Self {
             started: Instant::now(),
             last_tick: AtomicI64::new(-1),
+            failed_passes: AtomicU64::new(0),
+            last_failure: Mutex::new(None),
         }
     }
 }
 
 impl Liveness {
+    /// A scheduler pass finished.
+    pub fn pass_succeeded(&self) {
+        self.failed_passes.store(0, Ordering::Relaxed);
+    }
+
+    /// A scheduler pass failed with `error`.
+    pub fn pass_failed(&self, error: String) {
+        self.failed_passes.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut last) = self.last_failure.lock() {
+            *last = Some(error);
+        }
+    }
+
+    /// How many passes in a row failed, and the last one's error.
+    pub fn failed_passes(&self) -> (u64, Option<String>) {
+        let count = self.failed_passes.load(Ordering::Relaxed);
+        let last = self.last_failure.lock().ok().and_then(|l| l.clone());
+        (count, last.filter(|_| count > 0))
+    }
+
     /// The scheduler loop is alive now.
     pub fn tick(&self) {
         self.last_tick

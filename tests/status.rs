@@ -181,3 +181,33 @@ fn a_hostile_watch_interval_is_refused() {
         );
     }
 }
+
+/// A scheduler loop that ticks but whose every pass fails (a full disk, a database that
+/// refuses writes) schedules nothing: after three failed passes in a row the worker is not
+/// ready, and says why; one pass that works makes it ready again (the report's D16).
+#[tokio::test]
+async fn a_scheduler_whose_passes_fail_is_not_ready() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let app = common::app_with(&common::config_in(&dir), None).await;
+    app.liveness().tick();
+    assert!(app.readiness(true).await.ready);
+    for failed in 1..=3 {
+        app.liveness()
+            .pass_failed("database or disk is full".to_string());
+        let readiness = app.readiness(true).await;
+        assert_eq!(readiness.ready, failed < 3, "after {failed} failed passes");
+    }
+    let readiness = app.readiness(true).await;
+    let scheduler = readiness
+        .checks
+        .iter()
+        .find(|c| c.name == "scheduler")
+        .unwrap();
+    assert!(
+        scheduler.detail.contains("last 3 passes failed: database or disk is full"),
+        "{}",
+        scheduler.detail
+    );
+    app.liveness().pass_succeeded();
+    assert!(app.readiness(true).await.ready);
+}

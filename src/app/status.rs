@@ -13,6 +13,8 @@ use crate::telemetry::Gauges;
 const READ_WITHIN: Duration = Duration::from_secs(1);
 /// Change checks the scheduler loop may miss before the worker is not ready.
 const MISSED_TICKS: u32 = 3;
+/// Scheduler passes failed in a row after which the worker is not ready.
+const FAILED_PASSES: u64 = 3;
 
 /// One readiness check.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -75,16 +77,20 @@ impl App {
             let allowed =
                 Duration::from_millis(self.config().scheduler.change_check_ms) * MISSED_TICKS;
             let since = self.liveness().since_last_tick();
+            let (failed, last_error) = self.liveness().failed_passes();
             checks.push(Check {
                 name: "scheduler".into(),
-                ok: since.is_some_and(|s| s <= allowed),
-                detail: match since {
-                    Some(s) => format!(
+                ok: since.is_some_and(|s| s <= allowed) && failed < FAILED_PASSES,
+                detail: match (since, last_error) {
+                    (Some(_), Some(err)) if failed >= FAILED_PASSES => {
+                        format!("its last {failed} passes failed: {err}")
+                    }
+                    (Some(s), _) => format!(
                         "ticked {} ms ago (allowed {} ms)",
                         s.as_millis(),
                         allowed.as_millis()
                     ),
-                    None => "has not ticked yet".into(),
+                    (None, _) => "has not ticked yet".into(),
                 },
             });
         }

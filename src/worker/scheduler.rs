@@ -61,9 +61,13 @@ impl Scheduler {
                 .pass(&permits, may_recover, &stop, &hard_stop, &tracker)
                 .await
             {
-                Ok(blocked) => blocked,
+                Ok(blocked) => {
+                    self.liveness.pass_succeeded();
+                    blocked
+                }
                 Err(err) => {
                     tracing::error!(%err, "scheduler pass failed; retrying");
+                    self.liveness.pass_failed(err.to_string());
                     true
                 }
             };
