@@ -13,6 +13,9 @@ pub enum ErrorKind {
     /// The thing asked for does not exist, or is not the caller's (the two are never told
     /// apart).
     NotFound,
+    /// The caller is known, and what it asks for is not its to do (a user writing the
+    /// operator's app state).
+    Forbidden,
     /// The request is valid but the state does not allow it now (resuming a schedule that
     /// is not paused, a compare-and-set that lost).
     Conflict,
@@ -32,6 +35,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BadInput => "bad_input",
             ErrorKind::NotFound => "not_found",
+            ErrorKind::Forbidden => "forbidden",
             ErrorKind::Conflict => "conflict",
             ErrorKind::Config => "config",
             ErrorKind::Unavailable => "unavailable",

@@ -793,6 +793,17 @@ async fn the_api_imports_an_archive_for_the_operator_as_the_cli_does() {
         assert_eq!(reply.status(), 403, "{path}");
     }
     assert_eq!(notes().await, 0);
+    // Content of no known format says so of the body: not the server's temp path, not a
+    // command-line flag alone.
+    let reply = post("/v1/import", &admin, b"just some words".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 400);
+    let message = reply.text().await.unwrap();
+    assert!(
+        message.contains("the request body") && message.contains("?format=") && !message.contains("/tmp"),
+        "{message}"
+    );
     // A truncated archive names its line and writes nothing.
     let cut = alice_archive[..alice_archive.len() - 20].to_vec();
     let reply = post("/v1/import", &admin, cut).await.unwrap();

@@ -107,7 +107,7 @@ async fn each_scope_is_seen_by_exactly_whom_it_belongs_to() {
         json!("hello")
     );
     let refused = state.set(&s1, "app:motd", &json!("mine"), None).await;
-    assert!(matches!(refused, Err(StateError::Scope(_))), "{refused:?}");
+    assert!(matches!(refused, Err(StateError::AdminOnly(_))), "{refused:?}");
     assert!(state.delete(&s1, "app:motd", None).await.is_err());
     assert_eq!(
         state.get(&s1, "app:motd").await.unwrap().value,
@@ -602,8 +602,13 @@ async fn the_api_keeps_each_token_to_its_own_state() {
         put(&alice, "/v1/state/app:motd", json!({"value": 1}))
             .await
             .status,
-        400
+        403,
+        "a user's token has no right to app state: 403, as docs/api.md says of a wrong scope"
     );
+    let deleted = api
+        .call("DELETE", "/v1/state/app:motd", Some(&alice), None)
+        .await;
+    assert_eq!(deleted.status, 403, "{}", deleted.body);
     assert_eq!(
         put(&admin, "/v1/state/app:motd", json!({"value": 1}))
             .await

@@ -108,6 +108,7 @@ impl ApiError {
         match kind {
             ErrorKind::BadInput => (StatusCode::BAD_REQUEST, "bad_input"),
             ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ErrorKind::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
             ErrorKind::Conflict => (StatusCode::CONFLICT, "conflict"),
             ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ErrorKind::Config | ErrorKind::Internal => {

@@ -39,7 +39,8 @@ mod exit {
 
     pub fn code(kind: ErrorKind) -> u8 {
         match kind {
-            ErrorKind::BadInput => BAD_INPUT,
+            // The command line is the operator's: a refusal of rights is bad input there.
+            ErrorKind::BadInput | ErrorKind::Forbidden => BAD_INPUT,
             ErrorKind::NotFound => NOT_FOUND,
             ErrorKind::Config => CONFIG,
             ErrorKind::Conflict => CONFLICT,

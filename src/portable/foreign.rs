@@ -44,7 +44,8 @@ pub(super) fn detect(path: &Path) -> Result<ImportFormat> {
     }
     Err(file(
         path,
-        "neither a nightshift archive, mem0 JSON nor a Markdown folder; name one with --format"
+        "neither a nightshift archive, mem0 JSON nor a Markdown folder; name its format \
+         (--format, or ?format= over the API)"
             .to_string(),
     ))
 }

@@ -127,6 +127,9 @@ pub enum StateError {
     NotFound(String),
     #[error("{0}")]
     Scope(String),
+    /// Only an admin may do this.
+    #[error("{0}")]
+    AdminOnly(String),
     #[error("state key `{key}` is {found}, not at the expected version {expected}; read it again and retry")]
     VersionMismatch {
         key: String,
@@ -148,6 +151,7 @@ impl Kind for StateError {
     fn kind(&self) -> ErrorKind {
         match self {
             StateError::Input(_) | StateError::Scope(_) => ErrorKind::BadInput,
+            StateError::AdminOnly(_) => ErrorKind::Forbidden,
             StateError::NotFound(_) => ErrorKind::NotFound,
             StateError::VersionMismatch { .. } | StateError::TooManyKeys { .. } => {
                 ErrorKind::Conflict

@@ -82,7 +82,7 @@ impl StateStore {
         let key = StateKey::parse(key)?;
         let at = self.locate(access, &key)?;
         if key.scope() == Scope::App && !access.admin {
-            return Err(StateError::Scope(format!(
+            return Err(StateError::AdminOnly(format!(
                 "`{}` is app state, which only the operator (an admin) writes",
                 key.as_str()
             )));
@@ -158,7 +158,7 @@ impl StateStore {
         let key = StateKey::parse(key)?;
         let at = self.locate(access, &key)?;
         if key.scope() == Scope::App && !access.admin {
-            return Err(StateError::Scope(format!(
+            return Err(StateError::AdminOnly(format!(
                 "`{}` is app state, which only the operator (an admin) changes",
                 key.as_str()
             )));

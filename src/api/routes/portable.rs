@@ -14,7 +14,7 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::ApiQuery;
 use crate::api::ApiState;
-use crate::portable::{ExportScope, ImportFormat, ImportReport, ImportRequest};
+use crate::portable::{ExportScope, ImportFormat, ImportReport, ImportRequest, PortableError};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -159,7 +159,15 @@ async fn import(
     let report = tokio::spawn(async move {
         let report = portable.import(&actor, &request).await;
         drop(file);
-        report
+        // The body was kept in a temporary file: its path says nothing to the caller,
+        // and is the server's own.
+        report.map_err(|err| match err {
+            PortableError::File { reason, .. } => PortableError::File {
+                what: "the request body".to_string(),
+                reason,
+            },
+            other => other,
+        })
     })
     .await
     .map_err(|e| {
