@@ -21,6 +21,8 @@ pub const SQLD_VAR: &str = "NIGHTSHIFT_TEST_SQLD";
 pub struct Sqld {
     pub url: String,
     pub pid: String,
+    /// The server's process, waited for once it is stopped.
+    child: Option<std::process::Child>,
     /// sqld's own log (stdout and stderr).
     pub log: PathBuf,
     /// Its data folder.
@@ -104,7 +106,8 @@ impl Sqld {
                 .keep(),
         };
         let port = port.unwrap_or_else(free_port);
-        let log = std::env::temp_dir().join(format!("nightshift-sqld-{port}-{}.log", rand_suffix()));
+        let log =
+            std::env::temp_dir().join(format!("nightshift-sqld-{port}-{}.log", rand_suffix()));
         let log_file = std::fs::File::create(&log).expect("sqld's log file");
         let child = Command::new(binary)
             .arg("--http-listen-addr")
@@ -121,6 +124,7 @@ impl Sqld {
         let server = Sqld {
             url,
             pid: child.id().to_string(),
+            child: Some(child),
             log,
             data_dir,
             made_data_dir,
@@ -132,7 +136,11 @@ impl Sqld {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("sqld did not answer on {} within 15 s:\n{}", server.url, server.report());
+        panic!(
+            "sqld did not answer on {} within 15 s:\n{}",
+            server.url,
+            server.report()
+        );
     }
 
     pub fn config(&self) -> Config {
@@ -195,10 +203,14 @@ impl Sqld {
         wait_until_closed(&self.url);
         let port: u16 = self.url.rsplit(':').next().unwrap().parse().unwrap();
         let binary = binary().expect("the sqld this server was started from");
-        let back = Self::spawn(&binary, &[], Some(&self.data_dir), Some(port));
+        if let Some(mut old) = self.child.take() {
+            let _ = old.wait();
+        }
+        let mut back = Self::spawn(&binary, &[], Some(&self.data_dir), Some(port));
         self.old_logs
             .push(std::mem::replace(&mut self.log, back.log.clone()));
         self.pid = back.pid.clone();
+        self.child = back.child.take();
         // The new server is this one now: its drop must not stop it.
         std::mem::forget(back);
     }
@@ -231,6 +243,9 @@ impl Drop for Sqld {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg(&self.pid).status();
         wait_until_closed(&self.url);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
         if self.made_data_dir {
             let _ = std::fs::remove_dir_all(&self.data_dir);
         }
