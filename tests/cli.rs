@@ -821,10 +821,21 @@ fn import_reads_an_archive_from_standard_input() {
 #[test]
 fn a_full_stderr_changes_no_exit_code() {
     let dir = TempDir::new().unwrap();
-    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
     let saved = nightshift(dir.path())
         .env("NIGHTSHIFT_LOG", "trace")
-        .args(["memory", "save", "--user", "alice", "a note while the disk is full"])
+        .args([
+            "memory",
+            "save",
+            "--user",
+            "alice",
+            "a note while the disk is full",
+        ])
         .stdout(Stdio::null())
         .stderr(full())
         .status()

@@ -801,7 +801,9 @@ async fn the_api_imports_an_archive_for_the_operator_as_the_cli_does() {
     assert_eq!(reply.status(), 400);
     let message = reply.text().await.unwrap();
     assert!(
-        message.contains("the request body") && message.contains("?format=") && !message.contains("/tmp"),
+        message.contains("the request body")
+            && message.contains("?format=")
+            && !message.contains("/tmp"),
         "{message}"
     );
     // A truncated archive names its line and writes nothing.
@@ -1113,7 +1115,9 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         ),
         (
             "a cadence of no known kind (D2)",
-            with("schedule", &|v| v["cadence_json"] = r#"{"kind":"bogus"}"#.into()),
+            with("schedule", &|v| {
+                v["cadence_json"] = r#"{"kind":"bogus"}"#.into()
+            }),
             "cadence",
         ),
         (
@@ -1192,10 +1196,17 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
             matches!(err, PortableError::Line { .. }) && message.contains(expected),
             "{name}: {message}"
         );
-        assert!(message.ends_with("nothing was imported"), "{name}: {message}");
+        assert!(
+            message.ends_with("nothing was imported"),
+            "{name}: {message}"
+        );
         for table in ["notes", "schedules", "state_entries", "sessions"] {
             let sql = format!("SELECT count(*) FROM {table} WHERE user_id = 'alice'");
-            assert_eq!(common::count(target.memory(), &sql).await, 0, "{name}: {table}");
+            assert_eq!(
+                common::count(target.memory(), &sql).await,
+                0,
+                "{name}: {table}"
+            );
         }
     }
     // The archive as exported imports; one schedule more than the user's limit is

@@ -268,7 +268,8 @@ async fn a_worker_process_outlives_its_libsql_server_stopping_and_runs_nothing_t
     );
     let calls_before = rt.calls.lock().unwrap().len();
 
-    let back = Sqld::start_with(&[], &["-d", &data_dir, "-p", &port]).expect("the sqld that ran before");
+    let back =
+        Sqld::start_with(&[], &["-d", &data_dir, "-p", &port]).expect("the sqld that ran before");
     let before = succeeded(&back);
     assert!(
         eventually(90, || succeeded(&back) >= before + 3).await,

@@ -177,7 +177,9 @@ async fn a_missing_or_wrong_token_is_an_authentication_error_and_writes_nothing(
         URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()),
     )
     .unwrap();
-    let Some(sqld) = Sqld::start_with_env(&[("SQLD_AUTH_JWT_KEY_FILE", key_file.to_str().unwrap())]) else {
+    let Some(sqld) =
+        Sqld::start_with_env(&[("SQLD_AUTH_JWT_KEY_FILE", key_file.to_str().unwrap())])
+    else {
         return;
     };
     let open = |token: Option<String>| {
@@ -325,7 +327,8 @@ async fn a_run_finished_while_the_server_is_away_is_recorded_when_it_returns_and
         !worker.is_finished(),
         "the worker exited while the server was away"
     );
-    let back = Sqld::start_with(&[], &["-d", &data_dir, "-p", &port]).expect("the sqld that ran before");
+    let back =
+        Sqld::start_with(&[], &["-d", &data_dir, "-p", &port]).expect("the sqld that ran before");
 
     let mut recorded = None;
     for _ in 0..300 {

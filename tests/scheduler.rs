@@ -766,7 +766,10 @@ async fn an_unreadable_schedule_is_paused_and_the_others_keep_running() {
         .await
         .unwrap();
     assert_eq!(
-        listed.iter().map(|s| s.schedule_id.as_str()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|s| s.schedule_id.as_str())
+            .collect::<Vec<_>>(),
         vec![good.schedule_id.as_str()]
     );
 }

@@ -107,7 +107,10 @@ async fn each_scope_is_seen_by_exactly_whom_it_belongs_to() {
         json!("hello")
     );
     let refused = state.set(&s1, "app:motd", &json!("mine"), None).await;
-    assert!(matches!(refused, Err(StateError::AdminOnly(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(StateError::AdminOnly(_))),
+        "{refused:?}"
+    );
     assert!(state.delete(&s1, "app:motd", None).await.is_err());
     assert_eq!(
         state.get(&s1, "app:motd").await.unwrap().value,

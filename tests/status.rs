@@ -204,7 +204,9 @@ async fn a_scheduler_whose_passes_fail_is_not_ready() {
         .find(|c| c.name == "scheduler")
         .unwrap();
     assert!(
-        scheduler.detail.contains("last 3 passes failed: database or disk is full"),
+        scheduler
+            .detail
+            .contains("last 3 passes failed: database or disk is full"),
         "{}",
         scheduler.detail
     );

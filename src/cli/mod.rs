@@ -67,7 +67,10 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
-            to_stderr(&format!("error: {}", nightshift::input::printable(&chain(&err))));
+            to_stderr(&format!(
+                "error: {}",
+                nightshift::input::printable(&chain(&err))
+            ));
             ExitCode::from(exit::code(err.kind()))
         }
         Err(_) => {

@@ -627,7 +627,10 @@ impl Unreadable {
             Ok(other) => format!("{other:?}"),
             Err(e) => format!("(no id: {e})"),
         };
-        let what = std::any::type_name::<T>().rsplit("::").next().unwrap_or("row");
+        let what = std::any::type_name::<T>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("row");
         Unreadable {
             what,
             id,

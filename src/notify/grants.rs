@@ -56,7 +56,9 @@ impl ChannelGrants {
             if !granted {
                 return Err(InputError::new(
                     "channel",
-                    format!("channel `{shown}` is not granted to this user ([users.<id>] channels)"),
+                    format!(
+                        "channel `{shown}` is not granted to this user ([users.<id>] channels)"
+                    ),
                 ));
             }
         }

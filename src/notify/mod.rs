@@ -3,8 +3,8 @@
 //! channel outages.
 
 pub mod changes;
-pub mod grants;
 pub mod channels;
+pub mod grants;
 pub mod outbox;
 pub(crate) mod policy;
 pub mod router;

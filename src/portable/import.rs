@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
 use super::columns::ColumnTypes;
+use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
 use super::rows::{self, LineLimits, Row, CONTENT, TYPE};
 use super::tables::{table_of, Table};
 use super::{foreign, ImportRequest, Portable, PortableError, Result};
@@ -528,7 +528,11 @@ async fn check_schedules(
 /// one of this user's agents', and a schedule's transcripts (`scheduled:ID`) must not be
 /// another user's schedule's. Otherwise an archive could take an id that another user's
 /// notes or runs will need, and they could never write there.
-async fn check_reserved_sessions(tx: &WriteTx, user: &str, written: &[(String, u64)]) -> Result<()> {
+async fn check_reserved_sessions(
+    tx: &WriteTx,
+    user: &str,
+    written: &[(String, u64)],
+) -> Result<()> {
     let mut agents: Option<BTreeSet<String>> = None;
     for (session_id, number) in written {
         if session_id.starts_with(SessionKind::AGENT_MEMORY_PREFIX) {
@@ -551,9 +555,7 @@ async fn check_reserved_sessions(tx: &WriteTx, user: &str, written: &[(String, u
             if !agents.as_ref().is_some_and(|a| a.contains(session_id)) {
                 return Err(PortableError::line(
                     *number,
-                    format!(
-                        "session `{session_id}` is no notes session of this user's agents"
-                    ),
+                    format!("session `{session_id}` is no notes session of this user's agents"),
                 ));
             }
         } else if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {

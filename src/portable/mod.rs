@@ -182,18 +182,18 @@ pub struct ImportRequest {
 /// (`memory.max_import_bytes`): an import reads its input twice (checked, then written),
 /// so a pipe, a device or a request body is first kept on disk, and an endless one must
 /// not fill the disk. The file is removed when the handle is dropped.
-pub fn spool(
-    reader: impl std::io::Read,
-    max_bytes: usize,
-) -> Result<tempfile::NamedTempFile> {
+pub fn spool(reader: impl std::io::Read, max_bytes: usize) -> Result<tempfile::NamedTempFile> {
     let unreadable = |e: std::io::Error| PortableError::File {
         what: "the input".to_string(),
         reason: format!("cannot be read or kept: {e}"),
     };
     let mut file = tempfile::NamedTempFile::new().map_err(unreadable)?;
     let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX);
-    let copied = std::io::copy(&mut reader.take(limit.saturating_add(1)), file.as_file_mut())
-        .map_err(unreadable)?;
+    let copied = std::io::copy(
+        &mut reader.take(limit.saturating_add(1)),
+        file.as_file_mut(),
+    )
+    .map_err(unreadable)?;
     if copied > limit {
         return Err(PortableError::File {
             what: "the input".to_string(),

@@ -48,10 +48,9 @@ async fn read<T: FromRow>(tx: &WriteTx, table: &Table, row: &Row) -> Result<(), 
         .iter()
         .map(|c| rows::to_sql(c, row.get(*c).unwrap_or(&Value::Null)))
         .collect::<Result<Vec<_>, _>>()?;
-    let (_, unreadable) =
-        fetch_readable::<T>(tx, &sql, libsql::params::Params::Positional(key))
-            .await
-            .map_err(|e| e.to_string())?;
+    let (_, unreadable) = fetch_readable::<T>(tx, &sql, libsql::params::Params::Positional(key))
+        .await
+        .map_err(|e| e.to_string())?;
     match unreadable.first() {
         Some(bad) => Err(format!("cannot be read back as stored: {}", bad.reason)),
         None => Ok(()),

@@ -220,9 +220,11 @@ fn check_state_scope(line: &Row, user: &str) -> Result<(), String> {
         // App state is the operator's, not exported with a user and never taken from a
         // user's archive; temp state lives for one run and is not exported either.
         Some("app" | "temp") => {
-            return Err("field `scope` must be user or session: app and temp state are not \
+            return Err(
+                "field `scope` must be user or session: app and temp state are not \
                         imported"
-                .to_string())
+                    .to_string(),
+            )
         }
         _ => return Err("field `scope` must be user or session".to_string()),
     };
