@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
+# The MCP reference servers the tool loop's tests call (npm, pinned by a lock file).
+eval "$(scripts/mcp-peers.sh)"
 cargo test --locked --lib --bins --tests "$@"
 # A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
 # `scripts/api-fuzz.sh --examples 200`).

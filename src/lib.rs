@@ -47,6 +47,7 @@ pub(crate) mod http;
 pub mod ids;
 pub mod input;
 pub mod mcp;
+pub mod mcp_client;
 pub mod memory;
 pub mod notify;
 pub mod portable;

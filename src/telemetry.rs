@@ -108,20 +108,40 @@ pub fn consolidation_pass(pass: &'static str, outcome: &'static str) {
     .increment(1);
 }
 
+/// One HTTP request. `route` is the router's template for it (`/v1/notes/{note_id}`) or
+/// `unmatched`, never the path the client sent; the method is counted by
+/// [`http_method_label`]. Both from closed sets, so no client can add series.
 pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
+    let method = http_method_label(method);
     metrics::counter!(
         "nightshift_http_requests_total",
         "route" => route.to_string(),
-        "method" => method.to_string(),
+        "method" => method,
         "status" => status.to_string()
     )
     .increment(1);
     metrics::histogram!(
         "nightshift_http_request_duration_seconds",
         "route" => route.to_string(),
-        "method" => method.to_string()
+        "method" => method
     )
     .record(took.as_secs_f64());
+}
+
+/// The methods counted by name; any other (HTTP lets a client make one up, and each
+/// would be a series kept until restart) is counted as `other`.
+pub const HTTP_METHOD_LABELS: [&str; 8] = [
+    "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other",
+];
+
+/// `method` as a metric label: itself when it is a method the API knows (methods are
+/// case-sensitive: `get` is another method), else `other`.
+pub fn http_method_label(method: &str) -> &'static str {
+    HTTP_METHOD_LABELS
+        .iter()
+        .find(|known| **known == method)
+        .copied()
+        .unwrap_or("other")
 }
 
 /// One MCP tool call; `tool` is one of the server's tool names (never client text).

@@ -75,6 +75,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         session_id: "scheduled:sch-1".into(),
         context: String::new(),
         max_turns,
+        tools: Vec::new(),
         max_cost: None,
         input: None,
         agent_id: None,

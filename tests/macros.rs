@@ -460,6 +460,7 @@ fn goal(user: &str) -> GoalRequest {
         input: None,
         agent_id: None,
         max_turns: 4,
+        tools: Vec::new(),
         max_cost: None,
     }
 }

@@ -3,52 +3,17 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::response::IntoResponse;
+use axum::Json;
 use nightshift::config::{RuntimeConfig, RuntimeKind};
 use nightshift::memory::{NewNote, SearchRequest};
 use nightshift::runtime::{AgentRuntime, GoalRequest, HttpRuntime, OpenAiRuntime, RuntimeError};
 use serde_json::{json, Value};
 
-type Handler = Arc<dyn Fn(usize, Value) -> Response + Send + Sync>;
-
-#[derive(Clone)]
-struct Peer {
-    seen: Arc<Mutex<Vec<Value>>>,
-    handler: Handler,
-}
-
-async fn answer(State(peer): State<Peer>, Json(body): Json<Value>) -> Response {
-    let n = {
-        let mut seen = peer.seen.lock().unwrap();
-        seen.push(body.clone());
-        seen.len()
-    };
-    (peer.handler)(n, body)
-}
-
-/// Serves `handler` at `path`; returns the base URL and the bodies it received.
-async fn serve(
-    path: &str,
-    handler: impl Fn(usize, Value) -> Response + Send + Sync + 'static,
-) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let peer = Peer {
-        seen: seen.clone(),
-        handler: Arc::new(handler),
-    };
-    let app = Router::new().route(path, post(answer)).with_state(peer);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), seen)
-}
+use common::model::serve;
 
 fn http_config(url: String) -> RuntimeConfig {
     RuntimeConfig {
@@ -69,6 +34,7 @@ fn request(user: &str) -> GoalRequest {
         session_id: "scheduled:sch-1".into(),
         context: "Relevant notes: none".into(),
         max_turns: 4,
+        tools: Vec::new(),
         max_cost: None,
         input: None,
         agent_id: None,

@@ -18,6 +18,7 @@ use std::time::Duration;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
 use tokio_util::sync::CancellationToken;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::ServiceBuilder;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::OpenApi;
@@ -95,8 +96,9 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The API's router on `app`, with its limits: a body over `server.max_body_bytes`
 /// refused before it is read whole, a request over its time answered 503, requests past
-/// `server.max_concurrent_requests` turned away at once. The MCP server is at `/mcp`,
-/// under the same limits; its open event streams end when `stop` is cancelled.
+/// `server.max_concurrent_requests` (over every route together) turned away at once. The
+/// MCP server is at `/mcp`, under the same limits; its open event streams end when `stop`
+/// is cancelled.
 pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axum::Router {
     let config = app.config().server.clone();
     let (routes, doc) = documented_routes().split_for_parts();
@@ -111,6 +113,10 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
         openapi: Arc::new(openapi),
     };
     let mcp = routes::mcp::router(&state, stop.child_token());
+    // `Router::layer` wraps every route (and the fallback) by itself: a plain concurrency
+    // limit would be one per route, so the bound would grow with the routes. One semaphore,
+    // shared by every route's copy of the layer, makes it the server's.
+    let in_flight = GlobalConcurrencyLimitLayer::new(config.max_concurrent_requests);
     routes
         .merge(mcp)
         .merge(ui::router())
@@ -120,7 +126,7 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(middleware::overloaded))
                 .load_shed()
-                .concurrency_limit(config.max_concurrent_requests)
+                .layer(in_flight)
                 .timeout(Duration::from_secs(config.request_timeout_secs)),
         )
         .layer(axum::middleware::from_fn_with_state(

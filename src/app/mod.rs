@@ -231,7 +231,10 @@ impl App {
 
     /// The configured agent runtime; reads its API key from the environment.
     pub fn runtime(&self) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
-        runtime::from_config(&self.config.runtime)
+        runtime::from_config(
+            &self.config.runtime,
+            crate::mcp_client::McpTools::from_config(&self.config),
+        )
     }
 
     /// The configured channels; reads their secrets.

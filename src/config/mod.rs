@@ -2,9 +2,11 @@
 //! is checked so a bad file fails at start with the key's name rather than at 3 a.m.
 
 mod artifacts;
+mod mcp_servers;
 mod validate;
 
 pub use artifacts::ArtifactsConfig;
+pub use mcp_servers::{valid_server_name, McpServerConfig, SecretSource};
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +59,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// Files agents produced, stored with a session.
     pub artifacts: ArtifactsConfig,
+    /// MCP servers whose tools a run's model may call, by name.
+    pub mcp_servers: std::collections::BTreeMap<String, McpServerConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -74,8 +78,12 @@ pub struct ServerConfig {
     /// quiet spell (a token bucket); more are answered 429 with Retry-After.
     pub rate_per_token: f64,
     pub rate_burst: u32,
-    /// A client that has not sent its request headers within this many seconds is dropped.
+    /// A client that has not sent its request headers within this many seconds is dropped
+    /// (a connection that sends nothing at all as well).
     pub header_read_timeout_secs: u64,
+    /// Connections open at once; more are closed as they arrive, so idle clients cannot
+    /// take every file descriptor the process has.
+    pub max_connections: usize,
     /// PEM files for HTTPS (both, or neither for plain HTTP).
     pub tls_cert_file: Option<String>,
     pub tls_key_file: Option<String>,
@@ -94,6 +102,7 @@ impl Default for ServerConfig {
             rate_per_token: 50.0,
             rate_burst: 100,
             header_read_timeout_secs: 10,
+            max_connections: 4096,
             tls_cert_file: None,
             tls_key_file: None,
             public_url: None,
@@ -268,6 +277,8 @@ pub struct UserConfig {
     /// Channel ids this user's own schedules (added with their token) may notify through,
     /// besides the default channel's and the log.
     pub channels: Vec<String>,
+    /// The `[mcp_servers]` this user's runs may use the tools of (`*`: all of them).
+    pub mcp_servers: Vec<String>,
     /// Told to the model that extracts this user's facts, after the global instructions.
     pub extraction_instructions: Option<String>,
     /// Where this user's memory changes go as events (`ID` or `ID:CONTEXT`), instead of

@@ -92,6 +92,7 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     runtime(config)?;
     notify(config)?;
     channels_and_users(config)?;
+    super::mcp_servers::validate(&config.mcp_servers, http_url)?;
     consolidation(config)?;
     schedules(config)?;
     server(config)?;
@@ -132,6 +133,7 @@ fn server(config: &Config) -> Result<(), ConfigError> {
         s.header_read_timeout_secs,
         1..=3600,
     )?;
+    range("server.max_connections", s.max_connections, 1..=1_000_000)?;
     match (&s.tls_cert_file, &s.tls_key_file) {
         (Some(cert), Some(key)) => {
             not_blank("server.tls_cert_file", cert)?;
@@ -484,6 +486,14 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
             &format!("{key}.extraction_instructions"),
             settings.extraction_instructions.as_deref(),
         )?;
+        for name in &settings.mcp_servers {
+            if name != "*" && !config.mcp_servers.contains_key(name) {
+                return invalid(
+                    format!("{key}.mcp_servers"),
+                    format!("no MCP server `{}` is configured", input::printable(name)),
+                );
+            }
+        }
         for id in &settings.channels {
             if !config.channels.contains_key(id) && id != "log" {
                 return invalid(

@@ -78,6 +78,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("server", "max_concurrent_requests"),
     ("server", "rate_burst"),
     ("server", "header_read_timeout_secs"),
+    ("server", "max_connections"),
     ("artifacts", "inline_max_bytes"),
     ("artifacts", "max_artifact_bytes"),
     ("artifacts", "max_bytes_per_user"),

@@ -93,6 +93,10 @@ pub struct GoalRequest {
     /// user's shared notes and this agent's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Which MCP tools the schedule lets its runs use (see [`crate::mcp_client::ToolFilter`]);
+    /// empty: every tool the user is granted.
+    #[serde(skip)]
+    pub tools: Vec<String>,
     #[serde(skip)]
     pub max_turns: i64,
     #[serde(skip)]
@@ -145,10 +149,13 @@ impl AgentRuntime for NoRuntime {
 }
 
 /// The runtime the configuration asks for.
-pub fn from_config(config: &RuntimeConfig) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
+pub fn from_config(
+    config: &RuntimeConfig,
+    mcp: crate::mcp_client::McpTools,
+) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
     Ok(match config.kind {
         RuntimeKind::None => Arc::new(NoRuntime),
-        RuntimeKind::Openai => Arc::new(OpenAiRuntime::new(config)?),
+        RuntimeKind::Openai => Arc::new(OpenAiRuntime::new(config)?.with_mcp_tools(mcp)),
         RuntimeKind::Http => Arc::new(HttpRuntime::new(config)?),
     })
 }

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::request::JsonClient;
 use super::{hints, tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::config::RuntimeConfig;
+use crate::mcp_client::{McpTools, ToolFilter};
 use crate::memory::{Memory, NewEvent, Role};
 
 /// A completion's text, the tokens its answer reports, and their cost.
@@ -29,6 +30,8 @@ pub struct OpenAiRuntime {
     max_tool_calls_per_run: usize,
     max_tool_arguments_bytes: usize,
     macro_hint_min_confidence: f64,
+    /// Tools from the configured MCP servers, offered to the users granted them.
+    mcp: McpTools,
 }
 
 /// Most tokens one answer may report using; more (or fewer than none) makes it a bad
@@ -74,7 +77,14 @@ impl OpenAiRuntime {
             max_tool_calls_per_run: config.max_tool_calls_per_run,
             max_tool_arguments_bytes: config.max_tool_arguments_bytes,
             macro_hint_min_confidence: config.macro_hint_min_confidence,
+            mcp: McpTools::default(),
         })
+    }
+
+    /// The same runtime, offering the tools of the MCP servers each user is granted.
+    pub fn with_mcp_tools(mut self, mcp: McpTools) -> Self {
+        self.mcp = mcp;
+        self
     }
 
     /// One completion without tools: the model's answer to `prompt` under `system`.
@@ -139,7 +149,22 @@ impl AgentRuntime for OpenAiRuntime {
         if let Some(input) = &request.input {
             messages.push(json!({"role": "user", "content": input}));
         }
-        let tools = tools::definitions();
+        let mcp = self
+            .mcp
+            .offered(&request.user_id, &ToolFilter::new(request.tools.clone()))
+            .await;
+        for reason in &mcp.unavailable {
+            // The run goes on with the tools it has; the model and the transcript know why
+            // the others are missing.
+            messages.push(json!({"role": "system", "content": reason}));
+            outcome
+                .transcript
+                .push(NewEvent::new(Role::System, reason.clone()));
+        }
+        let mut tools = tools::definitions();
+        if let Some(list) = tools.as_array_mut() {
+            list.extend(mcp.definitions.iter().cloned());
+        }
         let mut tool_calls = 0usize;
         loop {
             if outcome.turn_count >= request.max_turns {
@@ -238,14 +263,28 @@ impl AgentRuntime for OpenAiRuntime {
                     session_id: &request.session_id,
                     run_id: &request.run_id,
                 };
-                let result = tools::call(
-                    memory,
-                    &scope,
-                    name,
-                    arguments,
-                    self.max_tool_arguments_bytes,
-                )
-                .await;
+                let result = if self.mcp.owns(name) {
+                    if arguments.len() > self.max_tool_arguments_bytes {
+                        json!({"error": format!(
+                            "arguments are {} bytes, over the limit of {} bytes \
+                             (runtime.max_tool_arguments_bytes)",
+                            arguments.len(),
+                            self.max_tool_arguments_bytes
+                        )})
+                        .to_string()
+                    } else {
+                        self.mcp.call(&request.user_id, &mcp, name, arguments).await
+                    }
+                } else {
+                    tools::call(
+                        memory,
+                        &scope,
+                        name,
+                        arguments,
+                        self.max_tool_arguments_bytes,
+                    )
+                    .await
+                };
                 let mut event = NewEvent::new(Role::Tool, result.clone());
                 event.payload = Some(json!({"tool_call_id": id, "name": name}));
                 outcome.transcript.push(event);

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod model;
 pub mod sqld;
 
 use std::sync::Arc;
