@@ -23,7 +23,8 @@
 //! - [`access`]: who acts — a user or the operator — checked by every operation.
 //! - [`input`]: the rules every input passes (text, ids, numbers, instants, sizes).
 //! - [`error`]: error kinds, mapped once per front door (exit codes, HTTP statuses).
-//! - [`tokens`]: API tokens — created, listed, revoked, checked.
+//! - [`tokens`]: API tokens — created, listed, revoked, checked — and the dashboard's
+//!   sessions started from an admin token.
 //! - [`telemetry`]: metrics recorded by every module, rendered by `/metrics`.
 //! - [`health`]: the scheduler loop's heartbeat, for readiness.
 //! - [`text`], [`http`], [`ids`]: small shared helpers.

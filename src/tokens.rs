@@ -1,7 +1,8 @@
 //! Tokens for the HTTP API and the MCP server. A secret is `nst_` and 256 random bits,
 //! shown once when the token is created; only its BLAKE3 hash is stored, so the database
 //! never holds a usable secret. A user token acts as its user only; an admin token acts as
-//! the operator. Secrets are never logged and never echoed in an error.
+//! the operator. Secrets are never logged and never echoed in an error. The dashboard's
+//! logins, started from an admin token, are [`ui_sessions`].
 
 use std::collections::HashMap;
 
@@ -14,6 +15,8 @@ use crate::db::{fetch_all, fetch_optional, Db, DbError, FromRow};
 use crate::error::{ErrorKind, Kind};
 use crate::ids;
 use crate::input::{self, InputError};
+
+pub mod ui_sessions;
 
 /// What every secret starts with, so a leaked one is recognisable (secret scanners).
 pub const SECRET_PREFIX: &str = "nst_";
@@ -131,11 +134,27 @@ pub struct NewToken {
 /// A secret is `nst_` and 43 URL-safe base64 characters; anything else is refused before
 /// it is hashed or looked up.
 fn looks_like_secret(text: &str) -> bool {
-    text.len() == SECRET_PREFIX.len() + 43
-        && text.starts_with(SECRET_PREFIX)
-        && text[SECRET_PREFIX.len()..]
+    has_secret_shape(text, SECRET_PREFIX)
+}
+
+/// Whether `text` is `prefix` and 43 URL-safe base64 characters (256 bits), as
+/// [`random_secret`] makes them.
+fn has_secret_shape(text: &str, prefix: &str) -> bool {
+    text.len() == prefix.len() + 43
+        && text.starts_with(prefix)
+        && text[prefix.len()..]
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `prefix` and 256 random bits from the operating system, URL-safe base64.
+fn random_secret(prefix: &str) -> Result<String, TokenError> {
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(|e| TokenError::Random(e.to_string()))?;
+    Ok(format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
+    ))
 }
 
 fn hash(secret: &str) -> String {
@@ -188,12 +207,7 @@ impl TokenStore {
         if let Some(secs) = new.expires_in_secs {
             input::check_range("expires", secs, 1..=MAX_LIFETIME_SECS)?;
         }
-        let mut random = [0u8; 32];
-        getrandom::fill(&mut random).map_err(|e| TokenError::Random(e.to_string()))?;
-        let secret = format!(
-            "{SECRET_PREFIX}{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
-        );
+        let secret = random_secret(SECRET_PREFIX)?;
         let now = self.clock.now_ms();
         let info = TokenInfo {
             token_id: ids::new_id("tok"),
@@ -251,7 +265,13 @@ impl TokenStore {
             .retain(|_, c| c.found.actor.user_id() != Some(user_id));
     }
 
-    /// Revokes a token: it is refused from now on.
+    /// The dashboard's logins, each started from an admin token of this store.
+    pub fn ui_sessions(&self) -> ui_sessions::UiSessions {
+        ui_sessions::UiSessions::new(self.db.clone(), self.clock.clone())
+    }
+
+    /// Revokes a token: it is refused from now on, and the dashboard logins it started
+    /// are ended.
     pub async fn revoke(&self, token_id: &str) -> Result<TokenInfo, TokenError> {
         input::check_id("token id", token_id)?;
         self.recent().retain(|_, c| c.found.token_id != token_id);
@@ -261,6 +281,9 @@ impl TokenStore {
             libsql::params![token_id, self.clock.now_ms()],
         )
         .await?;
+        // Each login checks its token anyway; this only leaves no dead sessions behind.
+        conn.execute("DELETE FROM ui_sessions WHERE token_id = ?1", [token_id])
+            .await?;
         fetch_optional(
             &conn,
             &format!(
@@ -385,12 +408,7 @@ mod tests {
 
     #[test]
     fn made_secrets_have_the_shape() {
-        let mut random = [7u8; 32];
-        getrandom::fill(&mut random).unwrap();
-        let secret = format!(
-            "{SECRET_PREFIX}{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
-        );
+        let secret = random_secret(SECRET_PREFIX).unwrap();
         assert!(looks_like_secret(&secret), "{secret}");
         assert!(!looks_like_secret("nst_short"));
     }

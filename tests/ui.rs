@@ -1,15 +1,22 @@
 //! The dashboard over HTTP, as a browser would use it and as a hostile page would try:
-//! admin tokens only, the cookie's flags, forms that need their token and this site,
-//! stored text shown as text, and each action changing what the database holds.
+//! admin tokens only, the cookie's flags, sessions of their own (not the admin token,
+//! ended by logging out, by time and with their token), forms that need their token and
+//! this site, stored text shown as text, and each action changing what the database holds.
 
 mod common;
 
+use std::sync::Arc;
+
 use common::api::TestApi;
 use nightshift::access::Actor;
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::db::query_scalar;
 use nightshift::memory::NewNote;
 use nightshift::spec::ScheduleSpec;
+use nightshift::tokens::NewToken;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use reqwest::redirect::Policy;
+use tempfile::TempDir;
 
 struct Browser {
     client: reqwest::Client,
@@ -29,13 +36,45 @@ impl Browser {
 
     async fn logged_in(api: &TestApi) -> Self {
         let admin = api.token(None).await;
-        let response = Self::login(api, &admin).await;
+        Self::logged_in_with(api, &admin).await
+    }
+
+    /// A browser logged in with `admin`: it keeps the cookie the login set.
+    async fn logged_in_with(api: &TestApi, admin: &str) -> Self {
+        let response = Self::login(api, admin).await;
         assert_eq!(response.status(), 303);
         Self {
             client: no_redirects(),
             base: api.base.clone(),
-            cookie: format!("nightshift_ui={admin}"),
+            cookie: format!("nightshift_ui={}", cookie_value(&response)),
         }
+    }
+
+    /// The session's secret, as the cookie holds it.
+    fn secret(&self) -> &str {
+        self.cookie.strip_prefix("nightshift_ui=").unwrap()
+    }
+
+    /// Where a page answered with a redirect sends the browser, and whether it clears the
+    /// cookie.
+    async fn redirected(&self, path: &str) -> (u16, String, bool) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header(COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        let to = r
+            .headers()
+            .get(LOCATION)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let cleared = r
+            .headers()
+            .get(SET_COOKIE)
+            .is_some_and(|v| v.to_str().unwrap().contains("Max-Age=0"));
+        (r.status().as_u16(), to, cleared)
     }
 
     async fn get(&self, path: &str) -> (u16, String) {
@@ -71,6 +110,15 @@ impl Browser {
         let at = page.find("name=\"csrf\" value=\"").expect("a form token") + 19;
         page[at..at + 32].to_string()
     }
+}
+
+/// The value a login's `Set-Cookie` gives the dashboard's cookie.
+fn cookie_value(response: &reqwest::Response) -> String {
+    let set = response.headers()[SET_COOKIE].to_str().unwrap();
+    let pair = set.split(';').next().unwrap();
+    pair.strip_prefix("nightshift_ui=")
+        .unwrap_or_else(|| panic!("{set}"))
+        .to_string()
 }
 
 fn no_redirects() -> reqwest::Client {
@@ -325,4 +373,275 @@ async fn search_shows_one_users_memory_and_bad_input_as_a_message() {
     assert_eq!(status, 200);
     let (status, _) = browser.get("/ui?page=99999999999999999999").await;
     assert_eq!(status, 400);
+}
+
+/// A new admin token: its id and its secret.
+async fn admin_token(api: &TestApi, expires_in_secs: Option<i64>) -> (String, String) {
+    let created = api
+        .app
+        .tokens()
+        .create(&NewToken {
+            user_id: None,
+            name: None,
+            expires_in_secs,
+        })
+        .await
+        .unwrap();
+    (created.info.token_id, created.secret)
+}
+
+/// Dashboard sessions stored, of one admin token or of all.
+async fn sessions_stored(api: &TestApi, token_id: Option<&str>) -> i64 {
+    let conn = api.app.db().conn().await.unwrap();
+    query_scalar(
+        &conn,
+        "SELECT count(*) FROM ui_sessions WHERE ?1 IS NULL OR token_id = ?1",
+        [token_id],
+    )
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+/// A schedule of alice's, to act on from the dashboard.
+async fn a_schedule(api: &TestApi) -> String {
+    api.app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "summarise".into(),
+                every: Some("1h".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .schedule_id
+}
+
+async fn status_of(api: &TestApi, schedule_id: &str) -> String {
+    api.app
+        .schedules()
+        .get(&Actor::Operator, schedule_id)
+        .await
+        .unwrap()
+        .status
+        .as_str()
+        .to_string()
+}
+
+const LOGGED_OUT: (u16, &str, bool) = (303, "/ui/login", true);
+
+#[tokio::test]
+async fn the_cookie_holds_a_session_secret_of_its_own_that_opens_only_the_dashboard() {
+    let api = TestApi::start(|_| {}).await;
+    let (token_id, admin) = admin_token(&api, None).await;
+    let browser = Browser::logged_in_with(&api, &admin).await;
+    let secret = browser.secret().to_string();
+    assert_ne!(secret, admin, "the cookie is not the admin token");
+    assert!(!secret.contains(&admin["nst_".len()..]), "{secret}");
+    assert!(secret.starts_with("nsui_"), "{secret}");
+    assert_eq!(browser.get("/ui").await.0, 200);
+
+    // The session's secret is no bearer token: it opens no API route, admin or not.
+    for path in ["/v1/admin/workers", "/v1/admin/status", "/v1/sessions"] {
+        let refused = api.call("GET", path, Some(&secret), None).await;
+        assert_eq!(refused.status, 401, "{path}");
+    }
+    assert_eq!(
+        api.call("GET", "/v1/admin/workers", Some(&admin), None)
+            .await
+            .status,
+        200
+    );
+    // Nor is the admin token a session: put in the cookie by hand, it opens nothing.
+    let by_hand = Browser {
+        client: no_redirects(),
+        base: api.base.clone(),
+        cookie: format!("nightshift_ui={admin}"),
+    };
+    assert_eq!(
+        by_hand.redirected("/ui").await,
+        (303, "/ui/login".into(), true)
+    );
+
+    // Stored as its hash, with the admin token it came from, for twelve hours.
+    let conn = api.app.db().conn().await.unwrap();
+    let (hash, from, lasts): (String, String, i64) = nightshift::db::query_first_row(
+        &conn,
+        "SELECT secret_hash, token_id, expires_at - created_at FROM ui_sessions",
+        (),
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(hash, blake3::hash(secret.as_bytes()).to_hex().to_string());
+    assert_eq!(from, token_id);
+    assert_eq!(lasts, 12 * 3600 * 1000);
+    let cookie = Browser::login(&api, &admin).await;
+    let set = cookie.headers()[SET_COOKIE].to_str().unwrap();
+    assert!(set.contains("Max-Age=43200"), "{set}");
+}
+
+#[tokio::test]
+async fn logging_out_deletes_the_session_so_its_old_cookie_opens_nothing() {
+    let api = TestApi::start(|_| {}).await;
+    let id = a_schedule(&api).await;
+    let browser = Browser::logged_in(&api).await;
+    let elsewhere = Browser::logged_in(&api).await;
+    let csrf = browser.csrf().await;
+
+    let logout = browser.post("/ui/logout", &[("csrf", &csrf)], None).await;
+    assert_eq!(logout.status(), 303);
+    assert_eq!(logout.headers()[LOCATION], "/ui/login");
+    assert!(logout.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+
+    // The old cookie, replayed (a copy kept by a proxy log or another browser profile).
+    for path in ["/ui", "/ui/outbox", "/ui/search?user=alice&q=tea"] {
+        let (status, to, cleared) = browser.redirected(path).await;
+        assert_eq!((status, to.as_str(), cleared), LOGGED_OUT, "{path}");
+    }
+    let pause = browser
+        .post(
+            &format!("/ui/schedules/{id}/pause"),
+            &[("csrf", &csrf)],
+            None,
+        )
+        .await;
+    assert_eq!(pause.status(), 303);
+    assert_eq!(pause.headers()[LOCATION], "/ui/login");
+    assert_eq!(status_of(&api, &id).await, "active", "nothing changed");
+    let again = browser.post("/ui/logout", &[("csrf", &csrf)], None).await;
+    assert_eq!(again.headers()[LOCATION], "/ui/login");
+
+    // Deleted on the server; another login is its own session, and stays.
+    assert_eq!(sessions_stored(&api, None).await, 1);
+    assert_eq!(elsewhere.get("/ui").await.0, 200);
+}
+
+#[tokio::test]
+async fn revoking_an_admin_token_ends_every_session_it_started() {
+    let api = TestApi::start(|_| {}).await;
+    let (a_id, a) = admin_token(&api, None).await;
+    let (b_id, b) = admin_token(&api, None).await;
+    let first = Browser::logged_in_with(&api, &a).await;
+    let second = Browser::logged_in_with(&api, &a).await;
+    let of_b = Browser::logged_in_with(&api, &b).await;
+    for browser in [&first, &second, &of_b] {
+        assert!(browser.secret().starts_with("nsui_"), "{}", browser.cookie);
+        assert_eq!(browser.get("/ui").await.0, 200);
+    }
+    assert_eq!(sessions_stored(&api, Some(&a_id)).await, 2);
+
+    api.app.tokens().revoke(&a_id).await.unwrap();
+    assert_eq!(sessions_stored(&api, Some(&a_id)).await, 0);
+    for browser in [&first, &second] {
+        let (status, to, cleared) = browser.redirected("/ui").await;
+        assert_eq!((status, to.as_str(), cleared), LOGGED_OUT);
+    }
+    assert_eq!(
+        of_b.get("/ui").await.0,
+        200,
+        "another token's session stays"
+    );
+
+    // Revoked by another process (its sessions' rows still there): refused all the same,
+    // and the row goes as it is refused.
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "UPDATE api_tokens SET revoked_at = 1 WHERE token_id = ?1",
+        [b_id.as_str()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(sessions_stored(&api, Some(&b_id)).await, 1);
+    let (status, to, cleared) = of_b.redirected("/ui").await;
+    assert_eq!((status, to.as_str(), cleared), LOGGED_OUT);
+    assert_eq!(sessions_stored(&api, Some(&b_id)).await, 0);
+}
+
+const START: i64 = 1_800_000_000_000;
+const TWELVE_HOURS_MS: i64 = 12 * 3600 * 1000;
+
+/// The API over an app whose every time is `clock`'s.
+async fn api_on(clock: Arc<ManualClock>) -> TestApi {
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.server.listen = "127.0.0.1:0".into();
+    let app = common::app_with(&config, Some(clock as Arc<dyn Clock>)).await;
+    TestApi::serve(dir, config, app).await
+}
+
+#[tokio::test]
+async fn a_session_ends_after_twelve_hours_or_with_its_token_whichever_is_first() {
+    let clock = ManualClock::starting_at(START);
+    let api = api_on(clock.clone()).await;
+    let (_, admin) = admin_token(&api, None).await;
+    let browser = Browser::logged_in_with(&api, &admin).await;
+    let forgotten = Browser::logged_in_with(&api, &admin).await;
+
+    clock.advance_ms(TWELVE_HOURS_MS - 1000);
+    assert_eq!(browser.get("/ui").await.0, 200);
+    clock.advance_ms(1000);
+    let (status, to, cleared) = browser.redirected("/ui").await;
+    assert_eq!((status, to.as_str(), cleared), LOGGED_OUT);
+    assert_eq!(
+        sessions_stored(&api, None).await,
+        1,
+        "deleted as it was refused"
+    );
+
+    // The admin token outlives its sessions: it logs in again, and the login clears away
+    // the sessions that expired unseen.
+    let again = Browser::logged_in_with(&api, &admin).await;
+    assert_eq!(again.get("/ui").await.0, 200);
+    assert_eq!(sessions_stored(&api, None).await, 1);
+    let (status, to, _) = forgotten.redirected("/ui").await;
+    assert_eq!((status, to.as_str()), (303, "/ui/login"));
+
+    // A token that expires within the twelve hours takes its session with it.
+    let (short_id, short) = admin_token(&api, Some(3600)).await;
+    let brief = Browser::logged_in_with(&api, &short).await;
+    clock.advance_ms(3600 * 1000 - 1000);
+    assert_eq!(brief.get("/ui").await.0, 200);
+    clock.advance_ms(1000);
+    let (status, to, cleared) = brief.redirected("/ui").await;
+    assert_eq!((status, to.as_str(), cleared), LOGGED_OUT);
+    assert_eq!(sessions_stored(&api, Some(&short_id)).await, 0);
+    assert_eq!(again.get("/ui").await.0, 200);
+}
+
+#[tokio::test]
+async fn each_login_has_its_own_form_token() {
+    let api = TestApi::start(|_| {}).await;
+    let id = a_schedule(&api).await;
+    let (_, admin) = admin_token(&api, None).await;
+    let one = Browser::logged_in_with(&api, &admin).await;
+    let two = Browser::logged_in_with(&api, &admin).await;
+    assert_ne!(one.cookie, two.cookie, "one secret per login");
+    let (csrf_one, csrf_two) = (one.csrf().await, two.csrf().await);
+    assert_ne!(csrf_one, csrf_two);
+    assert_eq!(one.csrf().await, csrf_one, "steady within a login");
+
+    // One login's form token does nothing in another.
+    let pause = format!("/ui/schedules/{id}/pause");
+    let crossed = two.post(&pause, &[("csrf", &csrf_one)], None).await;
+    assert_eq!(crossed.status(), 403);
+    assert_eq!(status_of(&api, &id).await, "active");
+    let own = two.post(&pause, &[("csrf", &csrf_two)], None).await;
+    assert_eq!(own.status(), 303);
+    assert_eq!(status_of(&api, &id).await, "paused");
+
+    // Logging in again after logging out gives a new one.
+    let out = one.post("/ui/logout", &[("csrf", &csrf_one)], None).await;
+    assert_eq!(out.status(), 303);
+    let three = Browser::logged_in_with(&api, &admin).await;
+    let csrf_three = three.csrf().await;
+    assert!(csrf_three != csrf_one && csrf_three != csrf_two);
+    assert_eq!(two.get("/ui").await.0, 200);
 }

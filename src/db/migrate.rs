@@ -144,6 +144,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "event_names",
         sql: include_str!("../../migrations/0026_event_names.sql"),
     },
+    Migration {
+        version: 27,
+        name: "ui_sessions",
+        sql: include_str!("../../migrations/0027_ui_sessions.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

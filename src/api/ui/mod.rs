@@ -3,7 +3,7 @@
 //! now), a schedule's runs with their output and errors, the outbox with its dead letters
 //! to retry, and a search box over one user's memory. Server-rendered HTML with its one
 //! stylesheet embedded; it works through the same library operations as the CLI and the
-//! API, as the operator, and only for an admin token (see [`session`]).
+//! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod session;
 mod views;
@@ -26,7 +26,8 @@ use crate::error::Error;
 use crate::memory::{SearchRequest, SearchResponse};
 use crate::schedule::store::ScheduleFilter;
 use crate::schedule::view::{RunView, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS};
-use crate::tokens::{Authenticated, TokenError};
+use crate::tokens::ui_sessions::UiSessionError;
+use crate::tokens::TokenError;
 
 /// Schedules on one overview page, and runs on a schedule's page.
 const PAGE: i64 = 50;
@@ -124,27 +125,31 @@ async fn login(
     let secret = form.token;
     let secret = secret.trim();
     let refused = |status: StatusCode, why: &str| (status, views::login(Some(why))).into_response();
-    match state.app.tokens().authenticate(secret).await {
-        Ok(Authenticated {
-            actor: Actor::Operator,
-            token_id,
-        }) => {
-            if let Err(err) = state.rate.check(&token_id) {
-                return err.into_response();
-            }
+    let admin = match state.app.tokens().authenticate(secret).await {
+        Ok(admin) => admin,
+        Err(TokenError::Unauthenticated) => {
+            return refused(
+                StatusCode::UNAUTHORIZED,
+                "Unknown, revoked or expired token.",
+            )
+        }
+        Err(err) => return failure(err),
+    };
+    if let Err(err) = state.rate.check(&admin.token_id) {
+        return err.into_response();
+    }
+    match state.app.tokens().ui_sessions().start(&admin).await {
+        Ok(started) => {
             let mut response = see_other("/ui");
-            response
-                .headers_mut()
-                .insert(SET_COOKIE, session_cookie(Some(secret), secure(&state)));
+            response.headers_mut().insert(
+                SET_COOKIE,
+                session_cookie(Some(&started.secret), secure(&state)),
+            );
             response
         }
-        Ok(_) => refused(
+        Err(UiSessionError::NotAdmin) => refused(
             StatusCode::FORBIDDEN,
             "That is a user's token: the dashboard needs an admin token.",
-        ),
-        Err(TokenError::Unauthenticated) => refused(
-            StatusCode::UNAUTHORIZED,
-            "Unknown, revoked or expired token.",
         ),
         Err(err) => failure(err),
     }
@@ -166,6 +171,9 @@ async fn logout(
 ) -> Response {
     if let Err(refused) = checked(&session, &headers, &form) {
         return refused.into_response();
+    }
+    if let Err(err) = session.end(&state).await {
+        return failure(err);
     }
     let mut response = see_other("/ui/login");
     response

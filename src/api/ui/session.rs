@@ -1,8 +1,10 @@
-//! Who is looking at the dashboard: an admin token, kept in a cookie the page's scripts
-//! cannot read (`HttpOnly`) and the browser sends only from the dashboard's own pages
-//! (`SameSite=Strict`). Every form that changes something also carries a token derived
-//! from the session's secret, and a request from another origin is refused outright, so
-//! a page elsewhere cannot make the browser act for the operator.
+//! Who is looking at the dashboard: a session started by logging in with an admin token
+//! (see [`crate::tokens::ui_sessions`]). The cookie holds the session's own random secret,
+//! never the admin token; the page's scripts cannot read it (`HttpOnly`) and the browser
+//! sends it only from the dashboard's own pages (`SameSite=Strict`). Every form that
+//! changes something also carries a token derived from the session's secret (so it is new
+//! with each login), and a request from another origin is refused outright, so a page
+//! elsewhere cannot make the browser act for the operator.
 
 use axum::extract::FromRequestParts;
 use axum::http::header::{COOKIE, HOST, ORIGIN, SET_COOKIE};
@@ -10,18 +12,24 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use crate::access::Actor;
 use crate::api::ApiState;
-use crate::tokens::{Authenticated, TokenError};
+use crate::tokens::ui_sessions::{UiSessionError, SESSION_SECS};
 
 pub const COOKIE_NAME: &str = "nightshift_ui";
-/// How long a login lasts in the browser.
-const SESSION_SECS: u64 = 12 * 3600;
 
 /// A logged-in operator.
 pub struct UiSession {
     /// The form token every change must carry.
     pub csrf: String,
+    /// The session's secret, from the cookie (to end it).
+    secret: String,
+}
+
+impl UiSession {
+    /// Logs out: the session is deleted on the server, so its cookie opens nothing again.
+    pub async fn end(&self, state: &ApiState) -> Result<(), UiSessionError> {
+        state.app.tokens().ui_sessions().end(&self.secret).await
+    }
 }
 
 /// The form token for a session's secret: only a page that can read the dashboard's own
@@ -42,7 +50,7 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-/// The cookie that logs the browser in (or, with `None`, out).
+/// The cookie that logs the browser in with a session's secret (or, with `None`, out).
 pub fn session_cookie(secret: Option<&str>, secure: bool) -> HeaderValue {
     let (value, age) = match secret {
         Some(secret) => (secret, SESSION_SECS),
@@ -136,21 +144,20 @@ impl FromRequestParts<ApiState> for UiSession {
         let Some(secret) = cookie(&parts.headers, COOKIE_NAME).filter(|s| !s.is_empty()) else {
             return Err(to_login(false, secure));
         };
-        match state.app.tokens().authenticate(secret).await {
-            Ok(Authenticated {
-                actor: Actor::Operator,
-                token_id,
-            }) => {
+        match state.app.tokens().ui_sessions().open(secret).await {
+            Ok(found) => {
                 state
                     .rate
-                    .check(&token_id)
+                    .check(&found.token_id)
                     .map_err(IntoResponse::into_response)?;
                 Ok(UiSession {
                     csrf: csrf_for(secret),
+                    secret: secret.to_string(),
                 })
             }
-            // A user's token, or one revoked or expired: log the browser out.
-            Ok(_) | Err(TokenError::Unauthenticated) => Err(to_login(true, secure)),
+            // Unknown, expired, logged out, or its admin token revoked or expired: log the
+            // browser out.
+            Err(UiSessionError::Ended) => Err(to_login(true, secure)),
             // The database failing (busy, unreachable) says nothing about the login: the
             // operator keeps it and sees the error.
             Err(other) => Err(super::failure(other)),
@@ -167,9 +174,9 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(
             COOKIE,
-            HeaderValue::from_static("a=1; nightshift_ui=nst_x; b=2"),
+            HeaderValue::from_static("a=1; nightshift_ui=nsui_x; b=2"),
         );
-        assert_eq!(cookie(&headers, COOKIE_NAME), Some("nst_x"));
+        assert_eq!(cookie(&headers, COOKIE_NAME), Some("nsui_x"));
         headers.insert(COOKIE, HeaderValue::from_static("xnightshift_ui=nst_y"));
         assert_eq!(cookie(&headers, COOKIE_NAME), None);
     }
@@ -196,10 +203,11 @@ mod tests {
     #[test]
     fn a_form_token_is_the_sessions_own() {
         let session = UiSession {
-            csrf: csrf_for("nst_secret"),
+            csrf: csrf_for("nsui_secret"),
+            secret: "nsui_secret".into(),
         };
-        assert!(check_csrf(&session, &csrf_for("nst_secret")).is_ok());
-        assert!(check_csrf(&session, &csrf_for("nst_other")).is_err());
+        assert!(check_csrf(&session, &csrf_for("nsui_secret")).is_ok());
+        assert!(check_csrf(&session, &csrf_for("nsui_other")).is_err());
         assert!(check_csrf(&session, "").is_err());
     }
 }
