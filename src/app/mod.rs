@@ -234,6 +234,11 @@ impl App {
         runtime::from_config(
             &self.config.runtime,
             crate::mcp_client::McpTools::from_config(&self.config),
+            runtime::ScheduleTools {
+                store: self.schedules.clone(),
+                policy: self.config.scheduler.agent_schedules,
+                max_per_user: self.config.scheduler.max_agent_schedules_per_user,
+            },
         )
     }
 

@@ -5,6 +5,7 @@ mod artifacts;
 mod mcp_servers;
 mod validate;
 
+pub use crate::schedule::agent_policy::AgentSchedules;
 pub use artifacts::ArtifactsConfig;
 pub use mcp_servers::{valid_server_name, McpServerConfig, SecretSource};
 
@@ -530,6 +531,11 @@ pub struct SchedulerConfig {
     pub max_output_bytes: usize,
     /// Jitter of schedules that set none, when it is shorter than their gap (0: none).
     pub default_jitter_secs: i64,
+    /// What a run's agent may do with `schedule_follow_up`: make active schedules, make
+    /// them paused until the user confirms (resumes) them, or nothing.
+    pub agent_schedules: AgentSchedules,
+    /// Live schedules agents may have made for one user (besides `max_per_user`).
+    pub max_agent_schedules_per_user: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -548,6 +554,8 @@ impl Default for SchedulerConfig {
             default_timezone: "UTC".to_string(),
             max_output_bytes: 65_536,
             default_jitter_secs: 0,
+            agent_schedules: AgentSchedules::Active,
+            max_agent_schedules_per_user: 10,
         }
     }
 }

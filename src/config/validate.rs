@@ -292,6 +292,11 @@ fn scheduler(config: &Config) -> Result<(), ConfigError> {
         1..=DAY_SECS,
     )?;
     range("scheduler.max_per_user", s.max_per_user, 1..=100_000)?;
+    range(
+        "scheduler.max_agent_schedules_per_user",
+        s.max_agent_schedules_per_user,
+        1..=100_000,
+    )?;
     range("scheduler.max_concurrent", s.max_concurrent, 1..=1024)?;
     range("scheduler.lease_secs", s.lease_secs, 2..=DAY_SECS)?;
     range("scheduler.history_keep", s.history_keep, 1..=100_000)?;

@@ -34,6 +34,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("embedding", "threads"),
     ("scheduler", "min_interval_secs"),
     ("scheduler", "max_per_user"),
+    ("scheduler", "max_agent_schedules_per_user"),
     ("scheduler", "max_concurrent"),
     ("scheduler", "lease_secs"),
     ("scheduler", "history_keep"),

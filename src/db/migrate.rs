@@ -149,6 +149,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ui_sessions",
         sql: include_str!("../../migrations/0027_ui_sessions.sql"),
     },
+    Migration {
+        version: 28,
+        name: "agent_schedules",
+        sql: include_str!("../../migrations/0028_agent_schedules.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

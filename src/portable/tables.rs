@@ -23,6 +23,7 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("note", "agent_id"),
     ("note_version", "agent_id"),
     ("schedule", "agent_id"),
+    ("schedule", "made_by_run"),
     ("event", "name"),
 ];
 
@@ -175,6 +176,7 @@ pub(crate) const TABLES: &[Table] = &[
             "calendars_json",
             "calendar_dates_json",
             "agent_id",
+            "made_by_run",
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",

@@ -7,6 +7,7 @@ mod hints;
 mod http;
 mod openai;
 mod request;
+mod schedule_tools;
 mod summarize;
 mod tools;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 pub use http::HttpRuntime;
 pub use openai::{Completion, OpenAiRuntime};
+pub use schedule_tools::ScheduleTools;
 pub use summarize::{summarizer, ModelSummarizer};
 
 use crate::config::{RuntimeConfig, RuntimeKind};
@@ -152,10 +154,15 @@ impl AgentRuntime for NoRuntime {
 pub fn from_config(
     config: &RuntimeConfig,
     mcp: crate::mcp_client::McpTools,
+    schedules: ScheduleTools,
 ) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
     Ok(match config.kind {
         RuntimeKind::None => Arc::new(NoRuntime),
-        RuntimeKind::Openai => Arc::new(OpenAiRuntime::new(config)?.with_mcp_tools(mcp)),
+        RuntimeKind::Openai => Arc::new(
+            OpenAiRuntime::new(config)?
+                .with_mcp_tools(mcp)
+                .with_schedule_tools(schedules),
+        ),
         RuntimeKind::Http => Arc::new(HttpRuntime::new(config)?),
     })
 }

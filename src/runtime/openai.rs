@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::request::JsonClient;
+use super::schedule_tools::{self, Asker, ScheduleTools};
 use super::{hints, tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::config::RuntimeConfig;
 use crate::mcp_client::{McpTools, ToolFilter};
@@ -32,6 +33,8 @@ pub struct OpenAiRuntime {
     macro_hint_min_confidence: f64,
     /// Tools from the configured MCP servers, offered to the users granted them.
     mcp: McpTools,
+    /// The schedule tools, when the operator lets agents make schedules.
+    schedules: Option<ScheduleTools>,
 }
 
 /// Most tokens one answer may report using; more (or fewer than none) makes it a bad
@@ -78,7 +81,14 @@ impl OpenAiRuntime {
             max_tool_arguments_bytes: config.max_tool_arguments_bytes,
             macro_hint_min_confidence: config.macro_hint_min_confidence,
             mcp: McpTools::default(),
+            schedules: None,
         })
+    }
+
+    /// The same runtime, offering the schedule tools (unless their policy is off).
+    pub fn with_schedule_tools(mut self, tools: ScheduleTools) -> Self {
+        self.schedules = Some(tools);
+        self
     }
 
     /// The same runtime, offering the tools of the MCP servers each user is granted.
@@ -163,6 +173,9 @@ impl AgentRuntime for OpenAiRuntime {
         }
         let mut tools = tools::definitions();
         if let Some(list) = tools.as_array_mut() {
+            if let Some(schedules) = &self.schedules {
+                list.extend(schedules.definitions());
+            }
             list.extend(mcp.definitions.iter().cloned());
         }
         let mut tool_calls = 0usize;
@@ -263,7 +276,24 @@ impl AgentRuntime for OpenAiRuntime {
                     session_id: &request.session_id,
                     run_id: &request.run_id,
                 };
-                let result = if self.mcp.owns(name) {
+                let schedule_tools = self.schedules.as_ref().filter(|s| {
+                    !s.definitions().is_empty() && schedule_tools::NAMES.contains(&name)
+                });
+                let result = if let Some(schedules) = schedule_tools {
+                    let asker = Asker {
+                        user_id: &request.user_id,
+                        schedule_id: &request.schedule_id,
+                        run_id: &request.run_id,
+                    };
+                    match serde_json::from_str::<serde_json::Value>(arguments) {
+                        _ if arguments.len() > self.max_tool_arguments_bytes => json!({
+                            "error": "arguments are over runtime.max_tool_arguments_bytes"
+                        }),
+                        Ok(args) => schedules.call(&asker, name, &args).await,
+                        Err(e) => json!({"error": format!("arguments are not JSON: {e}")}),
+                    }
+                    .to_string()
+                } else if self.mcp.owns(name) {
                     if arguments.len() > self.max_tool_arguments_bytes {
                         json!({"error": format!(
                             "arguments are {} bytes, over the limit of {} bytes \

@@ -10,6 +10,7 @@
 //! - [`sync`]: the config file's `[[schedules]]` brought into the database;
 //! - [`view`]: schedules and runs as the front doors show them.
 
+pub mod agent_policy;
 pub mod bounds;
 pub mod cadence;
 pub mod calendar;

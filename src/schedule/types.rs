@@ -196,6 +196,9 @@ pub struct Schedule {
     pub after: Option<Upstream>,
     /// The agent its runs act as (see [`NewSchedule::agent_id`]).
     pub agent_id: Option<String>,
+    /// The run whose agent made it (`schedule_follow_up`); `None`: made through a door
+    /// or the config.
+    pub made_by_run: Option<String>,
 }
 
 impl Schedule {

@@ -141,6 +141,10 @@ pub struct ScheduleView {
     /// The agent its runs act as; absent: the user's shared notes only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The run whose agent made this schedule (its `schedule_follow_up` tool); absent:
+    /// made by a person or the config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub made_by_run: Option<String>,
 }
 
 /// The schedule a schedule follows, as `show` tells it.
@@ -237,6 +241,7 @@ impl ScheduleView {
             next_runs,
             after: schedule.after.as_ref().map(UpstreamView::new),
             agent: schedule.agent_id.clone(),
+            made_by_run: schedule.made_by_run.clone(),
         }
     }
 }

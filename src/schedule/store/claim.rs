@@ -488,6 +488,7 @@ mod tests {
             catch_up_window_secs: None,
             after: None,
             agent_id: None,
+            made_by_run: None,
         }
     }
 

@@ -19,6 +19,7 @@ mod create;
 mod edit;
 mod events;
 mod finish;
+mod follow_up;
 mod imported;
 pub mod overview;
 mod query;
@@ -33,6 +34,7 @@ pub use events::{
     MAX_WAITING_EVENTS,
 };
 pub use finish::Transcript;
+pub use follow_up::{FollowUp, FollowUpOrigin};
 pub use query::{NextWake, ScheduleFilter};
 
 use super::bounds::Bounds;
@@ -71,7 +73,7 @@ impl FromRow for Schedule {
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
         (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
-        calendars_json, calendar_dates_json, agent_id";
+        calendars_json, calendar_dates_json, agent_id, made_by_run";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -141,6 +143,7 @@ impl FromRow for Schedule {
                 None => None,
             },
             agent_id: row.get(37)?,
+            made_by_run: row.get(38)?,
         })
     }
 }
