@@ -12,6 +12,8 @@ cargo test --locked --lib --bins --tests "$@"
 scripts/api-fuzz.sh --examples 20
 # The official Python MCP SDK client against both MCP transports.
 scripts/mcp-interop.sh
+# Prometheus's linter on a real worker's /metrics.
+scripts/metrics-lint.sh
 # The Debian package, unpacked into a scratch root and checked (the release build is
 # scripts/package.sh).
 scripts/package-test.sh

@@ -48,11 +48,99 @@ pub fn install() -> PrometheusHandle {
             if metrics::set_global_recorder(recorder).is_err() {
                 tracing::warn!("a metrics recorder was already installed; /metrics shows nothing");
             }
+            describe_families();
             metrics::gauge!("nightshift_build_info", "version" => env!("CARGO_PKG_VERSION"))
                 .set(1.0);
             handle
         })
         .clone()
+}
+
+/// Every family's help text (and unit), so `/metrics` passes `promtool check metrics`.
+/// A family added without one here fails `tests/api_lifecycle.rs`'s linter check.
+fn describe_families() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_gauge!(
+        "nightshift_build_info",
+        "Always 1; the version label is this binary's version"
+    );
+    describe_gauge!(
+        "nightshift_due_backlog",
+        "Occurrences due now and not yet claimed (active schedules whose next run has passed)"
+    );
+    describe_gauge!(
+        "nightshift_leases_held",
+        "Runs in progress, each held by a worker's lease"
+    );
+    describe_gauge!(
+        "nightshift_outbox_messages",
+        "Notifications in the outbox by status (pending, delivered, dead)"
+    );
+    describe_gauge!(
+        "nightshift_embedding_queue_depth",
+        "Chunks waiting for their vector"
+    );
+    describe_gauge!(
+        "nightshift_uptime_seconds",
+        Unit::Seconds,
+        "Seconds since this process started"
+    );
+    describe_counter!("nightshift_runs_total", "Finished run attempts by status");
+    describe_counter!(
+        "nightshift_vectors_written_total",
+        "Vectors computed and stored"
+    );
+    describe_counter!(
+        "nightshift_deliveries_total",
+        "Notification delivery attempts by channel and outcome"
+    );
+    describe_counter!(
+        "nightshift_consolidation_passes_total",
+        "Overnight consolidation passes by pass and outcome"
+    );
+    describe_counter!(
+        "nightshift_http_requests_total",
+        "HTTP requests answered, by route template, method (a closed set) and status"
+    );
+    describe_counter!(
+        "nightshift_mcp_tool_calls_total",
+        "MCP tool calls served, by tool and outcome"
+    );
+    describe_histogram!(
+        "nightshift_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request, by route template and method"
+    );
+    describe_histogram!(
+        "nightshift_run_attempt_duration_seconds",
+        Unit::Seconds,
+        "Duration of one run attempt"
+    );
+    describe_histogram!(
+        "nightshift_run_lateness_seconds",
+        Unit::Seconds,
+        "How late an occurrence started after its (nominal) time"
+    );
+    describe_histogram!(
+        "nightshift_search_duration_seconds",
+        Unit::Seconds,
+        "Duration of one memory search"
+    );
+    describe_histogram!(
+        "nightshift_context_duration_seconds",
+        Unit::Seconds,
+        "Duration of building one memory context"
+    );
+    describe_histogram!(
+        "nightshift_db_write_gate_wait_duration_seconds",
+        Unit::Seconds,
+        "Time a write waited for the database's write gate"
+    );
+    describe_histogram!(
+        "nightshift_mcp_tool_call_duration_seconds",
+        Unit::Seconds,
+        "Duration of one MCP tool call served, by tool"
+    );
 }
 
 /// The installed recorder's text, if one is installed.

@@ -805,6 +805,22 @@ async fn metrics_parse_as_prometheus_text() {
     ] {
         assert!(names.contains(name), "{name} missing: {names:?}");
     }
+    // Every family has its help text (promtool's "no help text"; scripts/metrics-lint.sh
+    // runs promtool itself on a busier worker's /metrics).
+    let families: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(!families.is_empty());
+    for family in families {
+        let help = format!("# HELP {family} ");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&help) && l.len() > help.len()),
+            "{family} has no help text"
+        );
+    }
 }
 
 /// `name{k="v",…} value` with a number for value, as the exposition format has it.
