@@ -265,9 +265,10 @@ async fn results_are_bounded_and_slow_calls_time_out() {
     let result = last_tool_result(&seen.lock().unwrap()[1]);
     let shown: serde_json::Value = serde_json::from_str(&result).unwrap();
     let text = shown["result"].as_str().unwrap();
-    let (kept, note) = text.split_once("\n[cut: ").expect("a cut note");
-    assert!(kept.len() <= 256 && kept.starts_with("Echo: é"), "{kept}");
-    assert!(note.contains("more bytes not shown"), "{note}");
+    assert!(text.len() <= 256, "{} bytes", text.len());
+    let (kept, note) = text.split_once("\n[… ").expect("a cut note");
+    assert!(kept.starts_with("Echo: é"), "{kept}");
+    assert!(note.ends_with("more bytes not kept]"), "{note}");
 
     let (url, seen) = model_calling(
         "everything__trigger-long-running-operation",
@@ -357,4 +358,92 @@ async fn a_server_that_cannot_start_fails_its_tools_not_the_run() {
             .contains("it is tried again in"),
         "{second}"
     );
+}
+
+/// The hostile server in tests/peers/hostile_mcp.js in `mode`.
+fn hostile(mode: &str) -> McpServerConfig {
+    McpServerConfig {
+        command: Some("node".into()),
+        args: vec![
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/hostile_mcp.js").into(),
+            mode.into(),
+        ],
+        call_timeout_secs: 3,
+        max_tools: 50,
+        ..Default::default()
+    }
+}
+
+/// Peers no SDK would produce: a 1 MB answer is cut to the limit; a 50 MB one (past the
+/// client's 16 MiB line limit, dropped unread), an answer that is not JSON or a server
+/// that dies mid-call is a tool error naming the tool or server (a broken one is left
+/// alone for its backoff); 10,000 tools are cut to `max_tools`. Each run ends with the
+/// model's answer, and the other servers keep working.
+#[tokio::test]
+async fn hostile_servers_fail_their_own_calls_and_nothing_else() {
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        let _ = writeln!(std::io::stderr(), "skipped hostile servers: needs node");
+        return;
+    }
+    let (_dir, memory) = common::fresh().await;
+    let config = config_with(
+        vec![
+            ("big", hostile("big")),
+            ("huge", hostile("huge")),
+            ("garbage", hostile("garbage")),
+            ("dies", hostile("dies")),
+            ("many", hostile("many-tools")),
+        ],
+        &["*"],
+    );
+    let runtime_for = |url: &str| runtime(url, &config);
+
+    let (url, seen) = model_calling("big__t0", json!({})).await;
+    let outcome = runtime_for(&url).run_goal(&request("alice"), &memory).await;
+    assert_eq!(outcome.error, None);
+    let result = last_tool_result(&seen.lock().unwrap()[1]);
+    assert!(
+        result.len() < 70 * 1024,
+        "{} bytes reached the model",
+        result.len()
+    );
+    assert!(
+        result.contains("more bytes not kept]"),
+        "{}",
+        &result[result.len().saturating_sub(300)..]
+    );
+    let offered = offered_tools(&seen.lock().unwrap()[0]);
+    assert_eq!(
+        offered.iter().filter(|t| t.starts_with("many__")).count(),
+        50
+    );
+
+    for (server, tool) in [
+        ("huge", "huge__t0"),
+        ("garbage", "garbage__t0"),
+        ("dies", "dies__t0"),
+    ] {
+        let (url, seen) = model_calling(tool, json!({})).await;
+        let runtime = runtime_for(&url);
+        let outcome = runtime.run_goal(&request("alice"), &memory).await;
+        assert_eq!(outcome.error, None, "{server}");
+        let result = last_tool_result(&seen.lock().unwrap()[1]);
+        assert!(result.contains("\"error\""), "{server}: {result}");
+        assert!(result.contains(server), "{server}: {result}");
+        // A second run gets an answer again (the server restarted, or left alone in its
+        // backoff: never a hung worker), and the other servers are still offered.
+        let outcome = runtime.run_goal(&request("alice"), &memory).await;
+        assert_eq!(outcome.error, None, "{server}");
+        let again = last_tool_result(&seen.lock().unwrap()[3]);
+        assert!(again.contains(server), "{server}: {again}");
+        let offered = offered_tools(&seen.lock().unwrap()[2]);
+        assert!(
+            offered.contains(&"big__t0".to_string()),
+            "{server}: {offered:?}"
+        );
+    }
 }
