@@ -118,6 +118,11 @@ pub struct ScheduleSpec {
     /// notes and this agent's own (none: the shared notes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Which tools of the user's MCP servers its runs may use: patterns over
+    /// `server__tool` names, `*` for any run of characters, `!` to take tools away
+    /// (`["files__*", "!files__write_*"]`). None: every tool the user is granted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 impl ScheduleSpec {
@@ -149,6 +154,7 @@ text_enum!(
         After => "after",
         Calendars => "calendars",
         Agent => "agent",
+        Tools => "tools",
     }
 );
 
@@ -216,6 +222,9 @@ pub struct SchedulePatch {
     /// Act as this agent from now on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Replaces the tool patterns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

@@ -1236,4 +1236,33 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         .await,
         1
     );
+    // A notes session of another user's agent (its id is the hash of their user and
+    // agent, so it can be computed) is not kept: carol's agent can still save notes.
+    let carols = nightshift::memory::SessionKind::notes_session("carol", Some("scout"));
+    let mut squat: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let end = squat.pop().unwrap();
+    let count: u64 = serde_json::from_str::<serde_json::Value>(&end).unwrap()["lines"]
+        .as_u64()
+        .unwrap();
+    squat.push(
+        serde_json::json!({"type": "session", "user": "alice", "session_id": carols,
+            "user_id": "alice", "kind": "memory", "title": null, "created_at": AT,
+            "updated_at": AT, "last_sequence": 0})
+        .to_string(),
+    );
+    squat.push(serde_json::json!({"type": "end", "lines": count + 1}).to_string());
+    let path = write(&files, "squat.ndjson", (squat.join("\n") + "\n").as_bytes());
+    portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    let held = format!("SELECT count(*) FROM sessions WHERE session_id = '{carols}'");
+    assert_eq!(common::count(target.memory(), &held).await, 0);
+    target
+        .memory()
+        .as_agent(Some("scout"))
+        .unwrap()
+        .save_note("carol", &note("carol's scout note", None))
+        .await
+        .unwrap();
 }

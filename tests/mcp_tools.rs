@@ -447,3 +447,113 @@ async fn hostile_servers_fail_their_own_calls_and_nothing_else() {
         );
     }
 }
+
+/// A schedule's tool patterns are kept with it (set, replaced, cleared, refused when
+/// malformed) and reach its runs: the worker's run of a schedule that takes `echo` away
+/// is not offered it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedules_tool_patterns_are_kept_and_narrow_its_runs() {
+    use nightshift::access::Actor;
+    use nightshift::spec::{ClearField, SchedulePatch, ScheduleSpec};
+    let dir = tempfile::TempDir::new().unwrap();
+    let (url, seen) = serve("/v1/chat/completions", |_, _| final_answer("nothing to do")).await;
+    let mut config = common::config_in(&dir);
+    config.runtime = RuntimeConfig {
+        kind: RuntimeKind::Openai,
+        base_url: format!("{url}/v1"),
+        model: "scripted".into(),
+        timeout_secs: 30,
+        ..Default::default()
+    };
+    let everything_entry = everything();
+    if let Some(entry) = &everything_entry {
+        config
+            .mcp_servers
+            .insert("everything".into(), stdio_server(entry));
+        config.users.insert(
+            "alice".into(),
+            UserConfig {
+                mcp_servers: vec!["everything".into()],
+                ..Default::default()
+            },
+        );
+    }
+    let app = common::app_with(&config, None).await;
+    let alice = Actor::User("alice".into());
+    let spec = ScheduleSpec {
+        goal: "report".into(),
+        every: Some("1h".into()),
+        tools: vec!["everything__*".into(), "!everything__echo".into()],
+        ..Default::default()
+    };
+    let made = app.add_schedule(&alice, "alice", &spec).await.unwrap();
+    assert_eq!(made.tools, spec.tools);
+    for bad in [
+        vec!["files/*".to_string()],
+        vec!["!".into()],
+        vec!["x".into(); 65],
+    ] {
+        let refused = app
+            .add_schedule(
+                &alice,
+                "alice",
+                &ScheduleSpec {
+                    tools: bad.clone(),
+                    ..spec.clone()
+                },
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("tools"), "{bad:?}: {refused}");
+    }
+    let patch = SchedulePatch {
+        tools: Some(vec!["everything__get-*".into()]),
+        ..Default::default()
+    };
+    let edited = app
+        .edit_schedule(&alice, &made.schedule_id, &patch)
+        .await
+        .unwrap();
+    assert_eq!(edited.tools, vec!["everything__get-*".to_string()]);
+    let cleared = app
+        .edit_schedule(
+            &alice,
+            &made.schedule_id,
+            &SchedulePatch {
+                clear: vec![ClearField::Tools],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(cleared.tools.is_empty());
+    app.edit_schedule(
+        &alice,
+        &made.schedule_id,
+        &SchedulePatch {
+            tools: Some(vec!["!everything__echo".into()]),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+
+    // The worker's run is offered what the patterns leave.
+    let Some(_) = everything_entry else { return };
+    app.schedules()
+        .run_now(&Actor::Operator, &made.schedule_id)
+        .await
+        .unwrap();
+    let asked = seen.clone();
+    common::worker_until(&app, move || !asked.lock().unwrap().is_empty()).await;
+    let offered = offered_tools(&seen.lock().unwrap()[0]);
+    assert!(
+        offered.contains(&"everything__get-sum".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"everything__echo".to_string()),
+        "{offered:?}"
+    );
+}

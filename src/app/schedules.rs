@@ -102,6 +102,7 @@ impl App {
                 ClearField::After => patch.after.is_some() || patch.on.is_some(),
                 ClearField::Calendars => patch.calendars.is_some(),
                 ClearField::Agent => patch.agent.is_some(),
+                ClearField::Tools => patch.tools.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -209,6 +210,9 @@ impl App {
         if let Some(skip) = &patch.skip {
             new.bounds.skip = skip.clone();
         }
+        if let Some(tools) = &patch.tools {
+            new.tools = tools.clone();
+        }
         if let Some(calendars) = &patch.calendars {
             new.bounds.calendars = calendars.clone();
         }
@@ -251,6 +255,7 @@ impl App {
                 ClearField::After => new.after = None,
                 ClearField::Calendars => new.bounds.calendars.clear(),
                 ClearField::Agent => new.agent_id = None,
+                ClearField::Tools => new.tools.clear(),
             }
         }
         // A schedule with no times has nothing to spread: a jitter it had (the configured

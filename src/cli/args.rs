@@ -590,6 +590,11 @@ pub struct ScheduleFlags {
     /// edit, replaces the list).
     #[arg(long = "calendar", value_name = "NAME")]
     pub calendars: Vec<String>,
+    /// Which MCP tools its runs may use: a pattern over SERVER__tool names, `*` for any
+    /// run of characters, `!` first to take tools away (repeatable; on edit, replaces the
+    /// list). Without: every tool the user is granted.
+    #[arg(long = "tool", value_name = "PATTERN")]
+    pub tools: Vec<String>,
     /// No cadence of its own: runs only when triggered (`schedule trigger`) or after the
     /// schedule given by --after.
     #[arg(long, group = "cadence")]

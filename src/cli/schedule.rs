@@ -284,6 +284,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         after: f.after,
         on: policy("--on", f.on)?,
         agent: f.agent,
+        tools: f.tools,
     })
 }
 
@@ -325,6 +326,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         after: f.after,
         on: policy("--on", f.on)?,
         agent: f.agent,
+        tools: (!f.tools.is_empty()).then_some(f.tools),
         clear,
     })
 }

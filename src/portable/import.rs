@@ -524,10 +524,11 @@ async fn check_schedules(
     Ok(())
 }
 
-/// Session ids that name what they hold: an agent's notes session (`memory@HASH`) must be
-/// one of this user's agents', and a schedule's transcripts (`scheduled:ID`) must not be
-/// another user's schedule's. Otherwise an archive could take an id that another user's
-/// notes or runs will need, and they could never write there.
+/// Session ids that name what they hold. An agent's notes session (`memory@HASH`) that is
+/// none of this user's agents' (after the import) is not kept: it is derived (made again
+/// for every agent's notes), and kept it could be an id another user's agent's notes will
+/// need (the hash of their user and agent), so they could never be saved. A schedule's
+/// transcripts (`scheduled:ID`) must not be another user's schedule's.
 async fn check_reserved_sessions(
     tx: &WriteTx,
     user: &str,
@@ -553,10 +554,14 @@ async fn check_reserved_sessions(
                 agents = Some(names);
             }
             if !agents.as_ref().is_some_and(|a| a.contains(session_id)) {
-                return Err(PortableError::line(
-                    *number,
-                    format!("session `{session_id}` is no notes session of this user's agents"),
-                ));
+                // Written by this import just now (a row that existed is never "written").
+                for table in ["session_state", "sessions"] {
+                    tx.execute(
+                        &format!("DELETE FROM {table} WHERE session_id = ?1"),
+                        [session_id.as_str()],
+                    )
+                    .await?;
+                }
             }
         } else if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
             let owner: Option<String> = query_scalar(

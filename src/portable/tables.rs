@@ -24,6 +24,7 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("note_version", "agent_id"),
     ("schedule", "agent_id"),
     ("schedule", "made_by_run"),
+    ("schedule", "tools_json"),
     ("event", "name"),
 ];
 
@@ -177,6 +178,7 @@ pub(crate) const TABLES: &[Table] = &[
             "calendar_dates_json",
             "agent_id",
             "made_by_run",
+            "tools_json",
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",

@@ -127,6 +127,7 @@ pub fn to_new_schedule(
     new.max_turns = spec.max_turns;
     new.max_cost = spec.max_cost;
     new.agent_id = spec.agent.clone();
+    new.tools = spec.tools.clone();
     let tz = new.cadence.zone();
     new.bounds = Bounds {
         starts_at: spec

@@ -96,6 +96,9 @@ pub struct NewSchedule {
     /// The agent its runs act as: their memory tools and context see the user's shared
     /// notes and this agent's; none: the shared notes only.
     pub agent_id: Option<String>,
+    /// Patterns narrowing the MCP tools its runs may use (see `mcp_client::ToolFilter`);
+    /// empty: every tool the user is granted.
+    pub tools: Vec<String>,
 }
 
 impl NewSchedule {
@@ -126,6 +129,7 @@ impl NewSchedule {
             catch_up_window_secs: None,
             after: None,
             agent_id: None,
+            tools: Vec::new(),
         }
     }
 }
@@ -154,6 +158,7 @@ impl From<&Schedule> for NewSchedule {
             catch_up_window_secs: s.catch_up_window_secs,
             after: s.after.clone(),
             agent_id: s.agent_id.clone(),
+            tools: s.tools.clone(),
         }
     }
 }
@@ -199,6 +204,8 @@ pub struct Schedule {
     /// The run whose agent made it (`schedule_follow_up`); `None`: made through a door
     /// or the config.
     pub made_by_run: Option<String>,
+    /// See [`NewSchedule::tools`].
+    pub tools: Vec<String>,
 }
 
 impl Schedule {

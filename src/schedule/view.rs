@@ -145,6 +145,10 @@ pub struct ScheduleView {
     /// made by a person or the config.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub made_by_run: Option<String>,
+    /// Patterns narrowing the MCP tools its runs may use; absent: every tool its user is
+    /// granted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
 }
 
 /// The schedule a schedule follows, as `show` tells it.
@@ -242,6 +246,7 @@ impl ScheduleView {
             after: schedule.after.as_ref().map(UpstreamView::new),
             agent: schedule.agent_id.clone(),
             made_by_run: schedule.made_by_run.clone(),
+            tools: schedule.tools.clone(),
         }
     }
 }

@@ -111,7 +111,7 @@ impl Executor {
             max_cost: schedule.max_cost,
             input: claim.input.clone(),
             agent_id: memory.agent().map(str::to_string),
-            tools: Vec::new(),
+            tools: schedule.tools.clone(),
         };
         let deadline = Duration::from_secs(
             schedule

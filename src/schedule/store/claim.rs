@@ -489,6 +489,7 @@ mod tests {
             after: None,
             agent_id: None,
             made_by_run: None,
+            tools: Vec::new(),
         }
     }
 

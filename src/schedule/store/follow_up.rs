@@ -81,6 +81,7 @@ impl ScheduleStore {
         new.channel_id = parent.channel_id.clone();
         new.channel_context_id = parent.channel_context_id.clone();
         new.agent_id = parent.agent_id.clone();
+        new.tools = parent.tools.clone();
         new.timeout_secs = parent.timeout_secs;
         new.max_turns = parent.max_turns;
         new.max_cost = parent.max_cost;
