@@ -1,8 +1,13 @@
 //! The rules every input passes, whichever door it came through (DESIGN.md section 10):
-//! text is valid UTF-8 within its documented size, holds no NUL or other control character
-//! (newlines and tabs where text allows them), is never silently cut; numbers, durations
-//! and instants are range-checked where they are parsed, with checked arithmetic; input
-//! from a stream is read only up to its limit.
+//! text is valid UTF-8 within its documented size and is never silently cut. Conversation
+//! content (an event's, a note's, a summary's, a run's input) is kept byte for byte,
+//! whatever characters it holds, NUL and escape sequences included ([`check_content`]);
+//! every other text (ids, names, keys, tags, queries, goals) holds no NUL or other control
+//! character (newlines and tabs where text allows them: [`check_text`]). Numbers,
+//! durations and instants are range-checked where they are parsed, with checked
+//! arithmetic; input from a stream is read only up to its limit. What is shown on a
+//! terminal or a page is escaped there ([`printable`], [`visible`]), never changed where
+//! it is stored.
 
 use std::io::Read;
 
@@ -50,7 +55,8 @@ pub const MAX_INSTANT_MS: i64 = 253_402_300_799_999;
 /// Whether a text may span lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lines {
-    /// Notes, events, goals: newlines, carriage returns and tabs are kept.
+    /// Goals, pause notes, instructions: newlines, carriage returns and tabs are kept.
+    /// (Conversation content has a rule of its own: [`check_content`].)
     Many,
     /// Ids, names, tags, queries: no control character at all.
     One,
@@ -84,6 +90,28 @@ pub fn check_text(field: &str, text: &str, max_bytes: usize, lines: Lines) -> Re
                     Lines::Many => " (newlines and tabs are)",
                     Lines::One => "",
                 }
+            ),
+        ));
+    }
+    if text.trim().is_empty() {
+        return Err(InputError::new(field, "is empty"));
+    }
+    Ok(())
+}
+
+/// Checks conversation content (an event's, a note's, a session summary's, a run's input):
+/// at most `max_bytes` and not blank. Nothing else is refused: what an agent or a tool
+/// wrote, ANSI colour codes, backspaces, form feeds, U+0085, lone carriage returns and NUL
+/// included, is stored and returned byte for byte, and escaped only where it is shown
+/// ([`printable`] on a terminal, [`visible`] on a page; JSON escapes it by itself). The
+/// text is never changed.
+pub fn check_content(field: &str, text: &str, max_bytes: usize) -> Result<()> {
+    if text.len() > max_bytes {
+        return Err(InputError::new(
+            field,
+            format!(
+                "is {} bytes, over the limit of {max_bytes} bytes",
+                text.len()
             ),
         ));
     }
@@ -190,12 +218,16 @@ pub fn utf8(field: &str, bytes: Vec<u8>) -> Result<String> {
     })
 }
 
-/// Text for a terminal: control characters (escape sequences above all, and carriage
-/// returns, which can overwrite what a line shows) are shown as `\u{…}` instead of being
-/// sent to the terminal; newlines and tabs stay.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| c.is_control() && !matches!(c, '\n' | '\t');
-    if !text.chars().any(hidden) {
+/// Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): they
+/// reorder what follows them on a line, so shown text could say something else than it
+/// holds ("Trojan Source").
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with each character `hidden` says shown as `\u{…}`.
+fn escaped(text: &str, hidden: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&hidden) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -207,6 +239,24 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Text for a terminal: control characters (escape sequences above all, and carriage
+/// returns, which can overwrite what a line shows) and bidirectional overrides are shown
+/// as `\u{…}` instead of being sent to the terminal; newlines and tabs stay.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| {
+        (c.is_control() && !matches!(c, '\n' | '\t')) || is_bidi_control(c)
+    })
+}
+
+/// Text for a web page (before HTML escaping): control characters, which a browser would
+/// drop or show as nothing (NUL it replaces), and bidirectional overrides are shown as
+/// `\u{…}`; newlines, carriage returns and tabs stay (a page does not act on them).
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| {
+        (c.is_control() && !matches!(c, '\n' | '\r' | '\t')) || is_bidi_control(c)
+    })
 }
 
 #[cfg(test)]
@@ -227,6 +277,39 @@ mod tests {
         assert!(check_id("user id", " alice").is_err());
         let err = check_text("note", "ab\u{7}", 100, Lines::Many).unwrap_err();
         assert!(err.to_string().contains("U+0007"), "{err}");
+    }
+
+    #[test]
+    fn content_is_kept_whatever_it_holds() {
+        for text in [
+            "\u{1b}[0;31merror\u{1b}[0m",
+            "abc\0def",
+            "\0",
+            "\u{7}\u{1b}\u{7f}",
+            "back\u{8}space, form\u{c}feed, next\u{85}line",
+            "lone\rreturn",
+            "\u{202e}txt.exe",
+        ] {
+            assert_eq!(
+                check_content("event content", text, 100),
+                Ok(()),
+                "{text:?}"
+            );
+        }
+        assert!(check_content("event content", " \n\u{85}\t", 100).is_err());
+        assert!(check_content("event content", "", 100).is_err());
+        let err = check_content("event content", "café", 4).unwrap_err();
+        assert_eq!(err.field, "event content");
+        assert!(err.reason.contains("over the limit"), "{err}");
+    }
+
+    #[test]
+    fn shown_text_is_escaped() {
+        assert_eq!(printable("\u{1b}[31mred"), "\\u{1b}[31mred");
+        assert_eq!(printable("a\r\nb\0"), "a\\u{d}\nb\\u{0}");
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(visible("a\r\nb\u{8}\u{85}"), "a\r\nb\\u{8}\\u{85}");
+        assert_eq!(visible("🦀 e\u{301} \u{200d}"), "🦀 e\u{301} \u{200d}");
     }
 
     #[test]
@@ -252,13 +335,23 @@ mod tests {
             }
         }
 
+        /// Content is accepted as it is whenever it fits and is not blank.
+        #[test]
+        fn any_content_that_fits_is_accepted(text in any::<String>(), max in 0usize..200) {
+            let accepted = check_content("c", &text, max).is_ok();
+            prop_assert_eq!(accepted, text.len() <= max && !text.trim().is_empty());
+        }
+
         #[test]
         fn printable_text_has_no_escape_characters(text in any::<String>()) {
+            let hidden = |c: char| (c.is_control() && !matches!(c, '\n' | '\t')) || is_bidi_control(c);
             let shown = printable(&text);
-            prop_assert!(!shown.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t')));
-            if !text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t')) {
+            prop_assert!(!shown.chars().any(hidden));
+            if !text.chars().any(hidden) {
                 prop_assert_eq!(shown.as_ref(), text.as_str());
             }
+            let shown = visible(&text);
+            prop_assert!(!shown.chars().any(|c| hidden(c) && c != '\r'));
         }
 
         #[test]

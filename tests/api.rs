@@ -215,10 +215,19 @@ async fn bad_input_is_a_json_error_naming_the_field() {
     let t = Some(token.as_str());
     for (method, path, body, status, needle) in [
         ("POST", "/v1/notes", json!({"text": ""}), 400, "empty"),
+        // A note's text may hold anything; its tags, keys and categories no control
+        // character.
         (
             "POST",
             "/v1/notes",
-            json!({"text": "a\u{0}b"}),
+            json!({"text": "a\u{0}b", "tags": ["t\u{1b}[2J"]}),
+            400,
+            "tag",
+        ),
+        (
+            "POST",
+            "/v1/notes",
+            json!({"text": "a\u{0}b", "key": "k\u{0}"}),
             400,
             "U+0000",
         ),

@@ -141,30 +141,38 @@ fn durations_that_overflow_are_bad_input_naming_the_field() {
     refused(&out, 4, "schedules[1].every");
 }
 
+/// Conversation content is kept as written, control characters and NUL included; every
+/// other text (goals, names, queries, tags, keys, categories, ids) refuses them.
 #[test]
-fn text_with_nul_or_only_control_characters_is_refused_everywhere() {
+fn content_is_kept_as_written_and_other_text_refuses_control_characters() {
     let dir = TempDir::new().unwrap();
     let d = dir.path();
-    let out = with_stdin(
-        d,
-        &["memory", "save", "--user", "alice", "-"],
-        b"abc\x00def",
-    );
-    refused(&out, 2, "U+0000");
-    let out = with_stdin(
-        d,
-        &["memory", "save", "--user", "alice", "-"],
+    for content in [
+        &b"abc\x00def"[..],
         b"\x00\x00\x00",
-    );
-    refused(&out, 2, "control character");
-    let out = with_stdin(
-        d,
-        &["memory", "save", "--user", "alice", "-"],
         b"\x07\x1b\x7f",
+        b"\x1b[0;31mred\x1b[0m",
+    ] {
+        let out = with_stdin(d, &["memory", "save", "--user", "alice", "-"], content);
+        assert!(out.status.success(), "{content:?}: {}", stderr(&out));
+    }
+    let notes = json(d, &["memory", "notes", "--user", "alice"]);
+    let mut kept: Vec<&str> = notes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["content"].as_str().unwrap())
+        .collect();
+    kept.sort_unstable();
+    assert_eq!(
+        kept,
+        [
+            "\0\0\0",
+            "\u{7}\u{1b}\u{7f}",
+            "\u{1b}[0;31mred\u{1b}[0m",
+            "abc\0def"
+        ]
     );
-    refused(&out, 2, "control character");
-    let out = run(d, &["memory", "save", "--user", "alice", "ding\u{7}"]);
-    refused(&out, 2, "U+0007");
     let out = with_stdin(
         d,
         &[
@@ -178,15 +186,49 @@ fn text_with_nul_or_only_control_characters_is_refused_everywhere() {
             "user",
             "-",
         ],
-        b"before\x00after",
+        b"before\x00after\x08\x0c",
     );
-    refused(&out, 2, "U+0000");
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = with_stdin(
         d,
         &["memory", "append", "--user", "alice", "--session", "s", "--file", "-"],
-        b"{\"role\": \"user\", \"content\": \"fine\"}\n{\"role\": \"user\", \"content\": \"before\\u0000after\"}\n",
+        b"{\"role\": \"user\", \"content\": \"fine\"}\n{\"role\": \"tool\", \"content\": \"before\\u0000after\\u001b[2J\\u0085\"}\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = json(
+        d,
+        &["memory", "recall", "--user", "alice", "--session", "s"],
+    );
+    let contents: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "before\0after\u{8}\u{c}",
+            "fine",
+            "before\0after\u{1b}[2J\u{85}"
+        ]
+    );
+    // Blank content is still refused, and so is a whole JSONL append holding a blank line
+    // of content.
+    let out = with_stdin(
+        d,
+        &["memory", "save", "--user", "alice", "-"],
+        " \n\t\u{85}".as_bytes(),
+    );
+    refused(&out, 2, "empty");
+    let out = with_stdin(
+        d,
+        &["memory", "append", "--user", "alice", "--session", "s", "--file", "-"],
+        b"{\"role\": \"user\", \"content\": \"fine\"}\n{\"role\": \"user\", \"content\": \" \\u0085 \"}\n",
     );
     refused(&out, 2, "line 2");
+    let events_before = count(d, "SELECT count(*) FROM events");
+    let notes_before = count(d, "SELECT count(*) FROM notes");
     for (field, args) in [
         (
             "goal",
@@ -213,13 +255,63 @@ fn text_with_nul_or_only_control_characters_is_refused_everywhere() {
             "query",
             vec!["memory", "search", "--user", "alice", "x\u{1b}y"],
         ),
+        (
+            "tag",
+            vec!["memory", "save", "--user", "alice", "--tag", "t\u{7}", "ok"],
+        ),
+        (
+            "key",
+            vec!["memory", "save", "--user", "alice", "--key", "k\u{7}", "ok"],
+        ),
+        (
+            "category",
+            vec![
+                "memory",
+                "save",
+                "--user",
+                "alice",
+                "--category",
+                "c\u{1b}[2J",
+                "ok",
+            ],
+        ),
+        (
+            "session id",
+            vec![
+                "memory",
+                "append",
+                "--user",
+                "alice",
+                "--session",
+                "s\u{8}",
+                "--role",
+                "user",
+                "ok",
+            ],
+        ),
+        (
+            "event name",
+            vec![
+                "memory",
+                "append",
+                "--user",
+                "alice",
+                "--session",
+                "s",
+                "--role",
+                "user",
+                "--name",
+                "Ann\u{85}",
+                "ok",
+            ],
+        ),
     ] {
         let out = run(d, &args);
         refused(&out, 2, field);
     }
     // Nothing was stored by any of it.
-    assert_eq!(count(d, "SELECT count(*) FROM notes"), 0);
-    assert_eq!(count(d, "SELECT count(*) FROM events"), 0);
+    assert_eq!(count(d, "SELECT count(*) FROM notes"), notes_before);
+    assert_eq!(count(d, "SELECT count(*) FROM events"), events_before);
     assert_eq!(count(d, "SELECT count(*) FROM schedules"), 0);
 
     // What is accepted comes back byte for byte, tabs and newlines included.

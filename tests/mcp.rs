@@ -321,8 +321,13 @@ async fn bad_arguments_are_tool_errors_with_the_cli_message() {
 
     let empty = tool_error(&client, "memory_save", json!({"text": ""})).await;
     assert!(empty.contains("note content"), "{empty}");
-    let nul = tool_error(&client, "memory_save", json!({"text": "a\u{0}b"})).await;
-    assert!(nul.contains("NUL") || nul.contains("control"), "{nul}");
+    let nul = tool_error(
+        &client,
+        "memory_save",
+        json!({"text": "a\u{0}b", "key": "k\u{0}"}),
+    )
+    .await;
+    assert!(nul.contains("U+0000") && nul.contains("key"), "{nul}");
     let unknown_field = tool_error(
         &client,
         "memory_save",

@@ -1058,15 +1058,16 @@ async fn transactions_that_read_then_write_are_not_interrupted() {
     );
 }
 
-/// The text rule holds on a server as on a file: NUL and control-only text refused,
-/// nothing stored; what is accepted comes back byte for byte.
+/// The text rules hold on a server as on a file: conversation content comes back byte for
+/// byte, NUL and escape sequences included; blank content and an id with a control
+/// character are refused, nothing stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_comes_back_intact_or_is_refused_on_a_server() {
     let Some(sqld) = Sqld::start() else {
         return;
     };
     let memory = open_memory(&sqld.config()).await.unwrap();
-    for bad in ["abc\0def", "\0\0\0", "\u{7}\u{1b}"] {
+    for bad in [" \n\t", "\u{85}"] {
         assert!(matches!(
             memory.save_note("alice", &NewNote::new(bad)).await,
             Err(MemoryError::Input(_))
@@ -1078,17 +1079,47 @@ async fn text_comes_back_intact_or_is_refused_on_a_server() {
             Err(MemoryError::Input(_))
         ));
     }
+    assert!(matches!(
+        memory
+            .append("alice", "s\u{1b}", &[NewEvent::new(Role::User, "x")])
+            .await,
+        Err(MemoryError::Input(_))
+    ));
     assert!(memory.notes("alice").await.unwrap().is_empty());
-    let text = "tabs\tand\nnewlines\r\n, accents: çéü, and 🦀";
-    memory
-        .save_note("alice", &NewNote::new(text))
+    let texts = [
+        "tabs\tand\nnewlines\r\n, accents: çéü, and 🦀",
+        "abc\0def",
+        "\0\0\0",
+        "\u{7}\u{1b}[0;31mred\u{1b}[0m\u{8}\u{c}\u{85}\u{202e}",
+    ];
+    for text in texts {
+        memory
+            .save_note("alice", &NewNote::new(text))
+            .await
+            .unwrap();
+    }
+    let events: Vec<_> = texts
+        .iter()
+        .map(|t| NewEvent::new(Role::User, *t))
+        .collect();
+    memory.append("alice", "s", &events).await.unwrap();
+    let mut notes: Vec<String> = memory
+        .notes("alice")
         .await
-        .unwrap();
-    memory
-        .append("alice", "s", &[NewEvent::new(Role::User, text)])
+        .unwrap()
+        .into_iter()
+        .map(|n| n.content)
+        .collect();
+    notes.sort_unstable();
+    let mut expected: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    expected.sort_unstable();
+    assert_eq!(notes, expected);
+    let recalled: Vec<String> = memory
+        .recall(&Actor::Operator, "s", 10)
         .await
-        .unwrap();
-    assert_eq!(memory.notes("alice").await.unwrap()[0].content, text);
-    let events = memory.recall(&Actor::Operator, "s", 10).await.unwrap();
-    assert_eq!(events[0].content, text);
+        .unwrap()
+        .into_iter()
+        .map(|e| e.content)
+        .collect();
+    assert_eq!(recalled, texts);
 }

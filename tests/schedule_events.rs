@@ -306,7 +306,7 @@ async fn bad_trigger_input_is_refused_and_changes_nothing() {
     let long_key = "k".repeat(300);
     let cases: [(Option<&str>, Option<&str>, &str); 5] = [
         (Some(too_big.as_str()), None, "input"),
-        (Some("nul\0inside"), None, "input"),
+        (Some(" \n\t\u{85}"), None, "input"),
         (None, Some(""), "idempotency_key"),
         (None, Some("two\nlines"), "idempotency_key"),
         (None, Some(long_key.as_str()), "idempotency_key"),
@@ -322,6 +322,15 @@ async fn bad_trigger_input_is_refused_and_changes_nothing() {
         assert!(err.to_string().contains(field), "{err}");
     }
     assert!(app.schedules().due_events(10).await.unwrap().is_empty());
+    // A run's input is conversation: a tool's coloured output, NUL and all, is kept as given.
+    let input = "\u{1b}[0;31mFAILED\u{1b}[0m\r\n\0\u{8}\u{c}\u{85}";
+    app.schedules()
+        .trigger(&alice(), id, Some(input), None)
+        .await
+        .unwrap();
+    let due = app.schedules().due_events(10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].input.as_deref(), Some(input));
 }
 
 #[tokio::test]

@@ -630,6 +630,57 @@ async fn a_paused_one_shot_resumed_after_its_time_still_runs() {
     assert_eq!(h.statuses(&once.schedule_id).await, [RunStatus::Succeeded]);
 }
 
+/// A run whose tools printed what terminals print (ANSI colours, a progress bar redrawn
+/// with carriage returns, backspaces, a form feed, NEL, NUL) keeps its whole transcript
+/// and its output as they were: conversation content is stored byte for byte, so the run's
+/// session gets no hole.
+#[tokio::test(start_paused = true)]
+async fn a_run_with_terminal_output_keeps_its_transcript_byte_for_byte() {
+    const TOOL: &str = "\u{1b}[1;32m✓\u{1b}[0m build\r 10%\r100%\nwarn\u{8}\u{8}\u{8}\u{8}WARN\u{c}page 2\u{85}\0end";
+    const ANSWER: &str = "\u{1b}[0;31mFAILED\u{1b}[0m: 1 test";
+    struct Colourful;
+    #[async_trait]
+    impl AgentRuntime for Colourful {
+        async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+            GoalOutcome {
+                transcript: vec![
+                    NewEvent::new(Role::User, request.goal.clone()),
+                    NewEvent::new(Role::Tool, TOOL),
+                    NewEvent::new(Role::Assistant, ANSWER),
+                ],
+                output: ANSWER.to_string(),
+                turn_count: 1,
+                ..Default::default()
+            }
+        }
+    }
+    let h = harness(|_| {}).await;
+    let schedule = h
+        .store
+        .create(&Actor::Operator, &h.every(3600, "run the tests"))
+        .await
+        .unwrap();
+    let (stop, worker) = h.worker("w", Arc::new(Colourful));
+    tokio::time::sleep(Duration::from_secs(3700)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let runs = h
+        .store
+        .runs(&Actor::Operator, &schedule.schedule_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].output.as_deref(), Some(ANSWER));
+    let session = format!("scheduled:{}", schedule.schedule_id);
+    let events = h
+        .memory
+        .recall(&Actor::Operator, &session, 10)
+        .await
+        .unwrap();
+    let contents: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(contents, ["run the tests", TOOL, ANSWER]);
+}
+
 /// A runtime answering far more than a run keeps: the answer is stored cut with a note,
 /// and the message to the user carries a bounded part of it.
 #[tokio::test(start_paused = true)]

@@ -219,7 +219,8 @@ pub enum MemoryCommand {
         category: Option<String>,
         #[command(flatten)]
         agent: AgentArg,
-        /// The note's text; `-` reads it from standard input.
+        /// The note's text, kept byte for byte (control characters included: a terminal
+        /// shows them escaped, `--json` exactly); `-` reads it from standard input.
         text: String,
     },
     /// Hybrid keyword + vector search over a user's notes (and one conversation).
@@ -254,7 +255,7 @@ pub enum MemoryCommand {
         #[command(flatten)]
         agent: AgentArg,
         note_id: String,
-        /// The new text; `-` reads it from standard input.
+        /// The new text, kept byte for byte; `-` reads it from standard input.
         text: String,
     },
     /// Delete a note.
@@ -281,6 +282,9 @@ pub enum MemoryCommand {
     /// Append events to a conversation session (created on first use).
     Append(AppendArgs),
     /// The last events of a session, oldest first.
+    ///
+    /// Text output shows control characters escaped (`\u{1b}`); `--json` gives the exact
+    /// text.
     Recall {
         /// The conversation session.
         #[arg(long)]
@@ -354,9 +358,11 @@ pub struct AppendArgs {
     #[arg(long, required_unless_present = "file", conflicts_with = "file")]
     pub role: Option<String>,
     /// A JSONL file of events, one {"role": …, "content": …} per line; `-` for stdin.
+    /// Each content is kept byte for byte, whatever it holds (ANSI colours, NUL, any escape).
     #[arg(long, conflicts_with = "text")]
     pub file: Option<PathBuf>,
-    /// The event's text; `-` reads it from standard input.
+    /// The event's text, kept byte for byte (control characters included: a terminal
+    /// shows them escaped, `--json` exactly); `-` reads it from standard input.
     #[arg(required_unless_present = "file")]
     pub text: Option<String>,
     /// Who said the single event given as TEXT (search prefers a speaker its query names).

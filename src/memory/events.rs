@@ -121,7 +121,7 @@ impl FromRow for Event {
 
 impl Memory {
     fn check_event(&self, event: &NewEvent) -> Result<()> {
-        self.check_text("event content", &event.content)?;
+        self.check_content("event content", &event.content)?;
         if let Some(name) = &event.name {
             crate::input::check_name("event name", name)?;
         }

@@ -75,7 +75,7 @@ use crate::db::clock::{Clock, SystemClock};
 use crate::db::{Db, DbError};
 use crate::embed::{EmbedError, Embedder};
 use crate::error::{ErrorKind, Kind};
-use crate::input::{self, InputError, Lines};
+use crate::input::{self, InputError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
@@ -287,8 +287,10 @@ impl Memory {
         Ok(())
     }
 
-    /// Checks a note's or event's text by the common rule, within `memory.max_text_bytes`.
-    fn check_text(&self, what: &'static str, text: &str) -> Result<()> {
+    /// Checks conversation content (a note's, an event's, a summary's) by the content rule
+    /// (kept byte for byte, control characters and NUL included), within
+    /// `memory.max_text_bytes`.
+    fn check_content(&self, what: &'static str, text: &str) -> Result<()> {
         let max = self.limits.max_text_bytes;
         if text.len() > max {
             return Err(MemoryError::invalid(
@@ -299,7 +301,7 @@ impl Memory {
                 ),
             ));
         }
-        input::check_text(what, text, max, Lines::Many)?;
+        input::check_content(what, text, max)?;
         Ok(())
     }
 }

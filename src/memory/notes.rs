@@ -96,7 +96,7 @@ impl Memory {
     /// same id, same `created_at`.
     pub async fn save_note(&self, user_id: &str, note: &NewNote) -> Result<SaveOutcome> {
         check_id("user id", user_id)?;
-        self.check_text("note content", &note.content)?;
+        self.check_content("note content", &note.content)?;
         let tags = clean_tags(&note.tags)?;
         if let Some(key) = &note.key {
             check_id("note key", key)?;
@@ -230,7 +230,7 @@ impl Memory {
         new: &NewNote,
     ) -> Result<SaveOutcome> {
         check_id("user id", user_id)?;
-        self.check_text("note content", &new.content)?;
+        self.check_content("note content", &new.content)?;
         let tags = clean_tags(&new.tags)?;
         let chunks = self
             .prepare_chunks(&[new.content.as_str()])
@@ -319,7 +319,7 @@ impl Memory {
     ) -> Result<Note> {
         check_id("user id", user_id)?;
         check_id("note id", note_id)?;
-        self.check_text("note content", content)?;
+        self.check_content("note content", content)?;
         let tags = tags.map(clean_tags).transpose()?;
         let chunks = self.prepare_chunks(&[content]).pop().unwrap_or_default();
         let now = self.clock.now_ms();

@@ -73,7 +73,7 @@ impl Memory {
         upper_sequence: i64,
     ) -> Result<SummaryWrite> {
         check_id("session id", session_id)?;
-        self.check_text("summary", summary)?;
+        self.check_content("summary", summary)?;
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let mut rows = tx

@@ -16,7 +16,7 @@ use super::rows::{Row, TYPE, USER};
 use super::tables::table_of;
 use super::{PortableError, Result};
 use crate::config::MemoryConfig;
-use crate::input::{self, Lines};
+use crate::input;
 
 /// Lines of one user.
 pub(super) type Batch = (String, Vec<Line>);
@@ -282,13 +282,7 @@ impl Note {
         let e = |err: input::InputError| err.to_string();
         input::check_user_id(user).map_err(e)?;
         input::check_id("note id", &self.note_id).map_err(e)?;
-        input::check_text(
-            "note content",
-            &self.content,
-            limits.max_text_bytes,
-            Lines::Many,
-        )
-        .map_err(e)?;
+        input::check_content("note content", &self.content, limits.max_text_bytes).map_err(e)?;
         for tag in &self.tags {
             input::check_id("tag", tag).map_err(e)?;
         }

@@ -121,6 +121,8 @@ pub(crate) fn check_line(
             input::check_name(column, text).map_err(|e| e.to_string())?;
         } else if table.texts.contains(column) {
             check_stored_text(column, text, max_text_bytes).map_err(|e| e.to_string())?;
+        } else if table.contents.contains(column) {
+            check_stored_content(column, text, max_text_bytes).map_err(|e| e.to_string())?;
         }
     }
     if let Some(Value::String(owner)) = line.get("user_id") {
@@ -278,6 +280,19 @@ fn check_stored_text(field: &str, text: &str, max_bytes: usize) -> Result<(), in
         };
     }
     input::check_text(field, text, max_bytes, Lines::Many)
+}
+
+/// The write paths' content rule, without its "not blank" part (a stored summary may be
+/// empty): anything within `max_bytes`, kept byte for byte.
+fn check_stored_content(
+    field: &str,
+    text: &str,
+    max_bytes: usize,
+) -> Result<(), input::InputError> {
+    if text.trim().is_empty() && text.len() <= max_bytes {
+        return Ok(());
+    }
+    input::check_content(field, text, max_bytes)
 }
 
 /// A row's key as one id for a report: its key columns joined by `/`.

@@ -15,6 +15,9 @@ pub(crate) struct Table {
     pub select: &'static str,
     /// Columns holding text a user wrote: checked by the write paths' text rule.
     pub texts: &'static [&'static str],
+    /// Columns holding conversation content: checked by the write paths' content rule
+    /// (kept byte for byte, control characters and NUL included).
+    pub contents: &'static [&'static str],
 }
 
 /// Columns added after archives of this version were first written, by line type: a line
@@ -50,6 +53,7 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["session_id"],
         select: "WHERE user_id = ?1 ORDER BY session_id",
         texts: &["title"],
+        contents: &[],
     },
     Table {
         kind: "event",
@@ -67,7 +71,8 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["session_id", "sequence"],
         select: "WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)
                  ORDER BY session_id, sequence",
-        texts: &["content"],
+        texts: &[],
+        contents: &["content"],
     },
     Table {
         kind: "summary",
@@ -83,7 +88,8 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["session_id"],
         select: "WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)
                  ORDER BY session_id",
-        texts: &["summary"],
+        texts: &[],
+        contents: &["summary"],
     },
     Table {
         kind: "note",
@@ -105,7 +111,8 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         key: &["note_id"],
         select: "WHERE user_id = ?1 ORDER BY note_id",
-        texts: &["content", "tags_json", "key", "category"],
+        texts: &["tags_json", "key", "category"],
+        contents: &["content"],
     },
     Table {
         kind: "note_version",
@@ -126,7 +133,8 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         key: &["note_id", "version"],
         select: "WHERE user_id = ?1 ORDER BY note_id, version",
-        texts: &["content", "tags_json", "key", "category"],
+        texts: &["tags_json", "key", "category"],
+        contents: &["content"],
     },
     Table {
         kind: "tombstone",
@@ -135,6 +143,7 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["user_id", "content_hash"],
         select: "WHERE user_id = ?1 ORDER BY content_hash",
         texts: &[],
+        contents: &[],
     },
     Table {
         kind: "schedule",
@@ -183,6 +192,7 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",
         texts: &["goal"],
+        contents: &[],
     },
     Table {
         kind: "run",
@@ -213,6 +223,7 @@ pub(crate) const TABLES: &[Table] = &[
         select: "WHERE schedule_id IN (SELECT schedule_id FROM schedules WHERE user_id = ?1)
                  ORDER BY run_id",
         texts: &[],
+        contents: &[],
     },
     Table {
         kind: "state",
@@ -233,6 +244,7 @@ pub(crate) const TABLES: &[Table] = &[
         select: "WHERE user_id = ?1 AND scope IN ('user', 'session')
                  ORDER BY scope, scope_id, key",
         texts: &["key"],
+        contents: &[],
     },
     Table {
         kind: "artifact",
@@ -251,6 +263,7 @@ pub(crate) const TABLES: &[Table] = &[
         key: &["artifact_id"],
         select: "WHERE user_id = ?1 ORDER BY artifact_id",
         texts: &["name", "mime_type"],
+        contents: &[],
     },
 ];
 

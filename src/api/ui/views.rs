@@ -1,12 +1,15 @@
 //! The dashboard's pages as HTML (maud escapes every value it is given, so stored text,
-//! a goal or a note with markup in it, is shown as text). No script: forms post, pages
-//! that change on their own refresh themselves.
+//! a goal or a note with markup in it, is shown as text; stored text goes through
+//! `visible` first, so a control character or a bidirectional override in a run's output
+//! or a conversation is shown as `\u{…}` instead of vanishing or reordering the line). No
+//! script: forms post, pages that change on their own refresh themselves.
 
 use maud::{html, Markup, DOCTYPE};
 
 use crate::app::overview::Overview;
 use crate::app::status::Readiness;
 use crate::db::clock::to_rfc3339;
+use crate::input::visible;
 use crate::memory::SearchResponse;
 use crate::notify::outbox::Message;
 use crate::schedule::view::{RunView, ScheduleView};
@@ -156,9 +159,9 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
             tbody {
                 @for s in list.schedules {
                     tr data-schedule=(s.schedule_id) {
-                        td { a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (s.name.as_deref().unwrap_or(&s.schedule_id)) } }
-                        td { (s.user_id) }
-                        td.goal { (s.goal) }
+                        td { a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (visible(s.name.as_deref().unwrap_or(&s.schedule_id))) } }
+                        td { (visible(&s.user_id)) }
+                        td.goal { (visible(&s.goal)) }
                         td { (s.description) }
                         td.status { (s.status.as_str())
                             @if s.consecutive_failures > 0 { " (" (s.consecutive_failures) " failed)" } }
@@ -180,15 +183,15 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
 }
 
 pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
-    let title = s.name.clone().unwrap_or_else(|| s.schedule_id.clone());
+    let title = visible(s.name.as_deref().unwrap_or(&s.schedule_id)).into_owned();
     let body = html! {
         dl {
             dt { "Id" } dd { code { (s.schedule_id) } }
-            dt { "User" } dd { (s.user_id) }
-            dt { "Goal" } dd.goal { (s.goal) }
+            dt { "User" } dd { (visible(&s.user_id)) }
+            dt { "Goal" } dd.goal { (visible(&s.goal)) }
             dt { "Cadence" } dd { (s.description) " (" (s.timezone) ")" }
             dt { "Status" } dd.status { (s.status.as_str())
-                @if let Some(reason) = &s.status_reason { " — " (reason) } }
+                @if let Some(reason) = &s.status_reason { " — " (visible(reason)) } }
             dt { "Next runs" } dd { @for run in &s.next_runs { (run) br; } }
         }
         p.actions { (schedule_buttons(s, csrf)) }
@@ -204,9 +207,9 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                         td { (r.attempt) }
                         td { (r.finished_at.as_deref().unwrap_or("—")) }
                         td {
-                            @if let Some(error) = &r.error { p.error { (error) } }
+                            @if let Some(error) = &r.error { p.error { (visible(error)) } }
                             @if let Some(output) = &r.output {
-                                details { summary { (r.output_summary.as_deref().unwrap_or("output")) } pre { (output) } }
+                                details { summary { (visible(r.output_summary.as_deref().unwrap_or("output"))) } pre { (visible(output)) } }
                             }
                         }
                     }
@@ -232,11 +235,11 @@ pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Markup 
                 @for m in messages {
                     tr data-message=(m.message_id) {
                         td { code { (m.message_id) } br; (m.kind) }
-                        td { (m.user_id) }
+                        td { (visible(&m.user_id)) }
                         td { (m.channel_id) }
                         td.status { (m.status) }
                         td { (m.attempts) }
-                        td { (m.last_error.as_deref().unwrap_or("")) }
+                        td { (visible(m.last_error.as_deref().unwrap_or(""))) }
                         td { (when(m.created_at)) }
                         td { @if m.status == "dead" {
                             (action_button(&format!("/ui/outbox/{}/retry", urlencode(&m.message_id)), "Retry", csrf))
@@ -274,7 +277,7 @@ pub fn search(
                 ol #hits {
                     @for hit in &found.hits {
                         li {
-                            p { (hit.text) }
+                            p { (visible(&hit.text)) }
                             p.hint { (format!("{:.3}", hit.score)) " · "
                                 @if let Some(note) = &hit.note_id { "note " code { (note) } }
                                 @if let Some(session) = &hit.session_id { "session " code { (session) } " #" (hit.sequence.unwrap_or_default()) }

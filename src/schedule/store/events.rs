@@ -91,7 +91,8 @@ impl ScheduleStore {
         idempotency_key: Option<&str>,
     ) -> Result<Triggered> {
         if let Some(input) = input {
-            input::check_text("input", input, MAX_TRIGGER_INPUT_BYTES, Lines::Many)?;
+            // A run's input is conversation (it opens the run's transcript): kept as given.
+            input::check_content("input", input, MAX_TRIGGER_INPUT_BYTES)?;
         }
         if let Some(key) = idempotency_key {
             input::check_text(

@@ -233,8 +233,11 @@ impl From<libsql_sys::Value> for Value {
                 if v.is_null() {
                     Value::Null
                 } else {
-                    let v = unsafe { std::ffi::CStr::from_ptr(v as *const std::ffi::c_char) };
-                    let v = v.to_str().unwrap();
+                    // nightshift: the text's length from SQLite, not up to its first NUL.
+                    let v = unsafe {
+                        std::slice::from_raw_parts(v as *const u8, value.bytes() as usize)
+                    };
+                    let v = std::str::from_utf8(v).unwrap();
                     Value::Text(v.to_owned())
                 }
             }
@@ -410,8 +413,11 @@ impl<'a> From<libsql_sys::Value> for ValueRef<'a> {
                 if v.is_null() {
                     ValueRef::Null
                 } else {
-                    let v = unsafe { std::ffi::CStr::from_ptr(v as *const std::ffi::c_char) };
-                    ValueRef::Text(v.to_bytes())
+                    // nightshift: the text's length from SQLite, not up to its first NUL.
+                    let v = unsafe {
+                        std::slice::from_raw_parts(v as *const u8, value.bytes() as usize)
+                    };
+                    ValueRef::Text(v)
                 }
             }
             ValueType::Blob => {

@@ -7,7 +7,6 @@ use libsql_sys::ValueType;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::ffi::c_char;
 use std::fmt;
 use std::sync::Arc;
 /// Query result rows.
@@ -339,8 +338,9 @@ impl FromValue for String {
         if ret.is_null() {
             return Err(Error::NullValue);
         }
-        let ret = unsafe { std::ffi::CStr::from_ptr(ret as *const c_char) };
-        let ret = ret.to_str().unwrap();
+        // nightshift: the text's length from SQLite, not up to its first NUL.
+        let ret = unsafe { std::slice::from_raw_parts(ret as *const u8, val.bytes() as usize) };
+        let ret = std::str::from_utf8(ret).unwrap();
         Ok(ret.to_string())
     }
 }
@@ -362,8 +362,9 @@ impl FromValue for &str {
         if ret.is_null() {
             return Err(Error::NullValue);
         }
-        let ret = unsafe { std::ffi::CStr::from_ptr(ret as *const c_char) };
-        let ret = ret.to_str().unwrap();
+        // nightshift: the text's length from SQLite, not up to its first NUL.
+        let ret = unsafe { std::slice::from_raw_parts(ret as *const u8, val.bytes() as usize) };
+        let ret = std::str::from_utf8(ret).unwrap();
         Ok(ret)
     }
 }
