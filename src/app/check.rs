@@ -135,6 +135,15 @@ pub fn environment(config: &Config) -> Result<(), ConfigError> {
             }
         }
     }
+    if let Some(file) = &config.runtime.auth_header_file {
+        let path = crate::config::credential_path(file);
+        if let Err(e) = std::fs::read_to_string(&path) {
+            return Err(invalid(
+                "runtime.auth_header_file",
+                format!("cannot read {}: {e}", path.display()),
+            ));
+        }
+    }
     crate::notify::channels::Channels::from_config(
         &config.channels,
         std::time::Duration::from_secs(config.notify.timeout_secs),

@@ -569,6 +569,8 @@ pub enum RuntimeKind {
     Openai,
     /// An agent runtime's own goal endpoint: POST a JSON goal, read a JSON answer.
     Http,
+    /// An A2A agent (JSON-RPC): the goal is sent as a message, its task followed to the end.
+    A2a,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -581,8 +583,13 @@ pub struct RuntimeConfig {
     pub model: String,
     /// `openai`: the environment variable holding the API key (none sent when unset).
     pub api_key_env: Option<String>,
-    /// `http`: the goal endpoint.
+    /// `http`: the goal endpoint. `a2a`: the agent's JSON-RPC endpoint, or its agent card
+    /// (a URL whose path ends in `.json`, such as `…/.well-known/agent-card.json`).
     pub url: String,
+    /// `a2a`: a file holding the value of the Authorization header sent to the agent
+    /// (e.g. `Bearer …`); relative paths are looked up in `$CREDENTIALS_DIRECTORY` when
+    /// set. Read at each run; never logged.
+    pub auth_header_file: Option<String>,
     /// Whole-request timeout, seconds.
     pub timeout_secs: u64,
     pub connect_timeout_secs: u64,
@@ -617,6 +624,7 @@ impl Default for RuntimeConfig {
             model: String::new(),
             api_key_env: None,
             url: String::new(),
+            auth_header_file: None,
             timeout_secs: 120,
             connect_timeout_secs: 10,
             max_retries: 3,

@@ -338,8 +338,17 @@ fn runtime(config: &Config) -> Result<(), ConfigError> {
             http_url("runtime.base_url", &rt.base_url)?;
             not_blank("runtime.model", &rt.model)?;
         }
-        RuntimeKind::Http => http_url("runtime.url", &rt.url)?,
+        RuntimeKind::Http | RuntimeKind::A2a => http_url("runtime.url", &rt.url)?,
         RuntimeKind::None => {}
+    }
+    if let Some(path) = &rt.auth_header_file {
+        not_blank("runtime.auth_header_file", path)?;
+        if rt.kind != RuntimeKind::A2a {
+            return invalid(
+                "runtime.auth_header_file",
+                "is for kind = \"a2a\" (openai: api_key_env)",
+            );
+        }
     }
     if let Some(var) = &rt.api_key_env {
         not_blank("runtime.api_key_env", var)?;

@@ -154,3 +154,24 @@ fn every_listed_key_exists() {
         assert!(!err.contains("unknown field"), "[{section}] {key}: {err}");
     }
 }
+
+#[test]
+fn an_a2a_runtime_needs_a_url_and_takes_an_auth_header_file() {
+    let err = Config::from_toml("[runtime]\nkind = \"a2a\"\n").unwrap_err();
+    assert!(err.to_string().contains("runtime.url"), "{err}");
+    let config = Config::from_toml(
+        "[runtime]\nkind = \"a2a\"\nurl = \"https://agent.example/.well-known/agent-card.json\"\n\
+         auth_header_file = \"a2a-auth\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.runtime.auth_header_file.as_deref(), Some("a2a-auth"));
+    // Only an A2A runtime sends it.
+    let err = Config::from_toml(
+        "[runtime]\nkind = \"http\"\nurl = \"http://127.0.0.1:1/goal\"\nauth_header_file = \"f\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("runtime.auth_header_file"),
+        "{err}"
+    );
+}

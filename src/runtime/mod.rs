@@ -1,8 +1,9 @@
 //! Agent runtimes: what runs a schedule's goal. `openai` drives any OpenAI-compatible
 //! `/chat/completions` endpoint with nightshift's own tool loop and memory tools; `http`
 //! posts the goal to an agent runtime's endpoint and reads its answer (and the files it
-//! attached).
+//! attached); `a2a` sends it to an A2A agent and follows the task it starts.
 
+mod a2a;
 mod hints;
 mod http;
 mod openai;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+pub use a2a::A2aRuntime;
 pub use http::HttpRuntime;
 pub use openai::{Completion, OpenAiRuntime};
 pub use schedule_tools::ScheduleTools;
@@ -57,6 +59,30 @@ pub enum RuntimeError {
     Reported(String),
     #[error("invalid runtime configuration: {0}")]
     Config(String),
+    #[error("the A2A agent at {url} answered {method} with error {code}: {message}")]
+    AgentError {
+        url: String,
+        method: &'static str,
+        code: i64,
+        message: String,
+    },
+    #[error("the A2A agent at {url} ended task {task_id} as {state}: {reason}")]
+    TaskEnded {
+        url: String,
+        task_id: String,
+        state: &'static str,
+        reason: String,
+    },
+    #[error(
+        "the A2A agent at {url} put task {task_id} in {state}: {question} (nightshift cannot \
+         answer an agent yet, so the task was canceled and the run failed)"
+    )]
+    NeedsInput {
+        url: String,
+        task_id: String,
+        state: &'static str,
+        question: String,
+    },
 }
 
 impl crate::error::Kind for RuntimeError {
@@ -71,7 +97,10 @@ impl crate::error::Kind for RuntimeError {
             | RuntimeError::TooManyTurns { .. }
             | RuntimeError::TooManyToolCalls { .. }
             | RuntimeError::TooExpensive { .. }
-            | RuntimeError::Reported(_) => ErrorKind::Internal,
+            | RuntimeError::Reported(_)
+            | RuntimeError::AgentError { .. }
+            | RuntimeError::TaskEnded { .. }
+            | RuntimeError::NeedsInput { .. } => ErrorKind::Internal,
         }
     }
 }
@@ -164,5 +193,6 @@ pub fn from_config(
                 .with_schedule_tools(schedules),
         ),
         RuntimeKind::Http => Arc::new(HttpRuntime::new(config)?),
+        RuntimeKind::A2a => Arc::new(A2aRuntime::new(config)?),
     })
 }

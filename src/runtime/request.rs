@@ -1,8 +1,9 @@
-//! POSTing JSON with timeouts and retries: connection failures, 429 and 5xx are retried
-//! with exponential backoff, honouring Retry-After; other answers are final.
+//! POSTing (or GETting) JSON with timeouts and retries: connection failures, 429 and 5xx
+//! are retried with exponential backoff, honouring Retry-After; other answers are final.
 
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use super::RuntimeError;
@@ -42,9 +43,24 @@ impl JsonClient {
     }
 
     pub(super) async fn post(&self, url: &str, body: &Value) -> Result<Value, RuntimeError> {
+        self.send(url, Some(body), &HeaderMap::new()).await
+    }
+
+    /// POSTs `body` (GETs when it is `None`) with `headers` besides the client's own, and
+    /// reads a JSON answer.
+    pub(super) async fn send(
+        &self,
+        url: &str,
+        body: Option<&Value>,
+        headers: &HeaderMap,
+    ) -> Result<Value, RuntimeError> {
         let mut attempt = 0;
         loop {
-            let mut request = self.client.post(url).json(body);
+            let mut request = match body {
+                Some(body) => self.client.post(url).json(body),
+                None => self.client.get(url),
+            };
+            request = request.headers(headers.clone());
             if let Some(token) = &self.bearer {
                 request = request.bearer_auth(token);
             }
