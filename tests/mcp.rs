@@ -968,3 +968,46 @@ async fn calls_are_bounded_in_number_and_time() {
     assert_eq!(notes.len(), 2, "the writes finished once the lock was free");
     ok(&client, "schedule_list", json!({})).await;
 }
+
+/// A token at its limit of open sessions is refused a new one (503), but a request that
+/// opens none (no session id, not `initialize`: a sessionless client's) is not refused
+/// for it (the report's D19).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_opening_a_session_counts_against_the_session_limit() {
+    let api = TestApi::start(|_| {}).await;
+    let token = api.token(Some("alice")).await;
+    let client = reqwest::Client::new();
+    let post = |body: Value, version: &'static str| {
+        client
+            .post(format!("{}/mcp", api.base))
+            .bearer_auth(&token)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .json(&body)
+            .send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "limit-test", "version": "1"}}});
+    for i in 0..64 {
+        let reply = post(initialize.clone(), "2025-06-18").await.unwrap();
+        let opened = reply.headers().contains_key("mcp-session-id");
+        assert_eq!(
+            (reply.status().as_u16(), opened),
+            (200, true),
+            "session {i}: {}",
+            reply.text().await.unwrap()
+        );
+    }
+    let refused = post(initialize.clone(), "2025-06-18").await.unwrap();
+    assert_eq!(refused.status(), 503);
+    let sessionless = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        "2026-07-28",
+    )
+    .await
+    .unwrap();
+    let status = sessionless.status();
+    let text = sessionless.text().await.unwrap();
+    assert!(!text.contains("too many MCP sessions"), "{status}: {text}");
+}

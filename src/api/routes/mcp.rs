@@ -110,11 +110,29 @@ async fn authorize(State(gate): State<Gate>, request: Request, next: Next) -> Re
         .get(&SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    // Only an `initialize` opens a session: a request without a session id that is not
+    // one (a sessionless client's) must not be refused for the token's open sessions.
+    let (opens, body) = if session.is_none() && parts.method == Method::POST {
+        let limit = gate.api.app.config().server.max_body_bytes;
+        match axum::body::to_bytes(body, limit).await {
+            Ok(bytes) => (is_initialize(&bytes), axum::body::Body::from(bytes)),
+            Err(_) => {
+                return ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    "the body is larger than server.max_body_bytes",
+                )
+                .into_response()
+            }
+        }
+    } else {
+        (false, body)
+    };
     match &session {
         Some(session) if !gate.owners.owns(session, &caller.token_id) => {
             return ApiError::new(StatusCode::NOT_FOUND, "not_found", NO_SESSION).into_response();
         }
-        None if !gate.owners.has_room(&caller.token_id) => {
+        None if opens && !gate.owners.has_room(&caller.token_id) => {
             let mut err = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -149,6 +167,23 @@ async fn authorize(State(gate): State<Gate>, request: Request, next: Next) -> Re
     response
 }
 
+/// Whether a JSON-RPC body is an `initialize` request (alone, or in a batch).
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        method: Option<String>,
+    }
+    let initialize = |call: &Call| call.method.as_deref() == Some("initialize");
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Array(calls)) => calls
+            .into_iter()
+            .filter_map(|c| serde_json::from_value::<Call>(c).ok())
+            .any(|c| initialize(&c)),
+        Ok(value) => serde_json::from_value::<Call>(value).is_ok_and(|c| initialize(&c)),
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +200,25 @@ mod tests {
         assert!(!owners.owns("s1", "b"));
         owners.closed("s1");
         assert!(!owners.owns("s1", "a"));
+    }
+
+    #[test]
+    fn only_an_initialize_opens_a_session() {
+        assert!(is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#
+        ));
+        assert!(is_initialize(
+            br#"[{"method":"ping"},{"method":"initialize"}]"#
+        ));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#[..],
+            br#"{"method":5}"#,
+            br#"not json"#,
+            br#""#,
+            br#"[1, 2]"#,
+        ] {
+            assert!(!is_initialize(other), "{}", String::from_utf8_lossy(other));
+        }
     }
 
     #[test]
