@@ -14,6 +14,7 @@ use super::columns::ColumnTypes;
 use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
 use super::rows::{self, LineLimits, Row, CONTENT, TYPE};
 use super::tables::{table_of, Table};
+use super::user_import::{write_user, UserImport};
 use super::{foreign, ImportRequest, Portable, PortableError, Result};
 use crate::access::Actor;
 use crate::db::{query_scalar, WriteTx};
@@ -113,38 +114,24 @@ async fn write_all(
             }
         }
         let mut reader = Archive::open(&request.path, &limits, &types, max_artifact)?;
-        let mut current: Option<(String, Vec<Line>)> = None;
+        // One user's lines are written as they are read, in the user's transaction: an
+        // archive's size is never held in memory, only the line at hand.
+        let mut current: Option<UserImport<'_>> = None;
         while let Some((user, line)) = reader.next_line()? {
-            match &mut current {
-                Some((u, lines)) if *u == user => lines.push(line),
-                _ => {
-                    if let Some((u, lines)) = current.take() {
-                        write_user(
-                            portable,
-                            &u,
-                            &lines,
-                            request.dry_run,
-                            false,
-                            report,
-                            reindex,
-                        )
-                        .await?;
-                    }
-                    current = Some((user, vec![line]));
+            if current.as_ref().is_some_and(|c| c.user() != user) {
+                if let Some(done) = current.take() {
+                    done.finish(report, reindex).await?;
                 }
             }
+            let writer = match current.as_mut() {
+                Some(writer) => writer,
+                None => current
+                    .insert(UserImport::begin(portable, &user, request.dry_run, false).await?),
+            };
+            writer.line(&line, report).await?;
         }
-        if let Some((u, lines)) = current.take() {
-            write_user(
-                portable,
-                &u,
-                &lines,
-                request.dry_run,
-                false,
-                report,
-                reindex,
-            )
-            .await?;
+        if let Some(done) = current.take() {
+            done.finish(report, reindex).await?;
         }
         report.users = users;
     }
@@ -334,7 +321,12 @@ fn read_bounded(reader: &mut impl BufRead, max: usize, number: u64) -> Result<Op
 }
 
 /// Creates a notes pseudo-session of `user` (and its summary row) unless it exists.
-async fn ensure_notes_session(tx: &WriteTx, session: &str, user: &str, now: i64) -> Result<()> {
+pub(super) async fn ensure_notes_session(
+    tx: &WriteTx,
+    session: &str,
+    user: &str,
+    now: i64,
+) -> Result<()> {
     tx.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
          VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
@@ -350,152 +342,10 @@ async fn ensure_notes_session(tx: &WriteTx, session: &str, user: &str, now: i64)
     Ok(())
 }
 
-/// Writes one user's lines in one transaction (rolled back for a dry run).
-pub(super) async fn write_user(
-    portable: &Portable,
-    user: &str,
-    lines: &[Line],
-    dry_run: bool,
-    ensure_memory_session: bool,
-    report: &mut ImportReport,
-    reindex: &mut BTreeSet<String>,
-) -> Result<()> {
-    let conn = portable.db.conn().await?;
-    let tx = conn.write_tx().await?;
-    let now = portable.clock.now_ms();
-    if ensure_memory_session {
-        ensure_notes_session(&tx, &SessionKind::memory_session(user), user, now).await?;
-    }
-    let mut state_version = 0i64;
-    let (mut notes_imported, mut artifacts_imported, mut artifact_bytes) = (0u64, 0u64, 0u64);
-    // Sessions to reindex once this user's transaction has committed.
-    let mut touched = BTreeSet::new();
-    let mut folder_files = Vec::new();
-    // Rows checked once all of the user's lines are in (a follower may come before what
-    // it follows, a notes session before the notes that name it): id and line number.
-    let mut schedules_written = Vec::new();
-    let mut sessions_written = Vec::new();
-    for line in lines {
-        let table = line.table;
-        let placing = Placing {
-            portable,
-            dry_run,
-            folder_files: &mut folder_files,
-        };
-        let outcome = write_row(&tx, user, line, placing).await?;
-        let counts = report.types.entry(table.kind.to_string()).or_default();
-        match outcome {
-            Outcome::Present => counts.already_present += 1,
-            Outcome::Conflict => counts.conflicts.push(rows::key_text(table, &line.row)),
-            Outcome::Imported => {
-                counts.imported += 1;
-                match table.kind {
-                    "event" | "session" => {
-                        if let Some(Value::String(s)) = line.row.get("session_id") {
-                            touched.insert(s.clone());
-                            if table.kind == "session" {
-                                sessions_written.push((s.clone(), line.number));
-                            }
-                        }
-                    }
-                    "schedule" => {
-                        if let Some(Value::String(id)) = line.row.get("schedule_id") {
-                            schedules_written.push((id.clone(), line.number));
-                        }
-                    }
-                    "artifact" => {
-                        artifacts_imported += 1;
-                        let size = line.row.get("size").and_then(Value::as_u64);
-                        artifact_bytes = artifact_bytes.saturating_add(size.unwrap_or(0));
-                    }
-                    "note" => {
-                        notes_imported += 1;
-                        let agent = match line.row.get("agent_id") {
-                            Some(Value::String(agent)) => Some(agent.as_str()),
-                            _ => None,
-                        };
-                        // The note is indexed in its agent's session, whichever sessions
-                        // the archive holds.
-                        let session = SessionKind::notes_session(user, agent);
-                        ensure_notes_session(&tx, &session, user, now).await?;
-                        touched.insert(session);
-                    }
-                    "state" => {
-                        if let Some(Value::Number(n)) = line.row.get("version") {
-                            state_version = state_version.max(n.as_i64().unwrap_or(0));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    if state_version > 0 {
-        // State versions come from one counter: it must not hand out an imported one again.
-        tx.execute(
-            "INSERT INTO meta (key, value) VALUES ('state_version', CAST(?1 AS TEXT))
-             ON CONFLICT (key) DO UPDATE
-             SET value = CAST(MAX(CAST(value AS INTEGER), ?1) AS TEXT)",
-            [state_version],
-        )
-        .await?;
-    }
-    check_schedules(portable, &tx, user, &schedules_written, now).await?;
-    check_reserved_sessions(&tx, user, &sessions_written).await?;
-    // The user's limits hold after the import as they would after a save or a put; one
-    // that would not is refused whole for this user (its transaction rolled back).
-    let over_limit = |reason: String| PortableError::OverLimit {
-        user: user.to_string(),
-        reason,
-        imported_before: report.written.clone(),
-    };
-    if !schedules_written.is_empty() {
-        portable
-            .schedules
-            .check_imported_count(&tx, user)
-            .await
-            .map_err(|e| over_limit(e.to_string()))?;
-    }
-    if notes_imported > 0 {
-        let limit = portable.memory.limits().max_notes_per_user;
-        let current: i64 = query_scalar(
-            &tx,
-            "SELECT count(*) FROM notes WHERE user_id = ?1 AND superseded_by IS NULL",
-            [user],
-        )
-        .await?
-        .unwrap_or(0);
-        if current > limit {
-            return Err(over_limit(format!(
-                "{notes_imported} notes more would make {current}, over \
-                 memory.max_notes_per_user ({limit})"
-            )));
-        }
-    }
-    if artifacts_imported > 0 {
-        portable
-            .artifacts
-            .check_imported_totals(&tx, user, artifact_bytes)
-            .await
-            .map_err(|e| over_limit(e.to_string()))?;
-    }
-    if dry_run {
-        tx.rollback().await?;
-    } else {
-        tx.commit().await?;
-        for (hash, bytes) in &folder_files {
-            portable.artifacts.keep_imported(hash, bytes).await?;
-        }
-        report.written.push(user.to_string());
-        reindex.append(&mut touched);
-    }
-    Ok(())
-}
-
 /// Each schedule the user's lines wrote, checked as the write paths check a new one (its
 /// fields, cadence, chain) and its channel as granted to the user: an archive is the
 /// user's own file, so it gets no more than the user's token would.
-async fn check_schedules(
+pub(super) async fn check_schedules(
     portable: &Portable,
     tx: &WriteTx,
     user: &str,
@@ -529,7 +379,7 @@ async fn check_schedules(
 /// for every agent's notes), and kept it could be an id another user's agent's notes will
 /// need (the hash of their user and agent), so they could never be saved. A schedule's
 /// transcripts (`scheduled:ID`) must not be another user's schedule's.
-async fn check_reserved_sessions(
+pub(super) async fn check_reserved_sessions(
     tx: &WriteTx,
     user: &str,
     written: &[(String, u64)],
@@ -586,20 +436,25 @@ async fn check_reserved_sessions(
 
 /// Where an imported artifact's bytes go: the artifact store decides (inline or its
 /// folder, as a put would); a dry run writes no file.
-struct Placing<'a> {
-    portable: &'a Portable,
-    dry_run: bool,
+pub(super) struct Placing<'a> {
+    pub portable: &'a Portable,
+    pub dry_run: bool,
     /// The folder files written, kept again after the commit.
-    folder_files: &'a mut Vec<(String, Vec<u8>)>,
+    pub folder_files: &'a mut Vec<(String, Vec<u8>)>,
 }
 
-enum Outcome {
+pub(super) enum Outcome {
     Imported,
     Present,
     Conflict,
 }
 
-async fn write_row(tx: &WriteTx, user: &str, line: &Line, placing: Placing<'_>) -> Result<Outcome> {
+pub(super) async fn write_row(
+    tx: &WriteTx,
+    user: &str,
+    line: &Line,
+    placing: Placing<'_>,
+) -> Result<Outcome> {
     let (table, row, number) = (line.table, &line.row, line.number);
     let bad = |reason: String| PortableError::line(number, reason);
     // A parent that belongs to another user makes this row a conflict.

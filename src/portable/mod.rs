@@ -20,6 +20,7 @@ mod import;
 mod readback;
 mod rows;
 mod tables;
+mod user_import;
 
 use std::sync::Arc;
 
