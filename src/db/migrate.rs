@@ -149,6 +149,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ui_sessions",
         sql: include_str!("../../migrations/0027_ui_sessions.sql"),
     },
+    Migration {
+        version: 28,
+        name: "user_sessions",
+        sql: include_str!("../../migrations/0028_user_sessions.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -17,7 +17,7 @@ use super::tables::{table_of, Table};
 use super::{foreign, ImportRequest, Portable, PortableError, Result};
 use crate::access::Actor;
 use crate::db::{query_scalar, WriteTx};
-use crate::memory::SessionKind;
+use crate::memory::{SessionKey, SessionKind};
 
 /// One checked data line.
 pub(super) struct Line {
@@ -40,7 +40,7 @@ pub(super) async fn import(
         dry_run: request.dry_run,
         ..ImportReport::default()
     };
-    let mut reindex = BTreeSet::new();
+    let mut reindex: BTreeSet<SessionKey> = BTreeSet::new();
     let written = write_all(portable, actor, request, format, &mut report, &mut reindex)
         .await
         .map_err(|err| match err {
@@ -54,7 +54,7 @@ pub(super) async fn import(
         });
     // Users committed before a failure are imported: their index is rebuilt all the same.
     if !request.dry_run && !reindex.is_empty() {
-        let sessions: Vec<String> = reindex.into_iter().collect();
+        let sessions: Vec<SessionKey> = reindex.into_iter().collect();
         report.sessions_reindexed = portable.memory.rebuild_sessions(&sessions).await? as u64;
     }
     written?;
@@ -69,7 +69,7 @@ async fn write_all(
     request: &ImportRequest,
     format: ImportFormat,
     report: &mut ImportReport,
-    reindex: &mut BTreeSet<String>,
+    reindex: &mut BTreeSet<SessionKey>,
 ) -> Result<()> {
     let limits = portable.memory.limits().clone();
     if format != ImportFormat::Nightshift {
@@ -333,21 +333,26 @@ fn read_bounded(reader: &mut impl BufRead, max: usize, number: u64) -> Result<Op
         .map_err(|_| PortableError::line(number, "not valid UTF-8"))
 }
 
-/// Creates a notes pseudo-session of `user` (and its summary row) unless it exists.
-async fn ensure_notes_session(tx: &WriteTx, session: &str, user: &str, now: i64) -> Result<()> {
+/// Creates a notes pseudo-session (and its summary row) unless it exists.
+async fn ensure_notes_session(tx: &WriteTx, key: &SessionKey, now: i64) -> Result<()> {
     tx.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
          VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
-        libsql::params![session, user, now],
+        libsql::params![key.as_str(), key.user_id(), now],
     )
     .await?;
     tx.execute(
         "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)
          ON CONFLICT DO NOTHING",
-        libsql::params![session, now],
+        libsql::params![key.as_str(), now],
     )
     .await?;
     Ok(())
+}
+
+/// The key of `user`'s notes session of `agent` (the shared one for `None`).
+fn notes_key(user: &str, agent: Option<&str>) -> SessionKey {
+    SessionKey::new(user, &SessionKind::notes_session(user, agent))
 }
 
 /// Writes one user's lines in one transaction (rolled back for a dry run).
@@ -358,13 +363,13 @@ pub(super) async fn write_user(
     dry_run: bool,
     ensure_memory_session: bool,
     report: &mut ImportReport,
-    reindex: &mut BTreeSet<String>,
+    reindex: &mut BTreeSet<SessionKey>,
 ) -> Result<()> {
     let conn = portable.db.conn().await?;
     let tx = conn.write_tx().await?;
     let now = portable.clock.now_ms();
     if ensure_memory_session {
-        ensure_notes_session(&tx, &SessionKind::memory_session(user), user, now).await?;
+        ensure_notes_session(&tx, &notes_key(user, None), now).await?;
     }
     let mut state_version = 0i64;
     let (mut notes_imported, mut artifacts_imported, mut artifact_bytes) = (0u64, 0u64, 0u64);
@@ -382,7 +387,13 @@ pub(super) async fn write_user(
             dry_run,
             folder_files: &mut folder_files,
         };
-        let outcome = write_row(&tx, user, line, placing).await?;
+        // The line's sessions are its user's: stored under that user's keys.
+        let stored = Line {
+            number: line.number,
+            table,
+            row: rows::to_stored(table, &line.row, user),
+        };
+        let outcome = write_row(&tx, user, &stored, placing).await?;
         let counts = report.types.entry(table.kind.to_string()).or_default();
         match outcome {
             Outcome::Present => counts.already_present += 1,
@@ -392,7 +403,7 @@ pub(super) async fn write_user(
                 match table.kind {
                     "event" | "session" => {
                         if let Some(Value::String(s)) = line.row.get("session_id") {
-                            touched.insert(s.clone());
+                            touched.insert(SessionKey::new(user, s));
                             if table.kind == "session" {
                                 sessions_written.push((s.clone(), line.number));
                             }
@@ -416,9 +427,9 @@ pub(super) async fn write_user(
                         };
                         // The note is indexed in its agent's session, whichever sessions
                         // the archive holds.
-                        let session = SessionKind::notes_session(user, agent);
-                        ensure_notes_session(&tx, &session, user, now).await?;
-                        touched.insert(session);
+                        let key = notes_key(user, agent);
+                        ensure_notes_session(&tx, &key, now).await?;
+                        touched.insert(key);
                     }
                     "state" => {
                         if let Some(Value::Number(n)) = line.row.get("version") {
@@ -526,8 +537,9 @@ async fn check_schedules(
 
 /// Session ids that name what they hold: an agent's notes session (`memory@HASH`) must be
 /// one of this user's agents', and a schedule's transcripts (`scheduled:ID`) must not be
-/// another user's schedule's. Otherwise an archive could take an id that another user's
-/// notes or runs will need, and they could never write there.
+/// another user's schedule's. Every session of a user's lines is that user's own (stored
+/// under their key), so none can take the place of another user's notes or transcripts;
+/// these keep a user's reserved ids meaning what they say.
 async fn check_reserved_sessions(
     tx: &WriteTx,
     user: &str,
@@ -613,7 +625,8 @@ async fn write_row(tx: &WriteTx, user: &str, line: &Line, placing: Placing<'_>) 
         match owner {
             None => {
                 return Err(bad(format!(
-                    "no {own} `{id}` in the archive or the database"
+                    "no {own} `{}` in the archive or the database",
+                    SessionKey::id_of(id)
                 )))
             }
             Some(owner) if owner != user => return Ok(Outcome::Conflict),

@@ -55,7 +55,8 @@ const NO_ROWS: &[(&str, &str)] = &[
     (
         "succeeded runs without their transcript",
         "SELECT count(*) FROM schedule_runs r WHERE r.status = 'succeeded' AND NOT EXISTS
-         (SELECT 1 FROM events e WHERE e.session_id = 'scheduled:' || r.schedule_id
+         (SELECT 1 FROM events e JOIN schedules s ON s.schedule_id = r.schedule_id
+          WHERE e.session_id = s.user_id || char(31) || 'scheduled:' || r.schedule_id
           AND e.role = 'assistant' AND e.content = r.output)",
     ),
     (
