@@ -1121,11 +1121,6 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
             "another user's schedule's transcripts",
         ),
         (
-            "an agent's notes session of no agent of the user",
-            with_session("memory@0123456789abcdef0123456789abcdef", "memory"),
-            "no notes session of this user's agents",
-        ),
-        (
             "a conversation that says it holds notes",
             with_session("chat-9", "memory"),
             "field `kind` must be `conversation`",
@@ -1416,4 +1411,85 @@ async fn sessions_of_one_id_under_two_users_round_trip_apart() {
     };
     assert_eq!(recall("alice").await, ["alice said"]);
     assert_eq!(recall("bob").await, ["bob's own"]);
+}
+
+/// `text`, an archive, with one more session line (a copy of its last, under `id` and
+/// `kind`) and its end line counting it.
+fn with_extra_session(text: &str, id: &str, kind: &str) -> Vec<u8> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last_session = lines
+        .iter()
+        .rposition(|l| l.contains(r#""type":"session""#))
+        .unwrap();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if value["type"] == "end" {
+            value["lines"] = (value["lines"].as_u64().unwrap() + 1).into();
+        }
+        out.extend(serde_json::to_vec(&value).unwrap());
+        out.push(b'\n');
+        if i == last_session {
+            value["session_id"] = id.into();
+            value["kind"] = kind.into();
+            value["last_sequence"] = 0.into();
+            out.extend(serde_json::to_vec(&value).unwrap());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// An archive holding another user's predictable reserved ids (D8: an agent's notes
+/// session, named by a hash of the user and the agent) squats no one: the session is the
+/// importing user's own, and the other user's notes, shared and the agent's, are saved
+/// and found as if it did not exist.
+#[tokio::test]
+async fn an_archives_reserved_ids_squat_no_one() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let text = String::from_utf8(export(&source, "alice").await).unwrap();
+    let carols_agent = nightshift::memory::SessionKind::notes_session("carol", Some("helper"));
+    let archive = with_extra_session(&text, &carols_agent, "memory");
+    let target = app_in(&b).await;
+    let path = write(&files, "alice.ndjson", &archive);
+    portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    let helper = target.memory().as_agent(Some("helper")).unwrap();
+    helper
+        .save_note("carol", &note("carol's helper note", None))
+        .await
+        .unwrap();
+    target
+        .memory()
+        .save_note("carol", &note("carol's shared note", None))
+        .await
+        .unwrap();
+    let hits = helper
+        .search(&nightshift::memory::SearchRequest {
+            user_id: "carol".into(),
+            query: "carol note".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    texts.sort();
+    assert_eq!(texts, ["carol's helper note", "carol's shared note"]);
+    assert_eq!(
+        common::count(
+            target.memory(),
+            "SELECT count(*) FROM chunks WHERE user_id = 'carol'
+             AND session_id NOT LIKE 'carol' || char(31) || '%'"
+        )
+        .await,
+        0
+    );
 }

@@ -535,42 +535,19 @@ async fn check_schedules(
     Ok(())
 }
 
-/// Session ids that name what they hold: an agent's notes session (`memory@HASH`) must be
-/// one of this user's agents', and a schedule's transcripts (`scheduled:ID`) must not be
-/// another user's schedule's. Every session of a user's lines is that user's own (stored
-/// under their key), so none can take the place of another user's notes or transcripts;
-/// these keep a user's reserved ids meaning what they say.
+/// A schedule's transcripts (`scheduled:ID`) must not be another user's schedule's: the
+/// id would say it holds runs it does not. Every session of a user's lines is that user's
+/// own (stored under their key), so none can take the place of another user's notes or
+/// transcripts (D8, D11): an agent's notes session (`memory@HASH`) is the line user's
+/// whichever agent it was made for (an archive may hold one of an agent whose notes
+/// moved to another), and `memory:USER` is checked with its line.
 async fn check_reserved_sessions(
     tx: &WriteTx,
     user: &str,
     written: &[(String, u64)],
 ) -> Result<()> {
-    let mut agents: Option<BTreeSet<String>> = None;
     for (session_id, number) in written {
-        if session_id.starts_with(SessionKind::AGENT_MEMORY_PREFIX) {
-            if agents.is_none() {
-                let mut rows = tx
-                    .query(
-                        "SELECT agent_id FROM notes WHERE user_id = ?1 AND agent_id IS NOT NULL
-                         UNION SELECT agent_id FROM note_versions
-                         WHERE user_id = ?1 AND agent_id IS NOT NULL",
-                        [user],
-                    )
-                    .await?;
-                let mut names = BTreeSet::new();
-                while let Some(row) = rows.next().await? {
-                    let agent: String = row.get(0).map_err(crate::db::DbError::from)?;
-                    names.insert(SessionKind::notes_session(user, Some(&agent)));
-                }
-                agents = Some(names);
-            }
-            if !agents.as_ref().is_some_and(|a| a.contains(session_id)) {
-                return Err(PortableError::line(
-                    *number,
-                    format!("session `{session_id}` is no notes session of this user's agents"),
-                ));
-            }
-        } else if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
+        if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
             let owner: Option<String> = query_scalar(
                 tx,
                 "SELECT user_id FROM schedules WHERE schedule_id = ?1",
