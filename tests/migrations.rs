@@ -310,7 +310,11 @@ async fn upgrading_moves_every_session_to_its_users_key() {
                                last_sequence)
          VALUES ('chat', 'alice', 'conversation', 'Lanterns', 1, 5, 2),
                 ('memory:alice', 'alice', 'memory', NULL, 1, 3, 1),
-                ('scheduled:sch-b', 'bob', 'scheduled', NULL, 1, 4, 1)",
+                ('scheduled:sch-b', 'bob', 'scheduled', NULL, 1, 4, 1),
+                -- Squatted before the upgrade (D8, D11): carol's notes session and the
+                -- transcripts of dave's schedule, taken by alice.
+                ('memory:carol', 'alice', 'memory', NULL, 1, 1, 0),
+                ('scheduled:sch-d', 'alice', 'scheduled', NULL, 1, 1, 0)",
         "UPDATE sessions SET vector_removals = 41",
         "INSERT INTO events (session_id, sequence, role, content, importance, created_at)
          VALUES ('chat', 1, 'user', 'the copper lantern glows', 0.5, 1),
@@ -319,7 +323,8 @@ async fn upgrading_moves_every_session_to_its_users_key() {
         "INSERT INTO session_state (session_id, summary, summary_epoch, summary_upper_sequence,
                                     updated_at)
          VALUES ('chat', 'about a lantern', 1, 2, 5), ('memory:alice', NULL, 0, 0, 1),
-                ('scheduled:sch-b', NULL, 0, 0, 1)",
+                ('scheduled:sch-b', NULL, 0, 0, 1), ('memory:carol', NULL, 0, 0, 1),
+                ('scheduled:sch-d', NULL, 0, 0, 1)",
         "INSERT INTO notes (note_id, user_id, content, created_at, updated_at)
          VALUES ('note-1', 'alice', 'alice keeps bees in Porto', 3, 3)",
         "INSERT INTO chunks (chunk_id, session_id, user_id, note_id, scope, text, content_hash,
@@ -410,13 +415,14 @@ async fn upgrading_moves_every_session_to_its_users_key() {
     );
     assert_eq!(recalled[0].content, "the copper lantern glows");
     let sessions = memory.sessions("alice").await.unwrap();
-    assert_eq!(sessions.len(), 1);
+    let listed: Vec<(&str, Option<&str>)> = sessions
+        .iter()
+        .map(|s| (s.session_id.as_str(), s.title.as_deref()))
+        .collect();
     assert_eq!(
-        (
-            sessions[0].session_id.as_str(),
-            sessions[0].title.as_deref()
-        ),
-        ("chat", Some("Lanterns"))
+        listed,
+        [("chat", Some("Lanterns")), ("scheduled:sch-d", None)],
+        "most recently active first"
     );
     assert_eq!(
         memory.read_summary(&alice, "chat").await.unwrap().summary,
@@ -452,6 +458,32 @@ async fn upgrading_moves_every_session_to_its_users_key() {
         .unwrap();
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].session_id, "chat");
+
+    // What was squatted is alice's own now: carol saves her notes, dave's runs would
+    // write their transcripts in dave's session.
+    memory
+        .save_note(
+            "carol",
+            &nightshift::memory::NewNote::new("carol's first note"),
+        )
+        .await
+        .unwrap();
+    memory
+        .append_transcript(
+            "dave",
+            "scheduled:sch-d",
+            &[NewEvent::new(Role::User, "go")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        memory
+            .recall(&alice, "scheduled:sch-d", 10)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
 
     // Writes go on where they were; bob's `chat` is a session of his own.
     assert_eq!(
