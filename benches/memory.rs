@@ -16,7 +16,9 @@ use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::config::Config;
 use nightshift::embed::blob_to_vector;
-use nightshift::memory::{Memory, NewEvent, NewNote, Role, SearchRequest, VectorMatrix};
+use nightshift::memory::{
+    Memory, NewEvent, NewNote, Role, SearchRequest, SessionKey, VectorMatrix,
+};
 use nightshift::portable::{ExportScope, ImportRequest, Portable};
 
 mod common;
@@ -157,14 +159,19 @@ async fn open_in(dir: &tempfile::TempDir, file: &str) -> App {
     App::open(&config).await.expect("open")
 }
 
+/// Where the big user's conversation is stored.
+fn big_chat() -> SessionKey {
+    SessionKey::new("user-big", "user-big-chat")
+}
+
 /// The session's stored vectors as the vector leg holds them in memory.
-async fn load_matrix(memory: &Memory, session: &str) -> VectorMatrix {
+async fn load_matrix(memory: &Memory, session: &SessionKey) -> VectorMatrix {
     let conn = memory.db().conn().await.unwrap();
     let mut rows = conn
         .query(
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = ?1
              ORDER BY vector_id",
-            [session],
+            [session.as_str()],
         )
         .await
         .unwrap();
@@ -332,9 +339,9 @@ async fn main() {
     let recall_queries = 50;
     for _ in 0..recall_queries {
         let query = lang.query(&mut rng);
-        let exact = common::exact_vector_top(&memory, "user-big-chat", &query, 10).await;
+        let exact = common::exact_vector_top(&memory, &big_chat(), &query, 10).await;
         let leg: Vec<i64> = memory
-            .vector_leg("user-big-chat", &query, 10)
+            .vector_leg(&big_chat(), &query, 10)
             .await
             .unwrap()
             .into_iter()
@@ -349,7 +356,7 @@ async fn main() {
     }
     let recall = recall_sum / recall_queries as f64;
 
-    let matrix = load_matrix(&memory, "user-big-chat").await;
+    let matrix = load_matrix(&memory, &big_chat()).await;
     let (scan, scan_exact) =
         scan_times(&matrix, &memory, &mut rng, &lang, config.search.candidates);
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use nightshift::app::App;
 use nightshift::config::Config;
-use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
+use nightshift::memory::{Memory, NewEvent, Role, SearchRequest, SessionKey};
 
 mod common;
 use common::{percentile, Language, Rng};
@@ -74,6 +74,11 @@ async fn append_many(
         memory.append(user, session, &events).await.expect("fill");
         left -= batch;
     }
+}
+
+/// Where the big user's conversation is stored.
+fn big_chat() -> SessionKey {
+    SessionKey::new("user-big", "user-big-chat")
 }
 
 fn request(query: &str) -> SearchRequest {
@@ -180,11 +185,11 @@ async fn main() {
     let start = Instant::now();
     // What the embedder does when idle, for the big user's conversation.
     let blocks = memory
-        .pack_vectors("user-big-chat")
+        .pack_vectors(&big_chat())
         .await
         .expect("pack vectors")
         + memory
-            .pack_keywords("user-big-chat")
+            .pack_keywords(&big_chat())
             .await
             .expect("pack keywords");
     let pack_secs = start.elapsed().as_secs_f64();
@@ -196,9 +201,9 @@ async fn main() {
         .expect("search");
     let cold = start.elapsed();
     let from_blocks = searcher
-        .cached_vectors("user-big-chat")
+        .cached_vectors(&big_chat())
         .map_or(0, |c| c.from_blocks);
-    let keywords = searcher.cached_keywords("user-big-chat");
+    let keywords = searcher.cached_keywords(&big_chat());
     let keywords_from_blocks = keywords.map_or(0, |c| c.from_blocks);
     let keyword_mib = keywords.map_or(0.0, |c| c.bytes as f64 / (1024.0 * 1024.0));
     let mut times: Vec<Duration> = Vec::with_capacity(QUERIES);
@@ -220,9 +225,9 @@ async fn main() {
     eprintln!("checking {EXACT_QUERIES} queries against exhaustive scoring…");
     let (mut kept, mut wanted) = (0usize, 0usize);
     for query in queries[1..].iter().take(EXACT_QUERIES) {
-        let exact = common::exact_vector_top(&memory, "user-big-chat", query, 10).await;
+        let exact = common::exact_vector_top(&memory, &big_chat(), query, 10).await;
         let leg: Vec<i64> = searcher
-            .vector_leg("user-big-chat", query, 10)
+            .vector_leg(&big_chat(), query, 10)
             .await
             .expect("vector leg")
             .into_iter()
@@ -238,13 +243,13 @@ async fn main() {
         .map(String::as_str)
         .collect();
     let exhaustive = memory
-        .keyword_leg_exhaustive("user-big-chat", &exact_queries, 10)
+        .keyword_leg_exhaustive(&big_chat(), &exact_queries, 10)
         .await
         .expect("exhaustive keyword leg");
     for (query, exact) in exact_queries.iter().zip(exhaustive) {
         let exact = exact.unwrap_or_default();
         let leg = searcher
-            .keyword_leg("user-big-chat", query, 10)
+            .keyword_leg(&big_chat(), query, 10)
             .await
             .expect("keyword leg")
             .unwrap_or_default();

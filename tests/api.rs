@@ -315,6 +315,59 @@ async fn bad_input_is_a_json_error_naming_the_field() {
     assert!(method.headers.get("x-request-id").is_some());
 }
 
+/// No user appends to a reserved session id over the API: `memory:…` and `memory@…` (the
+/// notes' pseudo-sessions) and `scheduled:…` (a schedule's transcripts, before open to
+/// anyone) are 400 for every user, theirs or not, existing or not, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserved_session_ids_are_refused_to_every_user() {
+    let api = TestApi::start(|_| {}).await;
+    let (alice, bob) = (api.token(Some("alice")).await, api.token(Some("bob")).await);
+    let (a, b) = (Some(alice.as_str()), Some(bob.as_str()));
+    api.call("POST", "/v1/notes", a, Some(json!({"text": "a note"})))
+        .await;
+    let schedule = api
+        .call(
+            "POST",
+            "/v1/schedules",
+            a,
+            Some(json!({"goal": "g", "every": "1h"})),
+        )
+        .await;
+    let sch = schedule.body["schedule_id"].as_str().unwrap().to_string();
+    let sessions = "SELECT count(*) FROM sessions";
+    let before = common::count(api.app.memory(), sessions).await;
+    let agents = nightshift::memory::SessionKind::notes_session("alice", Some("helper"));
+    for id in [
+        "memory:alice".to_string(),
+        "memory:bob".to_string(),
+        agents,
+        "memory@x".to_string(),
+        format!("scheduled:{sch}"),
+        "scheduled:sch-nope".to_string(),
+    ] {
+        for token in [a, b] {
+            let refused = api
+                .call(
+                    "POST",
+                    &format!("/v1/sessions/{id}/events"),
+                    token,
+                    Some(json!({"events": [{"role": "user", "content": "squat"}]})),
+                )
+                .await;
+            assert_eq!(refused.status, 400, "{id}: {}", refused.body);
+            assert!(
+                refused.body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("reserved"),
+                "{id}: {}",
+                refused.body
+            );
+        }
+    }
+    assert_eq!(common::count(api.app.memory(), sessions).await, before);
+}
+
 /// User B's token against each of user A's things, on every route: 404 exactly as for an
 /// id that does not exist, and nothing changed in the database. A user token on an admin
 /// route is 403; a revoked or expired token, or none, is 401.
@@ -355,9 +408,13 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
             let mut all = Vec::new();
             for sql in [
                 "SELECT group_concat(note_id || content || updated_at) FROM notes",
-                "SELECT group_concat(session_id || sequence || content) FROM events",
+                "SELECT group_concat(session_id || sequence || content) FROM events
+                 WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = 'alice')",
                 "SELECT group_concat(schedule_id || status || coalesce(next_run_at, '') || updated_at) FROM schedules",
-                "SELECT count(*) FROM sessions",
+                "SELECT group_concat(session_id || last_sequence || updated_at) FROM sessions
+                 WHERE user_id = 'alice'",
+                "SELECT group_concat(scope_id || key || value_json) FROM state_entries WHERE user_id = 'alice'",
+                "SELECT count(*) FROM artifacts WHERE user_id = 'alice'",
             ] {
                 let conn = memory.db().conn().await.unwrap();
                 let value: Option<String> = nightshift::db::query_scalar(&conn, &format!("SELECT CAST(({sql}) AS TEXT)"), ()).await.unwrap();
@@ -406,16 +463,70 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
         assert_eq!(missing.status, 404, "{method} {missing_path}");
         assert_eq!(theirs.body["error"]["code"], missing.body["error"]["code"]);
     }
-    // Appending to another user's session id is refused, and does not add to it.
-    let append = api
-        .call(
-            "POST",
-            "/v1/sessions/a-chat/events",
-            b,
-            Some(json!({"events": [{"role": "user", "content": "hi"}]})),
-        )
+    // Appending under alice's session id makes bob's own session: answered as for an id
+    // nobody uses, and alice's is untouched (before, this was 409 "in use by another
+    // user", which told bob the id was taken).
+    for id in ["a-chat", "b-new-chat"] {
+        let append = api
+            .call(
+                "POST",
+                &format!("/v1/sessions/{id}/events"),
+                b,
+                Some(json!({"events": [{"role": "user", "content": "hi"}]})),
+            )
+            .await;
+        assert_eq!(append.status, 201, "{id}: {}", append.body);
+        assert_eq!(
+            append.body,
+            json!({"session_id": id, "sequences": [1]}),
+            "{id}"
+        );
+    }
+    let bobs = api.call("GET", "/v1/sessions/a-chat/events", b, None).await;
+    assert_eq!(bobs.status, 200);
+    assert_eq!(bobs.body.as_array().unwrap().len(), 1);
+    assert_eq!(bobs.body[0]["content"], "hi");
+    let alices = api.call("GET", "/v1/sessions/a-chat/events", a, None).await;
+    assert_eq!(alices.body.as_array().unwrap().len(), 1);
+    assert_eq!(alices.body[0]["content"], "private");
+    // State and artifacts under alice's session id go to bob's own session too, as for
+    // an id nobody uses (before: 409).
+    for id in ["a-chat", "b-state-chat"] {
+        let set = api
+            .call(
+                "PUT",
+                &format!("/v1/state/k?session={id}"),
+                b,
+                Some(json!({"value": "bob's"})),
+            )
+            .await;
+        assert_eq!(set.status, 200, "{id}: {}", set.body);
+        let got = api
+            .call("GET", &format!("/v1/state/k?session={id}"), b, None)
+            .await;
+        assert_eq!(got.body["value"], "bob's");
+        let stored = api
+            .client
+            .post(format!(
+                "{}/v1/artifacts?session={id}&name=b.txt&type=text/plain",
+                api.base
+            ))
+            .bearer_auth(&bob)
+            .body("bob's file")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stored.status(), 201, "{id}");
+        let stored: Value = stored.json().await.unwrap();
+        assert_eq!(stored["session_id"], id);
+        assert_eq!(stored["user_id"], "bob");
+    }
+    let alices_state = api.call("GET", "/v1/state/k?session=a-chat", a, None).await;
+    assert_eq!(alices_state.status, 404, "{}", alices_state.body);
+    let alices_files = api
+        .call("GET", "/v1/artifacts?session=a-chat", a, None)
         .await;
-    assert_eq!(append.status, 409);
+    assert_eq!(alices_files.body, json!([]));
     // Search and lists show bob nothing of alice's.
     let found = api
         .call(

@@ -323,24 +323,33 @@ async fn bad_names_types_and_sessions_are_refused_and_change_nothing() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput);
-    store
+    assert_eq!(count(&app, "SELECT count(*) FROM artifacts").await, 0);
+    assert_eq!(count(&app, "SELECT count(*) FROM sessions").await, 0);
+    // The same session id under two users is two sessions: alice's artifact goes to her
+    // own (before, this was refused as "in use by another user").
+    let bobs = store
         .put("bob", "bobs", None, &file("a", "text/plain", b"x"))
         .await
         .unwrap();
-    let err = store
+    let alices = store
         .put("alice", "bobs", None, &file("a", "text/plain", b"y"))
         .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Conflict);
-    assert_eq!(count(&app, "SELECT count(*) FROM artifacts").await, 1);
+        .unwrap();
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM sessions WHERE session_id != 'bobs'"
-        )
-        .await,
-        0
+        (alices.session_id.as_str(), alices.user_id.as_str()),
+        ("bobs", "alice")
     );
+    let listed = |user: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .list(&Actor::user(user).unwrap(), user, Some("bobs"))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(listed("bob").await, [bobs]);
+    assert_eq!(listed("alice").await, [alices]);
     // Unicode names are names.
     let stored = store
         .put(

@@ -11,7 +11,7 @@ use nightshift::consolidate::{Consolidator, Pass};
 use nightshift::db::clock::ManualClock;
 use nightshift::memory::{
     ContextRequest, Event, ExtractiveSummarizer, Memory, NewEvent, NewNote, Role, SearchRequest,
-    Strategy, SummarizeOutcome, Summarizer, SummaryPolicy,
+    SessionKey, Strategy, SummarizeOutcome, Summarizer, SummaryPolicy,
 };
 use tempfile::TempDir;
 
@@ -71,9 +71,10 @@ async fn two_concurrent_summarizers_one_wins() {
     let (_dir, memory, _, _) = setup().await;
     memory.append("u", "s", &turns(20, 10)).await.unwrap();
     let policy = small_policy();
+    let key = SessionKey::new("u", "s");
     let (a, b) = tokio::join!(
-        memory.summarize_session("s", &policy, &SlowSummarizer),
-        memory.summarize_session("s", &policy, &SlowSummarizer)
+        memory.summarize_session(&key, &policy, &SlowSummarizer),
+        memory.summarize_session(&key, &policy, &SlowSummarizer)
     );
     let outcomes = [a.unwrap(), b.unwrap()];
     let written = outcomes
@@ -95,10 +96,12 @@ async fn two_concurrent_summarizers_one_wins() {
     );
 }
 
+/// Summarizes user `u`'s `session` until nothing is left to summarize.
 async fn summarize_until_done(memory: &Memory, session: &str, policy: &SummaryPolicy) {
+    let key = SessionKey::new("u", session);
     for _ in 0..100 {
         if let SummarizeOutcome::NotNeeded { .. } = memory
-            .summarize_session(session, policy, &ExtractiveSummarizer::default())
+            .summarize_session(&key, policy, &ExtractiveSummarizer::default())
             .await
             .unwrap()
         {
@@ -508,7 +511,11 @@ async fn context_stays_within_budget_and_within_the_user() {
     events.push(NewEvent::new(Role::User, "what is the wifi password?"));
     memory.append("alice", "chat", &events).await.unwrap();
     memory
-        .summarize_session("chat", &small_policy(), &ExtractiveSummarizer::default())
+        .summarize_session(
+            &SessionKey::new("alice", "chat"),
+            &small_policy(),
+            &ExtractiveSummarizer::default(),
+        )
         .await
         .unwrap();
     // Relevance uses vectors, which the background queue computes after the writes.

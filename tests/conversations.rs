@@ -116,55 +116,104 @@ async fn sessions_are_listed_most_recent_first_and_per_user() {
     );
 }
 
+/// A session id names a session of one user: the same id under another user is another
+/// session, written, read, searched and forgotten on its own, and nothing a user is
+/// answered tells that the id is used by someone else (before this, appending to another
+/// user's id was refused as "in use by another user").
 #[tokio::test]
-async fn sessions_belong_to_one_user() {
+async fn sessions_belong_to_their_user() {
     let (_dir, memory) = fresh().await;
+    let (alice, bob) = (Actor::user("alice").unwrap(), Actor::user("bob").unwrap());
     memory
         .append(
             "bob",
-            "bobs-chat",
+            "chat-1",
             &[NewEvent::new(Role::User, "my bank pin is 1234")],
         )
         .await
         .unwrap();
-    let err = memory
-        .append("alice", "bobs-chat", &[NewEvent::new(Role::User, "sneaky")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, MemoryError::SessionOfOtherUser { .. }),
-        "{err}"
-    );
-    assert!(matches!(
-        memory
-            .recall(&Actor::user("alice").unwrap(), "bobs-chat", 10)
-            .await,
-        Err(MemoryError::SessionNotFound(_))
-    ));
-    assert!(matches!(
-        memory
-            .forget(&Actor::user("alice").unwrap(), "bobs-chat")
-            .await,
-        Err(MemoryError::SessionNotFound(_))
-    ));
-    let request = SearchRequest {
-        user_id: "alice".into(),
+    // Before alice has one, bob's id is unknown to her, as any unknown id is.
+    for err in [
+        memory.recall(&alice, "chat-1", 10).await.unwrap_err(),
+        memory.read_summary(&alice, "chat-1").await.unwrap_err(),
+        memory.forget(&alice, "chat-1").await.unwrap_err(),
+    ] {
+        assert!(matches!(err, MemoryError::SessionNotFound(_)), "{err}");
+    }
+    let request = |user: &str| SearchRequest {
+        user_id: user.into(),
         query: "bank pin".into(),
-        session_id: Some("bobs-chat".into()),
+        session_id: Some("chat-1".into()),
         ..Default::default()
     };
     assert!(matches!(
-        memory.search(&request).await,
+        memory.search(&request("alice")).await,
+        Err(MemoryError::SessionNotFound(_))
+    ));
+    // Appending under the same id makes alice's own session, from sequence 1.
+    let sequences = memory
+        .append(
+            "alice",
+            "chat-1",
+            &[NewEvent::new(Role::User, "my bank is the blue one")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(sequences, [1]);
+    let texts = |events: Vec<nightshift::memory::Event>| {
+        events.into_iter().map(|e| e.content).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        texts(memory.recall(&alice, "chat-1", 10).await.unwrap()),
+        ["my bank is the blue one"]
+    );
+    assert_eq!(
+        texts(memory.recall(&bob, "chat-1", 10).await.unwrap()),
+        ["my bank pin is 1234"]
+    );
+    for (user, session) in [("alice", "chat-1"), ("bob", "chat-1")] {
+        let listed = memory.sessions(user).await.unwrap();
+        assert_eq!(listed.len(), 1, "{user}");
+        assert_eq!(
+            (listed[0].session_id.as_str(), listed[0].user_id.as_str()),
+            (session, user)
+        );
+        assert_eq!(listed[0].last_sequence, 1);
+    }
+    let hits = memory.search(&request("alice")).await.unwrap();
+    assert!(
+        hits.iter().all(|h| !h.text.contains("1234")),
+        "bob's words in alice's search: {hits:?}"
+    );
+    assert!(hits.iter().any(|h| h.text.contains("blue")), "{hits:?}");
+    assert!(hits
+        .iter()
+        .all(|h| h.session_id.as_deref().is_none_or(|s| s == "chat-1")));
+    // The operator names one of them with its user; the id alone is ambiguous.
+    let err = memory
+        .recall(&Actor::Operator, "chat-1", 10)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, MemoryError::SessionAmbiguous { users: 2, .. }),
+        "{err}"
+    );
+    // Forgetting alice's leaves bob's whole.
+    memory.forget(&alice, "chat-1").await.unwrap();
+    assert!(matches!(
+        memory.recall(&alice, "chat-1", 10).await,
         Err(MemoryError::SessionNotFound(_))
     ));
     assert_eq!(
-        memory
-            .recall(&Actor::user("bob").unwrap(), "bobs-chat", 10)
-            .await
-            .unwrap()
-            .len(),
-        1
+        texts(memory.recall(&bob, "chat-1", 10).await.unwrap()),
+        ["my bank pin is 1234"]
     );
+    assert_eq!(
+        texts(memory.recall(&Actor::Operator, "chat-1", 10).await.unwrap()),
+        ["my bank pin is 1234"],
+        "one user left with the id: the operator's id alone names it"
+    );
+    keyword_integrity(&memory).await;
 }
 
 #[tokio::test]
@@ -200,7 +249,7 @@ async fn forget_removes_the_session_and_everything_derived() {
     assert_eq!(
         count(
             &memory,
-            "SELECT count(*) FROM session_state WHERE session_id = 'doomed'"
+            "SELECT count(*) FROM session_state WHERE session_id = 'u' || char(31) || 'doomed'"
         )
         .await,
         0
@@ -230,6 +279,85 @@ async fn reserved_sessions_cannot_be_written_or_forgotten_directly() {
         memory.forget(&Actor::Operator, &memory_session).await,
         Err(MemoryError::ReservedSession(_))
     ));
+}
+
+/// No user appends to a reserved id: a user's notes session (`memory:…`), an agent's
+/// (`memory@…`), or a schedule's transcripts (`scheduled:…`, written by its runs only;
+/// before, anyone could append there). Refused alike for the id's own user and any
+/// other, whether the session exists or not, through either append, and nothing is
+/// written.
+#[tokio::test]
+async fn no_user_appends_to_a_reserved_session() {
+    let (_dir, memory) = fresh().await;
+    memory
+        .save_note("u", &nightshift::memory::NewNote::new("a note"))
+        .await
+        .unwrap();
+    memory
+        .as_agent(Some("helper"))
+        .unwrap()
+        .save_note("u", &nightshift::memory::NewNote::new("an agent's note"))
+        .await
+        .unwrap();
+    memory
+        .append_transcript(
+            "u",
+            &SessionKind::scheduled_session("sch-1"),
+            &[NewEvent::new(Role::User, "the run's goal")],
+        )
+        .await
+        .unwrap();
+    let events_before = count(&memory, "SELECT count(*) FROM events").await;
+    let sessions_before = count(&memory, "SELECT count(*) FROM sessions").await;
+    let reserved = [
+        SessionKind::memory_session("u"),
+        SessionKind::memory_session("other"),
+        SessionKind::notes_session("u", Some("helper")),
+        SessionKind::notes_session("other", Some("helper")),
+        "memory@anything".to_string(),
+        SessionKind::scheduled_session("sch-1"),
+        SessionKind::scheduled_session("sch-unknown"),
+        "scheduled:".to_string(),
+    ];
+    for session in &reserved {
+        for user in ["u", "other"] {
+            let err = memory
+                .append(user, session, &[NewEvent::new(Role::User, "squat")])
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(err, MemoryError::ReservedSession(_)),
+                "{user} {session}: {err}"
+            );
+            let line = br#"{"role":"user","content":"squat"}"#;
+            let err = memory.append_jsonl(user, session, line).await.unwrap_err();
+            assert!(
+                matches!(err, MemoryError::ReservedSession(_)),
+                "{user} {session}: {err}"
+            );
+        }
+    }
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM events").await,
+        events_before
+    );
+    assert_eq!(
+        count(&memory, "SELECT count(*) FROM sessions").await,
+        sessions_before
+    );
+    // The scheduler's own door takes a schedule's transcripts only.
+    assert!(memory
+        .append_transcript("u", "chat", &[NewEvent::new(Role::User, "x")])
+        .await
+        .is_err());
+    assert!(memory
+        .append_transcript(
+            "u",
+            &SessionKind::memory_session("u"),
+            &[NewEvent::new(Role::User, "x")]
+        )
+        .await
+        .is_err());
 }
 
 #[tokio::test]
@@ -341,11 +469,26 @@ async fn one_callers_failure_never_undoes_anothers_append() {
         .append("bob", "bobs", &[NewEvent::new(Role::User, "mine")])
         .await
         .unwrap();
+    // A broken row (a session key with another user in it: no write makes one) fails
+    // the appends to it inside the writer, where they share a commit with the others.
+    memory
+        .db()
+        .conn()
+        .await
+        .unwrap()
+        .execute(
+            "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
+             VALUES ('eve' || char(31) || 'bobs', 'mallory', 'conversation', 1, 1)",
+            (),
+        )
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for i in 0..40 {
         let memory = memory.clone();
         tasks.push(tokio::spawn(async move {
-            // Every fourth caller tries Bob's session; they are queued with the others.
+            // Every fourth caller appends to the broken session; they are queued with
+            // the others.
             let (user, session) = if i % 4 == 0 {
                 ("eve", "bobs")
             } else {
@@ -364,10 +507,7 @@ async fn one_callers_failure_never_undoes_anothers_append() {
     for t in tasks {
         match t.await.unwrap() {
             Ok(_) => ok += 1,
-            Err(err) => assert!(
-                matches!(err, MemoryError::SessionOfOtherUser { .. }),
-                "{err}"
-            ),
+            Err(err) => assert!(matches!(err, MemoryError::Db(_)), "{err}"),
         }
     }
     assert_eq!(ok, 30);

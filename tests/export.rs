@@ -136,7 +136,8 @@ async fn populate(app: &App) {
         "INSERT INTO state_entries (scope, scope_id, key, user_id, session_id, value_json,
          version, created_at, updated_at)
          VALUES ('user', 'alice', 'user:prefs', 'alice', NULL, '{\"a\": [1, 2]}', 7, 1, 2),
-                ('session', 'chat-1', 'step', 'alice', 'chat-1', '3', 8, 1, 2)",
+                ('session', 'alice' || char(31) || 'chat-1', 'step', 'alice',
+                 'alice' || char(31) || 'chat-1', '3', 8, 1, 2)",
     )
     .await;
     let artifact = NewArtifact {
@@ -1086,8 +1087,49 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         assert!(done, "no {kind} line");
         out
     };
+    // Alice's archive with one more session line, after her others.
+    let with_session = |id: &str, kind: &str| -> Vec<u8> {
+        let mut out = Vec::new();
+        let last_session = lines
+            .iter()
+            .rposition(|l| l.contains(r#""type":"session""#))
+            .unwrap();
+        for (i, line) in lines.iter().enumerate() {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            if value["type"] == "end" {
+                value["lines"] = (value["lines"].as_u64().unwrap() + 1).into();
+            }
+            out.extend(serde_json::to_vec(&value).unwrap());
+            out.push(b'\n');
+            if i == last_session {
+                let mut extra = value.clone();
+                extra["session_id"] = id.into();
+                extra["kind"] = kind.into();
+                extra["last_sequence"] = 0.into();
+                out.extend(serde_json::to_vec(&extra).unwrap());
+                out.push(b'\n');
+            }
+        }
+        out
+    };
     let bob_for = bob.clone();
+    let bobs_transcripts = format!("scheduled:{bob}");
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "another user's schedule's transcripts",
+            with_session(&bobs_transcripts, "scheduled"),
+            "another user's schedule's transcripts",
+        ),
+        (
+            "a conversation that says it holds notes",
+            with_session("chat-9", "memory"),
+            "field `kind` must be `conversation`",
+        ),
+        (
+            "notes that say they are a conversation",
+            with_session("memory:alice", "conversation"),
+            "field `kind` must be `memory`",
+        ),
         (
             "a fraction in an integer column (D1)",
             with("schedule", &|v| v["max_attempts"] = 2.5.into()),
@@ -1265,4 +1307,218 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         .save_note("carol", &note("carol's scout note", None))
         .await
         .unwrap();
+}
+
+/// Two users with a session of the same id (before, the second user's append was refused
+/// as "in use by another user"): the archive names both by the id alone, never by how
+/// they are stored, and restores both apart, byte for byte; one user's archive restores
+/// beside another user's session of that id, as a session of its own, with no conflict.
+#[tokio::test]
+async fn sessions_of_one_id_under_two_users_round_trip_apart() {
+    let (a, b, c, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    for user in ["alice", "bob"] {
+        source
+            .memory()
+            .append(user, "chat", &[event(Role::User, &format!("{user} said"))])
+            .await
+            .unwrap();
+        source
+            .state()
+            .set(
+                &nightshift::state::StateAccess::user(user, Some("chat".into())),
+                "step",
+                &serde_json::json!(user),
+                None,
+            )
+            .await
+            .unwrap();
+        let artifact = NewArtifact {
+            name: format!("{user}.txt"),
+            mime_type: "text/plain".into(),
+            content: user.as_bytes().to_vec(),
+        };
+        source
+            .artifacts()
+            .put(user, "chat", None, &artifact)
+            .await
+            .unwrap();
+    }
+    let all = export_all(&source).await;
+    let text = String::from_utf8(all.clone()).unwrap();
+    assert!(!text.contains("\\u001f"), "a stored key in\n{text}");
+    for kind in ["session", "event", "summary", "state", "artifact"] {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains(&format!("\"type\":\"{kind}\"")))
+            .filter(|l| l.contains("\"session_id\":\"chat\""))
+            .collect();
+        assert_eq!(lines.len(), 2, "{kind} lines of chat in\n{text}");
+    }
+    assert_eq!(
+        text.matches("\"scope_id\":\"chat\"").count(),
+        2,
+        "session state is scoped by the id in\n{text}"
+    );
+
+    let target = app_in(&b).await;
+    let path = write(&files, "all.ndjson", &all);
+    let report = portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert!(
+        report.types.values().all(|t| t.conflicts.is_empty()),
+        "{report:?}"
+    );
+    assert_eq!(export_all(&target).await, all, "export → import → export");
+    for user in ["alice", "bob"] {
+        let actor = Actor::user(user).unwrap();
+        let events = target.memory().recall(&actor, "chat", 10).await.unwrap();
+        assert_eq!(events.len(), 1, "{user}");
+        assert_eq!(events[0].content, format!("{user} said"));
+        let step = target
+            .state()
+            .get(
+                &nightshift::state::StateAccess::user(user, Some("chat".into())),
+                "step",
+            )
+            .await
+            .unwrap();
+        assert_eq!(step.value, serde_json::json!(user));
+        // The import indexed each user's own session.
+        let hits = target
+            .memory()
+            .search(&nightshift::memory::SearchRequest {
+                user_id: user.into(),
+                query: "said".into(),
+                session_id: Some("chat".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.text.as_str()).collect::<Vec<_>>(),
+            [format!("{user} said")],
+            "{user}"
+        );
+    }
+
+    // Alice's archive beside bob's session of the same id: imported, not a conflict.
+    let beside = app_in(&c).await;
+    beside
+        .memory()
+        .append("bob", "chat", &[event(Role::User, "bob's own")])
+        .await
+        .unwrap();
+    let path = write(&files, "alice.ndjson", &export(&source, "alice").await);
+    let report = portable(&beside)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    assert!(
+        report.types.values().all(|t| t.conflicts.is_empty()),
+        "{report:?}"
+    );
+    assert_eq!(report.types["event"].imported, 1, "{report:?}");
+    let recall = |user: &str| {
+        let (memory, actor) = (beside.memory().clone(), Actor::user(user).unwrap());
+        async move {
+            memory
+                .recall(&actor, "chat", 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.content)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(recall("alice").await, ["alice said"]);
+    assert_eq!(recall("bob").await, ["bob's own"]);
+}
+
+/// `text`, an archive, with one more session line (a copy of its last, under `id` and
+/// `kind`) and its end line counting it.
+fn with_extra_session(text: &str, id: &str, kind: &str) -> Vec<u8> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last_session = lines
+        .iter()
+        .rposition(|l| l.contains(r#""type":"session""#))
+        .unwrap();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if value["type"] == "end" {
+            value["lines"] = (value["lines"].as_u64().unwrap() + 1).into();
+        }
+        out.extend(serde_json::to_vec(&value).unwrap());
+        out.push(b'\n');
+        if i == last_session {
+            value["session_id"] = id.into();
+            value["kind"] = kind.into();
+            value["last_sequence"] = 0.into();
+            out.extend(serde_json::to_vec(&value).unwrap());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// An archive holding another user's predictable reserved ids (D8: an agent's notes
+/// session, named by a hash of the user and the agent) squats no one: the session is the
+/// importing user's own, and the other user's notes, shared and the agent's, are saved
+/// and found as if it did not exist.
+#[tokio::test]
+async fn an_archives_reserved_ids_squat_no_one() {
+    let (a, b, files) = (
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+        TempDir::new().unwrap(),
+    );
+    let source = app_in(&a).await;
+    populate(&source).await;
+    let text = String::from_utf8(export(&source, "alice").await).unwrap();
+    let carols_agent = nightshift::memory::SessionKind::notes_session("carol", Some("helper"));
+    let archive = with_extra_session(&text, &carols_agent, "memory");
+    let target = app_in(&b).await;
+    let path = write(&files, "alice.ndjson", &archive);
+    portable(&target)
+        .import(&Actor::Operator, &request(&path, None, None))
+        .await
+        .unwrap();
+    let helper = target.memory().as_agent(Some("helper")).unwrap();
+    helper
+        .save_note("carol", &note("carol's helper note", None))
+        .await
+        .unwrap();
+    target
+        .memory()
+        .save_note("carol", &note("carol's shared note", None))
+        .await
+        .unwrap();
+    let hits = helper
+        .search(&nightshift::memory::SearchRequest {
+            user_id: "carol".into(),
+            query: "carol note".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    texts.sort();
+    assert_eq!(texts, ["carol's helper note", "carol's shared note"]);
+    assert_eq!(
+        common::count(
+            target.memory(),
+            "SELECT count(*) FROM chunks WHERE user_id = 'carol'
+             AND session_id NOT LIKE 'carol' || char(31) || '%'"
+        )
+        .await,
+        0
+    );
 }

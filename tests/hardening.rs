@@ -613,6 +613,66 @@ fn natural_language_is_refused_when_it_contradicts_itself_and_echoed_otherwise()
     assert_eq!(shown["next_run_at"], "2034-01-15T09:00:00-05:00");
 }
 
+/// On the command line a session id is also one user's: `--user` names whose; without
+/// it the operator reaches the one session of that id, and is refused (exit 2) when
+/// several users have one. No one appends to a reserved id.
+#[test]
+fn the_command_line_names_a_session_with_its_user() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    for user in ["alice", "bob"] {
+        let appended = json(
+            d,
+            &[
+                "memory",
+                "append",
+                "--user",
+                user,
+                "--session",
+                "chat",
+                "--role",
+                "user",
+                user,
+            ],
+        );
+        assert_eq!(appended["sequences"], serde_json::json!([1]), "{user}");
+    }
+    for user in ["alice", "bob"] {
+        let recalled = json(
+            d,
+            &["memory", "recall", "--session", "chat", "--user", user],
+        );
+        assert_eq!(recalled[0]["content"], user);
+    }
+    for command in ["recall", "summary", "forget"] {
+        let out = run(d, &["memory", command, "--session", "chat"]);
+        refused(&out, 2, "2 users have a session `chat`");
+    }
+    json(
+        d,
+        &["memory", "forget", "--session", "chat", "--user", "alice"],
+    );
+    let left = json(d, &["memory", "recall", "--session", "chat"]);
+    assert_eq!(left[0]["content"], "bob", "one user left with the id");
+    for session in ["memory:alice", "memory@x", "scheduled:sch-1"] {
+        let out = run(
+            d,
+            &[
+                "memory",
+                "append",
+                "--user",
+                "alice",
+                "--session",
+                session,
+                "--role",
+                "user",
+                "x",
+            ],
+        );
+        refused(&out, 2, "reserved");
+    }
+}
+
 #[test]
 fn exit_codes_come_from_error_kinds_in_every_command_family() {
     let dir = TempDir::new().unwrap();

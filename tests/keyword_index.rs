@@ -9,11 +9,18 @@ mod common;
 use common::{config_in, count, memory_in, varied_turn as turn};
 use nightshift::app::open_memory;
 use nightshift::db::query_scalar;
-use nightshift::memory::{Memory, NewEvent, NewNote, Role, SearchHit, SearchRequest, SessionKind};
+use nightshift::memory::{
+    Memory, NewEvent, NewNote, Role, SearchHit, SearchRequest, SessionKey, SessionKind,
+};
 use tempfile::TempDir;
 
 /// Two whole blocks and a tail.
 const EVENTS: usize = 2 * 4096 + 300;
+
+/// Where user `u`'s session `chat` is stored.
+fn chat() -> SessionKey {
+    SessionKey::new("u", "chat")
+}
 
 const QUERIES: [&str; 5] = [
     "copper lantern",
@@ -46,11 +53,11 @@ async fn assert_exact(memory: &Memory) {
 async fn assert_exact_for(memory: &Memory, queries: &[&str]) {
     for k in [1, 10, 50] {
         let all = memory
-            .keyword_leg_exhaustive("chat", queries, k)
+            .keyword_leg_exhaustive(&chat(), queries, k)
             .await
             .unwrap();
         for (query, all) in queries.iter().zip(all) {
-            let leg = memory.keyword_leg("chat", query, k).await.unwrap();
+            let leg = memory.keyword_leg(&chat(), query, k).await.unwrap();
             assert!(leg.as_ref().is_some_and(|l| !l.is_empty()), "{query:?}");
             assert_eq!(leg, all, "{query:?} k={k}");
         }
@@ -63,10 +70,10 @@ async fn a_packed_session_loads_its_postings_from_blocks_and_ranks_exactly() {
     let memory = filled(&dir).await;
     // From rows (nothing packed yet), then packed.
     assert_exact(&memory).await;
-    assert_eq!(memory.cached_keywords("chat").unwrap().from_blocks, 0);
-    assert_eq!(memory.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(memory.cached_keywords(&chat()).unwrap().from_blocks, 0);
+    assert_eq!(memory.pack_keywords(&chat()).await.unwrap(), 2);
     assert_eq!(
-        memory.pack_keywords("chat").await.unwrap(),
+        memory.pack_keywords(&chat()).await.unwrap(),
         0,
         "nothing new"
     );
@@ -77,7 +84,7 @@ async fn a_packed_session_loads_its_postings_from_blocks_and_ranks_exactly() {
 
     let fresh = reopened(&dir).await;
     assert_exact(&fresh).await;
-    let held = fresh.cached_keywords("chat").unwrap();
+    let held = fresh.cached_keywords(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS, 2 * 4096));
 
     // New chunks after the blocks are read as rows and topped up in place.
@@ -90,8 +97,12 @@ async fn a_packed_session_loads_its_postings_from_blocks_and_ranks_exactly() {
         .await
         .unwrap();
     assert_exact(&fresh).await;
-    assert_eq!(fresh.cached_keywords("chat").unwrap().rows, EVENTS + 1);
-    let best = fresh.keyword_leg("chat", "glow", 5).await.unwrap().unwrap();
+    assert_eq!(fresh.cached_keywords(&chat()).unwrap().rows, EVENTS + 1);
+    let best = fresh
+        .keyword_leg(&chat(), "glow", 5)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         best.len(),
         1,
@@ -127,26 +138,26 @@ async fn stop_words_have_an_index_of_their_own() {
     }
     let queries = ["who is it", "the", "there was this?", "AT THE"];
     assert_exact_for(&memory, &queries).await;
-    let held = memory.cached_stop_words("chat").unwrap();
+    let held = memory.cached_stop_words(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS, 0));
-    assert!(memory.cached_keywords("chat").is_none());
+    assert!(memory.cached_keywords(&chat()).is_none());
 
     // The search read a block's worth of rows: the embedder's idle packing makes the
     // stop words' blocks, and only theirs.
     assert_eq!(memory.pack_due().await.unwrap(), 2);
     let blocks = |field: i64| {
-        format!("SELECT count(*) FROM keyword_blocks WHERE session_id = 'chat' AND field = {field}")
+        format!("SELECT count(*) FROM keyword_blocks WHERE session_id = 'u' || char(31) || 'chat' AND field = {field}")
     };
     assert_eq!(count(&memory, &blocks(1)).await, 2);
     assert_eq!(count(&memory, &blocks(0)).await, 0);
 
     let fresh = reopened(&dir).await;
     assert_exact_for(&fresh, &queries).await;
-    let held = fresh.cached_stop_words("chat").unwrap();
+    let held = fresh.cached_stop_words(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS, 2 * 4096));
-    assert!(fresh.cached_keywords("chat").is_none());
+    assert!(fresh.cached_keywords(&chat()).is_none());
     assert_exact(&fresh).await;
-    assert_eq!(fresh.cached_keywords("chat").unwrap().from_blocks, 0);
+    assert_eq!(fresh.cached_keywords(&chat()).unwrap().from_blocks, 0);
 
     // New chunks are topped up; a removal from the session reloads the stop words'
     // index too, and outdates its blocks.
@@ -155,7 +166,7 @@ async fn stop_words_have_an_index_of_their_own() {
         .await
         .unwrap();
     assert_exact_for(&fresh, &queries).await;
-    assert_eq!(fresh.cached_stop_words("chat").unwrap().rows, EVENTS + 1);
+    assert_eq!(fresh.cached_stop_words(&chat()).unwrap().rows, EVENTS + 1);
     let conn = fresh.db().conn().await.unwrap();
     conn.execute(
         "DELETE FROM chunks WHERE chunk_id = (SELECT min(chunk_id) FROM chunks)",
@@ -165,9 +176,9 @@ async fn stop_words_have_an_index_of_their_own() {
     .unwrap();
     drop(conn);
     assert_exact_for(&fresh, &queries).await;
-    let held = fresh.cached_stop_words("chat").unwrap();
+    let held = fresh.cached_stop_words(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS, 0));
-    assert_eq!(fresh.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(fresh.pack_keywords(&chat()).await.unwrap(), 2);
     assert_eq!(
         count(&memory, &blocks(1)).await,
         0,
@@ -179,7 +190,7 @@ async fn stop_words_have_an_index_of_their_own() {
         .unwrap();
     assert_eq!(count(&memory, &blocks(1)).await, 0);
     assert_eq!(
-        fresh.keyword_leg("chat", "who is it", 10).await.unwrap(),
+        fresh.keyword_leg(&chat(), "who is it", 10).await.unwrap(),
         Some(Vec::new())
     );
 }
@@ -188,7 +199,7 @@ async fn stop_words_have_an_index_of_their_own() {
 async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
     let dir = TempDir::new().unwrap();
     let memory = filled(&dir).await;
-    memory.pack_keywords("chat").await.unwrap();
+    memory.pack_keywords(&chat()).await.unwrap();
     let conn = memory.db().conn().await.unwrap();
     // A handle that cached the session before the removal.
     assert_exact(&memory).await;
@@ -197,7 +208,7 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
     // rows, a cached copy is loaded again, and the removed chunk is never a hit.
     let removed: i64 = query_scalar(
         &conn,
-        "SELECT chunk_id FROM chunks WHERE session_id = 'chat' AND text LIKE '%copper%'
+        "SELECT chunk_id FROM chunks WHERE session_id = 'u' || char(31) || 'chat' AND text LIKE '%copper%'
          ORDER BY chunk_id LIMIT 1",
         (),
     )
@@ -209,21 +220,24 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
         .unwrap();
     for handle in [&memory, &reopened(&dir).await] {
         assert_exact(handle).await;
-        let held = handle.cached_keywords("chat").unwrap();
+        let held = handle.cached_keywords(&chat()).unwrap();
         assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 0));
-        let leg = handle.keyword_leg("chat", "copper", 5000).await.unwrap();
+        let leg = handle.keyword_leg(&chat(), "copper", 5000).await.unwrap();
         assert!(leg.unwrap().iter().all(|(id, _)| *id != removed));
     }
 
     // Packed again: stale blocks dropped, new ones made and used.
-    assert_eq!(memory.pack_keywords("chat").await.unwrap(), 2);
+    assert_eq!(memory.pack_keywords(&chat()).await.unwrap(), 2);
     assert_eq!(
         count(&memory, "SELECT count(*) FROM keyword_blocks").await,
         2
     );
     let again = reopened(&dir).await;
     assert_exact(&again).await;
-    assert_eq!(again.cached_keywords("chat").unwrap().from_blocks, 2 * 4096);
+    assert_eq!(
+        again.cached_keywords(&chat()).unwrap().from_blocks,
+        2 * 4096
+    );
 
     // A damaged second block ends the chain there: its rows are read instead.
     conn.execute(
@@ -235,7 +249,7 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
     .unwrap();
     let damaged = reopened(&dir).await;
     assert_exact(&damaged).await;
-    let held = damaged.cached_keywords("chat").unwrap();
+    let held = damaged.cached_keywords(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 4096));
 
     // A block claiming chunks it does not hold, and a missing first block: no chain.
@@ -248,16 +262,16 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
     .unwrap();
     let lying = reopened(&dir).await;
     assert_exact(&lying).await;
-    assert_eq!(lying.cached_keywords("chat").unwrap().from_blocks, 0);
+    assert_eq!(lying.cached_keywords(&chat()).unwrap().from_blocks, 0);
     conn.execute("DELETE FROM keyword_blocks WHERE after_chunk_id = 0", ())
         .await
         .unwrap();
     let gap = reopened(&dir).await;
     assert_exact(&gap).await;
-    assert_eq!(gap.cached_keywords("chat").unwrap().from_blocks, 0);
+    assert_eq!(gap.cached_keywords(&chat()).unwrap().from_blocks, 0);
 
     // Forgetting the session takes its blocks.
-    memory.pack_keywords("chat").await.unwrap();
+    memory.pack_keywords(&chat()).await.unwrap();
     memory
         .forget(&nightshift::access::Actor::Operator, "chat")
         .await
@@ -299,7 +313,7 @@ async fn one_users_words_never_weigh_on_anothers_ranking() {
         .search(&request("alice", "copper lantern"))
         .await
         .unwrap();
-    let notes = SessionKind::notes_session("alice", None);
+    let notes = SessionKey::new("alice", &SessionKind::notes_session("alice", None));
     let scores_before = memory
         .keyword_leg(&notes, "copper lantern", 10)
         .await

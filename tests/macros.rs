@@ -193,7 +193,10 @@ impl Setup {
         for _ in 0..runs {
             self.at += 60_000;
             let events = transcript(&calls(), self.at);
-            self.memory.append(user, &session, &events).await.unwrap();
+            self.memory
+                .append_transcript(user, &session, &events)
+                .await
+                .unwrap();
         }
         self.clock.advance_ms(60_000);
     }

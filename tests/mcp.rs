@@ -431,10 +431,6 @@ async fn one_user_never_reaches_anothers_data() {
         ("memory_delete", json!({"note_id": note_id})),
         ("memory_recall", json!({"session": "private-chat"})),
         ("memory_context", json!({"session": "private-chat"})),
-        (
-            "memory_append",
-            json!({"session": "private-chat", "role": "user", "text": "bob was here"}),
-        ),
         ("schedule_show", json!({"schedule_id": schedule_id})),
         (
             "schedule_edit",
@@ -475,6 +471,55 @@ async fn one_user_never_reaches_anothers_data() {
     assert!(read(&bob, "nightshift://sessions/private%2Dchat/summary")
         .await
         .is_err());
+    // Her schedule's transcript session is no one's to append to, nor are notes sessions.
+    for session in [
+        format!("scheduled:{schedule_id}"),
+        "memory:alice".to_string(),
+    ] {
+        let message = tool_error(
+            &bob,
+            "memory_append",
+            json!({"session": session, "role": "user", "text": "bob was here"}),
+        )
+        .await;
+        assert!(message.contains("reserved"), "{session}: {message}");
+    }
+    // Alice's session id is answered as an id nobody uses, the id aside.
+    for tool in ["memory_recall", "memory_context"] {
+        let theirs = tool_error(&bob, tool, json!({"session": "private-chat"})).await;
+        let unknown = tool_error(&bob, tool, json!({"session": "nobodys-chat"})).await;
+        assert_eq!(
+            theirs.replace("private-chat", "nobodys-chat"),
+            unknown,
+            "{tool}"
+        );
+    }
+    // Appending under alice's id makes bob's own session: his turn is his alone, and
+    // nothing of hers is in it (before, this was refused as "in use by another user").
+    let appended = ok(
+        &bob,
+        "memory_append",
+        json!({"session": "private-chat", "role": "user", "text": "bob was here"}),
+    )
+    .await;
+    assert!(!appended.to_string().contains("alice"), "{appended}");
+    let recalled = ok(&bob, "memory_recall", json!({"session": "private-chat"})).await;
+    let recalled = recalled.to_string();
+    assert!(
+        recalled.contains("bob was here") && !recalled.contains("4711"),
+        "{recalled}"
+    );
+    let found = ok(
+        &bob,
+        "memory_search",
+        json!({"query": "locker code 4711", "session": "private-chat"}),
+    )
+    .await;
+    assert!(!found.to_string().contains("4711"), "{found}");
+    let summary = read(&bob, "nightshift://sessions/private%2Dchat/summary")
+        .await
+        .unwrap();
+    assert!(!summary.contains("4711"), "{summary}");
 
     // Nothing of alice's changed, as the database has it.
     let memory = api.app.memory();
@@ -487,6 +532,7 @@ async fn one_user_never_reaches_anothers_data() {
         .await
         .unwrap();
     assert_eq!(events.len(), 1);
+    assert_eq!(events[0].content, "my locker code is 4711");
     let schedule = api
         .app
         .schedules()

@@ -269,7 +269,8 @@ async fn upgrading_drops_the_chunks_fts5_table_and_keeps_keyword_blocks() {
 
     let memory = open_memory(&config).await.unwrap();
     for query in ["lanterns", "the"] {
-        let hits = memory.keyword_leg("chat", query, 5).await.unwrap().unwrap();
+        let chat = nightshift::memory::SessionKey::new("u", "chat");
+        let hits = memory.keyword_leg(&chat, query, 5).await.unwrap().unwrap();
         assert_eq!(hits.len(), 1, "{query:?}");
     }
     memory
@@ -286,4 +287,243 @@ async fn upgrading_drops_the_chunks_fts5_table_and_keeps_keyword_blocks() {
 
 async fn scalar_of(conn: &nightshift::db::Conn, sql: &str) -> i64 {
     query_scalar::<i64>(conn, sql, ()).await.unwrap().unwrap()
+}
+
+/// An upgrade from schema 27, when a session id was one for all users: every row naming
+/// a session (events, summary, chunks and their vectors, index blocks, session state,
+/// artifacts, the macro pass's cursors, the notes' pseudo-sessions) moves to the key of
+/// the session's user, nothing is left under an old id, and every door then reads the
+/// data as before; the same id is then free for another user, as a session of their own.
+#[tokio::test]
+async fn upgrading_moves_every_session_to_its_users_key() {
+    use nightshift::access::Actor;
+    use nightshift::memory::{NewEvent, Role, SearchRequest};
+    use nightshift::state::StateAccess;
+
+    let dir = TempDir::new().unwrap();
+    let config = config_in(&dir);
+    let db = open_db(&config).await.unwrap();
+    migrate::migrate_to(&db, 27).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    for sql in [
+        "INSERT INTO sessions (session_id, user_id, kind, title, created_at, updated_at,
+                               last_sequence)
+         VALUES ('chat', 'alice', 'conversation', 'Lanterns', 1, 5, 2),
+                ('memory:alice', 'alice', 'memory', NULL, 1, 3, 1),
+                ('scheduled:sch-b', 'bob', 'scheduled', NULL, 1, 4, 1),
+                -- Squatted before the upgrade (D8, D11): carol's notes session and the
+                -- transcripts of dave's schedule, taken by alice.
+                ('memory:carol', 'alice', 'memory', NULL, 1, 1, 0),
+                ('scheduled:sch-d', 'alice', 'scheduled', NULL, 1, 1, 0)",
+        "UPDATE sessions SET vector_removals = 41",
+        "INSERT INTO events (session_id, sequence, role, content, importance, created_at)
+         VALUES ('chat', 1, 'user', 'the copper lantern glows', 0.5, 1),
+                ('chat', 2, 'assistant', 'it does', 0.5, 2),
+                ('scheduled:sch-b', 1, 'user', 'water the plants', 0.5, 1)",
+        "INSERT INTO session_state (session_id, summary, summary_epoch, summary_upper_sequence,
+                                    updated_at)
+         VALUES ('chat', 'about a lantern', 1, 2, 5), ('memory:alice', NULL, 0, 0, 1),
+                ('scheduled:sch-b', NULL, 0, 0, 1), ('memory:carol', NULL, 0, 0, 1),
+                ('scheduled:sch-d', NULL, 0, 0, 1)",
+        "INSERT INTO notes (note_id, user_id, content, created_at, updated_at)
+         VALUES ('note-1', 'alice', 'alice keeps bees in Porto', 3, 3)",
+        "INSERT INTO chunks (chunk_id, session_id, user_id, note_id, scope, text, content_hash,
+                             sequence_start, sequence_end, created_at)
+         VALUES (1, 'chat', 'alice', NULL, '', 'the copper lantern glows', 'h1', 1, 1, 1),
+                (2, 'memory:alice', 'alice', 'note-1', '', 'alice keeps bees in Porto', 'h2',
+                 1, 1, 3),
+                (3, 'scheduled:sch-b', 'bob', NULL, '', 'water the plants', 'h3', 1, 1, 1)",
+        "INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
+         VALUES (1, 'chat', 'old-model', x'0000803f')",
+        "INSERT INTO vector_blocks (session_id, model, after_vector_id, last_vector_id, removals,
+                                    dimensions, row_count, chunk_ids, steps, codes)
+         VALUES ('chat', 'old-model', 0, 1, 41, 1, 1, x'', x'', x'')",
+        "INSERT INTO keyword_blocks (session_id, field, after_chunk_id, last_chunk_id, removals,
+                                     format, row_count, postings)
+         VALUES ('chat', 0, 0, 1, 41, 0, 1, x'00')",
+        "INSERT INTO state_entries (scope, scope_id, key, user_id, session_id, value_json,
+                                    version, created_at, updated_at)
+         VALUES ('session', 'chat', 'step', 'alice', 'chat', '3', 1, 1, 1),
+                ('user', 'alice', 'user:theme', 'alice', NULL, '\"dark\"', 2, 1, 1)",
+        "INSERT INTO artifact_contents (hash, size, in_folder, data, created_at)
+         VALUES ('hash-1', 2, 0, x'6869', 1)",
+        "INSERT INTO artifacts (artifact_id, user_id, session_id, name, mime_type, size, hash,
+                                created_at)
+         VALUES ('art-1', 'alice', 'chat', 'hi.txt', 'text/plain', 2, 'hash-1', 1)",
+        "INSERT INTO macro_cursors (user_id, session_id, upper_sequence)
+         VALUES ('bob', 'scheduled:sch-b', 1)",
+    ] {
+        conn.execute(sql, ()).await.unwrap();
+    }
+    drop(conn);
+    migrate::migrate(&db).await.unwrap();
+
+    let conn = db.conn().await.unwrap();
+    // Nothing is left under an old id, and every reference holds.
+    for (table, column, only) in [
+        ("sessions", "session_id", "1"),
+        ("events", "session_id", "1"),
+        ("session_state", "session_id", "1"),
+        ("chunks", "session_id", "1"),
+        ("chunk_vectors", "session_id", "1"),
+        ("vector_blocks", "session_id", "1"),
+        ("keyword_blocks", "session_id", "1"),
+        ("artifacts", "session_id", "1"),
+        ("macro_cursors", "session_id", "1"),
+        ("state_entries", "session_id", "scope = 'session'"),
+        ("state_entries", "scope_id", "scope = 'session'"),
+    ] {
+        let all = scalar_of(&conn, &format!("SELECT count(*) FROM {table} WHERE {only}")).await;
+        let keyed = scalar_of(
+            &conn,
+            &format!(
+                "SELECT count(*) FROM {table} t WHERE {only} AND t.{column} =
+                 (SELECT s.user_id FROM sessions s WHERE s.session_id = t.{column})
+                 || char(31) || substr(t.{column}, instr(t.{column}, char(31)) + 1)"
+            ),
+        )
+        .await;
+        assert!(all > 0, "{table}");
+        assert_eq!(keyed, all, "{table}.{column}");
+    }
+    assert_eq!(
+        scalar_of(&conn, "SELECT count(*) FROM pragma_foreign_key_check").await,
+        0
+    );
+    // The counter the stored blocks are checked against came along with them.
+    assert_eq!(
+        scalar_of(
+            &conn,
+            "SELECT count(*) FROM sessions s JOIN vector_blocks b ON b.session_id = s.session_id
+             WHERE b.removals = s.vector_removals"
+        )
+        .await,
+        1
+    );
+    drop(conn);
+
+    let app = common::app_with(&config, None).await;
+    let memory = app.memory();
+    let (alice, bob) = (Actor::user("alice").unwrap(), Actor::user("bob").unwrap());
+    let recalled = memory.recall(&alice, "chat", 10).await.unwrap();
+    assert_eq!(
+        recalled
+            .iter()
+            .map(|e| e.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["chat", "chat"]
+    );
+    assert_eq!(recalled[0].content, "the copper lantern glows");
+    let sessions = memory.sessions("alice").await.unwrap();
+    let listed: Vec<(&str, Option<&str>)> = sessions
+        .iter()
+        .map(|s| (s.session_id.as_str(), s.title.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [("chat", Some("Lanterns")), ("scheduled:sch-d", None)],
+        "most recently active first"
+    );
+    assert_eq!(
+        memory.read_summary(&alice, "chat").await.unwrap().summary,
+        Some("about a lantern".to_string())
+    );
+    assert_eq!(
+        memory.recall(&bob, "scheduled:sch-b", 10).await.unwrap()[0].content,
+        "water the plants"
+    );
+    let search = |user: &str, query: &str, session: Option<&str>| SearchRequest {
+        user_id: user.into(),
+        query: query.into(),
+        session_id: session.map(str::to_string),
+        ..Default::default()
+    };
+    let hits = memory
+        .search(&search("alice", "copper lantern", Some("chat")))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].session_id.as_deref(), Some("chat"), "{hits:?}");
+    let hits = memory.search(&search("alice", "bees", None)).await.unwrap();
+    assert_eq!(hits[0].note_id.as_deref(), Some("note-1"), "{hits:?}");
+    let step = app
+        .state()
+        .get(&StateAccess::user("alice", Some("chat".into())), "step")
+        .await
+        .unwrap();
+    assert_eq!(step.value, serde_json::json!(3));
+    let files = app
+        .artifacts()
+        .list(&alice, "alice", Some("chat"))
+        .await
+        .unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].session_id, "chat");
+
+    // What was squatted is alice's own now: carol saves her notes, dave's runs would
+    // write their transcripts in dave's session.
+    memory
+        .save_note(
+            "carol",
+            &nightshift::memory::NewNote::new("carol's first note"),
+        )
+        .await
+        .unwrap();
+    memory
+        .append_transcript(
+            "dave",
+            "scheduled:sch-d",
+            &[NewEvent::new(Role::User, "go")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        memory
+            .recall(&alice, "scheduled:sch-d", 10)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
+
+    // Writes go on where they were; bob's `chat` is a session of his own.
+    assert_eq!(
+        memory
+            .append(
+                "alice",
+                "chat",
+                &[NewEvent::new(Role::User, "still glowing")]
+            )
+            .await
+            .unwrap(),
+        [3]
+    );
+    assert_eq!(
+        memory
+            .append("bob", "chat", &[NewEvent::new(Role::User, "bob's chat")])
+            .await
+            .unwrap(),
+        [1]
+    );
+    memory.forget(&alice, "chat").await.unwrap();
+    assert_eq!(memory.recall(&bob, "chat", 10).await.unwrap().len(), 1);
+    let conn = db.conn().await.unwrap();
+    for table in [
+        "events",
+        "chunks",
+        "chunk_vectors",
+        "artifacts",
+        "vector_blocks",
+    ] {
+        assert_eq!(
+            scalar_of(
+                &conn,
+                &format!(
+                    "SELECT count(*) FROM {table} WHERE session_id = 'alice' || char(31) || 'chat'"
+                )
+            )
+            .await,
+            0,
+            "{table}"
+        );
+    }
 }

@@ -9,6 +9,9 @@
 //!   sharing at most the configured overlap (exactly it in a text without spaces);
 //! - the JSONL import: any bytes are a clean import or an error naming a line (or the
 //!   whole input), and an error stores nothing;
+//! - sessions of two users under one id (issue 44, item 3): for any two users and any
+//!   id, neither reaches the other's through append, recall, summary, search or context,
+//!   the other's id is answered as one nobody uses, and forgetting is one user's alone;
 //! - the corpus in `tests/corpus/fts.txt` and `tests/corpus/jsonl/` replayed.
 //!
 //! Each runs on a real database file in a temp dir. Budget and regressions: see
@@ -23,8 +26,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use nightshift::config::Config;
 use nightshift::db::query_scalar;
 use nightshift::memory::{
-    chunk_text, keyword_expression, Memory, MemoryError, NewEvent, NewNote, Role, SearchRequest,
-    SessionKind,
+    chunk_text, keyword_expression, ContextRequest, Memory, MemoryError, NewEvent, NewNote, Role,
+    SearchRequest, SessionKey, SessionKind,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -374,7 +377,7 @@ fn both_keyword_indexes_fold_case_alike_on_both_sides() {
         if found == 0 {
             missed.push(format!("{word:?} (searched as {expression})"));
         }
-        let notes = SessionKind::notes_session("case", None);
+        let notes = SessionKey::new("case", &SessionKind::notes_session("case", None));
         let leg =
             f.rt.block_on(f.memory.keyword_leg(&notes, word, 10))
                 .unwrap();
@@ -793,9 +796,10 @@ fn jsonl_case(f: &Fixture, session: &str, bytes: &[u8], sure: &[bool]) -> Result
     let events_before = f.count("SELECT count(*) FROM events", ())?;
     let result =
         f.rt.block_on(f.memory.append_jsonl("importer", session, bytes));
+    let key = SessionKey::new("importer", session);
     let stored = f.count(
         "SELECT count(*) FROM events WHERE session_id = ?1",
-        [session],
+        [key.as_str()],
     )?;
     match result {
         Ok(sequences) => {
@@ -823,7 +827,7 @@ fn jsonl_case(f: &Fixture, session: &str, bytes: &[u8], sure: &[bool]) -> Result
                 let mut rows = conn
                     .query(
                         "SELECT content FROM events WHERE session_id = ?1 ORDER BY sequence",
-                        [session],
+                        [key.as_str()],
                     )
                     .await
                     .unwrap();
@@ -844,7 +848,7 @@ fn jsonl_case(f: &Fixture, session: &str, bytes: &[u8], sure: &[bool]) -> Result
             }
             if f.count(
                 "SELECT count(*) FROM sessions WHERE session_id = ?1",
-                [session],
+                [key.as_str()],
             )? != 0
             {
                 return Err(format!("{err}: yet the session was created"));
@@ -896,6 +900,237 @@ fn jsonl_import_is_clean_or_names_the_line_and_stores_nothing() {
             let session = format!("import-{}", next.fetch_add(1, Ordering::Relaxed));
             jsonl_case(&f, &session, &bytes, &sure)
                 .map_err(|e| fail(format!("{e}\ninput: {:?}", String::from_utf8_lossy(&bytes))))
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Sessions of two users
+// ---------------------------------------------------------------------------------------
+
+/// Ids that could meet if sessions were keyed carelessly: prefixes of each other, the
+/// characters of paths, SQL and LIKE, other scripts, the reserved prefixes' words, the
+/// longest id.
+const TRICKY_IDS: &[&str] = &[
+    "alice",
+    "al",
+    "ice",
+    "alice2",
+    "a b",
+    "a/b",
+    "a:b",
+    "a|b",
+    "%",
+    "_",
+    "'",
+    "\"",
+    "--",
+    "memory",
+    "scheduled",
+    "memorial:x",
+    "chat-1",
+    "Chat-1",
+    "ü",
+    "u\u{308}",
+    "日本",
+    "💡",
+];
+
+/// An id by the common rule, often one of [`TRICKY_IDS`].
+fn any_id() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => select(TRICKY_IDS).prop_map(str::to_string),
+        2 => "[a-z0-9]{1,12}",
+        2 => "\\PC{1,24}",
+        1 => Just("x".repeat(nightshift::input::MAX_ID_BYTES)),
+    ]
+    .prop_filter("an id by the common rule", |id| {
+        nightshift::input::check_id("id", id).is_ok()
+    })
+    .boxed()
+}
+
+/// Two users and one conversation id.
+fn two_users_one_id() -> BoxedStrategy<(String, String, String)> {
+    (any_id(), any_id(), any_id())
+        .prop_filter("two users, a conversation id", |(a, b, session)| {
+            a != b && SessionKind::of(session) == SessionKind::Conversation
+        })
+        .boxed()
+}
+
+/// What `user` is told about `session`, with the id itself taken out.
+fn answer_of(f: &Fixture, user: &str, session: &str) -> Vec<String> {
+    let actor = nightshift::access::Actor::user(user).unwrap();
+    let context = ContextRequest {
+        user_id: user.to_string(),
+        session_id: session.to_string(),
+        budget_tokens: None,
+        query: None,
+        strategy: nightshift::memory::Strategy::All,
+    };
+    let search = SearchRequest {
+        user_id: user.to_string(),
+        query: "marker".to_string(),
+        session_id: Some(session.to_string()),
+        ..SearchRequest::default()
+    };
+    let answers = f.rt.block_on(async {
+        vec![
+            format!("{:?}", f.memory.recall(&actor, session, 10).await),
+            format!("{:?}", f.memory.read_summary(&actor, session).await),
+            format!("{:?}", f.memory.context(&context).await),
+            format!("{:?}", f.memory.search(&search).await),
+        ]
+    });
+    answers
+        .into_iter()
+        .map(|a| a.replace(&format!("{session:?}"), "ID"))
+        .collect()
+}
+
+/// Every text `user` can reach through `session`: its events, its context, a search in
+/// it (by `query`), and a search of all they have.
+fn reachable(f: &Fixture, user: &str, session: &str, query: &str) -> Result<String, String> {
+    let actor = nightshift::access::Actor::user(user).unwrap();
+    f.rt.block_on(async {
+        let mut seen = String::new();
+        let events = f
+            .memory
+            .recall(&actor, session, 100)
+            .await
+            .map_err(|e| format!("recall: {e}"))?;
+        for event in events {
+            seen.push_str(&event.content);
+            seen.push('\n');
+        }
+        let context = ContextRequest {
+            user_id: user.to_string(),
+            session_id: session.to_string(),
+            budget_tokens: None,
+            query: Some(query.to_string()),
+            strategy: nightshift::memory::Strategy::All,
+        };
+        let context = f
+            .memory
+            .context(&context)
+            .await
+            .map_err(|e| format!("context: {e}"))?;
+        seen.push_str(&context.render());
+        for in_session in [Some(session.to_string()), None] {
+            let request = SearchRequest {
+                user_id: user.to_string(),
+                query: query.to_string(),
+                session_id: in_session,
+                ..SearchRequest::default()
+            };
+            for hit in f
+                .memory
+                .search(&request)
+                .await
+                .map_err(|e| format!("search: {e}"))?
+            {
+                seen.push_str(&hit.text);
+                seen.push('\n');
+            }
+        }
+        Ok(seen)
+    })
+}
+
+/// One case: `a` writes under `session`; to `b` the id is unknown, answered exactly as an
+/// id nobody uses; `b` writes under it too and gets a session of their own (from sequence
+/// 1); neither reaches the other's words through recall, context or search; forgetting
+/// one leaves the other whole. Both are forgotten at the end.
+fn two_users_case(f: &Fixture, a: &str, b: &str, session: &str, n: usize) -> Result<(), String> {
+    let (actor_a, actor_b) = (
+        nightshift::access::Actor::user(a).unwrap(),
+        nightshift::access::Actor::user(b).unwrap(),
+    );
+    // What an earlier case (one that failed, or shrank) left is gone first.
+    for actor in [&actor_a, &actor_b] {
+        let _ = f.rt.block_on(f.memory.forget(actor, session));
+    }
+    let (word_a, word_b) = (format!("amarker{n}"), format!("bmarker{n}"));
+    let said = |word: &str| vec![NewEvent::new(Role::User, format!("marker {word} said"))];
+    let append = |user: &str, word: &str| {
+        f.rt.block_on(f.memory.append(user, session, &said(word)))
+            .map_err(|e| format!("{user} appends: {e}"))
+    };
+    if append(a, &word_a)? != [1] {
+        return Err(format!("{a}'s first append is not sequence 1"));
+    }
+    let unused = format!("unused-{n}");
+    let theirs = answer_of(f, b, session);
+    let nobodys: Vec<String> = answer_of(f, b, &unused)
+        .into_iter()
+        .map(|answer| answer.replace(&format!("{unused:?}"), "ID"))
+        .collect();
+    if theirs != nobodys {
+        return Err(format!(
+            "{b} is told of {a}'s session otherwise than of an unknown id: {theirs:?} / {nobodys:?}"
+        ));
+    }
+    if !theirs
+        .iter()
+        .all(|answer| answer.contains("SessionNotFound"))
+    {
+        return Err(format!("{b} is told of {a}'s session: {theirs:?}"));
+    }
+    if append(b, &word_b)? != [1] {
+        return Err(format!(
+            "{b}'s first append under {a}'s id is not sequence 1"
+        ));
+    }
+    let seen_a = reachable(f, a, session, &format!("marker {word_b}"))?;
+    let seen_b = reachable(f, b, session, &format!("marker {word_a}"))?;
+    if seen_a.contains(&word_b) || !seen_a.contains(&word_a) {
+        return Err(format!("{a} reaches: {seen_a:?}"));
+    }
+    if seen_b.contains(&word_a) || !seen_b.contains(&word_b) {
+        return Err(format!("{b} reaches: {seen_b:?}"));
+    }
+    f.rt.block_on(f.memory.forget(&actor_b, session))
+        .map_err(|e| format!("{b} forgets: {e}"))?;
+    let left = reachable(f, a, session, &format!("marker {word_a}"))?;
+    if !left.contains(&word_a) {
+        return Err(format!("{b} forgetting took {a}'s: {left:?}"));
+    }
+    if !matches!(
+        f.rt.block_on(f.memory.recall(&actor_b, session, 10)),
+        Err(MemoryError::SessionNotFound(_))
+    ) {
+        return Err(format!("{b}'s session outlived its forgetting"));
+    }
+    f.rt.block_on(f.memory.forget(&actor_a, session))
+        .map_err(|e| format!("{a} forgets: {e}"))?;
+    for user in [a, b] {
+        let left = f.count(
+            "SELECT count(*) FROM sessions WHERE session_id = ?1",
+            [SessionKey::new(user, session).as_str()],
+        )?;
+        if left != 0 {
+            return Err(format!("{user}'s session left once forgotten"));
+        }
+    }
+    Ok(())
+}
+
+/// For any two users and any conversation id: what one writes under the id is invisible
+/// to the other through append, recall, summary, search and context, the other's
+/// answers for it are those for an id nobody uses, and forgetting is one user's alone.
+#[test]
+fn two_users_sessions_of_one_id_never_meet() {
+    let f = Fixture::new(|_| {});
+    let next = AtomicUsize::new(0);
+    props::check(
+        "two_users_one_id",
+        config(32, 8),
+        two_users_one_id(),
+        |(a, b, session)| {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            two_users_case(&f, &a, &b, &session, n)
+                .map_err(|e| fail(format!("{e}\nusers {a:?}, {b:?}, session {session:?}")))
         },
     );
 }

@@ -60,25 +60,35 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
         memory.delete_note("bob", &saved.note_id).await,
         Err(MemoryError::NoteNotFound(_))
     ));
-    assert!(matches!(
+    // Bob's session of the same id is his own.
+    assert_eq!(
         memory
             .append("bob", "chat", &[NewEvent::new(Role::User, "x")])
-            .await,
-        Err(MemoryError::SessionOfOtherUser { .. })
-    ));
-    // Forgetting cascades through the server's foreign keys.
+            .await
+            .unwrap(),
+        [1]
+    );
+    // Forgetting cascades through the server's foreign keys, to alice's session only.
     memory
         .forget(&Actor::user("alice").unwrap(), "chat")
         .await
         .unwrap();
     assert_eq!(
         common::count(&memory, "SELECT count(*) FROM events").await,
-        0
+        1
+    );
+    assert_eq!(
+        memory
+            .recall(&Actor::user("bob").unwrap(), "chat", 10)
+            .await
+            .unwrap()
+            .len(),
+        1
     );
     assert_eq!(
         common::count(
             &memory,
-            "SELECT count(*) FROM chunks WHERE session_id = 'chat'"
+            "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'chat'"
         )
         .await,
         0
@@ -86,7 +96,7 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
     assert_eq!(
         common::count(
             &memory,
-            "SELECT count(*) FROM chunk_vectors WHERE session_id = 'chat'"
+            "SELECT count(*) FROM chunk_vectors WHERE session_id = 'alice' || char(31) || 'chat'"
         )
         .await,
         0
@@ -855,7 +865,7 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         let mut rows = conn
             .query(
                 "SELECT c.text, c.sequence_start, c.sequence_end, c.context
-                 FROM chunks c WHERE c.session_id = 'chat' ORDER BY c.sequence_start",
+                 FROM chunks c WHERE c.session_id = 'alice' || char(31) || 'chat' ORDER BY c.sequence_start",
                 (),
             )
             .await
@@ -896,7 +906,7 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         );
         let bob: Option<i64> = query_scalar(
             &conn,
-            "SELECT count(*) FROM chunks WHERE session_id = 'bob-chat'",
+            "SELECT count(*) FROM chunks WHERE session_id = 'bob' || char(31) || 'bob-chat'",
             (),
         )
         .await
@@ -916,21 +926,21 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         let (events, chunks, spans): (Option<i64>, Option<i64>, Option<i64>) = (
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM events WHERE session_id = 'long'",
+                "SELECT count(*) FROM events WHERE session_id = 'alice' || char(31) || 'long'",
                 (),
             )
             .await
             .unwrap(),
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM chunks WHERE session_id = 'long'",
+                "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'long'",
                 (),
             )
             .await
             .unwrap(),
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM chunks WHERE session_id = 'long'
+                "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'long'
                  AND sequence_end = sequence_start + 300",
                 (),
             )

@@ -12,7 +12,7 @@ use nightshift::access::Actor;
 use nightshift::config::Config;
 use nightshift::db::clock::{Clock, TokioClock};
 use nightshift::db::query_scalar;
-use nightshift::memory::{Memory, NewEvent, Role};
+use nightshift::memory::{Memory, MemoryError, NewEvent, Role};
 use nightshift::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use nightshift::schedule::store::ScheduleStore;
 use nightshift::schedule::types::{CatchUp, NewSchedule, Overlap, RunStatus, ScheduleStatus};
@@ -197,7 +197,10 @@ async fn two_workers_run_each_occurrence_exactly_once() {
     }
     // Each run's transcript is stored in its schedule's session.
     let events = h
-        .scalar("SELECT count(*) FROM events WHERE session_id LIKE 'scheduled:%'")
+        .scalar(
+            "SELECT count(*) FROM events e JOIN sessions s ON s.session_id = e.session_id
+             WHERE s.kind = 'scheduled'",
+        )
         .await;
     assert_eq!(events, 2 * runs, "a goal and an answer per run");
 }
@@ -541,11 +544,12 @@ async fn shutdown_interrupts_runs_that_outlive_the_grace_period() {
     );
 }
 
-/// A run whose transcript cannot be stored (its schedule's session was taken by another
-/// user) is still recorded, and that user's session gets nothing of it: the transcript is
-/// written in the transaction recording the run, so it must not take the run down with it.
+/// A schedule's transcript session is its runs' alone (D11): no user may append to a
+/// `scheduled:…` id, neither another user (before, mallory's append took the session and
+/// every run's transcript was dropped) nor the schedule's own, and every run's transcript
+/// is stored in the session of the schedule's user.
 #[tokio::test(start_paused = true)]
-async fn a_run_whose_transcript_is_refused_is_still_recorded() {
+async fn a_schedules_transcript_session_is_its_runs_alone() {
     let h = harness(|_| {}).await;
     let schedule = h
         .store
@@ -553,14 +557,16 @@ async fn a_run_whose_transcript_is_refused_is_still_recorded() {
         .await
         .unwrap();
     let session = format!("scheduled:{}", schedule.schedule_id);
-    h.memory
-        .append(
-            "mallory",
-            &session,
-            &[NewEvent::new(Role::User, "mine now")],
-        )
-        .await
-        .unwrap();
+    for user in ["mallory", "u"] {
+        let refused = h
+            .memory
+            .append(user, &session, &[NewEvent::new(Role::User, "mine now")])
+            .await;
+        assert!(
+            matches!(refused, Err(MemoryError::ReservedSession(_))),
+            "{user}: {refused:?}"
+        );
+    }
     let runtime = FakeRuntime::new(Duration::from_millis(100));
     let (stop, worker) = h.worker("worker-a", runtime.clone());
     tokio::time::sleep(Duration::from_secs(5 * 60 + 30)).await;
@@ -575,10 +581,15 @@ async fn a_run_whose_transcript_is_refused_is_still_recorded() {
     assert_eq!(runtime.total(), 5);
     let events = h
         .scalar(&format!(
-            "SELECT count(*) FROM events WHERE session_id = '{session}'"
+            "SELECT count(*) FROM events WHERE session_id = 'u' || char(31) || '{session}'"
         ))
         .await;
-    assert_eq!(events, 1, "only mallory's own event");
+    assert_eq!(events, 10, "a goal and an answer per run, in u's session");
+    assert_eq!(
+        h.scalar("SELECT count(*) FROM sessions WHERE user_id = 'mallory'")
+            .await,
+        0
+    );
 }
 
 /// A one-shot paused before its time and resumed after it runs then (as catch-up would),
@@ -738,8 +749,9 @@ async fn a_huge_answer_is_kept_bounded_and_sent_bounded() {
     // The transcript was kept too, within the size of an event.
     let longest = h
         .scalar(&format!(
-            "SELECT max(length(CAST(content AS BLOB))) FROM events WHERE session_id = 'scheduled:{}'",
-            schedule.schedule_id
+            "SELECT max(length(CAST(content AS BLOB))) FROM events
+             WHERE session_id = '{}' || char(31) || 'scheduled:{}'",
+            schedule.user_id, schedule.schedule_id
         ))
         .await;
     assert!(

@@ -4,7 +4,7 @@ mod common;
 
 use common::fresh;
 use nightshift::access::Actor;
-use nightshift::memory::{MemoryError, NewEvent, Role, SummaryWrite};
+use nightshift::memory::{MemoryError, NewEvent, Role, SessionKey, SummaryWrite};
 
 #[tokio::test]
 async fn stale_summary_write_is_refused() {
@@ -22,12 +22,17 @@ async fn stale_summary_write_is_refused() {
 
     // Two summarizers read epoch 0; the first write wins.
     let first = memory
-        .write_summary("s", state.epoch, "turns 1-4", 4)
+        .write_summary(&SessionKey::new("u", "s"), state.epoch, "turns 1-4", 4)
         .await
         .unwrap();
     assert_eq!(first, SummaryWrite::Applied { epoch: 1 });
     let stale = memory
-        .write_summary("s", state.epoch, "turns 1-3 (slow)", 3)
+        .write_summary(
+            &SessionKey::new("u", "s"),
+            state.epoch,
+            "turns 1-3 (slow)",
+            3,
+        )
         .await
         .unwrap();
     assert_eq!(stale, SummaryWrite::Stale { current_epoch: 1 });
@@ -36,7 +41,10 @@ async fn stale_summary_write_is_refused() {
     assert_eq!(now.summary.as_deref(), Some("turns 1-4"));
     assert_eq!((now.epoch, now.upper_sequence), (1, 4));
 
-    let next = memory.write_summary("s", 1, "turns 1-6", 6).await.unwrap();
+    let next = memory
+        .write_summary(&SessionKey::new("u", "s"), 1, "turns 1-6", 6)
+        .await
+        .unwrap();
     assert_eq!(next, SummaryWrite::Applied { epoch: 2 });
 }
 
@@ -52,7 +60,7 @@ async fn concurrent_writers_from_one_epoch_apply_exactly_once() {
         let memory = memory.clone();
         tasks.push(tokio::spawn(async move {
             memory
-                .write_summary("s", 0, &format!("writer {i}"), 1)
+                .write_summary(&SessionKey::new("u", "s"), 0, &format!("writer {i}"), 1)
                 .await
                 .unwrap()
         }));
@@ -82,15 +90,21 @@ async fn bad_summary_writes_change_nothing() {
         .await
         .unwrap();
     assert!(matches!(
-        memory.write_summary("nope", 0, "x", 0).await,
+        memory
+            .write_summary(&SessionKey::new("u", "nope"), 0, "x", 0)
+            .await,
         Err(MemoryError::SessionNotFound(_))
     ));
     assert!(matches!(
-        memory.write_summary("s", 0, "x", 99).await,
+        memory
+            .write_summary(&SessionKey::new("u", "s"), 0, "x", 99)
+            .await,
         Err(MemoryError::Input(_))
     ));
     assert!(matches!(
-        memory.write_summary("s", 0, "", 1).await,
+        memory
+            .write_summary(&SessionKey::new("u", "s"), 0, "", 1)
+            .await,
         Err(MemoryError::Input(_))
     ));
     assert_eq!(

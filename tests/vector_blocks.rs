@@ -9,11 +9,16 @@ use common::{config_in, count, memory_in, varied_turn as turn};
 use nightshift::app::open_memory;
 use nightshift::db::query_scalar;
 use nightshift::embed::blob_to_vector;
-use nightshift::memory::{Memory, NewEvent, Role};
+use nightshift::memory::{Memory, NewEvent, Role, SessionKey};
 use tempfile::TempDir;
 
 /// Two whole blocks and a tail.
 const EVENTS: usize = 2 * 4096 + 300;
+
+/// Where user `u`'s session `chat` is stored.
+fn chat() -> SessionKey {
+    SessionKey::new("u", "chat")
+}
 
 async fn filled(dir: &TempDir) -> Memory {
     let memory = memory_in(dir).await;
@@ -34,7 +39,7 @@ async fn exhaustive(memory: &Memory, query: &str, k: usize) -> Vec<(i64, f32)> {
     let conn = memory.db().conn().await.unwrap();
     let mut rows = conn
         .query(
-            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = 'chat'",
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = 'u' || char(31) || 'chat'",
             (),
         )
         .await
@@ -78,7 +83,7 @@ async fn reopened(dir: &TempDir) -> Memory {
 async fn assert_exact(memory: &Memory) {
     for query in QUERIES {
         for k in [1, 10, 50] {
-            let leg = memory.vector_leg("chat", query, k).await.unwrap();
+            let leg = memory.vector_leg(&chat(), query, k).await.unwrap();
             assert_eq!(leg, exhaustive(memory, query, k).await, "{query:?} k={k}");
         }
     }
@@ -88,8 +93,12 @@ async fn assert_exact(memory: &Memory) {
 async fn a_packed_session_loads_from_its_blocks_and_searches_exactly() {
     let dir = TempDir::new().unwrap();
     let memory = filled(&dir).await;
-    assert_eq!(memory.pack_vectors("chat").await.unwrap(), 2);
-    assert_eq!(memory.pack_vectors("chat").await.unwrap(), 0, "nothing new");
+    assert_eq!(memory.pack_vectors(&chat()).await.unwrap(), 2);
+    assert_eq!(
+        memory.pack_vectors(&chat()).await.unwrap(),
+        0,
+        "nothing new"
+    );
     assert_eq!(
         count(&memory, "SELECT count(*) FROM vector_blocks").await,
         2
@@ -97,7 +106,7 @@ async fn a_packed_session_loads_from_its_blocks_and_searches_exactly() {
 
     let fresh = reopened(&dir).await;
     assert_exact(&fresh).await;
-    let held = fresh.cached_vectors("chat").unwrap();
+    let held = fresh.cached_vectors(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS, 2 * 4096));
 
     // New vectors after the blocks are read as rows and topped up in place.
@@ -111,21 +120,21 @@ async fn a_packed_session_loads_from_its_blocks_and_searches_exactly() {
         .unwrap();
     fresh.embed_pending(&|_, _| {}).await.unwrap();
     assert_exact(&fresh).await;
-    assert_eq!(fresh.cached_vectors("chat").unwrap().rows, EVENTS + 1);
+    assert_eq!(fresh.cached_vectors(&chat()).unwrap().rows, EVENTS + 1);
 }
 
 #[tokio::test]
 async fn blocks_made_before_a_removal_or_broken_are_not_used() {
     let dir = TempDir::new().unwrap();
     let memory = filled(&dir).await;
-    memory.pack_vectors("chat").await.unwrap();
+    memory.pack_vectors(&chat()).await.unwrap();
     let conn = memory.db().conn().await.unwrap();
 
     // A chunk removed (as a rebuild or a delete removes one) makes every block stale: a
     // new handle reads rows, and the removed chunk is never a hit.
     let removed: i64 = query_scalar(
         &conn,
-        "SELECT chunk_id FROM chunks WHERE session_id = 'chat' ORDER BY chunk_id LIMIT 1 OFFSET 10",
+        "SELECT chunk_id FROM chunks WHERE session_id = 'u' || char(31) || 'chat' ORDER BY chunk_id LIMIT 1 OFFSET 10",
         (),
     )
     .await
@@ -136,19 +145,19 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
         .unwrap();
     let fresh = reopened(&dir).await;
     assert_exact(&fresh).await;
-    let held = fresh.cached_vectors("chat").unwrap();
+    let held = fresh.cached_vectors(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 0));
     for query in QUERIES {
-        let leg = fresh.vector_leg("chat", query, 50).await.unwrap();
+        let leg = fresh.vector_leg(&chat(), query, 50).await.unwrap();
         assert!(leg.iter().all(|(id, _)| *id != removed));
     }
 
     // Packed again: stale blocks dropped, new ones made and used.
-    assert_eq!(fresh.pack_vectors("chat").await.unwrap(), 2);
+    assert_eq!(fresh.pack_vectors(&chat()).await.unwrap(), 2);
     assert_eq!(count(&fresh, "SELECT count(*) FROM vector_blocks").await, 2);
     let again = reopened(&dir).await;
     assert_exact(&again).await;
-    assert_eq!(again.cached_vectors("chat").unwrap().from_blocks, 2 * 4096);
+    assert_eq!(again.cached_vectors(&chat()).unwrap().from_blocks, 2 * 4096);
 
     // A damaged second block ends the chain there: its rows are read instead.
     conn.execute(
@@ -160,7 +169,7 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
     .unwrap();
     let damaged = reopened(&dir).await;
     assert_exact(&damaged).await;
-    let held = damaged.cached_vectors("chat").unwrap();
+    let held = damaged.cached_vectors(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (EVENTS - 1, 4096));
 
     // A missing first block: no chain at all.
@@ -169,10 +178,10 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
         .unwrap();
     let gap = reopened(&dir).await;
     assert_exact(&gap).await;
-    assert_eq!(gap.cached_vectors("chat").unwrap().from_blocks, 0);
+    assert_eq!(gap.cached_vectors(&chat()).unwrap().from_blocks, 0);
 
     // Forgetting the session takes its blocks.
-    fresh.pack_vectors("chat").await.unwrap();
+    fresh.pack_vectors(&chat()).await.unwrap();
     fresh
         .forget(&nightshift::access::Actor::Operator, "chat")
         .await
@@ -209,11 +218,11 @@ async fn the_embedder_packs_a_session_when_it_idles() {
     );
     let fresh = reopened(&dir).await;
     let leg = fresh
-        .vector_leg("chat", "copper lantern", 10)
+        .vector_leg(&chat(), "copper lantern", 10)
         .await
         .unwrap();
     assert_eq!(leg, exhaustive(&fresh, "copper lantern", 10).await);
-    let held = fresh.cached_vectors("chat").unwrap();
+    let held = fresh.cached_vectors(&chat()).unwrap();
     assert_eq!((held.rows, held.from_blocks), (4096 + 50, 4096));
 }
 
@@ -242,5 +251,5 @@ async fn a_session_made_again_under_its_id_is_loaded_again() {
     memory.append("u", "chat", &second).await.unwrap();
     memory.embed_pending(&|_, _| {}).await.unwrap();
     assert_exact(&memory).await;
-    assert_eq!(memory.cached_vectors("chat").unwrap().rows, 100);
+    assert_eq!(memory.cached_vectors(&chat()).unwrap().rows, 100);
 }

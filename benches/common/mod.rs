@@ -123,7 +123,7 @@ impl Language {
 /// vector index is checked against.
 pub async fn exact_vector_top(
     memory: &nightshift::memory::Memory,
-    session: &str,
+    session: &nightshift::memory::SessionKey,
     query: &str,
     k: usize,
 ) -> Vec<i64> {
@@ -132,7 +132,7 @@ pub async fn exact_vector_top(
     let mut rows = conn
         .query(
             "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = ?1",
-            [session],
+            [session.as_str()],
         )
         .await
         .unwrap();

@@ -59,8 +59,6 @@ pub enum ArtifactError {
          store another"
     )]
     TooMany { user_id: String, limit: i64 },
-    #[error("session id `{session_id}` is in use by another user; choose another")]
-    SessionOfOtherUser { session_id: String },
     #[error("session `{0}` is reserved for nightshift's own use")]
     ReservedSession(String),
     #[error(
@@ -90,9 +88,7 @@ impl Kind for ArtifactError {
             | ArtifactError::TooLarge { .. }
             | ArtifactError::ReservedSession(_) => ErrorKind::BadInput,
             ArtifactError::NotFound(_) => ErrorKind::NotFound,
-            ArtifactError::OverQuota { .. }
-            | ArtifactError::TooMany { .. }
-            | ArtifactError::SessionOfOtherUser { .. } => ErrorKind::Conflict,
+            ArtifactError::OverQuota { .. } | ArtifactError::TooMany { .. } => ErrorKind::Conflict,
             ArtifactError::ContentMissing { .. } | ArtifactError::ContentCorrupt { .. } => {
                 ErrorKind::Internal
             }

@@ -12,7 +12,7 @@ use crate::config::ArtifactsConfig;
 use crate::db::clock::Clock;
 use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, Db, DbTarget, FromRow};
 use crate::input;
-use crate::memory::SessionKind;
+use crate::memory::{SessionKey, SessionKind};
 
 /// The artifact store. Cheap to clone; clones share the folder lock.
 #[derive(Clone)]
@@ -251,38 +251,9 @@ impl ArtifactStore {
         let size = artifact.content.len() as i64;
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let owner: Option<String> = query_scalar(
-            &tx,
-            "SELECT user_id FROM sessions WHERE session_id = ?1",
-            [session_id],
-        )
-        .await?;
-        match owner {
-            Some(owner) if owner != user_id => {
-                return Err(ArtifactError::SessionOfOtherUser {
-                    session_id: session_id.to_string(),
-                })
-            }
-            Some(_) => {}
-            None => {
-                tx.execute(
-                    "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?4)",
-                    libsql::params![
-                        session_id,
-                        user_id,
-                        SessionKind::of(session_id).as_str(),
-                        now
-                    ],
-                )
-                .await?;
-                tx.execute(
-                    "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)",
-                    libsql::params![session_id, now],
-                )
-                .await?;
-            }
-        }
+        // The user's session of that id, created on first use like an append's.
+        let key = SessionKey::new(user_id, session_id);
+        crate::memory::ensure_session(&tx.runner(), &key, now).await?;
         let used = self.used(&tx, user_id).await?;
         self.over_quota(user_id, used, size as u64)?;
         let count: i64 = query_scalar(
@@ -322,7 +293,7 @@ impl ArtifactStore {
             libsql::params![
                 record.artifact_id.as_str(),
                 user_id,
-                session_id,
+                key.as_str(),
                 run_id,
                 record.name.as_str(),
                 record.mime_type.as_str(),
@@ -405,13 +376,19 @@ impl ArtifactStore {
         if !actor.may_act_for(user_id) {
             return Ok(Vec::new());
         }
+        let key = session_id.map(|session_id| SessionKey::new(user_id, session_id));
         let conn = self.db.conn().await?;
         let sql = format!(
             "SELECT {} FROM artifacts WHERE user_id = ?1 AND (?2 IS NULL OR session_id = ?2)
              ORDER BY created_at DESC, artifact_id DESC",
             Artifact::COLUMNS
         );
-        Ok(fetch_all(&conn, &sql, libsql::params![user_id, session_id]).await?)
+        Ok(fetch_all(
+            &conn,
+            &sql,
+            libsql::params![user_id, key.as_ref().map(SessionKey::as_str)],
+        )
+        .await?)
     }
 
     /// The artifacts a run produced (for its notification), oldest first.

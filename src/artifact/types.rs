@@ -31,7 +31,7 @@ impl FromRow for Artifact {
         Ok(Artifact {
             artifact_id: row.get(0)?,
             user_id: row.get(1)?,
-            session_id: row.get(2)?,
+            session_id: crate::memory::SessionKey::id_of(&row.get::<String>(2)?).to_string(),
             run_id: row.get(3)?,
             name: row.get(4)?,
             mime_type: row.get(5)?,

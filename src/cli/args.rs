@@ -289,7 +289,8 @@ pub enum MemoryCommand {
         /// The conversation session.
         #[arg(long)]
         session: String,
-        /// Only if the session belongs to this user.
+        /// The user whose session it is; without it, the session of that id whoever's it
+        /// is (refused when several users have one).
         #[arg(long)]
         user: Option<String>,
         /// At most this many (the last of those in the window).
@@ -309,7 +310,8 @@ pub enum MemoryCommand {
         /// The conversation session.
         #[arg(long)]
         session: String,
-        /// Only if the session belongs to this user.
+        /// The user whose session it is; without it, the session of that id whoever's it
+        /// is (refused when several users have one).
         #[arg(long)]
         user: Option<String>,
     },
@@ -338,7 +340,8 @@ pub enum MemoryCommand {
         /// The conversation session.
         #[arg(long)]
         session: String,
-        /// Only if the session belongs to this user.
+        /// The user whose session it is; without it, the session of that id whoever's it
+        /// is (refused when several users have one).
         #[arg(long)]
         user: Option<String>,
     },
@@ -351,7 +354,8 @@ pub struct AppendArgs {
     /// The user whose memory or schedule this is.
     #[arg(long)]
     pub user: String,
-    /// The conversation session.
+    /// The conversation session: the user's own (another user's of the same id is another
+    /// session); `memory:…`, `memory@…` and `scheduled:…` ids are nightshift's own.
     #[arg(long)]
     pub session: String,
     /// Role of the single event given as TEXT.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::facts::{cosine, token_jaccard, Fact, ModelUsage};
 use super::passes::{bump, Consolidator, Counts, PassOutcome, FACTS_TRIES};
 use super::{ConsolidateError, Pass, Progress};
-use crate::memory::{Memory, NewNote, Origin, Role, SearchRequest, SessionKind};
+use crate::memory::{Memory, NewNote, Origin, Role, SearchRequest, SessionKey, SessionKind};
 
 /// Cosine and word-overlap thresholds above which two facts are the same fact.
 const SAME_COSINE: f64 = 0.97;
@@ -108,14 +108,11 @@ impl Consolidator {
         let sessions = self.sessions(user).await?;
         let mut counts = Counts::new();
         let mut first_error = None;
-        for (i, (session_id, user_id)) in sessions.iter().enumerate() {
-            if let Err(err) = self
-                .facts_of_session(session_id, user_id, &mut counts)
-                .await
-            {
+        for (i, key) in sessions.iter().enumerate() {
+            if let Err(err) = self.facts_of_session(key, &mut counts).await {
                 bump(&mut counts, "sessions_failed", 1);
-                tracing::warn!(%session_id, %err, "facts pass failed for a session");
-                first_error.get_or_insert_with(|| format!("session `{session_id}`: {err}"));
+                tracing::warn!(session = %key, %err, "facts pass failed for a session");
+                first_error.get_or_insert_with(|| format!("session {key}: {err}"));
             }
             if let Some(progress) = progress {
                 progress(Pass::Facts, i + 1, sessions.len());
@@ -148,12 +145,13 @@ impl Consolidator {
             completion_tokens: 0,
             cost: 0.0,
         };
-        for (session_id, user_id) in self.sessions(user).await? {
-            let memory = self.session_memory(&session_id).await?;
-            let cursor = self.memory.facts_cursor(&session_id).await?;
+        for key in self.sessions(user).await? {
+            let user_id = key.user_id().to_string();
+            let memory = self.session_memory(&key).await?;
+            let cursor = self.memory.facts_cursor(&key).await?;
             let events = self
                 .memory
-                .events_after(&session_id, cursor.upper_sequence)
+                .events_after(&key, cursor.upper_sequence)
                 .await?;
             for event in events
                 .iter()
@@ -180,7 +178,7 @@ impl Consolidator {
                     };
                     out.facts.push(ExtractedFact {
                         user_id: user_id.clone(),
-                        session_id: session_id.clone(),
+                        session_id: key.session_id().to_string(),
                         sequence: event.sequence,
                         category: fact.category.to_string(),
                         key: fact.key,
@@ -215,15 +213,16 @@ impl Consolidator {
 
     /// The memory a session's facts go to: a scheduled session's are learned for the
     /// schedule's agent (private to it, as the conversation was), any other's are shared.
-    async fn session_memory(&self, session_id: &str) -> Result<Memory, ConsolidateError> {
-        let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) else {
+    async fn session_memory(&self, key: &SessionKey) -> Result<Memory, ConsolidateError> {
+        let Some(schedule_id) = key.session_id().strip_prefix(SessionKind::SCHEDULED_PREFIX) else {
             return Ok(self.memory.clone());
         };
+        // The session's user's schedule: its agent.
         let conn = self.memory.db().conn().await?;
         let agent: Option<String> = crate::db::query_scalar(
             &conn,
-            "SELECT agent_id FROM schedules WHERE schedule_id = ?1",
-            [schedule_id],
+            "SELECT agent_id FROM schedules WHERE schedule_id = ?1 AND user_id = ?2",
+            [schedule_id, key.user_id()],
         )
         .await?;
         Ok(self.memory.as_agent(agent.as_deref())?)
@@ -231,16 +230,13 @@ impl Consolidator {
 
     async fn facts_of_session(
         &self,
-        session_id: &str,
-        user_id: &str,
+        key: &SessionKey,
         counts: &mut Counts,
     ) -> Result<(), ConsolidateError> {
-        let memory = self.session_memory(session_id).await?;
-        let cursor = self.memory.facts_cursor(session_id).await?;
-        let events = self
-            .memory
-            .events_after(session_id, cursor.upper_sequence)
-            .await?;
+        let user_id = key.user_id();
+        let memory = self.session_memory(key).await?;
+        let cursor = self.memory.facts_cursor(key).await?;
+        let events = self.memory.events_after(key, cursor.upper_sequence).await?;
         let Some(last) = events.last().map(|e| e.sequence) else {
             return Ok(());
         };
@@ -257,22 +253,22 @@ impl Consolidator {
             {
                 let failures = self
                     .memory
-                    .record_facts_failure(session_id, event.sequence)
+                    .record_facts_failure(key, event.sequence)
                     .await?;
                 if failures < FACTS_TRIES {
                     // Everything before this event is done; this one is tried again.
                     self.memory
-                        .advance_facts_cursor(session_id, event.sequence - 1)
+                        .advance_facts_cursor(key, event.sequence - 1)
                         .await?;
                     return Err(err);
                 }
-                tracing::error!(%session_id, sequence = event.sequence, %err, tries = failures,
+                tracing::error!(session = %key, sequence = event.sequence, %err, tries = failures,
                     "skipping an event the facts pass cannot read");
                 bump(counts, "events_skipped", 1);
             }
         }
         // Only now that every fact of these events is stored does the cursor move.
-        self.memory.advance_facts_cursor(session_id, last).await?;
+        self.memory.advance_facts_cursor(key, last).await?;
         Ok(())
     }
 

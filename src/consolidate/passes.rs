@@ -11,7 +11,7 @@ use super::{ConsolidateError, Pass, Progress};
 use crate::artifact::ArtifactStore;
 use crate::config::ConsolidationConfig;
 use crate::ids;
-use crate::memory::{Memory, Origin, SummarizeOutcome, Summarizer, SummaryPolicy};
+use crate::memory::{Memory, Origin, SessionKey, SummarizeOutcome, Summarizer, SummaryPolicy};
 use crate::notify::outbox::Outbox;
 use crate::schedule::ScheduleStore;
 
@@ -270,22 +270,22 @@ impl Consolidator {
         })
     }
 
-    /// Conversation and scheduled-run sessions, optionally of one user.
+    /// Conversation and scheduled-run sessions (their keys), optionally of one user.
     pub(super) async fn sessions(
         &self,
         user: Option<&str>,
-    ) -> Result<Vec<(String, String)>, ConsolidateError> {
+    ) -> Result<Vec<SessionKey>, ConsolidateError> {
         let conn = self.memory.db().conn().await?;
         let mut rows = conn
             .query(
-                "SELECT session_id, user_id FROM sessions WHERE kind != 'memory'
+                "SELECT session_id FROM sessions WHERE kind != 'memory'
                  AND (?1 IS NULL OR user_id = ?1) ORDER BY session_id",
                 [user],
             )
             .await?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().await? {
-            out.push((row.get(0)?, row.get(1)?));
+            out.push(SessionKey::stored(row.get(0)?));
         }
         Ok(out)
     }
@@ -298,11 +298,11 @@ impl Consolidator {
         let sessions = self.sessions(user).await?;
         let policy = self.policy();
         let mut counts = Counts::new();
-        for (i, (session_id, _)) in sessions.iter().enumerate() {
+        for (i, key) in sessions.iter().enumerate() {
             bump(&mut counts, "sessions", 1);
             match self
                 .memory
-                .summarize_session(session_id, &policy, self.summarizer.as_ref())
+                .summarize_session(key, &policy, self.summarizer.as_ref())
                 .await?
             {
                 SummarizeOutcome::Written {
@@ -343,16 +343,16 @@ impl Consolidator {
             .await?;
         let mut quiet = Vec::new();
         while let Some(row) = rows.next().await? {
-            quiet.push(row.get::<String>(0)?);
+            quiet.push(SessionKey::stored(row.get::<String>(0)?));
         }
         drop(rows);
         drop(conn);
         let policy = self.policy();
         let mut written = 0;
-        for session_id in quiet {
+        for key in quiet {
             if let SummarizeOutcome::Written { .. } = self
                 .memory
-                .summarize_session(&session_id, &policy, self.summarizer.as_ref())
+                .summarize_session(&key, &policy, self.summarizer.as_ref())
                 .await?
             {
                 written += 1;

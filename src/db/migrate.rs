@@ -154,6 +154,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "agent_schedules",
         sql: include_str!("../../migrations/0028_agent_schedules.sql"),
     },
+    Migration {
+        version: 29,
+        name: "user_sessions",
+        sql: include_str!("../../migrations/0029_user_sessions.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -5,7 +5,7 @@
 //! reach an agent's private notes. Users stay apart as everywhere: every statement also
 //! filters on `user_id`.
 
-use super::{check_id, Memory, Result, SessionKind};
+use super::{check_id, Memory, Result, SessionKey, SessionKind};
 
 /// The SQL condition "this note row is visible to the handle's agent", for a table with an
 /// `agent_id` column; `param` is the placeholder holding [`Memory::agent`] (NULL when
@@ -38,17 +38,13 @@ impl Memory {
         self.agent.as_deref()
     }
 
-    /// The pseudo-session indexing the notes this handle saves for `user_id`.
-    pub(super) fn notes_session(&self, user_id: &str) -> String {
-        SessionKind::notes_session(user_id, self.agent())
-    }
-
-    /// The pseudo-sessions whose notes this handle sees for `user_id`: the shared one and,
-    /// with an agent, that agent's.
+    /// The pseudo-sessions whose notes this handle sees for `user_id` (their keys): the
+    /// shared one and, with an agent, that agent's.
     pub(super) fn visible_notes_sessions(&self, user_id: &str) -> Vec<String> {
-        let mut sessions = vec![SessionKind::memory_session(user_id)];
-        if self.agent.is_some() {
-            sessions.push(self.notes_session(user_id));
+        let key = |agent| SessionKey::new(user_id, &SessionKind::notes_session(user_id, agent));
+        let mut sessions = vec![key(None).as_str().to_string()];
+        if let Some(agent) = self.agent() {
+            sessions.push(key(Some(agent)).as_str().to_string());
         }
         sessions
     }

@@ -7,7 +7,7 @@
 
 use super::codes::CodeRows;
 use super::terms::Field;
-use super::{Memory, Result};
+use super::{Memory, Result, SessionKey};
 use crate::embed::blob_to_vector;
 
 /// Vectors a block holds; a session's newest vectors, fewer than this, stay rows.
@@ -97,7 +97,8 @@ impl Memory {
     /// encoded outside any transaction; a short write transaction then checks that the
     /// session and its chain are as they were read and stores the block. Returns how many
     /// blocks it made.
-    pub async fn pack_vectors(&self, session_id: &str) -> Result<usize> {
+    pub async fn pack_vectors(&self, key: &SessionKey) -> Result<usize> {
+        let session_id = key.as_str();
         let model = self.embedder.model_id().to_string();
         let dimensions = self.embedder.dimensions();
         let mut made = 0;
@@ -194,10 +195,11 @@ impl Memory {
         // One session's failure leaves the others to be packed; its own blocks are made
         // when a search next reads a block's worth of its rows.
         for session_id in vectors_due {
-            match self.pack_vectors(&session_id).await {
+            let key = SessionKey::stored(session_id);
+            match self.pack_vectors(&key).await {
                 Ok(n) => made += n,
                 Err(err) => {
-                    tracing::warn!(session = %session_id, error = %err, "packing vectors failed")
+                    tracing::warn!(session = %key, error = %err, "packing vectors failed")
                 }
             }
         }
@@ -211,7 +213,8 @@ impl Memory {
             match self.pack_keyword_field(&session_id, field).await {
                 Ok(n) => made += n,
                 Err(err) => {
-                    tracing::warn!(session = %session_id, ?field, error = %err, "packing keywords failed")
+                    let session = SessionKey::stored(session_id);
+                    tracing::warn!(%session, ?field, error = %err, "packing keywords failed")
                 }
             }
         }
@@ -219,7 +222,7 @@ impl Memory {
     }
 
     /// How `session_id`'s vectors are held in this process's cache, if they are.
-    pub fn cached_vectors(&self, session_id: &str) -> Option<super::vectors::CachedVectors> {
-        self.vectors.cached(session_id)
+    pub fn cached_vectors(&self, key: &SessionKey) -> Option<super::vectors::CachedVectors> {
+        self.vectors.cached(key.as_str())
     }
 }

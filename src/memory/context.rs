@@ -132,8 +132,10 @@ impl Memory {
         check_id("user id", &request.user_id)?;
         check_id("session id", &request.session_id)?;
         // Another user's session is reported exactly like a missing one.
-        self.session(&request.session_id, Some(&request.user_id))
-            .await?;
+        let key = self
+            .session(&request.session_id, Some(&request.user_id))
+            .await?
+            .key();
         let budget = crate::input::check_range(
             "budget",
             request.budget_tokens.unwrap_or(DEFAULT_BUDGET),
@@ -154,12 +156,10 @@ impl Memory {
             items: Vec::new(),
         };
         let strategy = request.strategy;
-        let recent = self
-            .last_events(&request.session_id, RECENT_TURNS * 4)
-            .await?;
+        let recent = self.last_events(&key, RECENT_TURNS * 4).await?;
 
         if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
-            if let Some(summary) = self.summary_state(&request.session_id).await?.summary {
+            if let Some(summary) = self.summary_state(&key).await?.summary {
                 // The summary gets a share of the budget (its newest part when longer),
                 // so recent turns and memories keep room.
                 let share = if strategy == Strategy::All {

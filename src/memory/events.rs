@@ -1,7 +1,9 @@
 //! Conversation sessions and their append-only events.
 
 use super::writer::{append_in_tx, Append, AppendJob, Appended, Statements};
-use super::{check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKind};
+use super::{
+    check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKey, SessionKind,
+};
 use crate::access::Actor;
 use crate::db::{fetch_all, fetch_optional, finish_rows, json_column, DbError, FromRow, WriteTx};
 
@@ -22,58 +24,50 @@ impl crate::error::Kind for JsonlError {
     }
 }
 
-/// Makes sure `session_id` exists and belongs to `user_id`, creating it if needed, inside
-/// the caller's transaction. Returns its last sequence.
+/// Makes sure the session stored under `key` exists (its user's), creating it if
+/// needed, inside the caller's transaction. Returns its last sequence.
 pub(crate) async fn ensure_session(
     conn: &crate::db::Runner,
-    session_id: &str,
-    user_id: &str,
+    key: &SessionKey,
     now: i64,
-) -> Result<i64> {
+) -> Result<i64, DbError> {
     let mut rows = conn
         .query(
-            "SELECT user_id, last_sequence FROM sessions WHERE session_id = ?1",
-            [session_id],
+            "SELECT last_sequence FROM sessions WHERE session_id = ?1 AND user_id = ?2",
+            [key.as_str(), key.user_id()],
         )
         .await?;
     if let Some(row) = rows.next().await? {
-        let owner: String = row.get(0)?;
-        if owner != user_id {
-            return Err(MemoryError::SessionOfOtherUser {
-                session_id: session_id.to_string(),
-            });
-        }
-        let last_sequence = row.get(1)?;
+        let last_sequence = row.get(0)?;
         finish_rows(rows).await?;
         return Ok(last_sequence);
     }
     drop(rows);
-    create_session(conn, session_id, user_id, now).await?;
+    create_session(conn, key, now).await?;
     Ok(0)
 }
 
-/// Creates `session_id` for `user_id` (with no events yet), inside the caller's
+/// Creates the session stored under `key` (with no events yet), inside the caller's
 /// transaction, which has found that it does not exist.
 pub(super) async fn create_session(
     conn: &crate::db::Runner,
-    session_id: &str,
-    user_id: &str,
+    key: &SessionKey,
     now: i64,
-) -> Result<()> {
+) -> Result<(), DbError> {
     conn.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",
         libsql::params![
-            session_id,
-            user_id,
-            SessionKind::of(session_id).as_str(),
+            key.as_str(),
+            key.user_id(),
+            SessionKind::of(key.session_id()).as_str(),
             now
         ],
     )
     .await?;
     conn.execute(
         "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)",
-        libsql::params![session_id, now],
+        libsql::params![key.as_str(), now],
     )
     .await?;
     Ok(())
@@ -84,7 +78,8 @@ impl FromRow for Session {
         "session_id, user_id, title, created_at, updated_at, last_sequence";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
-        let session_id: String = row.get(0)?;
+        let key: String = row.get(0)?;
+        let session_id = SessionKey::id_of(&key).to_string();
         Ok(Session {
             kind: SessionKind::of(&session_id),
             session_id,
@@ -103,8 +98,9 @@ impl FromRow for Event {
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let role: String = row.get(2)?;
+        let key: String = row.get(0)?;
         Ok(Event {
-            session_id: row.get(0)?,
+            session_id: SessionKey::id_of(&key).to_string(),
             sequence: row.get(1)?,
             role: role.parse::<Role>().map_err(|e| DbError::Corrupt {
                 what: "event role".into(),
@@ -168,18 +164,36 @@ impl Memory {
         Ok(())
     }
 
+    /// A session a user's door may append to: a conversation. The notes' pseudo-sessions
+    /// (`memory:…`, `memory@…`) are written through the notes, and a schedule's
+    /// transcripts (`scheduled:…`) by its runs only: neither is anyone's to append to.
     fn check_appendable(&self, user_id: &str, session_id: &str) -> Result<()> {
         check_id("user id", user_id)?;
         check_id("session id", session_id)?;
-        if SessionKind::of(session_id) == SessionKind::Memory {
+        if SessionKind::of(session_id) != SessionKind::Conversation {
             return Err(MemoryError::ReservedSession(session_id.to_string()));
         }
         Ok(())
     }
 
-    /// Appends events to a session (created on first use, owned by `user_id`) in one
-    /// transaction: all are stored, with consecutive sequences, or none. Returns the
-    /// sequences given to them.
+    /// A schedule's transcript session (`scheduled:…`), which only its runs append to.
+    fn check_transcript(&self, user_id: &str, session_id: &str) -> Result<()> {
+        check_id("user id", user_id)?;
+        check_id("session id", session_id)?;
+        if SessionKind::of(session_id) != SessionKind::Scheduled {
+            return Err(MemoryError::invalid(
+                "session id",
+                format!("`{session_id}` is not a schedule's transcript session (scheduled:…)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends events to one of the user's conversation sessions (created on first use)
+    /// in one transaction: all are stored, with consecutive sequences, or none. Returns
+    /// the sequences given to them. Another user's session of the same id is another
+    /// session, untouched; the reserved ids (`memory:…`, `memory@…`, `scheduled:…`) are
+    /// refused.
     pub async fn append(
         &self,
         user_id: &str,
@@ -187,6 +201,22 @@ impl Memory {
         events: &[NewEvent],
     ) -> Result<Vec<i64>> {
         self.check_appendable(user_id, session_id)?;
+        self.check_batch(events.len())?;
+        for event in events {
+            self.check_event(event)?;
+        }
+        self.append_checked(user_id, session_id, events).await
+    }
+
+    /// Appends a run's transcript to its schedule's session (`scheduled:…`) of the
+    /// schedule's user: for the scheduler, which alone writes there.
+    pub async fn append_transcript(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>> {
+        self.check_transcript(user_id, session_id)?;
         self.check_batch(events.len())?;
         for event in events {
             self.check_event(event)?;
@@ -272,16 +302,16 @@ impl Memory {
     fn prepare_append(&self, user_id: &str, session_id: &str, events: &[NewEvent]) -> Append {
         let texts: Vec<&str> = events.iter().map(|e| e.content.as_str()).collect();
         Append {
-            user_id: user_id.to_string(),
-            session_id: session_id.to_string(),
+            key: SessionKey::new(user_id, session_id),
             events: events.to_vec(),
             prepared: self.prepare_chunks(&texts),
             now: self.clock.now_ms(),
         }
     }
 
-    /// As [`Memory::append`], inside the caller's write transaction: the events are
-    /// stored if and when it commits. Call [`Memory::appended`] after the commit.
+    /// As [`Memory::append_transcript`], inside the caller's write transaction: the
+    /// events are stored if and when it commits. Call [`Memory::appended`] after the
+    /// commit.
     pub async fn append_in(
         &self,
         tx: &WriteTx,
@@ -289,7 +319,7 @@ impl Memory {
         session_id: &str,
         events: &[NewEvent],
     ) -> Result<Appended> {
-        self.check_appendable(user_id, session_id)?;
+        self.check_transcript(user_id, session_id)?;
         for event in events {
             self.check_event(event)?;
         }
@@ -309,8 +339,10 @@ impl Memory {
         }
     }
 
-    /// A session, if it exists and (when `owner` is given) belongs to that user. Another
-    /// user's session is reported exactly like a missing one.
+    /// A session, if it exists: `owner`'s session of that id, or (for the operator, with
+    /// no owner) the one session of that id whichever its user, refused as ambiguous when
+    /// several users have one. Another user's session is reported exactly like a missing
+    /// one: to a user, only their own sessions exist.
     pub async fn session(&self, session_id: &str, owner: Option<&str>) -> Result<Session> {
         // The notes' pseudo-sessions are read through the notes, never as sessions:
         // answered the same whether one exists or not, so none tells an agent exists.
@@ -318,20 +350,51 @@ impl Memory {
             return Err(MemoryError::ReservedSession(session_id.to_string()));
         }
         let conn = self.db.conn().await?;
-        let session: Session = fetch_optional(
+        let not_found = || MemoryError::SessionNotFound(session_id.to_string());
+        if let Some(owner) = owner {
+            let key = SessionKey::new(owner, session_id);
+            return fetch_optional(
+                &conn,
+                &format!(
+                    "SELECT {} FROM sessions WHERE session_id = ?1",
+                    Session::COLUMNS
+                ),
+                [key.as_str()],
+            )
+            .await?
+            .ok_or_else(not_found);
+        }
+        // By the id within the key (indexed: `sessions_by_id`), checked whole.
+        let mut found: Vec<Session> = fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM sessions WHERE session_id = ?1",
+                "SELECT {} FROM sessions
+                 WHERE substr(session_id, length(user_id) + 2) = ?1
+                   AND session_id = user_id || char(31) || ?1
+                 ORDER BY user_id LIMIT 2",
                 Session::COLUMNS
             ),
             [session_id],
         )
-        .await?
-        .ok_or_else(|| MemoryError::SessionNotFound(session_id.to_string()))?;
-        if owner.is_some_and(|owner| owner != session.user_id) {
-            return Err(MemoryError::SessionNotFound(session_id.to_string()));
+        .await?;
+        match found.len() {
+            0 => Err(not_found()),
+            1 => Ok(found.remove(0)),
+            _ => {
+                let users: Option<i64> = crate::db::query_scalar(
+                    &conn,
+                    "SELECT count(*) FROM sessions
+                     WHERE substr(session_id, length(user_id) + 2) = ?1
+                       AND session_id = user_id || char(31) || ?1",
+                    [session_id],
+                )
+                .await?;
+                Err(MemoryError::SessionAmbiguous {
+                    session_id: session_id.to_string(),
+                    users: users.unwrap_or(2) as usize,
+                })
+            }
         }
-        Ok(session)
     }
 
     /// The last `limit` (1..=10000) events of a session the actor may see, oldest first.
@@ -343,8 +406,8 @@ impl Memory {
     ) -> Result<Vec<Event>> {
         check_id("session id", session_id)?;
         crate::input::check_range("limit", limit, 1..=MAX_RECALL)?;
-        self.session(session_id, actor.user_id()).await?;
-        self.last_events(session_id, limit).await
+        let session = self.session(session_id, actor.user_id()).await?;
+        self.last_events(&session.key(), limit).await
     }
 
     /// As [`Memory::recall`], keeping only the events that happened in `window`: the last
@@ -362,9 +425,9 @@ impl Memory {
         check_id("session id", session_id)?;
         crate::input::check_range("limit", limit, 1..=MAX_RECALL)?;
         window.check()?;
-        self.session(session_id, actor.user_id()).await?;
+        let key = self.session(session_id, actor.user_id()).await?.key();
         let (conditions, values) = window.sql("created_at", 3);
-        let mut params: Vec<libsql::Value> = vec![session_id.into(), (limit as i64).into()];
+        let mut params: Vec<libsql::Value> = vec![key.as_str().into(), (limit as i64).into()];
         params.extend(values);
         let conn = self.db.conn().await?;
         let mut events: Vec<Event> = fetch_all(
@@ -382,7 +445,7 @@ impl Memory {
     }
 
     /// The last `limit` events of a session the caller has already checked, oldest first.
-    pub(super) async fn last_events(&self, session_id: &str, limit: usize) -> Result<Vec<Event>> {
+    pub(super) async fn last_events(&self, key: &SessionKey, limit: usize) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
         let mut events: Vec<Event> = fetch_all(
             &conn,
@@ -390,7 +453,7 @@ impl Memory {
                 "SELECT {} FROM events WHERE session_id = ?1 ORDER BY sequence DESC LIMIT ?2",
                 Event::COLUMNS
             ),
-            libsql::params![session_id, limit as i64],
+            libsql::params![key.as_str(), limit as i64],
         )
         .await?;
         events.reverse();
@@ -416,27 +479,23 @@ impl Memory {
     /// Deletes a session the actor may see and everything derived from it: events, state,
     /// summary, chunks, their vectors and stored index blocks.
     pub async fn forget(&self, actor: &Actor, session_id: &str) -> Result<()> {
-        let owner = actor.user_id();
         check_id("session id", session_id)?;
         if SessionKind::of(session_id) == SessionKind::Memory {
             return Err(MemoryError::ReservedSession(session_id.to_string()));
         }
+        let key = self.session(session_id, actor.user_id()).await?.key();
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let user_id: Option<String> = crate::db::query_scalar(
-            &tx,
-            "SELECT user_id FROM sessions WHERE session_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
-            libsql::params![session_id, owner],
-        )
-        .await?;
-        let Some(user_id) = user_id else {
+        let deleted = tx
+            .execute("DELETE FROM sessions WHERE session_id = ?1", [key.as_str()])
+            .await?;
+        if deleted == 0 {
+            // Forgotten by someone else meanwhile.
             tx.rollback().await?;
             return Err(MemoryError::SessionNotFound(session_id.to_string()));
-        };
-        tx.execute("DELETE FROM sessions WHERE session_id = ?1", [session_id])
-            .await?;
-        self.session_forgotten(&tx, &user_id, session_id, now)
+        }
+        self.session_forgotten(&tx, key.user_id(), session_id, now)
             .await?;
         tx.commit().await?;
         Ok(())

@@ -18,7 +18,7 @@ use super::postings::{score_doc, score_segment, Bm25, Segment, TopK};
 use super::session_lru::{DueSessions, SessionLru, Weighed};
 use super::terms::{DocTerms, Field, Terms};
 use super::vectors::SessionTag;
-use super::{Memory, Result};
+use super::{Memory, Result, SessionKey};
 
 /// The layout of a stored block and the words it was made with ([`Terms`]): blocks of
 /// another format are ignored and made again.
@@ -355,8 +355,8 @@ impl Memory {
     /// aside), as many whole blocks as there are chunks past its last block (blocks made
     /// before a removal from the session, or by another format, are dropped and made
     /// again). Returns how many blocks it made.
-    pub async fn pack_keywords(&self, session_id: &str) -> Result<usize> {
-        self.pack_keyword_field(session_id, Field::Words).await
+    pub async fn pack_keywords(&self, key: &SessionKey) -> Result<usize> {
+        self.pack_keyword_field(key.as_str(), Field::Words).await
     }
 
     /// Packs one field's blocks ([`Memory::pack_keywords`] for the words; the embedder
@@ -440,23 +440,24 @@ impl Memory {
 
     /// How `session_id`'s keyword index (of its words, stop words aside) is held in this
     /// process's cache, if it is.
-    pub fn cached_keywords(&self, session_id: &str) -> Option<CachedKeywords> {
-        self.keywords.cached(session_id)
+    pub fn cached_keywords(&self, key: &SessionKey) -> Option<CachedKeywords> {
+        self.keywords.cached(key.as_str())
     }
 
     /// As [`Memory::cached_keywords`], for the index of the session's stop words.
-    pub fn cached_stop_words(&self, session_id: &str) -> Option<CachedKeywords> {
-        self.stop_words.cached(session_id)
+    pub fn cached_stop_words(&self, key: &SessionKey) -> Option<CachedKeywords> {
+        self.stop_words.cached(key.as_str())
     }
 
     /// The keyword leg alone for one session, through the index: the `k` best chunk ids
     /// by bm25, best first. `None` when the query has no word. For benchmarks and tests.
     pub async fn keyword_leg(
         &self,
-        session_id: &str,
+        key: &SessionKey,
         query: &str,
         k: usize,
     ) -> Result<Option<Vec<(i64, f64)>>> {
+        let session_id = key.as_str();
         let Some((field, terms)) = Terms::default().query(query) else {
             return Ok(None);
         };
@@ -481,10 +482,11 @@ impl Memory {
     /// reference the index is checked against.
     pub async fn keyword_leg_exhaustive(
         &self,
-        session_id: &str,
+        key: &SessionKey,
         queries: &[&str],
         k: usize,
     ) -> Result<Vec<Option<Vec<(i64, f64)>>>> {
+        let session_id = key.as_str();
         let mut terms = Terms::default();
         let conn = self.db.conn().await?;
         let mut rows = conn

@@ -63,7 +63,7 @@ pub use summarize::{
 pub use summary::{SummaryState, SummaryWrite};
 pub use types::{
     AppendedEvents, Event, NewEvent, NewNote, Note, NoteDeleted, Role, SaveOutcome, Session,
-    SessionForgotten, SessionKind,
+    SessionForgotten, SessionKey, SessionKind,
 };
 pub use upkeep::FactsCursor;
 pub use vectors::CachedVectors;
@@ -85,8 +85,12 @@ pub enum MemoryError {
     NoteNotFound(String),
     #[error("no session `{0}`")]
     SessionNotFound(String),
-    #[error("session id `{session_id}` is in use by another user; choose another")]
-    SessionOfOtherUser { session_id: String },
+    /// The operator named a session id without a user, and several users have one.
+    #[error(
+        "{users} users have a session `{session_id}`: name the user (--user on the command \
+         line, ?user= with an admin token)"
+    )]
+    SessionAmbiguous { session_id: String, users: usize },
     #[error("note `{note_id}` has no version {version}")]
     VersionNotFound { note_id: String, version: i64 },
     #[error("the key `{key}` is now note `{note_id}`'s; change or delete that note first")]
@@ -118,15 +122,14 @@ impl MemoryError {
 impl Kind for MemoryError {
     fn kind(&self) -> ErrorKind {
         match self {
-            MemoryError::Input(_) | MemoryError::ReservedSession(_) | MemoryError::Jsonl(_) => {
-                ErrorKind::BadInput
-            }
+            MemoryError::Input(_)
+            | MemoryError::ReservedSession(_)
+            | MemoryError::SessionAmbiguous { .. }
+            | MemoryError::Jsonl(_) => ErrorKind::BadInput,
             MemoryError::NoteNotFound(_)
             | MemoryError::SessionNotFound(_)
             | MemoryError::VersionNotFound { .. } => ErrorKind::NotFound,
-            MemoryError::SessionOfOtherUser { .. }
-            | MemoryError::TooManyNotes { .. }
-            | MemoryError::KeyTaken { .. } => ErrorKind::Conflict,
+            MemoryError::TooManyNotes { .. } | MemoryError::KeyTaken { .. } => ErrorKind::Conflict,
             MemoryError::WriteFailed(_) => ErrorKind::Internal,
             MemoryError::Embed(err) => err.kind(),
             MemoryError::Db(err) => err.kind(),

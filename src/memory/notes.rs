@@ -6,7 +6,9 @@ use super::agents::{same_scope, visible};
 use super::events::ensure_session;
 use super::index::{ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk};
 use super::versions::NoteChange;
-use super::{check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKind};
+use super::{
+    check_id, Memory, MemoryError, NewNote, Note, Result, SaveOutcome, SessionKey, SessionKind,
+};
 use crate::db::{fetch_all, fetch_optional, json_column, query_first_row, DbError, FromRow};
 use crate::ids;
 
@@ -80,11 +82,11 @@ pub(super) async fn next_memory_sequence(
     agent: Option<&str>,
     now: i64,
 ) -> Result<i64> {
-    let session_id = SessionKind::notes_session(user_id, agent);
-    let sequence = ensure_session(&conn.runner(), &session_id, user_id, now).await? + 1;
+    let key = SessionKey::new(user_id, &SessionKind::notes_session(user_id, agent));
+    let sequence = ensure_session(&conn.runner(), &key, now).await? + 1;
     conn.execute(
         "UPDATE sessions SET last_sequence = ?2, updated_at = ?3 WHERE session_id = ?1",
-        libsql::params![session_id, sequence, now],
+        libsql::params![key.as_str(), sequence, now],
     )
     .await?;
     Ok(sequence)
@@ -394,9 +396,9 @@ impl Memory {
         sequence: i64,
         now: i64,
     ) -> Result<()> {
-        let session_id = SessionKind::notes_session(user_id, agent);
+        let key = SessionKey::new(user_id, &SessionKind::notes_session(user_id, agent));
         let owner = ChunkOwner {
-            session_id: &session_id,
+            session_id: key.as_str(),
             user_id,
             note_id: Some(note_id),
         };

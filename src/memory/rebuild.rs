@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::index::{chunk_context, ChunkOwner, ChunkSource, ChunkWriter};
-use super::{Memory, Result, SessionKind};
+use super::{Memory, Result, SessionKey, SessionKind};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RebuildReport {
@@ -62,21 +62,16 @@ impl Memory {
         Ok(report)
     }
 
-    /// Rebuilds the index of the named sessions (an import's); returns how many were
-    /// rebuilt (a session deleted meanwhile is skipped).
-    pub async fn rebuild_sessions(&self, session_ids: &[String]) -> Result<usize> {
+    /// Rebuilds the index of the sessions stored under `keys` (an import's); returns how
+    /// many were rebuilt (a session deleted meanwhile is skipped).
+    pub async fn rebuild_sessions(&self, keys: &[SessionKey]) -> Result<usize> {
         let mut rebuilt = 0;
-        for session_id in session_ids {
-            let conn = self.db.conn().await?;
-            let owner: Option<String> = crate::db::query_scalar(
-                &conn,
-                "SELECT user_id FROM sessions WHERE session_id = ?1",
-                [session_id.as_str()],
-            )
-            .await?;
-            drop(conn);
-            let Some(user_id) = owner else { continue };
-            if self.rebuild_session(session_id, &user_id).await?.is_some() {
+        for key in keys {
+            if self
+                .rebuild_session(key.as_str(), key.user_id())
+                .await?
+                .is_some()
+            {
                 rebuilt += 1;
             }
         }
@@ -181,8 +176,8 @@ async fn last_sequence(
     .await?)
 }
 
-/// The agent of `user_id` whose notes session is `session_id`, among the agents their
-/// notes name.
+/// The agent of `user_id` whose notes session is stored under `session_id`, among the
+/// agents their notes name.
 async fn agent_of(
     conn: &(impl crate::db::Queryable + ?Sized),
     session_id: &str,
@@ -196,7 +191,7 @@ async fn agent_of(
         .await?;
     while let Some(row) = rows.next().await? {
         let agent: String = row.get(0)?;
-        if SessionKind::notes_session(user_id, Some(&agent)) == session_id {
+        if SessionKind::notes_session(user_id, Some(&agent)) == SessionKey::id_of(session_id) {
             return Ok(Some(agent));
         }
     }
@@ -213,7 +208,7 @@ async fn read_sources(
         // Notes are ordered by when they were written, which is also their index order.
         // A notes session holds the user's notes of one agent (or the shared ones); an
         // agent's is named by a hash, so its agent is found among the user's.
-        let agent = if session_id == SessionKind::memory_session(user_id) {
+        let agent = if SessionKey::id_of(session_id) == SessionKind::memory_session(user_id) {
             String::new()
         } else {
             match agent_of(conn, session_id, user_id).await? {

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::terms::Terms;
-use super::{check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result};
+use super::{
+    check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result, SessionKey,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -255,7 +257,8 @@ impl Memory {
                 .search_as_of_hits(user_id, &request.query, at, top_k)
                 .await;
         }
-        // The shared notes and, for an agent, its own: never another agent's.
+        // The shared notes and, for an agent, its own: never another agent's. Sessions
+        // are named here by their keys (the user's sessions only).
         let mut sessions = self.visible_notes_sessions(user_id);
         if let Some(session_id) = &request.session_id {
             check_id("session id", session_id)?;
@@ -263,8 +266,9 @@ impl Memory {
             if !session_owned {
                 self.session(session_id, Some(user_id)).await?;
             }
-            if !sessions.contains(session_id) {
-                sessions.push(session_id.clone());
+            let key = SessionKey::new(user_id, session_id).as_str().to_string();
+            if !sessions.contains(&key) {
+                sessions.push(key);
             }
         }
 
@@ -429,10 +433,11 @@ impl Memory {
     /// cosine similarity, best first. For benchmarks and retrieval evaluation.
     pub async fn vector_leg(
         &self,
-        session_id: &str,
+        key: &SessionKey,
         query: &str,
         k: usize,
     ) -> Result<Vec<(i64, f32)>> {
+        let session_id = key.as_str();
         let query_vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let conn = self.db.conn().await?;
         let model = self.embedder.model_id();
@@ -540,7 +545,7 @@ impl Memory {
                     source: HitSource::Conversation,
                     note_id: None,
                     tags: None,
-                    session_id: Some(session_id.to_string()),
+                    session_id: Some(SessionKey::id_of(session_id).to_string()),
                     sequence: Some(sequence),
                     role: Some(role.parse()?),
                     name: row.get(4)?,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Event, Memory, Result, SummaryWrite};
+use super::{Event, Memory, Result, SessionKey, SummaryWrite};
 use crate::text::truncate_chars;
 use crate::usage::ModelUsage;
 
@@ -137,12 +137,12 @@ impl Memory {
     /// Summarizes a session if its unsummarized turns call for it.
     pub async fn summarize_session(
         &self,
-        session_id: &str,
+        key: &SessionKey,
         policy: &SummaryPolicy,
         summarizer: &dyn Summarizer,
     ) -> Result<SummarizeOutcome> {
-        let state = self.summary_state(session_id).await?;
-        let events = self.events_after(session_id, state.upper_sequence).await?;
+        let state = self.summary_state(key).await?;
+        let events = self.events_after(key, state.upper_sequence).await?;
         let summary_tokens = state.summary.as_deref().map_or(0, estimate_tokens);
         let unsummarized_tokens: usize = events.iter().map(|e| estimate_tokens(&e.content)).sum();
         let budget = policy.budget_tokens.max(1);
@@ -175,7 +175,7 @@ impl Memory {
             .last()
             .map_or(state.upper_sequence, |e| e.sequence);
         match self
-            .write_summary(session_id, state.epoch, &summary, upper)
+            .write_summary(key, state.epoch, &summary, upper)
             .await?
         {
             SummaryWrite::Applied { epoch } => Ok(SummarizeOutcome::Written {
@@ -188,8 +188,8 @@ impl Memory {
         }
     }
 
-    /// Events of a session after `sequence`, oldest first.
-    pub async fn events_after(&self, session_id: &str, sequence: i64) -> Result<Vec<Event>> {
+    /// Events of the session stored under `key` after `sequence`, oldest first.
+    pub async fn events_after(&self, key: &SessionKey, sequence: i64) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
         Ok(crate::db::fetch_all(
             &conn,
@@ -197,7 +197,7 @@ impl Memory {
                 "SELECT {} FROM events WHERE session_id = ?1 AND sequence > ?2 ORDER BY sequence",
                 <Event as crate::db::FromRow>::COLUMNS
             ),
-            libsql::params![session_id, sequence],
+            libsql::params![key.as_str(), sequence],
         )
         .await?)
     }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{check_id, Memory, MemoryError, Result};
+use super::{check_id, Memory, MemoryError, Result, SessionKey};
 use crate::access::Actor;
 use crate::db::finish_rows;
 
@@ -35,18 +35,19 @@ impl Memory {
     /// The rolling summary of a session the actor may see.
     pub async fn read_summary(&self, actor: &Actor, session_id: &str) -> Result<SummaryState> {
         check_id("session id", session_id)?;
-        self.session(session_id, actor.user_id()).await?;
-        self.summary_state(session_id).await
+        let key = self.session(session_id, actor.user_id()).await?.key();
+        self.summary_state(&key).await
     }
 
     /// The rolling summary of a session the caller has already checked.
-    pub(crate) async fn summary_state(&self, session_id: &str) -> Result<SummaryState> {
+    pub(crate) async fn summary_state(&self, key: &SessionKey) -> Result<SummaryState> {
+        let session_id = key.session_id();
         let conn = self.db.conn().await?;
         let mut rows = conn
             .query(
                 "SELECT summary, summary_epoch, summary_upper_sequence, updated_at
                  FROM session_state WHERE session_id = ?1",
-                [session_id],
+                [key.as_str()],
             )
             .await?;
         let Some(row) = rows.next().await? else {
@@ -63,15 +64,16 @@ impl Memory {
         Ok(state)
     }
 
-    /// Writes a summary covering events up to `upper_sequence`, if the stored epoch is
-    /// still `expected_epoch`.
+    /// Writes a summary of the session stored under `key` covering events up to
+    /// `upper_sequence`, if the stored epoch is still `expected_epoch`.
     pub async fn write_summary(
         &self,
-        session_id: &str,
+        key: &SessionKey,
         expected_epoch: i64,
         summary: &str,
         upper_sequence: i64,
     ) -> Result<SummaryWrite> {
+        let session_id = key.session_id();
         check_id("session id", session_id)?;
         self.check_content("summary", summary)?;
         let conn = self.db.conn().await?;
@@ -80,7 +82,7 @@ impl Memory {
             .query(
                 "SELECT st.summary_epoch, s.last_sequence FROM session_state st
                  JOIN sessions s ON s.session_id = st.session_id WHERE st.session_id = ?1",
-                [session_id],
+                [key.as_str()],
             )
             .await?;
         let Some(row) = rows.next().await? else {
@@ -106,7 +108,7 @@ impl Memory {
              SET summary = ?2, summary_epoch = ?3, summary_upper_sequence = ?4, updated_at = ?5
              WHERE session_id = ?1",
             libsql::params![
-                session_id,
+                key.as_str(),
                 summary,
                 expected_epoch + 1,
                 upper_sequence,

@@ -71,7 +71,10 @@ impl SessionKind {
     pub const AGENT_MEMORY_PREFIX: &'static str = "memory@";
     pub const SCHEDULED_PREFIX: &'static str = "scheduled:";
 
+    /// The kind of a session, by its id; a stored [`SessionKey`]'s text is read by the id
+    /// it holds.
     pub fn of(session_id: &str) -> Self {
+        let session_id = SessionKey::id_of(session_id);
         if session_id.starts_with(Self::MEMORY_PREFIX)
             || session_id.starts_with(Self::AGENT_MEMORY_PREFIX)
         {
@@ -89,6 +92,11 @@ impl SessionKind {
             SessionKind::Memory => "memory",
             SessionKind::Scheduled => "scheduled",
         }
+    }
+
+    /// The session holding the transcripts of a schedule's runs.
+    pub fn scheduled_session(schedule_id: &str) -> String {
+        format!("{}{schedule_id}", Self::SCHEDULED_PREFIX)
     }
 
     /// The pseudo-session holding a user's notes.
@@ -112,6 +120,66 @@ impl SessionKind {
                 format!("{}{}", Self::AGENT_MEMORY_PREFIX, &hash[..32])
             }
         }
+    }
+}
+
+/// Where a session is stored: its user and its id together, so that a session id names
+/// one session *of one user*. The same id under two users is two sessions, with nothing
+/// in common (events, summary, state, artifacts, index); a user can only ever name their
+/// own, and no answer can tell that an id is used by someone else.
+///
+/// Every table that refers to a session (`sessions`, `events`, `session_state`,
+/// `chunks`, `chunk_vectors`, the index blocks, session `state_entries`, `artifacts`,
+/// `macro_cursors`) holds this key in its `session_id` column: the user's id, U+001F (a
+/// control character, which no user or session id may hold, so the key is never another
+/// pair's and splits back unambiguously), then the session's id. Doors take and answer
+/// session ids; the key is made from the acting user where an id comes in, and read back
+/// to the id where one goes out.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionKey(String);
+
+impl SessionKey {
+    /// Between the user's id and the session's in a key.
+    pub const SEPARATOR: char = '\u{1f}';
+
+    /// The key of `user_id`'s session `session_id` (both checked by the caller).
+    pub fn new(user_id: &str, session_id: &str) -> Self {
+        Self(format!("{user_id}{}{session_id}", Self::SEPARATOR))
+    }
+
+    /// A key as read from a `session_id` column.
+    pub fn stored(key: String) -> Self {
+        Self(key)
+    }
+
+    /// The key as stored.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The user the session belongs to.
+    pub fn user_id(&self) -> &str {
+        self.0
+            .split_once(Self::SEPARATOR)
+            .map_or("", |(user_id, _)| user_id)
+    }
+
+    /// The session's id, as its user names it.
+    pub fn session_id(&self) -> &str {
+        Self::id_of(&self.0)
+    }
+
+    /// The session id in a stored key (a text that is no key is taken as an id).
+    pub fn id_of(key: &str) -> &str {
+        key.split_once(Self::SEPARATOR)
+            .map_or(key, |(_, session_id)| session_id)
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    /// `SESSION (user USER)`: for logs and the operator's messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (user {})", self.session_id(), self.user_id())
     }
 }
 
@@ -179,6 +247,13 @@ pub struct Session {
     pub created_at: i64,
     pub updated_at: i64,
     pub last_sequence: i64,
+}
+
+impl Session {
+    /// Where the session is stored.
+    pub fn key(&self) -> SessionKey {
+        SessionKey::new(&self.user_id, &self.session_id)
+    }
 }
 
 /// A note to save.

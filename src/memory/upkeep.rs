@@ -2,7 +2,7 @@
 //! the facts pass's per-session cursor, and the full-text index's optimisation. Memory's
 //! tables are written only here and in the rest of this module.
 
-use super::{Memory, Result};
+use super::{Memory, Result, SessionKey};
 use crate::db::query_first_row;
 
 /// Where the facts pass stands in one session.
@@ -45,13 +45,13 @@ impl Memory {
             .await?)
     }
 
-    pub async fn facts_cursor(&self, session_id: &str) -> Result<FactsCursor> {
+    pub async fn facts_cursor(&self, key: &SessionKey) -> Result<FactsCursor> {
         let conn = self.db.conn().await?;
         Ok(query_first_row(
             &conn,
             "SELECT facts_upper_sequence, facts_failed_sequence, facts_failures
              FROM session_state WHERE session_id = ?1",
-            [session_id],
+            [key.as_str()],
             |row| {
                 Ok(FactsCursor {
                     upper_sequence: row.get(0)?,
@@ -66,7 +66,7 @@ impl Memory {
 
     /// Every event up to `upper_sequence` has been read for facts; a failure recorded for
     /// an event before that is forgotten (one after it is kept, to be tried again).
-    pub async fn advance_facts_cursor(&self, session_id: &str, upper_sequence: i64) -> Result<()> {
+    pub async fn advance_facts_cursor(&self, key: &SessionKey, upper_sequence: i64) -> Result<()> {
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE session_state SET facts_upper_sequence = max(facts_upper_sequence, ?2),
@@ -74,7 +74,7 @@ impl Memory {
              facts_failed_sequence = CASE WHEN facts_failed_sequence <= ?2 THEN 0
                                           ELSE facts_failed_sequence END
              WHERE session_id = ?1",
-            libsql::params![session_id, upper_sequence],
+            libsql::params![key.as_str(), upper_sequence],
         )
         .await?;
         Ok(())
@@ -82,16 +82,16 @@ impl Memory {
 
     /// Records that the event `sequence` failed the facts pass; returns how many times in
     /// a row it has.
-    pub async fn record_facts_failure(&self, session_id: &str, sequence: i64) -> Result<i64> {
+    pub async fn record_facts_failure(&self, key: &SessionKey, sequence: i64) -> Result<i64> {
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE session_state SET
              facts_failures = CASE WHEN facts_failed_sequence = ?2 THEN facts_failures + 1 ELSE 1 END,
              facts_failed_sequence = ?2 WHERE session_id = ?1",
-            libsql::params![session_id, sequence],
+            libsql::params![key.as_str(), sequence],
         )
         .await?;
-        Ok(self.facts_cursor(session_id).await?.failures)
+        Ok(self.facts_cursor(key).await?.failures)
     }
 
     /// Merges the segments of the note versions' full-text index (as-of search).

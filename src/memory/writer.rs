@@ -10,7 +10,7 @@ use super::events::create_session;
 use super::index::{
     chunk_context, ChunkOwner, ChunkSource, ChunkWriter, PreparedChunk, RowShape, RowsSql, Sql,
 };
-use super::{MemoryError, NewEvent, Result};
+use super::{MemoryError, NewEvent, Result, SessionKey};
 use crate::db::{Conn, Db, Runner};
 
 /// Jobs committed together at most; bounds how long the write lock is held.
@@ -22,8 +22,8 @@ const QUEUE_DEPTH: usize = 1_024;
 
 /// Validated and chunked events for one session, ready to write.
 pub(super) struct Append {
-    pub user_id: String,
-    pub session_id: String,
+    /// The user's session the events go to.
+    pub key: SessionKey,
     pub events: Vec<NewEvent>,
     pub prepared: Vec<Vec<PreparedChunk>>,
     pub now: i64,
@@ -58,7 +58,6 @@ pub(super) struct Statements {
     _pooled: Option<Conn>,
     conn: Runner,
     take_sequences: Sql,
-    owner: Sql,
     insert_events: RowsSql,
     chunks: ChunkWriter,
 }
@@ -74,10 +73,10 @@ impl Statements {
     pub(super) async fn on(conn: &Runner, model: &str, prepare: bool) -> Result<Self> {
         Ok(Self {
             _pooled: None,
-            // Takes the sequences for the append's events from the session, if it is the
-            // user's, and returns the last one before them with that event's content (the
-            // context of the first chunks appended): one statement, where a read and a
-            // write would be two round trips holding a server's write lock.
+            // Takes the sequences for the append's events from the session, if it exists,
+            // and returns the last one before them with that event's content (the context
+            // of the first chunks appended): one statement, where a read and a write would
+            // be two round trips holding a server's write lock.
             take_sequences: Sql::new(
                 conn,
                 "UPDATE sessions SET last_sequence = last_sequence + ?3, updated_at = ?4
@@ -85,12 +84,6 @@ impl Statements {
                  RETURNING last_sequence - ?3,
                            (SELECT content FROM events
                             WHERE session_id = ?1 AND sequence = last_sequence - ?3)",
-                prepare,
-            )
-            .await?,
-            owner: Sql::new(
-                conn,
-                "SELECT user_id FROM sessions WHERE session_id = ?1",
                 prepare,
             )
             .await?,
@@ -227,7 +220,7 @@ async fn write_group(statements: &Statements, jobs: &[AppendJob]) -> Result<Vec<
 }
 
 pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Result<Appended> {
-    let session_id = job.session_id.as_str();
+    let session_id = job.key.as_str();
     let (last, previous) = session_sequence(statements, job).await?;
     let sequences: Vec<i64> = (last + 1..).take(job.events.len()).collect();
     // Each event's chunks carry the end of the event before it as context.
@@ -279,7 +272,7 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
         .collect();
     let owner = ChunkOwner {
         session_id,
-        user_id: &job.user_id,
+        user_id: job.key.user_id(),
         note_id: None,
     };
     let queued = statements.chunks.write(&owner, &sources).await?;
@@ -287,14 +280,14 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
 }
 
 /// Takes the next sequences of the session for the job's events, creating the session
-/// on first use: returns the last sequence before them and that event's content. Refuses
-/// a session of another user.
+/// on first use: returns the last sequence before them and that event's content. The
+/// session is the user's by its key: another user's of the same id is another session.
 async fn session_sequence(statements: &Statements, job: &Append) -> Result<(i64, Option<String>)> {
-    let session_id = job.session_id.as_str();
+    let session_id = job.key.as_str();
     let take = || {
         libsql::params![
             session_id,
-            job.user_id.as_str(),
+            job.key.user_id(),
             job.events.len() as i64,
             job.now
         ]
@@ -314,15 +307,10 @@ async fn session_sequence(statements: &Statements, job: &Append) -> Result<(i64,
     if let Some(found) = taken(statements.take_sequences.first_row(take()).await?) {
         return Ok(found);
     }
-    // Not the user's session: another user's, or none yet (then created here, in this
-    // transaction, with no event before the first one appended).
-    if statements.owner.first_row([session_id]).await?.is_some() {
-        return Err(MemoryError::SessionOfOtherUser {
-            session_id: job.session_id.clone(),
-        });
-    }
-    create_session(&statements.conn, session_id, &job.user_id, job.now).await?;
+    // None yet: created here, in this transaction, with no event before the first one
+    // appended.
+    create_session(&statements.conn, &job.key, job.now).await?;
     taken(statements.take_sequences.first_row(take()).await?).ok_or_else(|| {
-        MemoryError::WriteFailed(format!("session `{session_id}` was not there once created"))
+        MemoryError::WriteFailed(format!("session `{}` was not there once created", job.key))
     })
 }

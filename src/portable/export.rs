@@ -50,6 +50,8 @@ pub(super) async fn export(
         for table in TABLES {
             let rows = read_table(portable, table, user).await?;
             for mut row in rows {
+                // Sessions are stored under keys of their user: archived by their ids.
+                rows::to_archived(table, &mut row);
                 row.insert(TYPE.to_string(), Value::from(table.kind));
                 row.insert(USER.to_string(), Value::from(user.as_str()));
                 if table.kind == "artifact" {

@@ -18,7 +18,7 @@ use super::user_import::{write_user, UserImport};
 use super::{foreign, ImportRequest, Portable, PortableError, Result};
 use crate::access::Actor;
 use crate::db::{query_scalar, WriteTx};
-use crate::memory::SessionKind;
+use crate::memory::{SessionKey, SessionKind};
 
 /// One checked data line.
 pub(super) struct Line {
@@ -41,7 +41,7 @@ pub(super) async fn import(
         dry_run: request.dry_run,
         ..ImportReport::default()
     };
-    let mut reindex = BTreeSet::new();
+    let mut reindex: BTreeSet<SessionKey> = BTreeSet::new();
     let written = write_all(portable, actor, request, format, &mut report, &mut reindex)
         .await
         .map_err(|err| match err {
@@ -55,7 +55,7 @@ pub(super) async fn import(
         });
     // Users committed before a failure are imported: their index is rebuilt all the same.
     if !request.dry_run && !reindex.is_empty() {
-        let sessions: Vec<String> = reindex.into_iter().collect();
+        let sessions: Vec<SessionKey> = reindex.into_iter().collect();
         report.sessions_reindexed = portable.memory.rebuild_sessions(&sessions).await? as u64;
     }
     written?;
@@ -70,7 +70,7 @@ async fn write_all(
     request: &ImportRequest,
     format: ImportFormat,
     report: &mut ImportReport,
-    reindex: &mut BTreeSet<String>,
+    reindex: &mut BTreeSet<SessionKey>,
 ) -> Result<()> {
     let limits = portable.memory.limits().clone();
     if format != ImportFormat::Nightshift {
@@ -320,26 +320,26 @@ fn read_bounded(reader: &mut impl BufRead, max: usize, number: u64) -> Result<Op
         .map_err(|_| PortableError::line(number, "not valid UTF-8"))
 }
 
-/// Creates a notes pseudo-session of `user` (and its summary row) unless it exists.
-pub(super) async fn ensure_notes_session(
-    tx: &WriteTx,
-    session: &str,
-    user: &str,
-    now: i64,
-) -> Result<()> {
+/// Creates a notes pseudo-session (and its summary row) unless it exists.
+pub(super) async fn ensure_notes_session(tx: &WriteTx, key: &SessionKey, now: i64) -> Result<()> {
     tx.execute(
         "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
          VALUES (?1, ?2, 'memory', ?3, ?3) ON CONFLICT DO NOTHING",
-        libsql::params![session, user, now],
+        libsql::params![key.as_str(), key.user_id(), now],
     )
     .await?;
     tx.execute(
         "INSERT INTO session_state (session_id, updated_at) VALUES (?1, ?2)
          ON CONFLICT DO NOTHING",
-        libsql::params![session, now],
+        libsql::params![key.as_str(), now],
     )
     .await?;
     Ok(())
+}
+
+/// The key of `user`'s notes session of `agent` (the shared one for `None`).
+pub(super) fn notes_key(user: &str, agent: Option<&str>) -> SessionKey {
+    SessionKey::new(user, &SessionKind::notes_session(user, agent))
 }
 
 /// Each schedule the user's lines wrote, checked as the write paths check a new one (its
@@ -374,46 +374,19 @@ pub(super) async fn check_schedules(
     Ok(())
 }
 
-/// Session ids that name what they hold. An agent's notes session (`memory@HASH`) that is
-/// none of this user's agents' (after the import) is not kept: it is derived (made again
-/// for every agent's notes), and kept it could be an id another user's agent's notes will
-/// need (the hash of their user and agent), so they could never be saved. A schedule's
-/// transcripts (`scheduled:ID`) must not be another user's schedule's.
+/// A schedule's transcripts (`scheduled:ID`) must not be another user's schedule's: the
+/// id would say it holds runs it does not. Every session of a user's lines is that user's
+/// own (stored under their key), so none can take the place of another user's notes or
+/// transcripts (D8, D11): an agent's notes session (`memory@HASH`) is the line user's
+/// whichever agent it was made for (an archive may hold one of an agent whose notes
+/// moved to another), and `memory:USER` is checked with its line.
 pub(super) async fn check_reserved_sessions(
     tx: &WriteTx,
     user: &str,
     written: &[(String, u64)],
 ) -> Result<()> {
-    let mut agents: Option<BTreeSet<String>> = None;
     for (session_id, number) in written {
-        if session_id.starts_with(SessionKind::AGENT_MEMORY_PREFIX) {
-            if agents.is_none() {
-                let mut rows = tx
-                    .query(
-                        "SELECT agent_id FROM notes WHERE user_id = ?1 AND agent_id IS NOT NULL
-                         UNION SELECT agent_id FROM note_versions
-                         WHERE user_id = ?1 AND agent_id IS NOT NULL",
-                        [user],
-                    )
-                    .await?;
-                let mut names = BTreeSet::new();
-                while let Some(row) = rows.next().await? {
-                    let agent: String = row.get(0).map_err(crate::db::DbError::from)?;
-                    names.insert(SessionKind::notes_session(user, Some(&agent)));
-                }
-                agents = Some(names);
-            }
-            if !agents.as_ref().is_some_and(|a| a.contains(session_id)) {
-                // Written by this import just now (a row that existed is never "written").
-                for table in ["session_state", "sessions"] {
-                    tx.execute(
-                        &format!("DELETE FROM {table} WHERE session_id = ?1"),
-                        [session_id.as_str()],
-                    )
-                    .await?;
-                }
-            }
-        } else if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
+        if let Some(schedule_id) = session_id.strip_prefix(SessionKind::SCHEDULED_PREFIX) {
             let owner: Option<String> = query_scalar(
                 tx,
                 "SELECT user_id FROM schedules WHERE schedule_id = ?1",
@@ -473,7 +446,8 @@ pub(super) async fn write_row(
         match owner {
             None => {
                 return Err(bad(format!(
-                    "no {own} `{id}` in the archive or the database"
+                    "no {own} `{}` in the archive or the database",
+                    SessionKey::id_of(id)
                 )))
             }
             Some(owner) if owner != user => return Ok(Outcome::Conflict),

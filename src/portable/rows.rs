@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::columns::ColumnTypes;
 use super::tables::Table;
 use crate::input::{self, Lines};
-use crate::memory::SessionKind;
+use crate::memory::{SessionKey, SessionKind};
 
 /// One row, by column; serialized in column-name order.
 pub(crate) type Row = BTreeMap<String, Value>;
@@ -151,7 +151,7 @@ pub(crate) fn check_line(
         }
     }
     if table.kind == "session" {
-        check_session_owner(line, &user)?;
+        check_session_line(line, &user)?;
     }
     if table.kind == "state" {
         check_state_scope(line, &user)?;
@@ -175,10 +175,12 @@ pub(crate) fn check_line(
 /// imported version keep room to grow, and every JSON reader holds the number exactly.
 const MAX_COUNTER: i64 = 1 << 53;
 
-/// A notes pseudo-session is named after its user: `memory:USER` is only that user's,
-/// and an agent's (`memory@HASH`) is checked once the user's notes are written (see
-/// `import`), so an archive cannot take the id another user's notes will need.
-fn check_session_owner(line: &Row, user: &str) -> Result<(), String> {
+/// A session line's kind is the one its id says, and a notes pseudo-session is named
+/// after its user: `memory:USER` is only that user's, and an agent's (`memory@HASH`) is
+/// checked once the user's notes are written (see `import`). Sessions are the line's
+/// user's own (see [`to_stored`]) whatever their ids, so no line can reach another
+/// user's; these keep an archive from holding ids that mean what they are not.
+fn check_session_line(line: &Row, user: &str) -> Result<(), String> {
     let Some(Value::String(id)) = line.get("session_id") else {
         return Ok(());
     };
@@ -189,7 +191,49 @@ fn check_session_owner(line: &Row, user: &str) -> Result<(), String> {
             SessionKind::memory_session(user)
         ));
     }
+    let kind = SessionKind::of(id).as_str();
+    if line.get("kind").and_then(Value::as_str) != Some(kind) {
+        return Err(format!(
+            "field `kind` must be `{kind}` for session `{}`",
+            input::printable(id)
+        ));
+    }
     Ok(())
+}
+
+/// `row` of `table` as stored for `user`: each session id (a `session_id`, and the
+/// `scope_id` of session state) becomes the key of that user's session of that id
+/// ([`SessionKey`]). An archive names sessions by their ids, and every session in a
+/// user's lines is that user's.
+pub(crate) fn to_stored(table: &Table, row: &Row, user: &str) -> Row {
+    let mut stored = row.clone();
+    for column in session_columns(table, row) {
+        if let Some(Value::String(id)) = stored.get_mut(column) {
+            *id = SessionKey::new(user, id).as_str().to_string();
+        }
+    }
+    stored
+}
+
+/// A stored row of `table` as archived: each session key back to its session id.
+pub(crate) fn to_archived(table: &Table, row: &mut Row) {
+    for column in session_columns(table, row) {
+        if let Some(Value::String(key)) = row.get_mut(column) {
+            *key = SessionKey::id_of(key).to_string();
+        }
+    }
+}
+
+/// The columns of `row` that name a session.
+fn session_columns(table: &Table, row: &Row) -> Vec<&'static str> {
+    let mut columns = Vec::new();
+    if table.columns.contains(&"session_id") {
+        columns.push("session_id");
+    }
+    if table.kind == "state" && row.get("scope").and_then(Value::as_str) == Some("session") {
+        columns.push("scope_id");
+    }
+    columns
 }
 
 /// Limits a line is held to.

@@ -10,13 +10,13 @@ use serde_json::Value;
 
 use super::format::ImportReport;
 use super::import::{
-    check_reserved_sessions, check_schedules, ensure_notes_session, write_row, Line, Outcome,
-    Placing,
+    check_reserved_sessions, check_schedules, ensure_notes_session, notes_key, write_row, Line,
+    Outcome, Placing,
 };
 use super::rows;
 use super::{Portable, PortableError, Result};
 use crate::db::{query_scalar, Conn, WriteTx};
-use crate::memory::SessionKind;
+use crate::memory::SessionKey;
 
 pub(super) struct UserImport<'p> {
     portable: &'p Portable,
@@ -31,7 +31,7 @@ pub(super) struct UserImport<'p> {
     artifacts_imported: u64,
     artifact_bytes: u64,
     /// Sessions to reindex once the transaction has committed.
-    touched: BTreeSet<String>,
+    touched: BTreeSet<SessionKey>,
     folder_files: Vec<(String, Vec<u8>)>,
     /// Rows checked once all of the user's lines are in (a follower may come before what
     /// it follows, a notes session before the notes that name it): id and line number.
@@ -47,7 +47,7 @@ pub(super) async fn write_user(
     dry_run: bool,
     ensure_memory_session: bool,
     report: &mut ImportReport,
-    reindex: &mut BTreeSet<String>,
+    reindex: &mut BTreeSet<SessionKey>,
 ) -> Result<()> {
     let mut writer = UserImport::begin(portable, user, dry_run, ensure_memory_session).await?;
     for line in lines {
@@ -67,7 +67,7 @@ impl<'p> UserImport<'p> {
         let tx = conn.write_tx().await?;
         let now = portable.clock.now_ms();
         if ensure_memory_session {
-            ensure_notes_session(&tx, &SessionKind::memory_session(user), user, now).await?;
+            ensure_notes_session(&tx, &notes_key(user, None), now).await?;
         }
         Ok(Self {
             portable,
@@ -100,7 +100,13 @@ impl<'p> UserImport<'p> {
             dry_run: self.dry_run,
             folder_files: &mut self.folder_files,
         };
-        let outcome = write_row(&self.tx, &self.user, line, placing).await?;
+        // The line's sessions are its user's: stored under that user's keys.
+        let stored = Line {
+            number: line.number,
+            table,
+            row: rows::to_stored(table, &line.row, &self.user),
+        };
+        let outcome = write_row(&self.tx, &self.user, &stored, placing).await?;
         let counts = report.types.entry(table.kind.to_string()).or_default();
         match outcome {
             Outcome::Present => counts.already_present += 1,
@@ -122,10 +128,10 @@ impl<'p> UserImport<'p> {
         match line.table.kind {
             "event" | "session" => {
                 if let Some(session) = text("session_id") {
+                    self.touched.insert(SessionKey::new(&self.user, &session));
                     if line.table.kind == "session" {
-                        self.sessions_written.push((session.clone(), line.number));
+                        self.sessions_written.push((session, line.number));
                     }
-                    self.touched.insert(session);
                 }
             }
             "schedule" => {
@@ -142,9 +148,9 @@ impl<'p> UserImport<'p> {
                 self.notes_imported += 1;
                 // The note is indexed in its agent's session, whichever sessions the
                 // archive holds.
-                let session = SessionKind::notes_session(&self.user, text("agent_id").as_deref());
-                ensure_notes_session(&self.tx, &session, &self.user, self.now).await?;
-                self.touched.insert(session);
+                let key = notes_key(&self.user, text("agent_id").as_deref());
+                ensure_notes_session(&self.tx, &key, self.now).await?;
+                self.touched.insert(key);
             }
             "state" => {
                 if let Some(Value::Number(n)) = line.row.get("version") {
@@ -162,7 +168,7 @@ impl<'p> UserImport<'p> {
     pub async fn finish(
         mut self,
         report: &mut ImportReport,
-        reindex: &mut BTreeSet<String>,
+        reindex: &mut BTreeSet<SessionKey>,
     ) -> Result<()> {
         let (portable, tx, user) = (self.portable, &self.tx, self.user.as_str());
         if self.state_version > 0 {

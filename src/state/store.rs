@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{Scope, StateAccess, StateDeleted, StateEntry, StateError, StateKey, StateList};
 use crate::db::{fetch_all, fetch_optional, json_column, query_scalar, DbError, FromRow, WriteTx};
 use crate::input::{self, InputError, Lines};
-use crate::memory::{Memory, MemoryError, SessionKind};
+use crate::memory::{Memory, MemoryError, SessionKey, SessionKind};
 
 type Result<T, E = StateError> = std::result::Result<T, E>;
 
@@ -16,7 +16,8 @@ struct Location {
     scope: Scope,
     scope_id: String,
     user_id: Option<String>,
-    session_id: Option<String>,
+    /// The user's session, for session state.
+    session: Option<SessionKey>,
     run_id: Option<String>,
 }
 
@@ -94,9 +95,8 @@ impl StateStore {
         let conn = self.memory.db().conn().await?;
         let tx = conn.write_tx().await?;
         let result = async {
-            if let Some(session_id) = &at.session_id {
-                let user_id = at.user_id.as_deref().unwrap_or_default();
-                crate::memory::ensure_session(&tx.runner(), session_id, user_id, now).await?;
+            if let Some(key) = &at.session {
+                crate::memory::ensure_session(&tx.runner(), key, now).await?;
             }
             let current = current_version(&tx, &at, &key).await?;
             check_version(&key, expected_version, current)?;
@@ -116,7 +116,7 @@ impl StateStore {
                     at.scope_id.as_str(),
                     key.as_str(),
                     at.user_id.as_deref(),
-                    at.session_id.as_deref(),
+                    at.session.as_ref().map(SessionKey::as_str),
                     at.run_id.as_deref(),
                     value_json.as_str(),
                     version,
@@ -201,12 +201,17 @@ impl StateStore {
             input::check_text("state key prefix", prefix, super::MAX_KEY_BYTES, Lines::One)?;
         }
         let user_id = self.checked_user(access)?;
-        let session_id = match &access.session_id {
-            Some(session_id) => {
+        // The user's session of that id (its key): only a user has sessions.
+        let session_id = match (&access.session_id, user_id) {
+            (Some(session_id), Some(user_id)) => {
                 input::check_id("session id", session_id)?;
-                Some(session_id.as_str())
+                Some(SessionKey::new(user_id, session_id).as_str().to_string())
             }
-            None => None,
+            (Some(session_id), None) => {
+                input::check_id("session id", session_id)?;
+                None
+            }
+            (None, _) => None,
         };
         let run_id = self.checked_run(access)?;
         let limit = self.memory.limits().max_state_keys.saturating_mul(4) as i64;
@@ -259,7 +264,7 @@ impl StateStore {
                 scope: Scope::App,
                 scope_id: String::new(),
                 user_id: None,
-                session_id: None,
+                session: None,
                 run_id: None,
             },
             Scope::User => {
@@ -268,7 +273,7 @@ impl StateStore {
                     scope: Scope::User,
                     scope_id: user.clone(),
                     user_id: Some(user),
-                    session_id: None,
+                    session: None,
                     run_id: None,
                 }
             }
@@ -285,11 +290,13 @@ impl StateStore {
                 if SessionKind::of(session_id) == SessionKind::Memory {
                     return Err(MemoryError::ReservedSession(session_id.clone()).into());
                 }
+                // The user's session of that id: its key is the scope.
+                let key = SessionKey::new(&user, session_id);
                 Location {
                     scope: Scope::Session,
-                    scope_id: session_id.clone(),
+                    scope_id: key.as_str().to_string(),
                     user_id: Some(user),
-                    session_id: Some(session_id.clone()),
+                    session: Some(key),
                     run_id: None,
                 }
             }
@@ -306,7 +313,7 @@ impl StateStore {
                     scope: Scope::Temp,
                     scope_id: run_id.to_string(),
                     user_id: Some(user),
-                    session_id: None,
+                    session: None,
                     run_id: Some(run_id.to_string()),
                 }
             }

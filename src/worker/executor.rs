@@ -10,8 +10,8 @@ use super::listener::{FinishedRun, RunListener};
 use crate::artifact::ArtifactStore;
 use crate::config::{RuntimeConfig, SchedulerConfig};
 use crate::memory::{
-    ContextRequest, Memory, MemoryError, SearchRequest, SessionKind, Strategy, Summarizer,
-    SummaryPolicy,
+    ContextRequest, Memory, MemoryError, SearchRequest, SessionKey, SessionKind, Strategy,
+    Summarizer, SummaryPolicy,
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::schedule::store::{ScheduleStore, Transcript};
@@ -96,7 +96,7 @@ impl Executor {
             schedule_id: schedule.schedule_id.clone(),
             user_id: schedule.user_id.clone(),
             goal: schedule.goal.clone(),
-            session_id: format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id),
+            session_id: SessionKind::scheduled_session(&schedule.schedule_id),
             context: self
                 .context(
                     &memory,
@@ -177,7 +177,7 @@ impl Executor {
         let query = crate::text::truncate_bytes(goal, crate::input::MAX_QUERY_BYTES).to_string();
         let request = ContextRequest {
             user_id: user_id.to_string(),
-            session_id: format!("{}{schedule_id}", SessionKind::SCHEDULED_PREFIX),
+            session_id: SessionKind::scheduled_session(schedule_id),
             budget_tokens: Some(budget),
             query: Some(query.clone()),
             strategy: Strategy::All,
@@ -259,7 +259,7 @@ impl Executor {
         hard_stop: &CancellationToken,
     ) {
         let schedule = &claim.schedule;
-        let session = format!("{}{}", SessionKind::SCHEDULED_PREFIX, schedule.schedule_id);
+        let session = SessionKind::scheduled_session(&schedule.schedule_id);
         // Before the run's record: its notification lists them.
         self.store_artifacts(claim, &session, &mut outcome).await;
         let run_outcome = RunOutcome {
@@ -357,7 +357,7 @@ impl Executor {
         if after {
             if let Err(err) = self
                 .memory
-                .append(&schedule.user_id, &session, &events)
+                .append_transcript(&schedule.user_id, &session, &events)
                 .await
             {
                 tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript");
@@ -389,12 +389,13 @@ impl Executor {
         if let Some((policy, summarizer)) = self.summaries.as_ref().filter(|_| !events.is_empty()) {
             let (memory, policy, summarizer) =
                 (self.memory.clone(), policy.clone(), summarizer.clone());
+            let key = SessionKey::new(&schedule.user_id, &session);
             tokio::spawn(async move {
                 if let Err(err) = memory
-                    .summarize_session(&session, &policy, summarizer.as_ref())
+                    .summarize_session(&key, &policy, summarizer.as_ref())
                     .await
                 {
-                    tracing::warn!(%session, %err, "cannot summarize the schedule's session");
+                    tracing::warn!(session = %key, %err, "cannot summarize the schedule's session");
                 }
             });
         }

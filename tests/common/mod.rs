@@ -11,7 +11,7 @@ use nightshift::app::{open_memory, App, AppParts};
 use nightshift::config::Config;
 use nightshift::db::clock::Clock;
 use nightshift::db::query_scalar;
-use nightshift::memory::Memory;
+use nightshift::memory::{Memory, SessionKey};
 use tempfile::TempDir;
 
 pub fn config_in(dir: &TempDir) -> Config {
@@ -96,16 +96,17 @@ pub async fn keyword_integrity(memory: &Memory) {
         }
         drop(rows);
         let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+        let key = SessionKey::stored(session.clone());
         let exhaustive = memory
-            .keyword_leg_exhaustive(&session, &queries, 1_000)
+            .keyword_leg_exhaustive(&key, &queries, 1_000)
             .await
             .unwrap();
         for (query, want) in queries.iter().zip(exhaustive) {
-            let got = memory.keyword_leg(&session, query, 1_000).await.unwrap();
+            let got = memory.keyword_leg(&key, query, 1_000).await.unwrap();
             assert_eq!(got, want, "session {session:?}, query {query:?}");
         }
-        let held = memory.cached_keywords(&session).map_or(0, |c| c.rows);
-        let held_stop_words = memory.cached_stop_words(&session).map_or(0, |c| c.rows);
+        let held = memory.cached_keywords(&key).map_or(0, |c| c.rows);
+        let held_stop_words = memory.cached_stop_words(&key).map_or(0, |c| c.rows);
         let stored: i64 = query_scalar(
             &conn,
             "SELECT count(*) FROM chunks WHERE session_id = ?1",
@@ -135,7 +136,7 @@ pub async fn index_rows(memory: &Memory, term: &str) -> (i64, i64, i64) {
         .unwrap();
     let mut found = 0;
     while let Some(row) = rows.next().await.unwrap() {
-        let session: String = row.get(0).unwrap();
+        let session = SessionKey::stored(row.get(0).unwrap());
         let hits = memory.keyword_leg(&session, term, 100_000).await.unwrap();
         found += hits.map_or(0, |h| h.len()) as i64;
     }

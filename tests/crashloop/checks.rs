@@ -55,7 +55,8 @@ const NO_ROWS: &[(&str, &str)] = &[
     (
         "succeeded runs without their transcript",
         "SELECT count(*) FROM schedule_runs r WHERE r.status = 'succeeded' AND NOT EXISTS
-         (SELECT 1 FROM events e WHERE e.session_id = 'scheduled:' || r.schedule_id
+         (SELECT 1 FROM events e JOIN schedules s ON s.schedule_id = r.schedule_id
+          WHERE e.session_id = s.user_id || char(31) || 'scheduled:' || r.schedule_id
           AND e.role = 'assistant' AND e.content = r.output)",
     ),
     (
@@ -217,8 +218,9 @@ impl Checker {
     ) -> Vec<String> {
         let sessions: HashSet<String> = self
             .rows(
-                "SELECT DISTINCT session_id FROM events UNION SELECT session_id FROM sessions
-                   UNION SELECT session_id FROM chunks UNION SELECT session_id FROM chunk_vectors",
+                "SELECT DISTINCT substr(s, instr(s, char(31)) + 1) FROM (
+                   SELECT session_id AS s FROM events UNION SELECT session_id FROM sessions
+                   UNION SELECT session_id FROM chunks UNION SELECT session_id FROM chunk_vectors)",
             )
             .await
             .into_iter()
@@ -247,7 +249,10 @@ impl Checker {
     /// Appends and saves a command confirmed are there, whole.
     async fn confirmed_writes(&self, books: &crate::writers::Books) -> Vec<String> {
         let events: HashMap<String, i64> = self
-            .rows("SELECT session_id, count(*) FROM events GROUP BY session_id")
+            .rows(
+                "SELECT substr(session_id, instr(session_id, char(31)) + 1), count(*) FROM events
+                 GROUP BY 1",
+            )
             .await
             .into_iter()
             .filter_map(|r| Some((text(&r[0])?, int(&r[1])?)))
@@ -279,7 +284,10 @@ impl Checker {
     async fn epochs_only_go_up(&mut self, forgotten: &HashSet<String>) -> Vec<String> {
         let mut found = Vec::new();
         for row in self
-            .rows("SELECT session_id, summary_epoch FROM session_state")
+            .rows(
+                "SELECT substr(session_id, instr(session_id, char(31)) + 1), summary_epoch
+                 FROM session_state",
+            )
             .await
         {
             let (Some(session), Some(epoch)) = (text(&row[0]), int(&row[1])) else {

@@ -38,8 +38,9 @@ async fn list_sessions(
     Ok(Json(state.app.memory().sessions(&user).await?))
 }
 
-/// Append events to a session (created on first use, the user's from then on): all or
-/// none, with consecutive sequences.
+/// Append events to one of the user's conversation sessions (created on first use; the
+/// same id under another user is another session): all or none, with consecutive
+/// sequences. `memory:…`, `memory@…` and `scheduled:…` ids are nightshift's own (400).
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/events", tag = "sessions",
     params(("session_id" = String, Path), UserQuery),
     request_body = AppendBody,
