@@ -515,7 +515,12 @@ async fn import_takes_what_the_write_paths_take() {
         .unwrap();
     let state = memory.read_summary(&Actor::Operator, "chat").await.unwrap();
     memory
-        .write_summary("chat", state.epoch, text, 1)
+        .write_summary(
+            &nightshift::memory::SessionKey::new("alice", "chat"),
+            state.epoch,
+            text,
+            1,
+        )
         .await
         .unwrap();
     let mut archive = Vec::new();
