@@ -1279,7 +1279,8 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         1
     );
     // A notes session of another user's agent (its id is the hash of their user and
-    // agent, so it can be computed) is not kept: carol's agent can still save notes.
+    // agent, so it can be computed) in alice's lines is alice's own (sessions are keyed
+    // by their user): carol holds no session, and her agent can still save notes.
     let carols = nightshift::memory::SessionKind::notes_session("carol", Some("scout"));
     let mut squat: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     let end = squat.pop().unwrap();
@@ -1298,8 +1299,8 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         .import(&Actor::Operator, &request(&path, None, None))
         .await
         .unwrap();
-    let held = format!("SELECT count(*) FROM sessions WHERE session_id = '{carols}'");
-    assert_eq!(common::count(target.memory(), &held).await, 0);
+    let held = "SELECT count(*) FROM sessions WHERE user_id = 'carol'";
+    assert_eq!(common::count(target.memory(), held).await, 0);
     target
         .memory()
         .as_agent(Some("scout"))

@@ -1057,3 +1057,41 @@ async fn only_opening_a_session_counts_against_the_session_limit() {
     let text = sessionless.text().await.unwrap();
     assert!(!text.contains("too many MCP sessions"), "{status}: {text}");
 }
+
+/// A JSON body the MCP transport cannot decode is a bad request (400, `bad_input`), not
+/// an unsupported media type; a body sent as another type still is 415 (the report's D17).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_json_body_is_a_bad_request() {
+    let api = TestApi::start(|_| {}).await;
+    let token = api.token(Some("alice")).await;
+    let client = reqwest::Client::new();
+    for (body, content_type, status) in [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"initia"#,
+            "application/json",
+            400,
+        ),
+        ("[1, 2]", "application/json", 400),
+        ("nope", "application/json", 400),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            "text/plain",
+            415,
+        ),
+    ] {
+        let reply = client
+            .post(format!("{}/mcp", api.base))
+            .bearer_auth(&token)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), status, "{body}");
+        let error: Value = reply.json().await.unwrap();
+        if status == 400 {
+            assert_eq!(error["error"]["code"], "bad_input", "{error}");
+        }
+    }
+}

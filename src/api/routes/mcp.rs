@@ -145,12 +145,22 @@ async fn authorize(State(gate): State<Gate>, request: Request, next: Next) -> Re
     }
     parts.extensions.insert(SessionUser(user.clone()));
     let ending = parts.method == Method::DELETE;
+    let sent_json = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
     let token_id = caller.token_id.clone();
     let mut response = next.run(Request::from_parts(parts, body)).await;
     // rmcp answers an ended session 202; the official SDK clients expect 200 or 204 and
     // warn otherwise. Nothing is left to happen later, so 204 says it truly.
     if ending && response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    // rmcp answers 415 for a JSON body it cannot decode (truncated, a batch of numbers) as
+    // for one that is not JSON at all; the first is a bad request, and says so.
+    if sent_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        *response.status_mut() = StatusCode::BAD_REQUEST;
     }
     if let Some(opened) = response
         .headers()
