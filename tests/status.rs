@@ -213,3 +213,51 @@ async fn a_scheduler_whose_passes_fail_is_not_ready() {
     app.liveness().pass_succeeded();
     assert!(app.readiness(true).await.ready);
 }
+
+/// Readiness looks at the free space where a local database lives: plenty here, and on a
+/// small tmpfs (mounted when the test may: root) less than the 64 MiB every write needs
+/// room within, which is not ready, saying where (the report's D16).
+#[tokio::test]
+async fn readiness_says_when_the_databases_disk_is_nearly_full() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let app = common::app_with(&common::config_in(&dir), None).await;
+    let readiness = app.readiness(false).await;
+    let disk = readiness.checks.iter().find(|c| c.name == "disk").unwrap();
+    assert!(
+        disk.ok && disk.detail.contains("MiB free"),
+        "{}",
+        disk.detail
+    );
+    drop(app);
+
+    let small = tempfile::TempDir::new().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(small.path())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped readiness on a small disk: cannot mount a tmpfs (needs root)"
+        );
+        return;
+    }
+    let app = common::app_with(&common::config_in(&small), None).await;
+    let readiness = app.readiness(false).await;
+    drop(app);
+    let _ = std::process::Command::new("umount")
+        .arg(small.path())
+        .status();
+    assert!(!readiness.ready);
+    let disk = readiness.checks.iter().find(|c| c.name == "disk").unwrap();
+    assert!(!disk.ok);
+    assert!(
+        disk.detail.contains(&small.path().display().to_string())
+            && disk.detail.contains("at least 64 MiB"),
+        "{}",
+        disk.detail
+    );
+}

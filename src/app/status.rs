@@ -13,6 +13,9 @@ use crate::telemetry::Gauges;
 const READ_WITHIN: Duration = Duration::from_secs(1);
 /// Change checks the scheduler loop may miss before the worker is not ready.
 const MISSED_TICKS: u32 = 3;
+const MIB: u64 = 1024 * 1024;
+/// Free space under a local database below which the worker is not ready.
+const MIN_FREE_BYTES: u64 = 64 * MIB;
 /// Scheduler passes failed in a row after which the worker is not ready.
 const FAILED_PASSES: u64 = 3;
 
@@ -73,6 +76,9 @@ impl App {
                 },
             });
         }
+        if let Some(check) = self.disk_check() {
+            checks.push(check);
+        }
         if worker_expected {
             let allowed =
                 Duration::from_millis(self.config().scheduler.change_check_ms) * MISSED_TICKS;
@@ -109,6 +115,41 @@ impl App {
             search_degraded: degraded.is_some(),
             degraded_reason: degraded,
         }
+    }
+
+    /// Free space where a local database (or a replica's file) lives: under
+    /// [`MIN_FREE_BYTES`] every write is about to fail, so the worker is not ready. `None`
+    /// for a database on a server, whose space is the server's.
+    fn disk_check(&self) -> Option<Check> {
+        let path = match self.db().target() {
+            crate::db::DbTarget::Local(path) => path,
+            crate::db::DbTarget::Replica { path, .. } => path,
+            _ => return None,
+        };
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+        let (ok, detail) = match rustix::fs::statvfs(dir) {
+            Ok(stat) => {
+                let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+                (
+                    free >= MIN_FREE_BYTES,
+                    format!(
+                        "{} MiB free for {} (at least {} MiB wanted)",
+                        free / MIB,
+                        dir.display(),
+                        MIN_FREE_BYTES / MIB
+                    ),
+                )
+            }
+            Err(err) => (
+                false,
+                format!("cannot tell the free space of {}: {err}", dir.display()),
+            ),
+        };
+        Some(Check {
+            name: "disk".into(),
+            ok,
+            detail,
+        })
     }
 
     /// The gauges `/metrics` shows, read from the database now.
