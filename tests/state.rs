@@ -646,3 +646,74 @@ async fn the_api_keeps_each_token_to_its_own_state() {
     assert_eq!(deleted.status, 200);
     api.stop().await;
 }
+
+/// A version says nothing of what other users write (the report's D15): each scope
+/// instance counts its own writes, so alice's next version follows her last whatever bob
+/// wrote meanwhile, in his user state or his sessions'; an archive's versions move the
+/// counter of their own scope past them.
+#[tokio::test]
+async fn versions_count_each_scopes_own_writes() {
+    let dir = TempDir::new().unwrap();
+    let app = app_in(&dir).await;
+    let state = app.state().clone();
+    let alice = user("alice", None);
+    let first = state
+        .set(&alice, "user:probe", &json!(1), None)
+        .await
+        .unwrap();
+    for i in 0..5 {
+        let bob = user("bob", Some("chat"));
+        state
+            .set(&bob, &format!("user:k{i}"), &json!(i), None)
+            .await
+            .unwrap();
+        state
+            .set(&bob, &format!("s{i}"), &json!(i), None)
+            .await
+            .unwrap();
+    }
+    let second = state
+        .set(&alice, "user:probe", &json!(2), None)
+        .await
+        .unwrap();
+    assert_eq!(second.version, first.version + 1);
+
+    // Imported at version 900, the key's next write is past it.
+    let mut archive = Vec::new();
+    app.portable()
+        .export(
+            &nightshift::access::Actor::Operator,
+            &nightshift::portable::ExportScope::User("alice".into()),
+            1,
+            &mut archive,
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(archive).unwrap().replace(
+        &format!("\"version\":{}", second.version),
+        "\"version\":900",
+    );
+    let other = TempDir::new().unwrap();
+    let copy = app_in(&other).await;
+    let path = other.path().join("alice.ndjson");
+    std::fs::write(&path, text).unwrap();
+    copy.portable()
+        .import(
+            &nightshift::access::Actor::Operator,
+            &nightshift::portable::ImportRequest {
+                path,
+                format: None,
+                user: None,
+                dry_run: false,
+            },
+        )
+        .await
+        .unwrap();
+    let copied = copy.state().clone();
+    assert_eq!(copied.get(&alice, "user:probe").await.unwrap().version, 900);
+    let next = copied
+        .set(&alice, "user:probe", &json!(3), Some(900))
+        .await
+        .unwrap();
+    assert_eq!(next.version, 901);
+}

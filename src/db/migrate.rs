@@ -159,6 +159,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "user_sessions",
         sql: include_str!("../../migrations/0029_user_sessions.sql"),
     },
+    Migration {
+        version: 30,
+        name: "state_versions",
+        sql: include_str!("../../migrations/0030_state_versions.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

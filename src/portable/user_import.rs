@@ -26,7 +26,9 @@ pub(super) struct UserImport<'p> {
     /// The connection the transaction runs on, held as long as it.
     _conn: Conn,
     now: i64,
-    state_version: i64,
+    /// The highest imported state version of each scope instance (scope, scope id as
+    /// stored): its counter must not hand one out again.
+    state_versions: std::collections::BTreeMap<(String, String), i64>,
     notes_imported: u64,
     artifacts_imported: u64,
     artifact_bytes: u64,
@@ -76,7 +78,7 @@ impl<'p> UserImport<'p> {
             tx,
             _conn: conn,
             now,
-            state_version: 0,
+            state_versions: Default::default(),
             notes_imported: 0,
             artifacts_imported: 0,
             artifact_bytes: 0,
@@ -113,14 +115,14 @@ impl<'p> UserImport<'p> {
             Outcome::Conflict => counts.conflicts.push(rows::key_text(table, &line.row)),
             Outcome::Imported => {
                 counts.imported += 1;
-                self.imported(line).await?;
+                self.imported(line, &stored).await?;
             }
         }
         Ok(())
     }
 
     /// What a newly written row leaves for the end of the user's lines.
-    async fn imported(&mut self, line: &Line) -> Result<()> {
+    async fn imported(&mut self, line: &Line, stored: &Line) -> Result<()> {
         let text = |column: &str| match line.row.get(column) {
             Some(Value::String(s)) => Some(s.clone()),
             _ => None,
@@ -153,8 +155,16 @@ impl<'p> UserImport<'p> {
                 self.touched.insert(key);
             }
             "state" => {
-                if let Some(Value::Number(n)) = line.row.get("version") {
-                    self.state_version = self.state_version.max(n.as_i64().unwrap_or(0));
+                let field = |column: &str| match stored.row.get(column) {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                if let Some(n) = line.row.get("version").and_then(Value::as_i64) {
+                    let at = self
+                        .state_versions
+                        .entry((field("scope"), field("scope_id")))
+                        .or_default();
+                    *at = (*at).max(n);
                 }
             }
             _ => {}
@@ -171,14 +181,14 @@ impl<'p> UserImport<'p> {
         reindex: &mut BTreeSet<SessionKey>,
     ) -> Result<()> {
         let (portable, tx, user) = (self.portable, &self.tx, self.user.as_str());
-        if self.state_version > 0 {
-            // State versions come from one counter: it must not hand out an imported one
+        for ((scope, scope_id), version) in &self.state_versions {
+            // Each scope's counter moves past its imported versions: none is handed out
             // again.
             tx.execute(
-                "INSERT INTO meta (key, value) VALUES ('state_version', CAST(?1 AS TEXT))
-                 ON CONFLICT (key) DO UPDATE
-                 SET value = CAST(MAX(CAST(value AS INTEGER), ?1) AS TEXT)",
-                [self.state_version],
+                "INSERT INTO state_versions (scope, scope_id, version) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope, scope_id) DO UPDATE
+                 SET version = MAX(version, excluded.version)",
+                libsql::params![scope.as_str(), scope_id.as_str(), *version],
             )
             .await?;
         }

@@ -103,7 +103,7 @@ impl StateStore {
             if current.is_none() {
                 self.check_room(&tx, &at).await?;
             }
-            let version = next_version(&tx).await?;
+            let version = next_version(&tx, &at.scope, &at.scope_id).await?;
             tx.execute(
                 "INSERT INTO state_entries (scope, scope_id, key, user_id, session_id, run_id,
                  value_json, version, created_at, updated_at)
@@ -430,19 +430,24 @@ fn check_version(key: &StateKey, expected: Option<i64>, current: Option<i64>) ->
     }
 }
 
-/// The next version from the one counter all state shares.
-async fn next_version(tx: &WriteTx) -> Result<i64> {
+/// The next version of the scope instance `scope`/`scope_id`: its own counter, so a
+/// version says nothing of what other users (or other scopes) wrote. A new counter starts
+/// past the floor the shared counter left (migration 30), so no version handed out
+/// before is handed out again.
+async fn next_version(tx: &WriteTx, scope: &Scope, scope_id: &str) -> Result<i64> {
     let version: Option<i64> = query_scalar(
         tx,
-        "INSERT INTO meta (key, value) VALUES ('state_version', '1')
-         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
-         RETURNING CAST(value AS INTEGER)",
-        (),
+        "INSERT INTO state_versions (scope, scope_id, version)
+         VALUES (?1, ?2, coalesce((SELECT CAST(value AS INTEGER) FROM meta
+                                   WHERE key = 'state_version_floor'), 0) + 1)
+         ON CONFLICT (scope, scope_id) DO UPDATE SET version = version + 1
+         RETURNING version",
+        libsql::params![scope.as_str(), scope_id],
     )
     .await?;
     version.ok_or_else(|| {
         StateError::Db(DbError::Corrupt {
-            what: "meta state_version".to_string(),
+            what: "state_versions".to_string(),
             reason: "the counter returned nothing".to_string(),
         })
     })
