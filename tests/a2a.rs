@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, Write as _};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -27,21 +27,11 @@ use tempfile::TempDir;
 
 /// The SDK's python, or `None` after the skip line.
 fn python() -> Option<String> {
-    match std::env::var("NIGHTSHIFT_TEST_A2A_PYTHON") {
-        Ok(path) if std::path::Path::new(&path).is_file() => Some(path),
-        _ => {
-            let test = std::thread::current()
-                .name()
-                .unwrap_or("a test")
-                .to_string();
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped {test}: needs the A2A Python SDK; run `eval \"$(scripts/a2a-peers.sh)\"` \
-                 (scripts/test.sh does) to install it and set NIGHTSHIFT_TEST_A2A_PYTHON"
-            );
-            None
-        }
-    }
+    common::skip::installed(
+        "NIGHTSHIFT_TEST_A2A_PYTHON",
+        "the A2A Python SDK",
+        "scripts/a2a-peers.sh",
+    )
 }
 
 /// scripts/a2a_agent.py, running; killed when dropped.

@@ -168,6 +168,23 @@ async fn populate(app: &App) {
     .await;
 }
 
+/// The archive `lines` with alice's first line of `kind` replaced by `edit` of it.
+fn edit_first(lines: &[&str], kind: &str, edit: &dyn Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut done = false;
+    for line in lines {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if !done && value["type"] == kind && value["user"] == "alice" {
+            edit(&mut value);
+            done = true;
+        }
+        out.extend(serde_json::to_vec(&value).unwrap());
+        out.push(b'\n');
+    }
+    assert!(done, "no {kind} line");
+    out
+}
+
 fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> std::path::PathBuf {
     let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
@@ -892,21 +909,7 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
         .note_id;
 
     // Replaces alice's first line of `kind` by `edit` of it.
-    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut done = false;
-        for line in &lines {
-            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-            if !done && value["type"] == kind && value["user"] == "alice" {
-                edit(&mut value);
-                done = true;
-            }
-            out.extend(serde_json::to_vec(&value).unwrap());
-            out.push(b'\n');
-        }
-        assert!(done, "no {kind} line");
-        out
-    };
+    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| edit_first(&lines, kind, edit);
     let bob_note_for = bob_note.clone();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
@@ -1072,21 +1075,7 @@ async fn an_edited_archive_gets_no_more_than_the_write_paths_give() {
         .schedule_id;
 
     // Alice's archive with her first line of `kind` edited.
-    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut done = false;
-        for line in &lines {
-            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
-            if !done && value["type"] == kind {
-                edit(&mut value);
-                done = true;
-            }
-            out.extend(serde_json::to_vec(&value).unwrap());
-            out.push(b'\n');
-        }
-        assert!(done, "no {kind} line");
-        out
-    };
+    let with = |kind: &str, edit: &dyn Fn(&mut serde_json::Value)| edit_first(&lines, kind, edit);
     // Alice's archive with one more session line, after her others.
     let with_session = |id: &str, kind: &str| -> Vec<u8> {
         let mut out = Vec::new();

@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 
 use common::model::{final_answer, last_tool_result, offered_tools, serve, tool_call};
 use nightshift::config::{
@@ -19,21 +18,11 @@ use serde_json::json;
 
 /// The reference server's entry point, or `None` after the skip line.
 fn everything() -> Option<String> {
-    match std::env::var("NIGHTSHIFT_TEST_MCP_EVERYTHING") {
-        Ok(path) if std::path::Path::new(&path).is_file() => Some(path),
-        _ => {
-            let test = std::thread::current()
-                .name()
-                .unwrap_or("a test")
-                .to_string();
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped {test}: needs the MCP reference server; run `eval \"$(scripts/mcp-peers.sh)\"` \
-                 (scripts/test.sh does) to install it and set NIGHTSHIFT_TEST_MCP_EVERYTHING"
-            );
-            None
-        }
-    }
+    common::skip::installed(
+        "NIGHTSHIFT_TEST_MCP_EVERYTHING",
+        "the MCP reference server",
+        "scripts/mcp-peers.sh",
+    )
 }
 
 fn stdio_server(entry: &str) -> McpServerConfig {
@@ -386,7 +375,7 @@ async fn hostile_servers_fail_their_own_calls_and_nothing_else() {
         .output()
         .is_err()
     {
-        let _ = writeln!(std::io::stderr(), "skipped hostile servers: needs node");
+        common::skip::skipped("needs node");
         return;
     }
     let (_dir, memory) = common::fresh().await;

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod model;
+pub mod skip;
 pub mod sqld;
 
 use std::sync::Arc;

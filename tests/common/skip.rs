@@ -1,0 +1,29 @@
+//! Tests that need a peer no registry ships or the test script installs: when it is not
+//! here, the test prints one line saying it was skipped and why, to the process's stderr
+//! past the harness's capture (so a skip is always seen), and returns.
+
+use std::io::Write;
+
+/// Prints `skipped TEST: why` for the calling test.
+pub fn skipped(why: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {why}");
+}
+
+/// The file the environment variable `var` names, or `None` after the skip line, which
+/// says the test needs `what` and that `script` installs it.
+pub fn installed(var: &str, what: &str, script: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(path) if std::path::Path::new(&path).is_file() => Some(path),
+        _ => {
+            skipped(&format!(
+                "needs {what}; run `eval \"$({script})\"` (scripts/test.sh does) to install it \
+                 and set {var}"
+            ));
+            None
+        }
+    }
+}
