@@ -35,6 +35,7 @@ mod text_enum;
 pub mod access;
 pub mod api;
 pub mod app;
+pub mod approval;
 pub mod artifact;
 pub mod config;
 pub mod consolidate;

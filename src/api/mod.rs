@@ -54,6 +54,7 @@ pub struct ApiState {
         (name = "state", description = "Scoped key-value state"),
         (name = "artifacts", description = "Files agents produced, stored with a session"),
         (name = "schedules", description = "Schedules and their runs"),
+        (name = "approvals", description = "Tool calls that wait for the user's approval"),
         (name = "macros", description = "Tool chains learned from a user's scheduled runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
         (name = "system", description = "Health, readiness, metrics, this document")
@@ -84,6 +85,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::sessions::router())
         .merge(routes::state::router())
         .merge(routes::schedules::router())
+        .merge(routes::approvals::router())
         .merge(routes::macros::router())
         .merge(routes::admin::router())
         .merge(routes::system::router())

@@ -261,6 +261,27 @@ pub struct ScheduleListQuery {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
+pub struct ApprovalsQuery {
+    pub user: Option<String>,
+    /// Only approvals in this state: pending, approved, denied or expired.
+    #[param(pattern = "^(pending|approved|denied|expired)$")]
+    pub state: Option<String>,
+    /// 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+}
+
+/// An answer's reason, kept with it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    #[schema(max_length = 2000)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct RunsQuery {
     pub user: Option<String>,
     /// 1..=1000 (default 20).

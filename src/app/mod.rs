@@ -84,6 +84,9 @@ pub struct App {
     router: Arc<Router>,
     /// Woken when a message is written to the outbox by this process.
     outbox_wake: Arc<Notify>,
+    /// Woken when this process answers an approval: the scheduler loop resumes the run.
+    scheduler_wake: Arc<Notify>,
+    approvals: crate::approval::ApprovalStore,
     /// The scheduler loop's heartbeat, for readiness.
     liveness: Arc<crate::health::Liveness>,
     tokens: crate::tokens::TokenStore,
@@ -128,7 +131,14 @@ impl App {
         let outbox_wake = Arc::new(Notify::new());
         let schedules = ScheduleStore::new(memory.db().clone(), memory.clock().clone(), limits)
             .with_notifications(router.clone(), outbox_wake.clone());
+        let scheduler_wake = Arc::new(Notify::new());
         Ok(App {
+            approvals: crate::approval::ApprovalStore::new(
+                memory.db().clone(),
+                memory.clock().clone(),
+                scheduler_wake.clone(),
+            ),
+            scheduler_wake,
             config: Arc::new(config.clone()),
             outbox: Outbox::new(memory.db().clone()),
             liveness: Arc::new(crate::health::Liveness::default()),
@@ -177,6 +187,14 @@ impl App {
 
     pub fn outbox_wake(&self) -> &Arc<Notify> {
         &self.outbox_wake
+    }
+
+    pub fn scheduler_wake(&self) -> &Arc<Notify> {
+        &self.scheduler_wake
+    }
+
+    pub fn approvals(&self) -> &crate::approval::ApprovalStore {
+        &self.approvals
     }
 
     pub fn liveness(&self) -> &Arc<crate::health::Liveness> {

@@ -95,6 +95,9 @@ pub enum Command {
     /// Schedules: goals the worker runs through the agent runtime when due.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
+    /// Tool calls of scheduled runs that wait for a user's approval, and the answer.
+    #[command(subcommand)]
+    Approvals(super::approvals::ApprovalsCommand),
     /// Tool chains learned from scheduled runs (the `macros` consolidation pass).
     #[command(subcommand)]
     Macros(super::macros::MacrosCommand),

@@ -2,6 +2,7 @@
 //! three: it parses, picks who acts (`--user`, or the operator), calls the library, prints.
 
 mod admin;
+mod approvals;
 mod args;
 mod artifact;
 mod filters;
@@ -196,6 +197,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
         }
         Command::Workers => admin::workers(&open(config()?).await?, json).await,
         Command::Outbox(command) => admin::outbox(&open(config()?).await?, command, json).await,
+        Command::Approvals(command) => approvals::run(&open(config()?).await?, command, json).await,
         Command::Artifact(command) => artifact::run(&open(config()?).await?, command, json).await,
         Command::Export(args) => portable::export(&open(config()?).await?, args, json).await,
         Command::Import(args) => portable::import(&open(config()?).await?, args, json).await,

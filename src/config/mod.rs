@@ -536,6 +536,8 @@ pub struct SchedulerConfig {
     pub agent_schedules: AgentSchedules,
     /// Live schedules agents may have made for one user (besides `max_per_user`).
     pub max_agent_schedules_per_user: i64,
+    /// How long a tool call waits for a person's approval before it counts as denied.
+    pub approval_timeout_secs: i64,
 }
 
 impl Default for SchedulerConfig {
@@ -556,6 +558,7 @@ impl Default for SchedulerConfig {
             default_jitter_secs: 0,
             agent_schedules: AgentSchedules::Active,
             max_agent_schedules_per_user: 10,
+            approval_timeout_secs: 86_400,
         }
     }
 }

@@ -297,6 +297,11 @@ fn scheduler(config: &Config) -> Result<(), ConfigError> {
         s.max_agent_schedules_per_user,
         1..=100_000,
     )?;
+    range(
+        "scheduler.approval_timeout_secs",
+        s.approval_timeout_secs,
+        60..=30 * DAY_SECS,
+    )?;
     range("scheduler.max_concurrent", s.max_concurrent, 1..=1024)?;
     range("scheduler.lease_secs", s.lease_secs, 2..=DAY_SECS)?;
     range("scheduler.history_keep", s.history_keep, 1..=100_000)?;

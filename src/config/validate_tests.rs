@@ -35,6 +35,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("scheduler", "min_interval_secs"),
     ("scheduler", "max_per_user"),
     ("scheduler", "max_agent_schedules_per_user"),
+    ("scheduler", "approval_timeout_secs"),
     ("scheduler", "max_concurrent"),
     ("scheduler", "lease_secs"),
     ("scheduler", "history_keep"),

@@ -164,6 +164,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "state_versions",
         sql: include_str!("../../migrations/0030_state_versions.sql"),
     },
+    Migration {
+        version: 31,
+        name: "approvals",
+        sql: include_str!("../../migrations/0031_approvals.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -5,6 +5,7 @@
 //! auth puts a [`SessionUser`] on the request). Like the CLI and the REST routes, a thin
 //! door: the operations, their validation and ownership checks are the library's.
 
+mod approval_tools;
 mod handler;
 mod resources;
 mod schema;

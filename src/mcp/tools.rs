@@ -293,6 +293,7 @@ pub fn definitions() -> Vec<ToolDef> {
     ];
     tools.extend(super::state_tools::definitions());
     tools.extend(super::version_tools::definitions());
+    tools.extend(super::approval_tools::definitions());
     tools
 }
 
@@ -694,6 +695,9 @@ pub async fn call(
                     .join("\n")
             };
             done(text, &RunsOut { runs })
+        }
+        other if other.starts_with("approval_") => {
+            super::approval_tools::call(app, user, other, arguments).await
         }
         other if other.starts_with("state_") => {
             super::state_tools::call(app, user, other, arguments).await

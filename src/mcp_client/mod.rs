@@ -101,6 +101,13 @@ impl McpTools {
         offered
     }
 
+    /// TEMPORARY until the approve-patterns branch lands: the schedule's patterns only.
+    pub fn needs_approval(&self, name: &str, schedule_patterns: &[String]) -> bool {
+        let (deny, allow): (Vec<&String>, Vec<&String>) =
+            schedule_patterns.iter().partition(|p| p.starts_with('!'));
+        allow.iter().any(|p| glob(p, name)) && !deny.iter().any(|p| glob(&p[1..], name))
+    }
+
     /// Whether `name` is an MCP tool's (`server__tool` of a configured server).
     pub fn owns(&self, name: &str) -> bool {
         name.split_once(SEPARATOR)

@@ -128,6 +128,14 @@ pub struct GoalRequest {
     /// empty: every tool the user is granted.
     #[serde(skip)]
     pub tools: Vec<String>,
+    /// Which tool calls wait for the user's approval (the schedule's `approve` patterns;
+    /// see [`crate::mcp_client::McpTools::needs_approval`]).
+    #[serde(skip)]
+    pub approve: Vec<String>,
+    /// A run resumed after its approval was answered: the answer and what the runtime
+    /// kept when it paused. Only the first attempt resumes; a retry starts over.
+    #[serde(skip)]
+    pub resume: Option<crate::approval::Resume>,
     #[serde(skip)]
     pub max_turns: i64,
     #[serde(skip)]
@@ -158,6 +166,9 @@ pub struct GoalOutcome {
     /// Files the run produced, stored with its session after it (within
     /// `[artifacts]`'s limits; one over them is skipped with a note in the output).
     pub artifacts: Vec<crate::artifact::NewArtifact>,
+    /// The run must wait for the user's approval of a tool call: what it asked, and what
+    /// the runtime keeps to go on once it is answered.
+    pub wait: Option<crate::approval::WaitFor>,
 }
 
 #[async_trait]

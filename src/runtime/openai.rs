@@ -2,14 +2,18 @@
 //! loop: the model may call the memory tools until it answers, within `max_turns` and
 //! `max_cost`.
 
+use std::collections::VecDeque;
+
 use async_trait::async_trait;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use super::request::JsonClient;
 use super::schedule_tools::{self, Asker, ScheduleTools};
 use super::{hints, tools, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::approval::{Resume, WaitFor};
 use crate::config::RuntimeConfig;
-use crate::mcp_client::{McpTools, ToolFilter};
+use crate::mcp_client::{McpTools, Offered, ToolFilter};
 use crate::memory::{Memory, NewEvent, Role};
 
 /// A completion's text, the tokens its answer reports, and their cost.
@@ -43,7 +47,7 @@ const MAX_TOKENS_PER_ANSWER: i64 = 100_000_000;
 
 /// The usage an answer reports, checked: absent counts are 0, negative, fractional or
 /// absurd ones are refused.
-fn usage(answer: &serde_json::Value) -> Result<(i64, i64), String> {
+fn usage(answer: &Value) -> Result<(i64, i64), String> {
     let count = |name: &str| -> Result<i64, String> {
         match &answer["usage"][name] {
             serde_json::Value::Null => Ok(0),
@@ -126,8 +130,7 @@ impl OpenAiRuntime {
             text,
             prompt_tokens,
             completion_tokens,
-            cost: prompt_tokens as f64 * self.prompt_price
-                + completion_tokens as f64 * self.completion_price,
+            cost: self.cost(prompt_tokens, completion_tokens),
         })
     }
 
@@ -139,13 +142,34 @@ impl OpenAiRuntime {
     }
 }
 
-#[async_trait]
-impl AgentRuntime for OpenAiRuntime {
-    async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome {
-        let mut outcome = GoalOutcome {
-            transcript: super::opening_turns(request),
-            ..Default::default()
-        };
+/// What the loop keeps when a call waits for approval, to go on from that call once it is
+/// answered (stored with the approval as JSON).
+#[derive(Debug, Serialize, Deserialize)]
+struct Paused {
+    messages: Vec<Value>,
+    /// This turn's calls not made yet; the first is the one waiting.
+    pending: Vec<Value>,
+    /// All of this turn's calls, for the macro hint after them.
+    turn_calls: Vec<Value>,
+    turn_count: i64,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    tool_calls: usize,
+}
+
+/// The tool loop's place: the conversation, the calls of this turn still to make.
+struct Place {
+    messages: Vec<Value>,
+    pending: VecDeque<Value>,
+    turn_calls: Vec<Value>,
+    tool_calls: usize,
+}
+
+impl OpenAiRuntime {
+    /// Where a fresh run starts: the system prompt with its context, the goal, its input,
+    /// and why any granted MCP server offers no tools.
+    fn opening(&self, request: &GoalRequest, mcp: &Offered, outcome: &mut GoalOutcome) -> Place {
+        outcome.transcript = super::opening_turns(request);
         let system = format!(
             "You are carrying out a scheduled task for user `{}`. Use the memory tools to look \
              up or record what matters. Answer with the result of the task.\n\n{}",
@@ -159,10 +183,6 @@ impl AgentRuntime for OpenAiRuntime {
         if let Some(input) = &request.input {
             messages.push(json!({"role": "user", "content": input}));
         }
-        let mcp = self
-            .mcp
-            .offered(&request.user_id, &ToolFilter::new(request.tools.clone()))
-            .await;
         for reason in &mcp.unavailable {
             // The run goes on with the tools it has; the model and the transcript know why
             // the others are missing.
@@ -171,6 +191,143 @@ impl AgentRuntime for OpenAiRuntime {
                 .transcript
                 .push(NewEvent::new(Role::System, reason.clone()));
         }
+        Place {
+            messages,
+            pending: VecDeque::new(),
+            turn_calls: Vec::new(),
+            tool_calls: 0,
+        }
+    }
+
+    /// Where a resumed run goes on: the place it kept, its counters restored, the answer
+    /// noted in the transcript. `None` when what it kept cannot be read (it starts over).
+    fn resumed(&self, resume: &Resume, outcome: &mut GoalOutcome) -> Option<Place> {
+        let paused: Paused = serde_json::from_value(resume.saved.clone())
+            .map_err(|err| tracing::warn!(approval_id = %resume.approval_id, %err, "what the paused run kept cannot be read; starting it over"))
+            .ok()
+            .filter(|p: &Paused| !p.pending.is_empty())?;
+        outcome.turn_count = paused.turn_count;
+        outcome.prompt_tokens = paused.prompt_tokens;
+        outcome.completion_tokens = paused.completion_tokens;
+        outcome.cost = self.cost(paused.prompt_tokens, paused.completion_tokens);
+        let by = match resume.decided_by.as_str() {
+            "" => String::new(),
+            by => format!(" ({by})"),
+        };
+        outcome.transcript.push(NewEvent::new(
+            Role::System,
+            format!(
+                "approval {} of the call to {}: {}{by}",
+                resume.approval_id,
+                paused.pending[0]["function"]["name"]
+                    .as_str()
+                    .unwrap_or_default(),
+                resume.state
+            ),
+        ));
+        Some(Place {
+            messages: paused.messages,
+            pending: paused.pending.into(),
+            turn_calls: paused.turn_calls,
+            tool_calls: paused.tool_calls,
+        })
+    }
+
+    fn cost(&self, prompt_tokens: i64, completion_tokens: i64) -> f64 {
+        prompt_tokens as f64 * self.prompt_price + completion_tokens as f64 * self.completion_price
+    }
+
+    /// Whether `call` must wait for the user's approval: a tool the run is offered whose
+    /// name the schedule's or its server's `approve` patterns match. A call that would
+    /// fail anyway (an unknown tool, arguments over the limit) fails without asking.
+    fn needs_approval(&self, request: &GoalRequest, mcp: &Offered, call: &Value) -> bool {
+        let name = call["function"]["name"].as_str().unwrap_or_default();
+        let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+        let offered = tools::NAMES.contains(&name)
+            || mcp.names.iter().any(|n| n == name)
+            || self.schedule_tools(name).is_some();
+        offered
+            && arguments.len() <= self.max_tool_arguments_bytes
+            && self.mcp.needs_approval(name, &request.approve)
+    }
+
+    /// The schedule tools, when `name` is one of them and they are offered.
+    fn schedule_tools(&self, name: &str) -> Option<&ScheduleTools> {
+        self.schedules
+            .as_ref()
+            .filter(|s| !s.definitions().is_empty() && schedule_tools::NAMES.contains(&name))
+    }
+
+    /// Makes one call the model asked for; the result (or the error) as JSON for it.
+    async fn call_tool(
+        &self,
+        request: &GoalRequest,
+        memory: &Memory,
+        mcp: &Offered,
+        call: &Value,
+    ) -> String {
+        let name = call["function"]["name"].as_str().unwrap_or_default();
+        let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+        if let Some(schedules) = self.schedule_tools(name) {
+            let asker = Asker {
+                user_id: &request.user_id,
+                schedule_id: &request.schedule_id,
+                run_id: &request.run_id,
+            };
+            return match serde_json::from_str::<Value>(arguments) {
+                _ if arguments.len() > self.max_tool_arguments_bytes => json!({
+                    "error": "arguments are over runtime.max_tool_arguments_bytes"
+                }),
+                Ok(args) => schedules.call(&asker, name, &args).await,
+                Err(e) => json!({"error": format!("arguments are not JSON: {e}")}),
+            }
+            .to_string();
+        }
+        if self.mcp.owns(name) {
+            if arguments.len() > self.max_tool_arguments_bytes {
+                return json!({"error": format!(
+                    "arguments are {} bytes, over the limit of {} bytes \
+                     (runtime.max_tool_arguments_bytes)",
+                    arguments.len(),
+                    self.max_tool_arguments_bytes
+                )})
+                .to_string();
+            }
+            return self.mcp.call(&request.user_id, mcp, name, arguments).await;
+        }
+        let scope = tools::ToolScope {
+            user_id: &request.user_id,
+            session_id: &request.session_id,
+            run_id: &request.run_id,
+        };
+        tools::call(
+            memory,
+            &scope,
+            name,
+            arguments,
+            self.max_tool_arguments_bytes,
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl AgentRuntime for OpenAiRuntime {
+    async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome {
+        let mut outcome = GoalOutcome::default();
+        let mcp = self
+            .mcp
+            .offered(&request.user_id, &ToolFilter::new(request.tools.clone()))
+            .await;
+        // The answer a resumed run waited for: it decides the first call still to make.
+        let mut answer = request.resume.as_ref();
+        let mut place = match answer.and_then(|resume| self.resumed(resume, &mut outcome)) {
+            Some(place) => place,
+            None => {
+                answer = None;
+                self.opening(request, &mcp, &mut outcome)
+            }
+        };
         let mut tools = tools::definitions();
         if let Some(list) = tools.as_array_mut() {
             if let Some(schedules) = &self.schedules {
@@ -178,8 +335,62 @@ impl AgentRuntime for OpenAiRuntime {
             }
             list.extend(mcp.definitions.iter().cloned());
         }
-        let mut tool_calls = 0usize;
         loop {
+            // This turn's calls, in order. One that needs approval pauses the run here,
+            // keeping the place; the answer makes it (or tells the model it may not).
+            while let Some(call) = place.pending.front().cloned() {
+                let result = match answer.take() {
+                    Some(resume) if !resume.approved() => resume.refusal().to_string(),
+                    Some(_) => self.call_tool(request, memory, &mcp, &call).await,
+                    None if self.needs_approval(request, &mcp, &call) => {
+                        let paused = Paused {
+                            messages: std::mem::take(&mut place.messages),
+                            pending: place.pending.drain(..).collect(),
+                            turn_calls: std::mem::take(&mut place.turn_calls),
+                            turn_count: outcome.turn_count,
+                            prompt_tokens: outcome.prompt_tokens,
+                            completion_tokens: outcome.completion_tokens,
+                            tool_calls: place.tool_calls,
+                        };
+                        outcome.wait = Some(WaitFor {
+                            tool_name: call["function"]["name"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                            arguments: call["function"]["arguments"]
+                                .as_str()
+                                .unwrap_or("{}")
+                                .to_string(),
+                            saved: serde_json::to_value(&paused).unwrap_or(Value::Null),
+                        });
+                        return outcome;
+                    }
+                    None => self.call_tool(request, memory, &mcp, &call).await,
+                };
+                place.pending.pop_front();
+                let id = call["id"].as_str().unwrap_or_default();
+                let name = call["function"]["name"].as_str().unwrap_or_default();
+                let mut event = NewEvent::new(Role::Tool, result.clone());
+                event.payload = Some(json!({"tool_call_id": id, "name": name}));
+                outcome.transcript.push(event);
+                place
+                    .messages
+                    .push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+            }
+            if !place.turn_calls.is_empty() {
+                let calls = std::mem::take(&mut place.turn_calls);
+                let hint = hints::after_calls(
+                    memory,
+                    &request.user_id,
+                    &calls,
+                    self.macro_hint_min_confidence,
+                );
+                if let Some(hint) = hint.await {
+                    place
+                        .messages
+                        .push(json!({"role": "system", "content": hint}));
+                }
+            }
             if outcome.turn_count >= request.max_turns {
                 outcome.error = Some(RuntimeError::TooManyTurns {
                     turns: outcome.turn_count,
@@ -187,7 +398,7 @@ impl AgentRuntime for OpenAiRuntime {
                 return outcome;
             }
             outcome.turn_count += 1;
-            let body = json!({"model": self.model, "messages": messages, "tools": tools});
+            let body = json!({"model": self.model, "messages": place.messages, "tools": tools});
             let answer = match self.client.post(&self.url, &body).await {
                 Ok(answer) => answer,
                 Err(err) => {
@@ -204,8 +415,7 @@ impl AgentRuntime for OpenAiRuntime {
             };
             outcome.prompt_tokens = outcome.prompt_tokens.saturating_add(prompt);
             outcome.completion_tokens = outcome.completion_tokens.saturating_add(completion);
-            outcome.cost = outcome.prompt_tokens as f64 * self.prompt_price
-                + outcome.completion_tokens as f64 * self.completion_price;
+            outcome.cost = self.cost(outcome.prompt_tokens, outcome.completion_tokens);
             if let Some(max_cost) = request.max_cost {
                 if outcome.cost > max_cost {
                     outcome.error = Some(RuntimeError::TooExpensive {
@@ -218,7 +428,7 @@ impl AgentRuntime for OpenAiRuntime {
             let Some(message) = answer["choices"]
                 .get(0)
                 .map(|c| c["message"].clone())
-                .filter(serde_json::Value::is_object)
+                .filter(Value::is_object)
             else {
                 outcome.error = Some(self.bad("no choices[0].message"));
                 return outcome;
@@ -246,10 +456,10 @@ impl AgentRuntime for OpenAiRuntime {
                 });
                 return outcome;
             }
-            tool_calls += calls.len();
-            if tool_calls > self.max_tool_calls_per_run {
+            place.tool_calls += calls.len();
+            if place.tool_calls > self.max_tool_calls_per_run {
                 outcome.error = Some(RuntimeError::TooManyToolCalls {
-                    calls: tool_calls,
+                    calls: place.tool_calls,
                     scope: "in one run",
                     limit: self.max_tool_calls_per_run,
                     key: "runtime.max_tool_calls_per_run",
@@ -266,69 +476,9 @@ impl AgentRuntime for OpenAiRuntime {
             );
             assistant.payload = Some(json!({"tool_calls": calls}));
             outcome.transcript.push(assistant);
-            messages.push(message);
-            for call in &calls {
-                let id = call["id"].as_str().unwrap_or_default();
-                let name = call["function"]["name"].as_str().unwrap_or_default();
-                let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
-                let scope = tools::ToolScope {
-                    user_id: &request.user_id,
-                    session_id: &request.session_id,
-                    run_id: &request.run_id,
-                };
-                let schedule_tools = self.schedules.as_ref().filter(|s| {
-                    !s.definitions().is_empty() && schedule_tools::NAMES.contains(&name)
-                });
-                let result = if let Some(schedules) = schedule_tools {
-                    let asker = Asker {
-                        user_id: &request.user_id,
-                        schedule_id: &request.schedule_id,
-                        run_id: &request.run_id,
-                    };
-                    match serde_json::from_str::<serde_json::Value>(arguments) {
-                        _ if arguments.len() > self.max_tool_arguments_bytes => json!({
-                            "error": "arguments are over runtime.max_tool_arguments_bytes"
-                        }),
-                        Ok(args) => schedules.call(&asker, name, &args).await,
-                        Err(e) => json!({"error": format!("arguments are not JSON: {e}")}),
-                    }
-                    .to_string()
-                } else if self.mcp.owns(name) {
-                    if arguments.len() > self.max_tool_arguments_bytes {
-                        json!({"error": format!(
-                            "arguments are {} bytes, over the limit of {} bytes \
-                             (runtime.max_tool_arguments_bytes)",
-                            arguments.len(),
-                            self.max_tool_arguments_bytes
-                        )})
-                        .to_string()
-                    } else {
-                        self.mcp.call(&request.user_id, &mcp, name, arguments).await
-                    }
-                } else {
-                    tools::call(
-                        memory,
-                        &scope,
-                        name,
-                        arguments,
-                        self.max_tool_arguments_bytes,
-                    )
-                    .await
-                };
-                let mut event = NewEvent::new(Role::Tool, result.clone());
-                event.payload = Some(json!({"tool_call_id": id, "name": name}));
-                outcome.transcript.push(event);
-                messages.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
-            }
-            let hint = hints::after_calls(
-                memory,
-                &request.user_id,
-                &calls,
-                self.macro_hint_min_confidence,
-            );
-            if let Some(hint) = hint.await {
-                messages.push(json!({"role": "system", "content": hint}));
-            }
+            place.messages.push(message);
+            place.pending = calls.iter().cloned().collect();
+            place.turn_calls = calls;
         }
     }
 }

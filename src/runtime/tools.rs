@@ -14,6 +14,18 @@ pub(super) struct ToolScope<'a> {
     pub run_id: &'a str,
 }
 
+/// The names of the tools [`definitions`] offers.
+pub(super) const NAMES: &[&str] = &[
+    "memory_search",
+    "memory_save",
+    "memory_update",
+    "memory_delete",
+    "state_get",
+    "state_set",
+    "state_delete",
+    "state_list",
+];
+
 pub(super) fn definitions() -> Value {
     json!([
         {"type": "function", "function": {

@@ -11,8 +11,11 @@ text_enum!(
     ScheduleStatus { Active => "active", Paused => "paused", Completed => "completed", Failed => "failed" }
 );
 text_enum!(
+    /// Where a run stands. `waiting`: paused on a tool call that waits for a person's
+    /// approval, held by no worker.
     RunStatus {
         Running => "running",
+        Waiting => "waiting",
         Succeeded => "succeeded",
         Failed => "failed",
         TimedOut => "timed_out",
@@ -270,6 +273,9 @@ pub struct Claim {
     /// What the event that started it carried (a trigger's input, the upstream run's
     /// output), given to the runtime beside the goal.
     pub input: Option<String>,
+    /// A run resumed after its approval was answered: the answer, and what the runtime
+    /// kept to go on from the call it waited on.
+    pub resume: Option<crate::approval::Resume>,
 }
 
 impl Claim {
@@ -287,6 +293,7 @@ impl Claim {
             attempt,
             origin: RunOrigin::Cadence,
             input: None,
+            resume: None,
         }
     }
 

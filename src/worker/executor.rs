@@ -7,8 +7,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::listener::{FinishedRun, RunListener};
+use crate::approval::WaitFor;
 use crate::artifact::ArtifactStore;
 use crate::config::{RuntimeConfig, SchedulerConfig};
+use crate::memory::NewEvent;
 use crate::memory::{
     ContextRequest, Memory, MemoryError, SearchRequest, SessionKey, SessionKind, Strategy,
     Summarizer, SummaryPolicy,
@@ -71,15 +73,21 @@ impl Executor {
         };
         let started = std::time::Instant::now();
         let attempts = self.attempts(&mut claim);
-        let (status, outcome) = tokio::select! {
+        let (status, mut outcome) = tokio::select! {
             result = attempts => result,
             _ = heartbeat => return,
             _ = hard_stop.cancelled() => return,
         };
+        if let Some(wait) = outcome.wait.take() {
+            self.wait(&claim, outcome, wait, &hard_stop).await;
+            return;
+        }
         crate::telemetry::run_finished(status.as_str(), started.elapsed());
         self.record(&claim, status, outcome, &hard_stop).await;
     }
 
+    /// The attempts of a run, until one succeeds, none are left, or one must wait for an
+    /// approval (then `Waiting`, with what to wait on in the outcome).
     async fn attempts(&self, claim: &mut Claim) -> (RunStatus, GoalOutcome) {
         let schedule = &claim.schedule;
         // The run's memory is its agent's view: the shared notes and the agent's own.
@@ -91,7 +99,7 @@ impl Executor {
                 self.memory.clone()
             }
         };
-        let request = GoalRequest {
+        let mut request = GoalRequest {
             run_id: claim.run_id.clone(),
             schedule_id: schedule.schedule_id.clone(),
             user_id: schedule.user_id.clone(),
@@ -112,6 +120,8 @@ impl Executor {
             input: claim.input.clone(),
             agent_id: memory.agent().map(str::to_string),
             tools: schedule.tools.clone(),
+            approve: Vec::new(),
+            resume: claim.resume.take(),
         };
         let deadline = Duration::from_secs(
             schedule
@@ -125,6 +135,7 @@ impl Executor {
             )
             .await
             {
+                Ok(outcome) if outcome.wait.is_some() => return (RunStatus::Waiting, outcome),
                 Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
                 Ok(outcome) => (RunStatus::Failed, outcome),
                 Err(_) => (
@@ -140,6 +151,9 @@ impl Executor {
             if status.is_success() || claim.attempt >= schedule.max_attempts {
                 return (status, outcome);
             }
+            // Only the first attempt goes on from an answered approval: a retry starts the
+            // goal over, so an approved call is never made twice on one answer.
+            request.resume = None;
             let backoff = (self.scheduler.retry_base_secs << (claim.attempt - 1).min(20))
                 .min(MAX_BACKOFF_SECS);
             tracing::warn!(
@@ -251,6 +265,100 @@ impl Executor {
         }
     }
 
+    /// The run's turns as its transcript keeps them: each within the size any event may
+    /// have, the rest cut with a note (a long answer must not cost the run its transcript).
+    fn transcript_events(&self, outcome: &GoalOutcome) -> Vec<NewEvent> {
+        let max_text = self.memory.limits().max_text_bytes;
+        let max_payload = self.memory.limits().max_payload_bytes;
+        outcome
+            .transcript
+            .iter()
+            .filter(|event| !event.content.trim().is_empty())
+            .map(|event| {
+                let mut event = event.clone();
+                event.content = crate::text::cut_with_note(&event.content, max_text).into_owned();
+                let payload_len = event.payload.as_ref().map_or(0, |p| {
+                    serde_json::to_string(p).map_or(usize::MAX, |t| t.len())
+                });
+                if payload_len > max_payload {
+                    event.payload = Some(serde_json::json!({
+                        "omitted": format!("{payload_len} bytes, over memory.max_payload_bytes")
+                    }));
+                }
+                event
+            })
+            .collect()
+    }
+
+    /// Pauses the run on a call that waits for approval: recorded `waiting` with the
+    /// approval, the transcript so far and the request to the user (see
+    /// [`ScheduleStore::wait_for_approval`]); this worker's slot is free once it returns.
+    /// Kept and retried while the database is away, as a result is.
+    async fn wait(
+        &self,
+        claim: &Claim,
+        outcome: GoalOutcome,
+        wait: WaitFor,
+        hard_stop: &CancellationToken,
+    ) {
+        let schedule = &claim.schedule;
+        let session = SessionKind::scheduled_session(&schedule.schedule_id);
+        let events = self.transcript_events(&outcome);
+        let transcript = Transcript {
+            memory: &self.memory,
+            user_id: &schedule.user_id,
+            session_id: &session,
+            events: &events,
+        };
+        let so_far = RunOutcome {
+            status: Some(RunStatus::Waiting),
+            turn_count: outcome.turn_count,
+            prompt_tokens: outcome.prompt_tokens,
+            completion_tokens: outcome.completion_tokens,
+            cost: outcome.cost,
+            ..Default::default()
+        };
+        let timeout_ms = self.scheduler.approval_timeout_secs.saturating_mul(1000);
+        let mut with_transcript = !events.is_empty();
+        let mut retry_in = FINISH_RETRY_FIRST;
+        loop {
+            match self
+                .store
+                .wait_for_approval(
+                    claim,
+                    &self.worker_id,
+                    &so_far,
+                    &wait,
+                    timeout_ms,
+                    with_transcript.then_some(&transcript),
+                )
+                .await
+            {
+                Ok(Some(waiting)) => {
+                    tracing::info!(run_id = %claim.run_id, approval_id = %waiting.approval_id, tool = %wait.tool_name, "run waits for approval of a tool call");
+                    return;
+                }
+                Ok(None) => {
+                    tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; its approval request discarded");
+                    return;
+                }
+                Err(ScheduleError::Transcript(err)) if !matches!(err, MemoryError::Db(_)) => {
+                    tracing::warn!(run_id = %claim.run_id, %err, "cannot store the run's transcript; pausing the run without it");
+                    with_transcript = false;
+                }
+                Err(err) => {
+                    tracing::error!(run_id = %claim.run_id, %err, retry_in_ms = retry_in.as_millis() as u64, "cannot pause the run for approval; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(retry_in) => {}
+                        // The lease runs out and recovery starts the run over.
+                        _ = hard_stop.cancelled() => return,
+                    }
+                    retry_in = (retry_in * 2).min(FINISH_RETRY_MAX);
+                }
+            }
+        }
+    }
+
     async fn record(
         &self,
         claim: &Claim,
@@ -271,28 +379,7 @@ impl Executor {
             completion_tokens: outcome.completion_tokens,
             cost: outcome.cost,
         };
-        // Each turn kept within the size any event may have, the rest cut with a note: a
-        // long answer must not cost the run its transcript.
-        let max_text = self.memory.limits().max_text_bytes;
-        let max_payload = self.memory.limits().max_payload_bytes;
-        let events: Vec<_> = outcome
-            .transcript
-            .iter()
-            .filter(|event| !event.content.trim().is_empty())
-            .map(|event| {
-                let mut event = event.clone();
-                event.content = crate::text::cut_with_note(&event.content, max_text).into_owned();
-                let payload_len = event.payload.as_ref().map_or(0, |p| {
-                    serde_json::to_string(p).map_or(usize::MAX, |t| t.len())
-                });
-                if payload_len > max_payload {
-                    event.payload = Some(serde_json::json!({
-                        "omitted": format!("{payload_len} bytes, over memory.max_payload_bytes")
-                    }));
-                }
-                event
-            })
-            .collect();
+        let events = self.transcript_events(&outcome);
         let transcript = Transcript {
             memory: &self.memory,
             user_id: &schedule.user_id,

@@ -14,7 +14,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -119,7 +118,7 @@ pub async fn run_with(
     let scheduler = scheduler::Scheduler {
         store: store.clone(),
         executor,
-        wake: Arc::new(Notify::new()),
+        wake: app.scheduler_wake().clone(),
         max_concurrent: config.scheduler.max_concurrent,
         change_check: Duration::from_millis(config.scheduler.change_check_ms),
         liveness: app.liveness().clone(),

@@ -158,7 +158,18 @@ impl Scheduler {
                 self.spawn(claim, None, hard_stop, tracker);
             }
         }
-        // Events first: a trigger or a chain waits on nothing else, and there are few.
+        // Runs whose approval was answered (or ran out of time) first: they started long
+        // ago, and a person may be waiting on them.
+        let free_slots = permits.available_permits();
+        for claim in self
+            .store
+            .resume_answered(worker, lease_ms, free_slots)
+            .await?
+        {
+            let permit = permits.clone().try_acquire_owned().ok();
+            self.spawn(claim, permit, hard_stop, tracker);
+        }
+        // Events next: a trigger or a chain waits on nothing else, and there are few.
         if !self.claim_events(permits, hard_stop, tracker).await? {
             return Ok(true);
         }
@@ -266,6 +277,8 @@ impl Scheduler {
         // A triggered or chained run: from when its event came. A backfilled occurrence
         // was due long ago on purpose, and is not counted.
         let due = match claim.origin {
+            // A resumed run started long ago; it waited for a person, not for a slot.
+            _ if claim.resume.is_some() => None,
             RunOrigin::Cadence => Some(claim.schedule.due_at(claim.scheduled_for)),
             RunOrigin::Trigger | RunOrigin::Chain => Some(claim.scheduled_for),
             RunOrigin::Backfill => None,

@@ -1,6 +1,7 @@
 //! The routes, by what they are about.
 
 pub mod admin;
+pub mod approvals;
 pub mod artifacts;
 pub mod macros;
 pub mod mcp;

@@ -5,6 +5,7 @@
 //! stylesheet embedded; it works through the same library operations as the CLI and the
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
+mod approvals;
 mod session;
 mod views;
 
@@ -44,6 +45,15 @@ pub fn router() -> Router<ApiState> {
         .route(
             "/ui/schedules/{schedule_id}/{action}",
             post(schedule_action),
+        )
+        .route("/ui/approvals", get(approvals::list))
+        .route(
+            "/ui/approvals/{approval_id}/{action}",
+            post(approvals::answer),
+        )
+        .route(
+            "/approval-link/{token}",
+            get(approvals::open_link).post(approvals::follow_link),
         )
         .route("/ui/outbox", get(outbox))
         .route("/ui/outbox/{message_id}/retry", post(retry))

@@ -32,6 +32,7 @@ pub fn layout(title: &str, csrf: Option<&str>, refresh: bool, body: Markup) -> M
                     @if let Some(csrf) = csrf {
                         nav {
                             a href="/ui" { "Overview" }
+                            a href="/ui/approvals" { "Approvals" }
                             a href="/ui/outbox" { "Outbox" }
                             a href="/ui/search" { "Search" }
                             form method="post" action="/ui/logout" class="inline" {

@@ -329,6 +329,7 @@ impl ScheduleStore {
             attempt: 1,
             origin: event.kind,
             input: event.input.clone(),
+            resume: None,
         }))
     }
 }

@@ -230,7 +230,7 @@ impl ScheduleStore {
             Some(schedule_id) => {
                 let deleted = conn
                     .execute(
-                        "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'running'
+                        "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status NOT IN ('running', 'waiting')
                          AND run_id NOT IN (SELECT run_id FROM schedule_runs WHERE schedule_id = ?1
                              ORDER BY coalesce(started_at, scheduled_for) DESC LIMIT ?2)",
                         libsql::params![schedule_id, self.limits.history_keep],
@@ -250,7 +250,9 @@ impl ScheduleStore {
             None => {
                 let deleted = conn
                     .execute(
-                        "DELETE FROM schedule_runs WHERE status != 'running' AND run_id IN (
+                        // A waiting run is not finished: it stays, however old.
+                        "DELETE FROM schedule_runs WHERE status NOT IN ('running', 'waiting')
+                         AND run_id IN (
                              SELECT run_id FROM (
                                  SELECT run_id, row_number() OVER (
                                      PARTITION BY schedule_id

@@ -8,7 +8,8 @@
 //! - [`events`](self::events): runs started by triggers, chains and backfills;
 //! - [`backfill`](self::backfill): queuing the occurrences of a past range;
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
-//! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown.
+//! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown;
+//! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered.
 
 mod announce;
 mod backfill;
@@ -24,6 +25,7 @@ mod imported;
 pub mod overview;
 mod query;
 mod recovery;
+mod wait;
 
 use std::sync::Arc;
 

@@ -163,7 +163,7 @@ impl ScheduleStore {
 
     /// When the scheduler next has something to do, in one read: the earliest
     /// `next_run_at` of any active schedule that is not waiting for its running run (that
-    /// one is looked at again when the run finishes), and the earliest lease expiry among
+    /// one is looked at again when the run finishes) or approval request running out, and the earliest lease expiry among
     /// running runs (when recovery may next be needed).
     pub async fn next_wake(&self) -> Result<NextWake> {
         let conn = self.db.conn().await?;
@@ -173,7 +173,9 @@ impl ScheduleStore {
                 "SELECT (SELECT min(t) FROM (
                             SELECT min(next_run_at) AS t FROM schedules
                             WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}
-                            UNION ALL SELECT {})),
+                            UNION ALL SELECT {}
+                            UNION ALL SELECT min(expires_at) FROM approvals
+                            WHERE state = 'pending')),
                         (SELECT min(lease_expires_at) FROM schedule_runs
                          WHERE status = 'running')",
                 earliest_event_sql()

@@ -10,12 +10,13 @@ use crate::schedule::Result;
 
 /// The columns of a running run [`HeldRun::from_row`] reads (`r`: the run, `e`: the event
 /// that started it, if one did).
-const HELD_RUN: &str = "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input";
+pub(super) const HELD_RUN: &str =
+    "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input";
 
 /// A running run as recovery and shutdown find it.
-struct HeldRun {
-    run_id: String,
-    schedule_id: String,
+pub(super) struct HeldRun {
+    pub(super) run_id: String,
+    pub(super) schedule_id: String,
     scheduled_for: i64,
     attempt: i64,
     origin: RunOrigin,
@@ -23,7 +24,7 @@ struct HeldRun {
 }
 
 impl HeldRun {
-    fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
+    pub(super) fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
         Ok(Self {
             run_id: row.get(0)?,
             schedule_id: row.get(1)?,
@@ -34,7 +35,7 @@ impl HeldRun {
         })
     }
 
-    fn into_claim(self, schedule: Schedule) -> Claim {
+    pub(super) fn into_claim(self, schedule: Schedule) -> Claim {
         Claim {
             run_id: self.run_id,
             schedule,
@@ -42,6 +43,7 @@ impl HeldRun {
             attempt: self.attempt,
             origin: self.origin,
             input: self.input,
+            resume: None,
         }
     }
 }
