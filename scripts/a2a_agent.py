@@ -10,7 +10,8 @@ Listens on a free port of 127.0.0.1 and prints `PORT <n>` once it does. Modes:
 - slow: a task that works for --delay seconds (working), then completes like echo;
 - never: a task that works until it is canceled;
 - fails: a task that fails with the status message `the agent could not do it`;
-- input-required: a task that asks `Which inbox?` and waits for an answer;
+- input-required: a task that asks `Which inbox?`, waits for an answer, and completes
+  with `inbox: ANSWER`;
 - message: no task, a single message answering `echo: …`.
 
 --token: requests whose Authorization header is not exactly this are refused with 401.
@@ -93,8 +94,15 @@ class Agent(AgentExecutor):
         if self.mode == "fails":
             await updater.failed(self.agent_text(context, "the agent could not do it"))
             return
-        if self.mode == "input-required":
+        if self.mode == "input-required" and context.current_task is None:
             await updater.requires_input(self.agent_text(context, "Which inbox?"))
+            return
+        if self.mode == "input-required":
+            # The user's answer to the question: the task completes with it.
+            await updater.add_artifact(
+                [new_text_part(f"inbox: {get_message_text(message)}")], name="answer.txt"
+            )
+            await updater.complete()
             return
         await updater.start_work()
         if self.mode == "never":

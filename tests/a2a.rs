@@ -19,7 +19,10 @@ use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::config::{RuntimeConfig, RuntimeKind};
 use nightshift::memory::Memory;
-use nightshift::runtime::{A2aRuntime, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use nightshift::approval::{ApprovalState, Resume};
+use nightshift::runtime::{
+    A2aRuntime, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError, AGENT_INPUT,
+};
 use nightshift::schedule::types::{NewSchedule, Run, RunStatus};
 use nightshift::schedule::Cadence;
 use serde_json::{json, Value};
@@ -272,24 +275,60 @@ async fn a_failed_task_is_a_clear_error_naming_the_agent() {
 }
 
 #[tokio::test]
-async fn input_required_fails_the_run_clearly_and_cancels_the_task() {
+async fn input_required_waits_for_the_user_whose_answer_goes_to_the_agent() {
     let Some(agent) = Agent::start("input-required", &[]) else {
         return;
     };
-    let outcome = run(&runtime(&agent.card()), &goal()).await;
-    let err = outcome.error.expect("no one can answer the agent yet");
+    let runtime = runtime(&agent.card());
+    let outcome = run(&runtime, &goal()).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let wait = outcome.wait.expect("the run waits for the user");
+    assert_eq!(wait.tool_name, AGENT_INPUT);
+    assert!(wait.arguments.contains("Which inbox?"), "{}", wait.arguments);
     assert!(
-        matches!(
-            &err,
-            RuntimeError::NeedsInput {
-                state: "input-required",
-                ..
-            }
-        ),
-        "{err:?}"
+        !agent.logged("cancel ").await,
+        "a task waiting for the user's answer stays open: {}",
+        agent.log()
     );
+    // The user approves with an answer: the agent gets it and finishes the task.
+    let mut resumed = goal();
+    resumed.resume = Some(Resume {
+        approval_id: "apr-1".into(),
+        state: ApprovalState::Approved,
+        decided_by: "cli".into(),
+        reason: Some("the work inbox".into()),
+        saved: wait.saved.clone(),
+    });
+    let outcome = run(&runtime, &resumed).await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert!(
+        outcome.output.contains("inbox: the work inbox"),
+        "{}",
+        outcome.output
+    );
+    assert_eq!(outcome.turn_count, 2);
+}
+
+#[tokio::test]
+async fn input_denied_cancels_the_task_and_fails_the_run_saying_so() {
+    let Some(agent) = Agent::start("input-required", &[]) else {
+        return;
+    };
+    let runtime = runtime(&agent.card());
+    let wait = run(&runtime, &goal()).await.wait.expect("a wait");
+    let mut denied = goal();
+    denied.resume = Some(Resume {
+        approval_id: "apr-1".into(),
+        state: ApprovalState::Denied,
+        decided_by: "api".into(),
+        reason: Some("not that one".into()),
+        saved: wait.saved,
+    });
+    let outcome = run(&runtime, &denied).await;
+    let err = outcome.error.expect("a denied input fails the run");
+    assert!(matches!(&err, RuntimeError::InputRefused { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("Which inbox?"), "{text}");
+    assert!(text.contains("denied it (api): not that one"), "{text}");
     assert!(text.contains(&agent.endpoint()), "{text}");
     assert!(
         agent.logged("cancel ").await,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-pub use a2a::A2aRuntime;
+pub use a2a::{A2aRuntime, AGENT_INPUT};
 pub use http::HttpRuntime;
 pub use openai::{Completion, OpenAiRuntime};
 pub use schedule_tools::ScheduleTools;
@@ -66,22 +66,18 @@ pub enum RuntimeError {
         code: i64,
         message: String,
     },
+    #[error("the A2A agent at {url} asked for input on task {task_id}, and {answer}; the task was canceled")]
+    InputRefused {
+        url: String,
+        task_id: String,
+        answer: String,
+    },
     #[error("the A2A agent at {url} ended task {task_id} as {state}: {reason}")]
     TaskEnded {
         url: String,
         task_id: String,
         state: &'static str,
         reason: String,
-    },
-    #[error(
-        "the A2A agent at {url} put task {task_id} in {state}: {question} (nightshift cannot \
-         answer an agent yet, so the task was canceled and the run failed)"
-    )]
-    NeedsInput {
-        url: String,
-        task_id: String,
-        state: &'static str,
-        question: String,
     },
 }
 
@@ -100,7 +96,7 @@ impl crate::error::Kind for RuntimeError {
             | RuntimeError::Reported(_)
             | RuntimeError::AgentError { .. }
             | RuntimeError::TaskEnded { .. }
-            | RuntimeError::NeedsInput { .. } => ErrorKind::Internal,
+            | RuntimeError::InputRefused { .. } => ErrorKind::Internal,
         }
     }
 }

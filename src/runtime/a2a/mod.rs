@@ -18,8 +18,14 @@
 //! `blocking: false`), and the task is then polled with `GetTask`, first at once, then
 //! after 25 ms, doubling up to 2 s, until it ends. The run's deadline (the executor's
 //! timeout) drops the future: a guard then cancels the task. Whenever the task is left
-//! before it ended (a deadline, a failure to read an answer, an agent asking for input)
-//! it is canceled, best effort, in the background.
+//! before it ended (a deadline, a failure to read an answer) it is canceled, best effort,
+//! in the background.
+//!
+//! A task that asks for input (`input-required`, `auth-required`) makes the run wait, as
+//! a tool call that needs approval does ([`crate::approval`]), under the name
+//! [`AGENT_INPUT`] with the agent's question: approved, the reason given (or "Approved: go
+//! ahead.") is sent to the task as the user's answer and the task is followed again;
+//! denied, or unanswered in time, the task is canceled and the run fails saying so.
 
 mod wire;
 
@@ -35,6 +41,7 @@ use wire::{
 };
 
 use super::request::JsonClient;
+use crate::approval::{ApprovalState, Resume, WaitFor};
 use super::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
 use crate::config::RuntimeConfig;
 use crate::memory::{Memory, NewEvent, Role};
@@ -44,6 +51,14 @@ const CARD_TTL: Duration = Duration::from_secs(300);
 /// The first pause between polls (after one at once), doubled up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(25);
 const MAX_POLL: Duration = Duration::from_secs(2);
+/// The name an agent's request for input waits under, as a tool call's would.
+pub const AGENT_INPUT: &str = "a2a_agent_input";
+
+/// The task a resumed run's agent waited on.
+fn waiting_task(resume: &Resume) -> Option<&str> {
+    resume.saved.get("task_id")?.as_str()
+}
+
 /// How long the background cancel of an abandoned task may take.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -73,6 +88,20 @@ impl Dialect {
         }
     }
 
+    /// `SendMessage`'s params answering a task that asked for input: `text`, in the task's
+    /// context (the run's id).
+    fn reply_params(
+        self,
+        request: &GoalRequest,
+        message_id: &str,
+        task_id: &str,
+        text: &str,
+    ) -> Value {
+        let mut params = self.message_params(request, message_id, vec![("answer", text.into())]);
+        params["message"]["taskId"] = json!(task_id);
+        params
+    }
+
     /// `SendMessage`'s params: the goal, its input and context as text parts.
     fn send_params(self, request: &GoalRequest, message_id: &str) -> Value {
         let mut texts = vec![("goal", request.goal.clone())];
@@ -88,6 +117,17 @@ impl Dialect {
                 ),
             ));
         }
+        self.message_params(request, message_id, texts)
+    }
+
+    /// `SendMessage`'s params: a user message of `texts` (each marked with what it is) in
+    /// the run's context, asking to be answered at once.
+    fn message_params(
+        self,
+        request: &GoalRequest,
+        message_id: &str,
+        texts: Vec<(&str, String)>,
+    ) -> Value {
         let parts: Vec<Value> = texts
             .into_iter()
             .map(|(what, text)| {
@@ -226,7 +266,40 @@ impl A2aRuntime {
             ids: self.ids.clone(),
         };
         let message_id = crate::ids::new_id(&request.run_id);
-        let params = peer.endpoint.dialect.send_params(request, &message_id);
+        let params = match request.resume.as_ref().and_then(|r| Some((r, waiting_task(r)?))) {
+            // The task waited for the user: an approval (with its reason, if given) is
+            // the answer sent to it; a denial cancels it.
+            Some((resume, task_id)) => {
+                if !resume.approved() {
+                    drop(CancelGuard(Some((peer.clone(), task_id.to_string()))));
+                    let answer = match resume.state {
+                        ApprovalState::Expired => "nobody answered in time".to_string(),
+                        _ => format!(
+                            "the user denied it ({}){}",
+                            resume.decided_by,
+                            resume
+                                .reason
+                                .as_deref()
+                                .map(|r| format!(": {}", reason(r)))
+                                .unwrap_or_default()
+                        ),
+                    };
+                    return Err(RuntimeError::InputRefused {
+                        url: peer.endpoint.url.clone(),
+                        task_id: crate::input::printable(task_id).into_owned(),
+                        answer,
+                    });
+                }
+                let text = resume.reason.as_deref().unwrap_or("Approved: go ahead.");
+                outcome
+                    .transcript
+                    .push(NewEvent::new(Role::User, text.to_string()));
+                peer.endpoint
+                    .dialect
+                    .reply_params(request, &message_id, task_id, text)
+            }
+            None => peer.endpoint.dialect.send_params(request, &message_id),
+        };
         let answer = peer.call(Method::Send, params).await?;
         let mut task = match peer.read_send_result(&answer)? {
             Sent::Message(parts) => {
@@ -245,13 +318,21 @@ impl A2aRuntime {
             match task.state {
                 State::Completed | State::Failed | State::Canceled | State::Rejected => break,
                 State::InputRequired | State::AuthRequired => {
+                    // The user answers, as for a tool call that needs approval; the task
+                    // stays open at the agent meanwhile.
+                    guard.0 = None;
                     outcome.output = task.status_text.clone();
-                    return Err(RuntimeError::NeedsInput {
-                        url: peer.endpoint.url.clone(),
-                        task_id: crate::input::printable(&task.id).into_owned(),
-                        state: task.state.name(),
-                        question: reason(&task.status_text),
+                    outcome.wait = Some(WaitFor {
+                        tool_name: AGENT_INPUT.to_string(),
+                        arguments: json!({
+                            "state": task.state.name(),
+                            "question": reason(&task.status_text),
+                            "task_id": crate::input::printable(&task.id),
+                        })
+                        .to_string(),
+                        saved: json!({"task_id": task.id, "turns": outcome.turn_count}),
                     });
+                    return Ok(());
                 }
                 State::Submitted | State::Working => {}
             }
@@ -310,9 +391,18 @@ impl A2aRuntime {
 #[async_trait]
 impl AgentRuntime for A2aRuntime {
     async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+        // A resumed run's first turns are in its transcript already; each exchange with
+        // the agent is a turn.
+        let (transcript, turns) = match &request.resume {
+            Some(resume) => (
+                Vec::new(),
+                resume.saved["turns"].as_i64().unwrap_or(1).saturating_add(1),
+            ),
+            None => (super::opening_turns(request), 1),
+        };
         let mut outcome = GoalOutcome {
-            transcript: super::opening_turns(request),
-            turn_count: 1,
+            transcript,
+            turn_count: turns,
             ..Default::default()
         };
         if let Err(err) = self.follow(request, &mut outcome).await {
