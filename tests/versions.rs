@@ -236,7 +236,7 @@ async fn a_deleted_notes_versions_last_until_the_retention_ends() {
 
 /// Rows of `user` in every table that holds a user's data.
 async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
-    let tables: [(&str, &str); 19] = [
+    let tables: [(&str, &str); 20] = [
         ("sessions", "SELECT count(*) FROM sessions WHERE user_id = ?1"),
         ("events", "SELECT count(*) FROM events e JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
         ("session_state", "SELECT count(*) FROM session_state st JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
@@ -252,6 +252,7 @@ async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
         ("macros", "SELECT count(*) FROM macros WHERE user_id = ?1"),
         ("schedules", "SELECT count(*) FROM schedules WHERE user_id = ?1"),
         ("schedule_runs", "SELECT count(*) FROM schedule_runs r JOIN schedules s USING (schedule_id) WHERE s.user_id = ?1"),
+        ("approvals", "SELECT count(*) FROM approvals WHERE user_id = ?1"),
         ("outbox", "SELECT count(*) FROM outbox WHERE user_id = ?1"),
         ("api_tokens", "SELECT count(*) FROM api_tokens WHERE user_id = ?1"),
         ("macro_triggers", "SELECT count(*) FROM macro_triggers WHERE user_id = ?1"),
@@ -328,7 +329,8 @@ async fn fill(app: &App, user: &str) {
         )
         .await
         .unwrap();
-    app.schedules()
+    let schedule = app
+        .schedules()
         .create(
             &Actor::Operator,
             &NewSchedule::new(
@@ -343,6 +345,29 @@ async fn fill(app: &App, user: &str) {
         )
         .await
         .unwrap();
+    // A run waiting for the user's approval of a call.
+    let conn = app.db().conn().await.unwrap();
+    let run_id = format!("run-{user}");
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+         VALUES (?1, ?2, 1, 'waiting')",
+        [run_id.as_str(), schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    conn.execute(
+        "INSERT INTO approvals (approval_id, run_id, schedule_id, user_id, tool_name,
+         arguments, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, 'memory_save', '{}', 1, 2)",
+        [
+            format!("apr-{user}").as_str(),
+            run_id.as_str(),
+            schedule.schedule_id.as_str(),
+            user,
+        ],
+    )
+    .await
+    .unwrap();
     app.tokens()
         .create(&NewToken {
             user_id: Some(user.into()),
@@ -372,6 +397,8 @@ async fn purging_a_user_leaves_nothing_of_them_and_touches_no_one_else() {
         "state_entries",
         "artifacts",
         "schedules",
+        "schedule_runs",
+        "approvals",
         "api_tokens",
     ] {
         let n = alice_before.iter().find(|(t, _)| *t == table).unwrap().1;

@@ -69,6 +69,10 @@ const COUNTS: &[(&str, &str)] = &[
         "SELECT count(*) FROM schedule_runs WHERE schedule_id IN
          (SELECT schedule_id FROM schedules WHERE user_id = ?1)",
     ),
+    (
+        "approvals",
+        "SELECT count(*) FROM approvals WHERE user_id = ?1",
+    ),
     ("outbox", "SELECT count(*) FROM outbox WHERE user_id = ?1"),
     (
         "api_tokens",
@@ -93,6 +97,8 @@ const DELETES: &[&str] = &[
     "DELETE FROM macros WHERE user_id = ?1",
     "DELETE FROM macro_triggers WHERE user_id = ?1",
     "DELETE FROM macro_cursors WHERE user_id = ?1",
+    // Its runs' approvals would go with them; named, so none outlives a purge.
+    "DELETE FROM approvals WHERE user_id = ?1",
     "DELETE FROM schedules WHERE user_id = ?1",
     "DELETE FROM outbox WHERE user_id = ?1",
     "DELETE FROM api_tokens WHERE user_id = ?1",

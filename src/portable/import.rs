@@ -454,6 +454,42 @@ pub(super) async fn write_row(
             Some(_) => {}
         }
     }
+    // A row naming a run names that run's schedule's user: another user's run makes it a
+    // conflict (an approval would resume their run, an artifact join their notice). A run
+    // pruned since (an artifact outlives it) names no one. An approval's run must be of
+    // the approval's own schedule.
+    if table.kind != "run" {
+        if let Some(Value::String(run_id)) = row.get("run_id") {
+            let run: Option<(String, String)> = crate::db::query_first_row(
+                tx,
+                "SELECT r.schedule_id, s.user_id FROM schedule_runs r
+                 JOIN schedules s ON s.schedule_id = r.schedule_id WHERE r.run_id = ?1",
+                [run_id.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .await?;
+            match run {
+                Some((_, owner)) if owner != user => return Ok(Outcome::Conflict),
+                Some((schedule_id, _))
+                    if table.kind == "approval"
+                        && row.get("schedule_id") != Some(&Value::String(schedule_id.clone())) =>
+                {
+                    return Err(bad(format!(
+                        "run `{}` is not of schedule `{}`",
+                        crate::input::printable(run_id),
+                        crate::input::printable(row["schedule_id"].as_str().unwrap_or_default())
+                    )))
+                }
+                None if table.kind == "approval" => {
+                    return Err(bad(format!(
+                        "no run `{}` in the archive or the database",
+                        crate::input::printable(run_id)
+                    )))
+                }
+                _ => {}
+            }
+        }
+    }
     // A version of a note that is (or was) another user's is theirs, not this user's.
     if table.kind == "note_version" {
         if let Some(Value::String(note_id)) = row.get("note_id") {

@@ -22,6 +22,7 @@ pub(super) async fn read_back(tx: &WriteTx, table: &Table, row: &Row) -> Result<
         "note_version" => read::<NoteVersion>(tx, table, row).await,
         "schedule" => read::<Schedule>(tx, table, row).await,
         "run" => read::<Run>(tx, table, row).await,
+        "approval" => read::<crate::approval::Approval>(tx, table, row).await,
         "state" => read::<StateEntry>(tx, table, row).await,
         "artifact" => read::<Artifact>(tx, table, row).await,
         // Summaries and tombstones have no record type: their JSON and text columns are

@@ -226,6 +226,31 @@ pub(crate) const TABLES: &[Table] = &[
         contents: &[],
     },
     Table {
+        kind: "approval",
+        table: "approvals",
+        // resume_json goes too: a waiting run comes back able to go on.
+        columns: &[
+            "approval_id",
+            "run_id",
+            "schedule_id",
+            "user_id",
+            "tool_name",
+            "arguments",
+            "state",
+            "decided_by",
+            "reason",
+            "resume_json",
+            "created_at",
+            "expires_at",
+            "decided_at",
+            "resumed_at",
+        ],
+        key: &["approval_id"],
+        select: "WHERE user_id = ?1 ORDER BY approval_id",
+        texts: &[],
+        contents: &[],
+    },
+    Table {
         kind: "state",
         table: "state_entries",
         // run_id is set only for temp state, which is not exported.
