@@ -66,6 +66,7 @@ fn request() -> GoalRequest {
         input: None,
         agent_id: None,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_turns: 4,
         max_cost: None,
     }

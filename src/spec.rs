@@ -123,6 +123,12 @@ pub struct ScheduleSpec {
     /// (`["files__*", "!files__write_*"]`). None: every tool the user is granted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Which of its runs' tool calls need a person's approval: patterns over the tool
+    /// names the model sees (`server__tool`, `memory_delete`), `*` for any run of
+    /// characters, `!` to take calls away (`["files__write_*", "!files__write_draft"]`).
+    /// None: no call needs approval (a server's own `approve` patterns still apply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 impl ScheduleSpec {
@@ -155,6 +161,7 @@ text_enum!(
         Calendars => "calendars",
         Agent => "agent",
         Tools => "tools",
+        Approve => "approve",
     }
 );
 
@@ -225,6 +232,9 @@ pub struct SchedulePatch {
     /// Replaces the tool patterns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Replaces the approval patterns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Vec<String>>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

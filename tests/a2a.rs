@@ -140,6 +140,7 @@ fn goal() -> GoalRequest {
         agent_id: None,
         max_turns: 1,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_cost: None,
     }
 }

@@ -208,6 +208,89 @@ async fn every_route_works_for_its_user() {
     }
 }
 
+/// A schedule's approval patterns over HTTP: given at creation, shown, replaced by a
+/// PATCH, cleared by `clear`; malformed ones are a 400 naming `approve` that changes
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedules_approval_patterns_round_trip_over_http() {
+    let api = TestApi::start(|_| {}).await;
+    let token = api.token(Some("alice")).await;
+    let t = Some(token.as_str());
+    let approve = json!(["files__write_*", "memory_delete", "!files__write_draft"]);
+    let added = api
+        .call(
+            "POST",
+            "/v1/schedules",
+            t,
+            Some(json!({"goal": "tidy", "every": "1h", "tools": ["files__*"], "approve": approve})),
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    assert_eq!(added.body["approve"], approve);
+    assert_eq!(added.body["tools"], json!(["files__*"]));
+    let path = format!(
+        "/v1/schedules/{}",
+        added.body["schedule_id"].as_str().unwrap()
+    );
+    let shown = api.call("GET", &path, t, None).await;
+    assert_eq!(shown.body["approve"], approve);
+
+    for (method, route, body) in [
+        (
+            "POST",
+            "/v1/schedules",
+            json!({"goal": "g", "every": "1h", "approve": ["files/*"]}),
+        ),
+        (
+            "POST",
+            "/v1/schedules",
+            json!({"goal": "g", "every": "1h", "approve": ["!"]}),
+        ),
+        ("PATCH", path.as_str(), json!({"approve": ["a b"]})),
+        ("PATCH", path.as_str(), json!({"approve": vec!["x"; 65]})),
+        (
+            "PATCH",
+            path.as_str(),
+            json!({"approve": ["*"], "clear": ["approve"]}),
+        ),
+    ] {
+        let reply = api.call(method, route, t, Some(body.clone())).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.body);
+        let message = reply.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("approve"), "{body}: {message}");
+    }
+    assert_eq!(
+        api.call("GET", &path, t, None).await.body,
+        shown.body,
+        "unchanged"
+    );
+    assert_eq!(
+        api.call("GET", "/v1/schedules", t, None).await.body["total"],
+        1
+    );
+
+    let patched = api
+        .call("PATCH", &path, t, Some(json!({"approve": ["files__*"]})))
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["approve"], json!(["files__*"]));
+    assert_eq!(
+        patched.body["tools"],
+        json!(["files__*"]),
+        "tools untouched"
+    );
+    let cleared = api
+        .call("PATCH", &path, t, Some(json!({"clear": ["approve"]})))
+        .await;
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    assert!(cleared.body.get("approve").is_none(), "{}", cleared.body);
+    assert_eq!(
+        cleared.body["tools"],
+        json!(["files__*"]),
+        "tools untouched"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_a_json_error_naming_the_field() {
     let api = TestApi::start(|_| {}).await;

@@ -281,6 +281,10 @@ fn config_is_checked_with_the_key_named() {
         ("[memory]\nchunk_chars = 10\n", "memory.chunk_chars"),
         ("[database]\npath = 5\n", "path"),
         ("[nonsense]\n", "nonsense"),
+        (
+            "[mcp_servers.files]\ncommand = \"mcp-files\"\napprove = [\"files/*\"]\n",
+            "mcp_servers.files.approve",
+        ),
     ] {
         let bad = d.join("bad.toml");
         std::fs::write(&bad, text).unwrap();
@@ -586,6 +590,73 @@ fn schedule_add_dry_run_shows_the_understanding_and_creates_nothing_and_edit_kee
     let out = run(d, &["schedule", "edit", id]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(json(d, &["schedule", "show", id])["goal"], "check all mail");
+}
+
+/// `--approve` (and `--tool`) on add and edit, `--clear approve`, and a malformed
+/// pattern refused naming `approve` with nothing changed.
+#[test]
+fn schedule_approval_patterns_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let add = [
+        "schedule",
+        "add",
+        "--user",
+        "u",
+        "--goal",
+        "tidy the files",
+        "--every",
+        "1h",
+        "--tool",
+        "files__*",
+        "--approve",
+        "files__write_*",
+        "--approve",
+        "!files__write_draft",
+    ];
+    let added = json(d, &add);
+    let id = added["schedule_id"].as_str().unwrap();
+    let patterns = serde_json::json!(["files__write_*", "!files__write_draft"]);
+    assert_eq!(added["approve"], patterns);
+    assert_eq!(added["tools"], serde_json::json!(["files__*"]));
+    assert_eq!(json(d, &["schedule", "show", id])["approve"], patterns);
+
+    let mut bad = add.to_vec();
+    bad.extend(["--approve", "files/*"]);
+    let out = run(d, &bad);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("approve"), "{}", stderr(&out));
+    for edit in [
+        &["--approve", "a b"][..],
+        &["--approve", "*", "--clear", "approve"],
+    ] {
+        let mut args = vec!["schedule", "edit", id];
+        args.extend_from_slice(edit);
+        let out = run(d, &args);
+        assert_eq!(out.status.code(), Some(2), "{edit:?}");
+        assert!(
+            stderr(&out).contains("approve"),
+            "{edit:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(json(d, &["schedule", "list"])["total"], 1);
+    assert_eq!(json(d, &["schedule", "show", id])["approve"], patterns);
+
+    let edited = json(d, &["schedule", "edit", id, "--approve", "memory_delete"]);
+    assert_eq!(edited["approve"], serde_json::json!(["memory_delete"]));
+    assert_eq!(
+        edited["tools"],
+        serde_json::json!(["files__*"]),
+        "tools kept"
+    );
+    let cleared = json(d, &["schedule", "edit", id, "--clear", "approve"]);
+    assert!(cleared.get("approve").is_none(), "{cleared}");
+    assert_eq!(
+        cleared["tools"],
+        serde_json::json!(["files__*"]),
+        "tools kept"
+    );
 }
 
 #[test]

@@ -152,10 +152,11 @@ async fn populate(app: &App) {
     sql(
         app,
         "INSERT INTO schedules (schedule_id, user_id, name, goal, cadence_json, cadence_text,
-         created_at, updated_at, next_run_at, max_cost)
+         created_at, updated_at, next_run_at, max_cost, tools_json, approve_json)
          VALUES ('sch-1', 'alice', 'daily', 'summarise the news',
                  '{\"kind\":\"interval\",\"every_secs\":86400,\"anchor\":0,\"tz\":\"UTC\"}',
-                 'every day', 10, 20, 30, 0.1)",
+                 'every day', 10, 20, 30, 0.1, '[\"news__*\"]',
+                 '[\"news__post_*\",\"memory_delete\",\"!news__post_draft\"]')",
     )
     .await;
     sql(
@@ -228,14 +229,18 @@ async fn round_trip_is_byte_identical_and_idempotent() {
         "no speaker name in\n{text}"
     );
 
-    // An archive written before events had names (no `name` field) still imports: the
-    // events come in unnamed.
+    // An archive written before events had names (no `name` field) and schedules approval
+    // patterns (no `approve_json`) still imports: the events come in unnamed, the
+    // schedule with no approval patterns.
     let older: String = text
         .lines()
         .map(|line| {
             let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
             if value["type"] == "event" {
                 value.as_object_mut().unwrap().remove("name");
+            }
+            if value["type"] == "schedule" {
+                value.as_object_mut().unwrap().remove("approve_json");
             }
             format!("{value}\n")
         })
@@ -250,6 +255,11 @@ async fn round_trip_is_byte_identical_and_idempotent() {
         .unwrap();
     let reexported = String::from_utf8(export(&unnamed, "alice").await).unwrap();
     assert!(reexported.contains("\"name\":null") && !reexported.contains("Alice"));
+    assert!(reexported.contains("\"approve_json\":null"), "{reexported}");
+    assert!(
+        text.contains(r#""approve_json":"[\"news__post_*\""#),
+        "{text}"
+    );
 
     let target = app_in(&b).await;
     let path = write(&files, "alice.ndjson", &archive);
@@ -267,6 +277,17 @@ async fn round_trip_is_byte_identical_and_idempotent() {
         export(&target, "alice").await,
         archive,
         "export → import → export differs"
+    );
+    // The schedule's tool and approval patterns came with it.
+    let schedule = target
+        .schedules()
+        .get(&Actor::Operator, "sch-1")
+        .await
+        .unwrap();
+    assert_eq!(schedule.tools, ["news__*"]);
+    assert_eq!(
+        schedule.approve,
+        ["news__post_*", "memory_delete", "!news__post_draft"]
     );
 
     // The index was rebuilt: a search finds an imported note.
@@ -957,6 +978,23 @@ async fn hostile_lines_are_refused_before_anything_is_written() {
             "a blank speaker's name",
             with("event", &|v| v["name"] = "  ".into()),
             "is empty",
+        ),
+        (
+            "approval patterns that are not patterns",
+            with("schedule", &|v| v["approve_json"] = r#"["news/*"]"#.into()),
+            "approve",
+        ),
+        (
+            "approval patterns that are not a list",
+            with("schedule", &|v| v["approve_json"] = r#"{"news": 1}"#.into()),
+            "approval patterns",
+        ),
+        (
+            "too many approval patterns",
+            with("schedule", &|v| {
+                v["approve_json"] = serde_json::to_string(&vec!["x"; 65]).unwrap().into()
+            }),
+            "approve",
         ),
         (
             "bytes that are not base64",

@@ -76,6 +76,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         context: String::new(),
         max_turns,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_cost: None,
         input: None,
         agent_id: None,

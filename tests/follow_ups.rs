@@ -55,6 +55,8 @@ async fn parent(app: &App, user: &str) -> Schedule {
     );
     new.channel_id = Some("log".into());
     new.agent_id = Some("planner".into());
+    new.tools = vec!["files__*".into()];
+    new.approve = vec!["files__write_*".into(), "memory_delete".into()];
     app.schedules()
         .create(&Actor::Operator, &new)
         .await
@@ -72,6 +74,7 @@ fn request(schedule: &Schedule, run_id: &str) -> GoalRequest {
         input: None,
         agent_id: None,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_turns: 8,
         max_cost: None,
     }
@@ -169,6 +172,10 @@ async fn a_follow_up_is_the_runs_users_one_shot_recorded_with_its_run() {
         "it notifies where its run's schedule does"
     );
     assert_eq!(made.agent_id.as_deref(), Some("planner"));
+    // Its runs get no more tools, and need the same approvals, as its run's schedule's:
+    // a follow-up is no way around either.
+    assert_eq!(made.tools, mine.tools);
+    assert_eq!(made.approve, mine.approve);
     let Cadence::Once { at, tz } = &made.cadence else {
         panic!("not a one-shot: {:?}", made.cadence)
     };

@@ -464,6 +464,7 @@ fn goal(user: &str) -> GoalRequest {
         agent_id: None,
         max_turns: 4,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_cost: None,
     }
 }

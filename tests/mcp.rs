@@ -196,11 +196,12 @@ async fn every_tool_and_resource_over_streamable_http() {
     let added = ok(
         &client,
         "schedule_add",
-        json!({"goal": "summarize my inbox", "every": "1h"}),
+        json!({"goal": "summarize my inbox", "every": "1h", "approve": ["mail__send_*"]}),
     )
     .await;
     let schedule_id = added["schedule_id"].as_str().unwrap().to_string();
     assert_eq!(added["user_id"], "alice");
+    assert_eq!(added["approve"], json!(["mail__send_*"]));
     let listed = ok(&client, "schedule_list", json!({})).await;
     assert_eq!(listed["total"], 1);
     let shown = ok(
@@ -227,10 +228,12 @@ async fn every_tool_and_resource_over_streamable_http() {
     let edited = ok(
         &client,
         "schedule_edit",
-        json!({"schedule_id": schedule_id, "changes": {"goal": "edited goal", "every": "2h"}}),
+        json!({"schedule_id": schedule_id, "changes": {"goal": "edited goal", "every": "2h",
+            "approve": ["mail__*", "!mail__read_*"]}}),
     )
     .await;
     assert_eq!(edited["goal"], "edited goal");
+    assert_eq!(edited["approve"], json!(["mail__*", "!mail__read_*"]));
     assert_eq!(edited["schedule_id"], schedule_id);
     ok(
         &client,

@@ -76,6 +76,7 @@ fn request(user: &str) -> GoalRequest {
         input: None,
         agent_id: None,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_turns: 4,
         max_cost: None,
     }
@@ -545,4 +546,137 @@ async fn a_schedules_tool_patterns_are_kept_and_narrow_its_runs() {
         !offered.contains(&"everything__echo".to_string()),
         "{offered:?}"
     );
+}
+
+/// A schedule's approval patterns are kept with it as its tool patterns are: set, shown,
+/// replaced, cleared; malformed ones are refused naming `approve` and change nothing.
+#[tokio::test]
+async fn a_schedules_approval_patterns_are_kept_replaced_cleared_and_checked() {
+    use nightshift::access::Actor;
+    use nightshift::schedule::view::ScheduleView;
+    use nightshift::spec::{ClearField, SchedulePatch, ScheduleSpec};
+    let dir = tempfile::TempDir::new().unwrap();
+    let app = common::app_with(&common::config_in(&dir), None).await;
+    let alice = Actor::User("alice".into());
+    let spec = ScheduleSpec {
+        goal: "tidy the files".into(),
+        every: Some("1h".into()),
+        tools: vec!["files__*".into()],
+        approve: vec![
+            "files__write_*".into(),
+            "memory_delete".into(),
+            "!files__write_draft".into(),
+        ],
+        ..Default::default()
+    };
+    let made = app.add_schedule(&alice, "alice", &spec).await.unwrap();
+    assert_eq!(made.approve, spec.approve);
+    assert_eq!(made.tools, spec.tools, "tools and approve are kept apart");
+    let view = serde_json::to_value(ScheduleView::new(&made, 0)).unwrap();
+    assert_eq!(view["approve"], serde_json::json!(spec.approve));
+    let shown = app
+        .schedules()
+        .get(&alice, &made.schedule_id)
+        .await
+        .unwrap();
+    assert_eq!(shown, made);
+
+    let schedules = || async {
+        app.schedules()
+            .list(&alice, &Default::default())
+            .await
+            .unwrap()
+            .0
+    };
+    for bad in [
+        vec!["files/*".to_string()],
+        vec!["!".into()],
+        vec!["".into()],
+        vec!["x".repeat(129)],
+        vec!["x".into(); 65],
+    ] {
+        let refused = app
+            .add_schedule(
+                &alice,
+                "alice",
+                &ScheduleSpec {
+                    approve: bad.clone(),
+                    ..spec.clone()
+                },
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("approve"), "{bad:?}: {refused}");
+        let refused = app
+            .edit_schedule(
+                &alice,
+                &made.schedule_id,
+                &SchedulePatch {
+                    approve: Some(bad.clone()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("approve"), "{bad:?}: {refused}");
+        assert_eq!(
+            schedules().await,
+            vec![made.clone()],
+            "{bad:?} changed nothing"
+        );
+    }
+    let both = app
+        .edit_schedule(
+            &alice,
+            &made.schedule_id,
+            &SchedulePatch {
+                approve: Some(vec!["files__*".into()]),
+                clear: vec![ClearField::Approve],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(both.contains("approve"), "{both}");
+
+    let edited = app
+        .edit_schedule(
+            &alice,
+            &made.schedule_id,
+            &SchedulePatch {
+                approve: Some(vec!["*".into()]),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(edited.approve, ["*"]);
+    assert_eq!(edited.tools, made.tools, "tools untouched");
+    let cleared = app
+        .edit_schedule(
+            &alice,
+            &made.schedule_id,
+            &SchedulePatch {
+                clear: vec![ClearField::Approve],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(cleared.approve.is_empty());
+    assert_eq!(cleared.tools, made.tools, "tools untouched");
+    let view = serde_json::to_value(ScheduleView::new(&cleared, 0)).unwrap();
+    assert!(view.get("approve").is_none(), "{view}");
+    let stored = common::count(
+        app.memory(),
+        &format!(
+            "SELECT count(*) FROM schedules WHERE schedule_id = '{}' AND approve_json IS NULL",
+            made.schedule_id
+        ),
+    )
+    .await;
+    assert_eq!(stored, 1, "none is stored as NULL");
 }

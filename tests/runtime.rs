@@ -35,6 +35,7 @@ fn request(user: &str) -> GoalRequest {
         context: "Relevant notes: none".into(),
         max_turns: 4,
         tools: Vec::new(),
+        approve: Vec::new(),
         max_cost: None,
         input: None,
         agent_id: None,

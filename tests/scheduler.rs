@@ -692,6 +692,36 @@ async fn a_run_with_terminal_output_keeps_its_transcript_byte_for_byte() {
     assert_eq!(contents, ["run the tests", TOOL, ANSWER]);
 }
 
+/// A run's request carries its schedule's tool and approval patterns, as stored.
+#[tokio::test(start_paused = true)]
+async fn a_runs_request_carries_its_schedules_tool_and_approval_patterns() {
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<(Vec<String>, Vec<String>)>>);
+    #[async_trait]
+    impl AgentRuntime for Recording {
+        async fn run_goal(&self, request: &GoalRequest, _memory: &Memory) -> GoalOutcome {
+            let asked = (request.tools.clone(), request.approve.clone());
+            self.0.lock().unwrap().push(asked);
+            GoalOutcome {
+                output: "done".into(),
+                turn_count: 1,
+                ..Default::default()
+            }
+        }
+    }
+    let h = harness(|_| {}).await;
+    let mut new = h.every(3600, "tidy the files");
+    new.tools = vec!["files__*".into()];
+    new.approve = vec!["files__write_*".into(), "!files__write_draft".into()];
+    h.store.create(&Actor::Operator, &new).await.unwrap();
+    let runtime = Arc::new(Recording::default());
+    let (stop, worker) = h.worker("w", runtime.clone());
+    tokio::time::sleep(Duration::from_secs(3700)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    assert_eq!(*runtime.0.lock().unwrap(), [(new.tools, new.approve)]);
+}
+
 /// A runtime answering far more than a run keeps: the answer is stored cut with a note,
 /// and the message to the user carries a bounded part of it.
 #[tokio::test(start_paused = true)]

@@ -103,6 +103,7 @@ impl App {
                 ClearField::Calendars => patch.calendars.is_some(),
                 ClearField::Agent => patch.agent.is_some(),
                 ClearField::Tools => patch.tools.is_some(),
+                ClearField::Approve => patch.approve.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -213,6 +214,9 @@ impl App {
         if let Some(tools) = &patch.tools {
             new.tools = tools.clone();
         }
+        if let Some(approve) = &patch.approve {
+            new.approve = approve.clone();
+        }
         if let Some(calendars) = &patch.calendars {
             new.bounds.calendars = calendars.clone();
         }
@@ -256,6 +260,7 @@ impl App {
                 ClearField::Calendars => new.bounds.calendars.clear(),
                 ClearField::Agent => new.agent_id = None,
                 ClearField::Tools => new.tools.clear(),
+                ClearField::Approve => new.approve.clear(),
             }
         }
         // A schedule with no times has nothing to spread: a jitter it had (the configured

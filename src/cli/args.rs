@@ -528,8 +528,8 @@ pub struct EditArgs {
     #[command(flatten)]
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
-    /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window, after or
-    /// agent (repeatable).
+    /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window, after,
+    /// agent, tools or approve (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -608,6 +608,12 @@ pub struct ScheduleFlags {
     /// list). Without: every tool the user is granted.
     #[arg(long = "tool", value_name = "PATTERN")]
     pub tools: Vec<String>,
+    /// Which of its runs' tool calls need a person's approval: a pattern over the tool
+    /// names the model sees (SERVER__tool, memory_delete), `*` for any run of characters,
+    /// `!` first to take calls away (repeatable; on edit, replaces the list). Without:
+    /// none do, unless their MCP server's own `approve` says so.
+    #[arg(long = "approve", value_name = "PATTERN")]
+    pub approve: Vec<String>,
     /// No cadence of its own: runs only when triggered (`schedule trigger`) or after the
     /// schedule given by --after.
     #[arg(long, group = "cadence")]

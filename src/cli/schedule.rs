@@ -285,6 +285,7 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         on: policy("--on", f.on)?,
         agent: f.agent,
         tools: f.tools,
+        approve: f.approve,
     })
 }
 
@@ -327,6 +328,7 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         on: policy("--on", f.on)?,
         agent: f.agent,
         tools: (!f.tools.is_empty()).then_some(f.tools),
+        approve: (!f.approve.is_empty()).then_some(f.approve),
         clear,
     })
 }

@@ -29,6 +29,11 @@ pub struct McpServerConfig {
     pub max_result_bytes: usize,
     /// Most of the server's tools offered to the model (in the order it lists them).
     pub max_tools: usize,
+    /// Which of its tools' calls need a person's approval, whatever schedule runs them:
+    /// patterns over its own tool names (`write_*`, no `NAME__`), `*` for any run of
+    /// characters, `!` to take calls away (see `mcp_client::ApproveFilter`). None: only
+    /// a schedule's own `approve` patterns choose.
+    pub approve: Vec<String>,
 }
 
 impl Default for McpServerConfig {
@@ -42,6 +47,7 @@ impl Default for McpServerConfig {
             call_timeout_secs: 30,
             max_result_bytes: 64 * 1024,
             max_tools: 128,
+            approve: Vec::new(),
         }
     }
 }
@@ -154,6 +160,9 @@ pub(super) fn validate(
         if !(1..=1024).contains(&server.max_tools) {
             return invalid(format!("{key}.max_tools"), "must be from 1 to 1024");
         }
+        if let Err(reason) = crate::mcp_client::check_patterns(&server.approve) {
+            return invalid(format!("{key}.approve"), &reason);
+        }
     }
     Ok(())
 }
@@ -162,6 +171,35 @@ pub(super) fn validate(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_servers_approve_patterns_are_checked_naming_the_key() {
+        let servers = |approve: Vec<String>| {
+            BTreeMap::from([(
+                "files".to_string(),
+                McpServerConfig {
+                    command: Some("mcp-files".into()),
+                    approve,
+                    ..Default::default()
+                },
+            )])
+        };
+        let no_urls = |_: &str, _: &str| Ok(());
+        let good = servers(vec!["write_*".into(), "!write_draft".into()]);
+        assert!(validate(&good, no_urls).is_ok());
+        for bad in [
+            vec!["files/*".to_string()],
+            vec!["!".into()],
+            vec!["x".into(); 65],
+        ] {
+            match validate(&servers(bad.clone()), no_urls) {
+                Err(ConfigError::Invalid { key, .. }) => {
+                    assert_eq!(key, "mcp_servers.files.approve", "{bad:?}")
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
 
     proptest! {
         /// A valid name never holds `__`, so `NAME__tool` splits back into the name.

@@ -169,6 +169,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "approvals",
         sql: include_str!("../../migrations/0031_approvals.sql"),
     },
+    Migration {
+        version: 32,
+        name: "schedule_approve",
+        sql: include_str!("../../migrations/0032_schedule_approve.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

@@ -101,11 +101,18 @@ impl McpTools {
         offered
     }
 
-    /// TEMPORARY until the approve-patterns branch lands: the schedule's patterns only.
+    /// Whether a call of the tool `name` (as the model sees it: `server__tool`, or a
+    /// built-in's name) needs a person's approval: the schedule's `approve` patterns
+    /// (`schedule_patterns`) choose it, or `name` is `server__tool` of a configured server
+    /// whose own `approve` patterns choose `tool`. A schedule's `!` patterns take away
+    /// only what its own patterns chose, never what a server's choose.
     pub fn needs_approval(&self, name: &str, schedule_patterns: &[String]) -> bool {
-        let (deny, allow): (Vec<&String>, Vec<&String>) =
-            schedule_patterns.iter().partition(|p| p.starts_with('!'));
-        allow.iter().any(|p| glob(p, name)) && !deny.iter().any(|p| glob(&p[1..], name))
+        if ApproveFilter::new(schedule_patterns).needs(name) {
+            return true;
+        }
+        name.split_once(SEPARATOR)
+            .and_then(|(server, tool)| Some((self.servers.get(server)?, tool)))
+            .is_some_and(|(server, tool)| ApproveFilter::new(&server.config.approve).needs(tool))
     }
 
     /// Whether `name` is an MCP tool's (`server__tool` of a configured server).
@@ -174,6 +181,62 @@ impl ToolFilter {
     }
 }
 
+/// Which tool calls need a person's approval: patterns over tool names with `*` for any
+/// run of characters; a call needs approval when a plain pattern matches its name and no
+/// pattern starting with `!` does. No plain pattern (none at all): no call needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ApproveFilter<'a> {
+    patterns: &'a [String],
+}
+
+impl<'a> ApproveFilter<'a> {
+    pub fn new(patterns: &'a [String]) -> Self {
+        Self { patterns }
+    }
+
+    pub fn needs(&self, name: &str) -> bool {
+        let matches = |negated: bool| {
+            self.patterns.iter().any(|p| match p.strip_prefix('!') {
+                Some(body) => negated && glob(body, name),
+                None => !negated && glob(p, name),
+            })
+        };
+        matches(false) && !matches(true)
+    }
+}
+
+/// Most patterns one list may hold (a schedule's `tools` or `approve`, a server's
+/// `approve`).
+pub const MAX_PATTERNS: usize = 64;
+
+/// Longest pattern, `!` aside, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 128;
+
+/// Checks a list of tool patterns (`tools`, `approve`): at most [`MAX_PATTERNS`], each
+/// letters, digits, `_`, `-` and `*` (up to [`MAX_PATTERN_BYTES`]) after an optional `!`.
+/// `Err` says what is wrong, for an error naming the field.
+pub fn check_patterns(patterns: &[String]) -> Result<(), String> {
+    if patterns.len() > MAX_PATTERNS {
+        return Err(format!("at most {MAX_PATTERNS} patterns"));
+    }
+    for pattern in patterns {
+        let body = pattern.strip_prefix('!').unwrap_or(pattern);
+        let fits = !body.is_empty()
+            && body.len() <= MAX_PATTERN_BYTES
+            && body
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'));
+        if !fits {
+            return Err(format!(
+                "`{}` is not a tool pattern: letters, digits, `_`, `-` and `*` (up to \
+                 {MAX_PATTERN_BYTES}), after an optional `!`",
+                crate::input::printable(pattern)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `pattern` (`*` for any run of characters, everything else literal) matches
 /// all of `text`.
 pub fn glob(pattern: &str, text: &str) -> bool {
@@ -216,6 +279,129 @@ mod tests {
             let t: Vec<char> = text.chars().collect();
             prop_assert_eq!(glob(&pattern, &text), reference(&p, &t));
         }
+    }
+
+    fn strings(patterns: &[&str]) -> Vec<String> {
+        patterns.iter().map(|p| p.to_string()).collect()
+    }
+
+    /// Servers `a` and `b`; `a` asks approval for `a_patterns`, `b` for nothing.
+    fn two_servers(a_patterns: Vec<String>) -> McpTools {
+        let mut config = Config::default();
+        for (name, approve) in [("a", a_patterns), ("b", Vec::new())] {
+            config.mcp_servers.insert(
+                name.into(),
+                crate::config::McpServerConfig {
+                    command: Some("true".into()),
+                    approve,
+                    ..Default::default()
+                },
+            );
+        }
+        McpTools::from_config(&config)
+    }
+
+    /// A pattern as the checks accept it: `*`s among a few letters, maybe after `!`.
+    fn pattern() -> impl Strategy<Value = String> {
+        ("!?", "[ab*_]{1,6}").prop_map(|(not, body)| format!("{not}{body}"))
+    }
+
+    proptest! {
+        /// A call a matching `!` pattern takes away never needs approval, whatever else
+        /// the patterns say.
+        #[test]
+        fn a_negated_pattern_always_wins(
+            patterns in prop::collection::vec(pattern(), 0..6),
+            name in "[ab_]{0,8}",
+        ) {
+            let negated = patterns
+                .iter()
+                .any(|p| p.strip_prefix('!').is_some_and(|body| glob(body, &name)));
+            if negated {
+                prop_assert!(!ApproveFilter::new(&patterns).needs(&name));
+            }
+            let plain = patterns.iter().any(|p| !p.starts_with('!') && glob(p, &name));
+            prop_assert_eq!(ApproveFilter::new(&patterns).needs(&name), plain && !negated);
+        }
+
+        /// No patterns, or `!` ones alone, choose no call.
+        #[test]
+        fn no_plain_pattern_approves_nothing(
+            bodies in prop::collection::vec("[ab*_]{1,6}", 0..6),
+            name in "[ab_]{0,8}",
+        ) {
+            prop_assert!(!ApproveFilter::new(&[]).needs(&name));
+            let negated: Vec<String> = bodies.iter().map(|b| format!("!{b}")).collect();
+            prop_assert!(!ApproveFilter::new(&negated).needs(&name));
+        }
+
+        /// A server's patterns choose among its own tools only: never another server's
+        /// tool, nor a built-in's, and its `NAME__` is not part of what they match.
+        #[test]
+        fn a_servers_patterns_choose_only_its_own_tools(
+            patterns in prop::collection::vec(pattern(), 0..6),
+            tool in "[ab_]{1,8}",
+        ) {
+            let tools = two_servers(patterns.clone());
+            let [own, other, unknown] = ["a", "b", "c"].map(|s| format!("{s}{SEPARATOR}{tool}"));
+            prop_assert!(!tools.needs_approval(&other, &[]));
+            prop_assert!(!tools.needs_approval(&unknown, &[]));
+            if !tool.contains(SEPARATOR) {
+                prop_assert!(!tools.needs_approval(&tool, &[]));
+            }
+            prop_assert_eq!(
+                tools.needs_approval(&own, &[]),
+                ApproveFilter::new(&patterns).needs(&tool)
+            );
+        }
+    }
+
+    #[test]
+    fn approval_is_chosen_by_plain_patterns_less_negated_ones() {
+        let patterns = strings(&["files__write_*", "memory_delete", "!files__write_draft"]);
+        let filter = ApproveFilter::new(&patterns);
+        assert!(filter.needs("files__write_file"));
+        assert!(filter.needs("memory_delete"));
+        assert!(!filter.needs("files__write_draft"));
+        assert!(!filter.needs("files__read_file"));
+        assert!(!filter.needs("schedule_follow_up"));
+        assert!(!ApproveFilter::default().needs("anything"));
+        assert!(!ApproveFilter::new(&strings(&["!files__*"])).needs("web__fetch"));
+    }
+
+    #[test]
+    fn a_call_needs_approval_when_the_schedule_or_its_server_says_so() {
+        let tools = two_servers(strings(&["write_*", "delete_*", "!delete_draft"]));
+        // The server's patterns, over its own tool names.
+        assert!(tools.needs_approval("a__write_file", &[]));
+        assert!(tools.needs_approval("a__delete_all", &[]));
+        assert!(!tools.needs_approval("a__delete_draft", &[]));
+        assert!(!tools.needs_approval("a__read_file", &[]));
+        assert!(!tools.needs_approval("b__write_file", &[]));
+        assert!(!tools.needs_approval("write_file", &[]));
+        // The schedule's, over the names the model sees, built-ins included.
+        let schedule = strings(&["b__*", "memory_delete", "!b__read_*"]);
+        assert!(tools.needs_approval("b__write_file", &schedule));
+        assert!(!tools.needs_approval("b__read_file", &schedule));
+        assert!(tools.needs_approval("memory_delete", &schedule));
+        assert!(!tools.needs_approval("schedule_follow_up", &schedule));
+        // A schedule's `!` does not take away what the server chose.
+        assert!(tools.needs_approval("a__write_file", &strings(&["!a__*"])));
+        assert!(tools.needs_approval("a__write_file", &strings(&["*", "!a__write_file"])));
+    }
+
+    #[test]
+    fn patterns_are_checked() {
+        assert!(check_patterns(&strings(&["files__*", "!write-*", "memory_delete"])).is_ok());
+        for bad in [&["files/*"][..], &["!"], &[""], &["a b"], &["!!a"]] {
+            let reason = check_patterns(&strings(bad)).unwrap_err();
+            assert!(reason.contains("not a tool pattern"), "{bad:?}: {reason}");
+        }
+        assert!(check_patterns(&["x".repeat(MAX_PATTERN_BYTES)]).is_ok());
+        assert!(check_patterns(&["x".repeat(MAX_PATTERN_BYTES + 1)]).is_err());
+        assert!(check_patterns(&vec!["x".to_string(); MAX_PATTERNS]).is_ok());
+        let many = check_patterns(&vec!["x".to_string(); MAX_PATTERNS + 1]).unwrap_err();
+        assert!(many.contains("at most 64"), "{many}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("schedule", "agent_id"),
     ("schedule", "made_by_run"),
     ("schedule", "tools_json"),
+    ("schedule", "approve_json"),
     ("event", "name"),
 ];
 
@@ -188,6 +189,7 @@ pub(crate) const TABLES: &[Table] = &[
             "agent_id",
             "made_by_run",
             "tools_json",
+            "approve_json",
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",

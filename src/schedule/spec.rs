@@ -128,6 +128,7 @@ pub fn to_new_schedule(
     new.max_cost = spec.max_cost;
     new.agent_id = spec.agent.clone();
     new.tools = spec.tools.clone();
+    new.approve = spec.approve.clone();
     let tz = new.cadence.zone();
     new.bounds = Bounds {
         starts_at: spec

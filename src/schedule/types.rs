@@ -102,6 +102,9 @@ pub struct NewSchedule {
     /// Patterns narrowing the MCP tools its runs may use (see `mcp_client::ToolFilter`);
     /// empty: every tool the user is granted.
     pub tools: Vec<String>,
+    /// Patterns over the tool names its runs' model sees choosing the calls that need a
+    /// person's approval (see `mcp_client::ApproveFilter`); empty: none do.
+    pub approve: Vec<String>,
 }
 
 impl NewSchedule {
@@ -133,6 +136,7 @@ impl NewSchedule {
             after: None,
             agent_id: None,
             tools: Vec::new(),
+            approve: Vec::new(),
         }
     }
 }
@@ -162,6 +166,7 @@ impl From<&Schedule> for NewSchedule {
             after: s.after.clone(),
             agent_id: s.agent_id.clone(),
             tools: s.tools.clone(),
+            approve: s.approve.clone(),
         }
     }
 }
@@ -209,6 +214,8 @@ pub struct Schedule {
     pub made_by_run: Option<String>,
     /// See [`NewSchedule::tools`].
     pub tools: Vec<String>,
+    /// See [`NewSchedule::approve`].
+    pub approve: Vec<String>,
 }
 
 impl Schedule {

@@ -96,43 +96,16 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
     if let Some(agent) = &new.agent_id {
         input::check_id("agent", agent)?;
     }
-    check_tools(&new.tools)?;
+    check_patterns("tools", &new.tools)?;
+    check_patterns("approve", &new.approve)?;
     Ok(())
 }
 
-/// Most tool patterns one schedule may hold.
-pub const MAX_TOOL_PATTERNS: usize = 64;
-
-/// Tool patterns: each a function-name pattern (letters, digits, `_`, `-` and `*`, up to
-/// 128 bytes), optionally after one `!`.
-fn check_tools(tools: &[String]) -> Result<()> {
-    if tools.len() > MAX_TOOL_PATTERNS {
-        return Err(input::InputError::new(
-            "tools",
-            format!("at most {MAX_TOOL_PATTERNS} patterns"),
-        )
-        .into());
-    }
-    for pattern in tools {
-        let body = pattern.strip_prefix('!').unwrap_or(pattern);
-        let fits = !body.is_empty()
-            && body.len() <= 128
-            && body
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'));
-        if !fits {
-            return Err(input::InputError::new(
-                "tools",
-                format!(
-                    "`{}` is not a tool pattern: letters, digits, `_`, `-` and `*` (up to 128), \
-                     after an optional `!`",
-                    input::printable(pattern)
-                ),
-            )
-            .into());
-        }
-    }
-    Ok(())
+/// Tool patterns (`tools`, `approve`; at most [`crate::mcp_client::MAX_PATTERNS`] each):
+/// see [`crate::mcp_client::check_patterns`]; the error names `field`.
+fn check_patterns(field: &'static str, patterns: &[String]) -> Result<()> {
+    crate::mcp_client::check_patterns(patterns)
+        .map_err(|reason| input::InputError::new(field, reason).into())
 }
 
 /// The cadence must run after `now`, within ten years, no more often than the minimum, and

@@ -149,6 +149,10 @@ pub struct ScheduleView {
     /// granted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Patterns choosing which of its runs' tool calls need a person's approval; absent:
+    /// none do.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 /// The schedule a schedule follows, as `show` tells it.
@@ -247,6 +251,7 @@ impl ScheduleView {
             agent: schedule.agent_id.clone(),
             made_by_run: schedule.made_by_run.clone(),
             tools: schedule.tools.clone(),
+            approve: schedule.approve.clone(),
         }
     }
 }

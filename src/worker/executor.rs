@@ -120,7 +120,7 @@ impl Executor {
             input: claim.input.clone(),
             agent_id: memory.agent().map(str::to_string),
             tools: schedule.tools.clone(),
-            approve: Vec::new(),
+            approve: schedule.approve.clone(),
             resume: claim.resume.take(),
         };
         let deadline = Duration::from_secs(

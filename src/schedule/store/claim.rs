@@ -490,6 +490,7 @@ mod tests {
             agent_id: None,
             made_by_run: None,
             tools: Vec::new(),
+            approve: Vec::new(),
         }
     }
 

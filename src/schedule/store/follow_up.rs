@@ -82,6 +82,8 @@ impl ScheduleStore {
         new.channel_context_id = parent.channel_context_id.clone();
         new.agent_id = parent.agent_id.clone();
         new.tools = parent.tools.clone();
+        // Its calls need the approval its parent's would: a follow-up is no way around it.
+        new.approve = parent.approve.clone();
         new.timeout_secs = parent.timeout_secs;
         new.max_turns = parent.max_turns;
         new.max_cost = parent.max_cost;

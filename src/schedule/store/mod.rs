@@ -75,7 +75,7 @@ impl FromRow for Schedule {
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
         (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
-        calendars_json, calendar_dates_json, agent_id, made_by_run, tools_json";
+        calendars_json, calendar_dates_json, agent_id, made_by_run, tools_json, approve_json";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -148,6 +148,10 @@ impl FromRow for Schedule {
             made_by_run: row.get(38)?,
             tools: match row.get::<Option<String>>(39)? {
                 Some(_) => json_column(row, 39, "tool patterns")?,
+                None => Vec::new(),
+            },
+            approve: match row.get::<Option<String>>(40)? {
+                Some(_) => json_column(row, 40, "approval patterns")?,
                 None => Vec::new(),
             },
         })
