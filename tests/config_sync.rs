@@ -299,3 +299,67 @@ async fn a_config_entry_follows_a_schedule_and_changes_in_place() {
     assert!(err.to_string().contains("after"), "{err}");
     assert_eq!(find().await.user_id, "alice", "nothing changed");
 }
+
+/// A config entry's tool and approval patterns are stored with it, and a change to
+/// either changes the schedule in place (it is not taken as the same schedule); a bad
+/// pattern names its entry and `approve`, and changes nothing.
+#[tokio::test]
+async fn a_config_entrys_patterns_are_kept_and_a_change_to_them_is_a_change() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let config = common::config_in(&dir);
+    let app = common::app_with(&config, None).await;
+    let store = app.schedules().clone();
+    let entry = |tools: &str, approve: &str| {
+        spec(&format!(
+            "[[schedules]]\nname = \"tidy\"\nuser = \"alice\"\ngoal = \"tidy the files\"\n\
+             every = \"1h\"\ntools = {tools}\napprove = {approve}\n"
+        ))
+    };
+    let find = || async {
+        let (all, _) = store
+            .list(&Actor::Operator, &ScheduleFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(all.len(), 1);
+        all.into_iter().next().unwrap()
+    };
+    let first = entry(
+        r#"["files__*"]"#,
+        r#"["files__write_*", "!files__write_draft"]"#,
+    );
+    assert_eq!(sync(&store, &first, "UTC").await.unwrap().added, 1);
+    let made = find().await;
+    assert_eq!(made.tools, ["files__*"]);
+    assert_eq!(made.approve, ["files__write_*", "!files__write_draft"]);
+    assert_eq!(sync(&store, &first, "UTC").await.unwrap().unchanged, 1);
+
+    for (tools, approve) in [
+        (r#"["files__*"]"#, r#"["files__*"]"#),
+        (r#"["files__*", "web__*"]"#, r#"["files__*"]"#),
+        (r#"["files__*", "web__*"]"#, "[]"),
+    ] {
+        let report = sync(&store, &entry(tools, approve), "UTC").await.unwrap();
+        assert_eq!(report.changed, 1, "{tools} {approve}: {report:?}");
+        let now = find().await;
+        assert_eq!(now.schedule_id, made.schedule_id);
+        assert_eq!(
+            serde_json::to_string(&now.tools).unwrap(),
+            tools.replace(", ", ",")
+        );
+        assert_eq!(
+            serde_json::to_string(&now.approve).unwrap(),
+            approve.replace(", ", ",")
+        );
+    }
+
+    let before = find().await;
+    let err = sync(&store, &entry("[]", r#"["files/*"]"#), "UTC")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("schedules[0]") && err.contains("approve"),
+        "{err}"
+    );
+    assert_eq!(find().await, before, "nothing changed");
+}

@@ -148,6 +148,8 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
         && existing.catch_up_window_secs == new.catch_up_window_secs
         && existing.after == new.after
         && existing.agent_id == new.agent_id
+        && existing.tools == new.tools
+        && existing.approve == new.approve
 }
 
 /// Brings the database's config schedules in line with `entries`, all or nothing.
