@@ -67,6 +67,7 @@ fn request() -> GoalRequest {
         agent_id: None,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_turns: 4,
         max_cost: None,
     }

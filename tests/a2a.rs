@@ -141,6 +141,7 @@ fn goal() -> GoalRequest {
         max_turns: 1,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_cost: None,
     }
 }

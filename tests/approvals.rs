@@ -94,21 +94,28 @@ impl Harness {
         let mut new = NewSchedule::new(
             user,
             "note the release day",
-            Cadence::Once { at: START_MS },
+            Cadence::Once {
+                at: self.clock.now_ms() + 1000,
+                tz: "UTC".into(),
+            },
         );
         new.approve = vec!["memory_save".into()];
         new.channel_id = Some("log".into());
-        self.app
+        let id = self
+            .app
             .schedules()
             .create(&Actor::Operator, &new)
             .await
             .unwrap()
-            .schedule_id
+            .schedule_id;
+        // Due now.
+        self.clock.advance_ms(1000);
+        id
     }
 
-    /// A worker on its own app over the same database and clock.
+    /// A worker of the harness's app (a test wakes its loop after moving the clock).
     async fn worker(&self, id: &str) -> Worker {
-        let app = common::app_with(&self.config, Some(self.clock.clone() as Arc<dyn Clock>)).await;
+        let app = self.app.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let parts = nightshift::worker::WorkerParts {
             runtime: None,

@@ -193,6 +193,7 @@ async fn an_artifact_that_is_not_base64_is_left_out_and_the_run_stands() {
         max_turns: 1,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_cost: None,
     };
     let outcome = runtime.run_goal(&request, app.memory()).await;

@@ -77,6 +77,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         max_turns,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_cost: None,
         input: None,
         agent_id: None,

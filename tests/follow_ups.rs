@@ -75,6 +75,7 @@ fn request(schedule: &Schedule, run_id: &str) -> GoalRequest {
         agent_id: None,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_turns: 8,
         max_cost: None,
     }

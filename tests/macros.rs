@@ -465,6 +465,7 @@ fn goal(user: &str) -> GoalRequest {
         max_turns: 4,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_cost: None,
     }
 }

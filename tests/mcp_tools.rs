@@ -77,6 +77,7 @@ fn request(user: &str) -> GoalRequest {
         agent_id: None,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_turns: 4,
         max_cost: None,
     }

@@ -36,6 +36,7 @@ fn request(user: &str) -> GoalRequest {
         max_turns: 4,
         tools: Vec::new(),
         approve: Vec::new(),
+        resume: None,
         max_cost: None,
         input: None,
         agent_id: None,
