@@ -44,6 +44,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod fact_category;
 pub mod health;
 pub(crate) mod http;
 pub mod ids;

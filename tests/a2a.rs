@@ -17,9 +17,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use nightshift::access::Actor;
 use nightshift::app::App;
+use nightshift::approval::{ApprovalState, Resume};
 use nightshift::config::{RuntimeConfig, RuntimeKind};
 use nightshift::memory::Memory;
-use nightshift::approval::{ApprovalState, Resume};
 use nightshift::runtime::{
     A2aRuntime, AgentRuntime, GoalOutcome, GoalRequest, RuntimeError, AGENT_INPUT,
 };
@@ -286,7 +286,11 @@ async fn input_required_waits_for_the_user_whose_answer_goes_to_the_agent() {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let wait = outcome.wait.expect("the run waits for the user");
     assert_eq!(wait.tool_name, AGENT_INPUT);
-    assert!(wait.arguments.contains("Which inbox?"), "{}", wait.arguments);
+    assert!(
+        wait.arguments.contains("Which inbox?"),
+        "{}",
+        wait.arguments
+    );
     assert!(
         !agent.logged("cancel ").await,
         "a task waiting for the user's answer stays open: {}",

@@ -158,11 +158,7 @@ impl Harness {
     async fn pending(&self, user: &str) -> Vec<Approval> {
         self.app
             .approvals()
-            .list(
-                &Actor::User(user.into()),
-                Some(ApprovalState::Pending),
-                100,
-            )
+            .list(&Actor::User(user.into()), Some(ApprovalState::Pending), 100)
             .await
             .unwrap()
     }
@@ -192,7 +188,11 @@ async fn a_call_waits_for_approval_and_is_made_once_after_it() {
     h.until_run(&schedule_id, RunStatus::Waiting).await;
 
     // Waiting: the call not made, the model asked once, the request sent with its links.
-    assert_eq!(h.notes("ana").await, 0, "nothing is saved before the answer");
+    assert_eq!(
+        h.notes("ana").await,
+        0,
+        "nothing is saved before the answer"
+    );
     assert_eq!(h.model_calls(), 1);
     let pending = h.pending("ana").await;
     assert_eq!(pending.len(), 1);
@@ -221,6 +221,22 @@ async fn a_call_waits_for_approval_and_is_made_once_after_it() {
         .unwrap();
     assert_eq!(run.worker_id, None);
     assert_eq!(run.turn_count, 1);
+    // The run's `temp:` state outlives the sweep of ended runs' while it waits.
+    let access = nightshift::state::StateAccess::run(
+        "ana",
+        &format!("scheduled:{schedule_id}"),
+        &approval.run_id,
+    );
+    h.app
+        .state()
+        .set(&access, "temp:step", &json!(1), None)
+        .await
+        .unwrap();
+    h.app.state().sweep_temp().await.unwrap();
+    assert_eq!(
+        h.app.state().get(&access, "temp:step").await.unwrap().value,
+        json!(1)
+    );
 
     let decided = h
         .app
@@ -252,12 +268,13 @@ async fn a_call_waits_for_approval_and_is_made_once_after_it() {
     // The run's transcript holds the turns before and after the wait, and the answer.
     let transcript = common::count(
         h.app.memory(),
-        &format!(
-            "SELECT count(*) FROM events WHERE session_id LIKE '%scheduled:{schedule_id}'"
-        ),
+        &format!("SELECT count(*) FROM events WHERE session_id LIKE '%scheduled:{schedule_id}'"),
     )
     .await;
-    assert!(transcript >= 5, "goal, call, answer note, result, final: {transcript}");
+    assert!(
+        transcript >= 5,
+        "goal, call, answer note, result, final: {transcript}"
+    );
 
     // A second answer, from any door, decides nothing.
     let again = h
@@ -272,7 +289,13 @@ async fn a_call_waits_for_approval_and_is_made_once_after_it() {
         )
         .await;
     assert!(
-        matches!(again, Err(ApprovalError::Decided { state: ApprovalState::Approved, .. })),
+        matches!(
+            again,
+            Err(ApprovalError::Decided {
+                state: ApprovalState::Approved,
+                ..
+            })
+        ),
         "{again:?}"
     );
     worker.stop().await;
@@ -324,7 +347,11 @@ async fn an_unanswered_request_counts_as_denied_once_its_time_runs_out() {
     h.until_run(&schedule_id, RunStatus::Succeeded).await;
     worker.stop().await;
     assert_eq!(h.notes("ana").await, 0);
-    assert!(h.last_result().contains("nobody answered"), "{}", h.last_result());
+    assert!(
+        h.last_result().contains("nobody answered"),
+        "{}",
+        h.last_result()
+    );
     let expired = h
         .app
         .approvals()
@@ -346,7 +373,13 @@ async fn an_unanswered_request_counts_as_denied_once_its_time_runs_out() {
         )
         .await;
     assert!(
-        matches!(late, Err(ApprovalError::Decided { state: ApprovalState::Expired, .. })),
+        matches!(
+            late,
+            Err(ApprovalError::Decided {
+                state: ApprovalState::Expired,
+                ..
+            })
+        ),
         "{late:?}"
     );
 }
@@ -416,7 +449,11 @@ async fn another_worker_resumes_the_run_after_the_first_stopped() {
     h.until_run(&schedule_id, RunStatus::Succeeded).await;
     second.stop().await;
     assert_eq!(h.notes("ana").await, 1);
-    assert_eq!(h.model_calls(), 2, "resumed from the call, not started over");
+    assert_eq!(
+        h.model_calls(),
+        2,
+        "resumed from the call, not started over"
+    );
     let run = h
         .app
         .schedules()
@@ -444,12 +481,7 @@ async fn links_answer_only_when_their_button_is_pressed_and_only_once() {
     };
     let (approve, deny) = (path("approve_url"), path("deny_url"));
     let approval = h.pending("ana").await.remove(0);
-    let api = TestApi::serve(
-        TempDir::new().unwrap(),
-        h.config.clone(),
-        h.app.clone(),
-    )
-    .await;
+    let api = TestApi::serve(TempDir::new().unwrap(), h.config.clone(), h.app.clone()).await;
     let page = |path: String| {
         let client = api.client.clone();
         let url = format!("{}{path}", api.base);
@@ -469,7 +501,10 @@ async fn links_answer_only_when_their_button_is_pressed_and_only_once() {
     // Opening it (as a chat app's preview does) shows the call and answers nothing.
     let (status, body) = page(approve.clone()).await;
     assert_eq!(status, 200);
-    assert!(body.contains("memory_save") && body.contains("Approve"), "{body}");
+    assert!(
+        body.contains("memory_save") && body.contains("Approve"),
+        "{body}"
+    );
     assert_eq!(h.pending("ana").await.len(), 1);
     // A changed link, or one cut short, is refused and tells nothing.
     let mut tampered = approve.clone();
@@ -519,12 +554,7 @@ async fn another_user_cannot_see_or_answer_an_approval_by_any_door() {
     h.until_run(&schedule_id, RunStatus::Waiting).await;
     worker.stop().await;
     let approval = h.pending("ana").await.remove(0);
-    let api = TestApi::serve(
-        TempDir::new().unwrap(),
-        h.config.clone(),
-        h.app.clone(),
-    )
-    .await;
+    let api = TestApi::serve(TempDir::new().unwrap(), h.config.clone(), h.app.clone()).await;
     let ana = api.token(Some("ana")).await;
     let bob = api.token(Some("bob")).await;
     let id = &approval.approval_id;
@@ -536,7 +566,12 @@ async fn another_user_cannot_see_or_answer_an_approval_by_any_door() {
     ] {
         let theirs = api.call(method, &path, Some(&bob), None).await;
         let missing = api
-            .call(method, &path.replace(id.as_str(), "apr-missing"), Some(&bob), None)
+            .call(
+                method,
+                &path.replace(id.as_str(), "apr-missing"),
+                Some(&bob),
+                None,
+            )
             .await;
         assert_eq!(theirs.status, 404, "{path}");
         assert_eq!(
@@ -580,7 +615,11 @@ async fn another_user_cannot_see_or_answer_an_approval_by_any_door() {
         )
         .await;
     assert_eq!(refused.status, 400, "{}", refused.body);
-    assert_eq!(h.pending("ana").await.len(), 1, "a refused answer changes nothing");
+    assert_eq!(
+        h.pending("ana").await.len(),
+        1,
+        "a refused answer changes nothing"
+    );
     let answered = api
         .call(
             "POST",
@@ -593,7 +632,12 @@ async fn another_user_cannot_see_or_answer_an_approval_by_any_door() {
     assert_eq!(answered.body["state"], "denied");
     assert_eq!(answered.body["decided_by"], "api");
     let twice = api
-        .call("POST", &format!("/v1/approvals/{id}/approve"), Some(&ana), None)
+        .call(
+            "POST",
+            &format!("/v1/approvals/{id}/approve"),
+            Some(&ana),
+            None,
+        )
         .await;
     assert_eq!(twice.status, 409);
     api.stop().await;

@@ -928,3 +928,120 @@ fn a_full_stderr_changes_no_exit_code() {
         .unwrap();
     assert_eq!(bad.code(), Some(2), "bad input keeps its code");
 }
+
+/// Writes a waiting run of `schedule_id` and its approval, as a run paused on a call
+/// leaves them, into the CLI's database.
+fn waiting_approval(d: &Path, schedule_id: &str, user: &str, approval_id: &str) {
+    let db = d.join("cli.db");
+    let (schedule_id, user, approval_id) = (
+        schedule_id.to_string(),
+        user.to_string(),
+        approval_id.to_string(),
+    );
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            let conn = libsql::Builder::new_local(db)
+                .build()
+                .await
+                .unwrap()
+                .connect()
+                .unwrap();
+            let run_id = format!("run-{approval_id}");
+            conn.execute(
+                "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+             VALUES (?1, ?2, (SELECT count(*) + 1 FROM schedule_runs), 'waiting')",
+                [run_id.as_str(), schedule_id.as_str()],
+            )
+            .await
+            .unwrap();
+            conn.execute(
+                "INSERT INTO approvals (approval_id, run_id, schedule_id, user_id, tool_name,
+             arguments, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, 'files__write_file', '{\"path\":\"a\"}', 1, 9999999999999)",
+                [
+                    approval_id.as_str(),
+                    run_id.as_str(),
+                    schedule_id.as_str(),
+                    user.as_str(),
+                ],
+            )
+            .await
+            .unwrap();
+        });
+}
+
+#[test]
+fn approvals_through_the_cli() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    assert_eq!(json(d, &["approvals", "list"]), serde_json::json!([]));
+    let out = run(d, &["approvals", "list", "--state", "maybe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--state"), "{}", stderr(&out));
+    let out = run(d, &["approvals", "list", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("limit"), "{}", stderr(&out));
+    let out = run(d, &["approvals", "approve", "apr-missing"]);
+    assert_eq!(out.status.code(), Some(3));
+
+    let added = json(
+        d,
+        &[
+            "schedule", "add", "--user", "ana", "--goal", "tidy", "--every", "1h",
+        ],
+    );
+    let schedule_id = added["schedule_id"].as_str().unwrap();
+    waiting_approval(d, schedule_id, "ana", "apr-1");
+    waiting_approval(d, schedule_id, "ana", "apr-2");
+
+    let listed = json(
+        d,
+        &["approvals", "list", "--user", "ana", "--state", "pending"],
+    );
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(
+        json(d, &["approvals", "list", "--user", "bob"]),
+        serde_json::json!([])
+    );
+    // Another user's approval answers as a missing one, and is not changed.
+    let bobs = run(d, &["approvals", "approve", "apr-1", "--user", "bob"]);
+    let missing = run(d, &["approvals", "approve", "apr-9", "--user", "bob"]);
+    assert_eq!(bobs.status.code(), Some(3));
+    assert_eq!(
+        stderr(&bobs).replace("apr-1", "X"),
+        stderr(&missing).replace("apr-9", "X")
+    );
+    // A reason over the limit is refused, naming it, and answers nothing.
+    let long = "x".repeat(2001);
+    let out = run(d, &["approvals", "deny", "apr-1", "--reason", &long]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("reason"), "{}", stderr(&out));
+    assert_eq!(json(d, &["approvals", "show", "apr-1"])["state"], "pending");
+
+    let approved = json(
+        d,
+        &[
+            "approvals",
+            "approve",
+            "apr-1",
+            "--user",
+            "ana",
+            "--reason",
+            "fine",
+        ],
+    );
+    assert_eq!(approved["state"], "approved");
+    assert_eq!(approved["decided_by"], "cli");
+    assert_eq!(approved["reason"], "fine");
+    let again = run(d, &["approvals", "deny", "apr-1"]);
+    assert_eq!(again.status.code(), Some(5));
+    assert!(
+        stderr(&again).contains("already answered: approved (cli)"),
+        "{}",
+        stderr(&again)
+    );
+    let text = run(d, &["approvals", "deny", "apr-2"]);
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("apr-2 denied"));
+}

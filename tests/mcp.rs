@@ -81,7 +81,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 24] = [
+const TOOLS: [&str; 26] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -106,6 +106,8 @@ const TOOLS: [&str; 24] = [
     "state_list",
     "memory_history",
     "memory_restore",
+    "approval_list",
+    "approval_decide",
 ];
 
 #[tokio::test]
@@ -416,6 +418,31 @@ async fn one_user_never_reaches_anothers_data() {
     )
     .await;
     let schedule_id = schedule["schedule_id"].as_str().unwrap();
+    // A run of hers waiting for her approval of a call.
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+         VALUES ('run-w', ?1, 1, 'waiting')",
+        [schedule_id],
+    )
+    .await
+    .unwrap();
+    conn.execute(
+        "INSERT INTO approvals (approval_id, run_id, schedule_id, user_id, tool_name,
+         arguments, created_at, expires_at)
+         VALUES ('apr-a1', 'run-w', ?1, 'alice', 'memory_save', '{}', 1, 9999999999999)",
+        [schedule_id],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ok(&alice, "approval_list", json!({})).await["approvals"][0]["approval_id"],
+        "apr-a1"
+    );
+    assert_eq!(
+        ok(&bob, "approval_list", json!({"state": "all"})).await["approvals"],
+        json!([])
+    );
 
     let found = ok(&bob, "memory_search", json!({"query": "locker code 4711"})).await;
     assert_eq!(found["hits"], json!([]));
@@ -451,6 +478,10 @@ async fn one_user_never_reaches_anothers_data() {
             json!({"schedule_id": schedule_id, "from": "2020-01-01", "to": "2020-01-02"}),
         ),
         ("schedule_runs", json!({"schedule_id": schedule_id})),
+        (
+            "approval_decide",
+            json!({"approval_id": "apr-a1", "decision": "approve"}),
+        ),
         ("schedule_delete", json!({"schedule_id": schedule_id})),
     ] {
         let message = tool_error(&bob, tool, args).await;
@@ -461,6 +492,11 @@ async fn one_user_never_reaches_anothers_data() {
     }
     let listed = ok(&bob, "schedule_list", json!({})).await;
     assert_eq!(listed["total"], 0);
+    assert_eq!(
+        ok(&alice, "approval_list", json!({})).await["approvals"][0]["state"],
+        "pending",
+        "bob's answer changed nothing"
+    );
     let resources = bob.list_all_resources().await.unwrap();
     assert!(
         resources.iter().all(|r| !r.uri.contains("alice")),

@@ -567,13 +567,13 @@ fn consolidation(config: &Config) -> Result<(), ConfigError> {
         );
     }
     for category in &c.fact_categories {
-        if !crate::consolidate::facts::CATEGORIES.contains(&category.as_str()) {
+        if !crate::fact_category::CATEGORIES.contains(&category.as_str()) {
             return invalid(
                 "consolidation.fact_categories",
                 format!(
                     "`{}` is not one of {}",
                     input::printable(category),
-                    crate::consolidate::facts::CATEGORIES.join(", ")
+                    crate::fact_category::CATEGORIES.join(", ")
                 ),
             );
         }

@@ -448,8 +448,7 @@ pub struct ModelExtractor {
     pub runtime: crate::runtime::OpenAiRuntime,
 }
 
-/// The categories a fact may have.
-pub const CATEGORIES: [&str; 5] = ["preference", "decision", "habit", "profile", "fact"];
+pub use crate::fact_category::CATEGORIES;
 
 /// Reads `[{"category", "key", "content"}, …]` out of a model's answer.
 pub fn parse_model_facts(answer: &str) -> Option<Vec<Fact>> {

@@ -235,13 +235,14 @@ impl StateStore {
     }
 
     /// Clears `temp:` keys of runs no longer running (a run that crashed before its end
-    /// was recorded). Returns how many keys went.
+    /// was recorded); a run waiting for an approval keeps its own. Returns how many keys
+    /// went.
     pub async fn sweep_temp(&self) -> Result<u64> {
         let conn = self.memory.db().conn().await?;
         Ok(conn
             .execute(
                 "DELETE FROM state_entries WHERE scope = 'temp' AND run_id NOT IN
-                 (SELECT run_id FROM schedule_runs WHERE status = 'running')",
+                 (SELECT run_id FROM schedule_runs WHERE status IN ('running', 'waiting'))",
                 (),
             )
             .await?)

@@ -16,7 +16,7 @@
 //! (each marked in its metadata), `contextId` = the run's id, and the run and schedule
 //! ids in its metadata; it asks to be answered at once (`returnImmediately`, 0.3's
 //! `blocking: false`), and the task is then polled with `GetTask`, first at once, then
-//! after 25 ms, doubling up to 2 s, until it ends. The run's deadline (the executor's
+//! after 2 ms, doubling up to 2 s, until it ends. The run's deadline (the executor's
 //! timeout) drops the future: a guard then cancels the task. Whenever the task is left
 //! before it ended (a deadline, a failure to read an answer) it is canceled, best effort,
 //! in the background.
@@ -41,15 +41,15 @@ use wire::{
 };
 
 use super::request::JsonClient;
-use crate::approval::{ApprovalState, Resume, WaitFor};
 use super::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::approval::{ApprovalState, Resume, WaitFor};
 use crate::config::RuntimeConfig;
 use crate::memory::{Memory, NewEvent, Role};
 
 /// How long a resolved agent card is used before it is read again.
 const CARD_TTL: Duration = Duration::from_secs(300);
 /// The first pause between polls (after one at once), doubled up to [`MAX_POLL`].
-const FIRST_POLL: Duration = Duration::from_millis(25);
+const FIRST_POLL: Duration = Duration::from_millis(2);
 const MAX_POLL: Duration = Duration::from_secs(2);
 /// The name an agent's request for input waits under, as a tool call's would.
 pub const AGENT_INPUT: &str = "a2a_agent_input";
@@ -266,7 +266,11 @@ impl A2aRuntime {
             ids: self.ids.clone(),
         };
         let message_id = crate::ids::new_id(&request.run_id);
-        let params = match request.resume.as_ref().and_then(|r| Some((r, waiting_task(r)?))) {
+        let params = match request
+            .resume
+            .as_ref()
+            .and_then(|r| Some((r, waiting_task(r)?)))
+        {
             // The task waited for the user: an approval (with its reason, if given) is
             // the answer sent to it; a denial cancels it.
             Some((resume, task_id)) => {
@@ -396,7 +400,10 @@ impl AgentRuntime for A2aRuntime {
         let (transcript, turns) = match &request.resume {
             Some(resume) => (
                 Vec::new(),
-                resume.saved["turns"].as_i64().unwrap_or(1).saturating_add(1),
+                resume.saved["turns"]
+                    .as_i64()
+                    .unwrap_or(1)
+                    .saturating_add(1),
             ),
             None => (super::opening_turns(request), 1),
         };
