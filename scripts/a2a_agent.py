@@ -186,7 +186,14 @@ def main():
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by each accepted connection: uvicorn writes a response's head and body
+    # apart, and with Nagle's algorithm the body of every answer after a connection's
+    # first waits out the client's delayed ACK (40 ms), which would be measured as ours.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is printed: a client that connects at once waits in the
+    # backlog for the server to start instead of being refused.
+    sock.listen(128)
     port = sock.getsockname()[1]
     endpoint = f"http://127.0.0.1:{port}/a2a"
     version = "0.3" if args.legacy else "1.0"

@@ -20,25 +20,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn connect(api: &TestApi, token: &str) -> Client {
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", api.base))
-        .auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("initialize over streamable HTTP")
-}
-
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"))
-}
+use common::mcp::{call, connect, text, Client};
 
 /// A successful call's structured result.
 async fn ok(client: &Client, tool: &'static str, arguments: Value) -> Value {
@@ -62,15 +44,6 @@ async fn tool_error(client: &Client, tool: &'static str, arguments: Value) -> St
         "{tool} should fail: {result:?}"
     );
     text(&result)
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
