@@ -11,12 +11,12 @@ use std::time::Duration;
 use common::api::TestApi;
 use nightshift::access::Actor;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, PaginatedRequestParams, ReadResourceRequestParams,
+    CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
 };
-use rmcp::service::{RunningService, ServiceError};
+use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
