@@ -1045,3 +1045,49 @@ fn approvals_through_the_cli() {
     assert!(text.status.success(), "{}", stderr(&text));
     assert!(String::from_utf8_lossy(&text.stdout).contains("apr-2 denied"));
 }
+
+/// Exit 1 is a database (or server) out of reach, from every command family: a libSQL
+/// server URL where nothing listens.
+#[test]
+fn a_database_out_of_reach_is_exit_1_from_every_command_family() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let archive = d.join("archive.ndjson");
+    std::fs::write(&archive, "").unwrap();
+    let archive = archive.to_str().unwrap();
+    for args in [
+        &["memory", "search", "--user", "a", "plants"][..],
+        &["memory", "save", "--user", "a", "a note"],
+        &["index", "rebuild"],
+        &["state", "get", "--user", "a", "user:tz"],
+        &["artifact", "list", "--user", "a", "--session", "s"],
+        &["export", "--user", "a"],
+        &["import", archive],
+        &["schedule", "list"],
+        &[
+            "schedule", "add", "--user", "a", "--goal", "g", "--every", "1h",
+        ],
+        &["approvals", "list"],
+        &["approvals", "approve", "apr-1"],
+        &["macros", "list", "--user", "a"],
+        &["consolidate", "--status"],
+        &["status"],
+        &["workers"],
+        &["outbox", "list"],
+        &["db", "status"],
+        &["token", "list"],
+    ] {
+        let out = nightshift(d)
+            .arg("--db")
+            .arg("http://127.0.0.1:1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("http://127.0.0.1:1"),
+            "{args:?} names the database: {}",
+            stderr(&out)
+        );
+    }
+}

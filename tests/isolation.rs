@@ -123,8 +123,9 @@ fn placeheld(text: &str, ids: &BTreeMap<&'static str, String>) -> String {
     let mut ids: Vec<_> = ids.iter().collect();
     // Longer first: an id that contains another is replaced whole.
     ids.sort_by_key(|(_, id)| std::cmp::Reverse(id.len()));
-    ids.iter()
-        .fold(text.to_string(), |text, (name, id)| text.replace(id.as_str(), &format!("<{name}>")))
+    ids.iter().fold(text.to_string(), |text, (name, id)| {
+        text.replace(id.as_str(), &format!("<{name}>"))
+    })
 }
 
 /// A body for each API route that takes one, valid but for whose id it names.
@@ -211,7 +212,11 @@ async fn bob_gets_from_every_route_and_tool_what_a_missing_id_gets() {
     missing_ids.insert("message_id", "msg-missing".into());
 
     let routes = id_taking_routes();
-    assert!(routes.len() >= 30, "the document lists {} such routes", routes.len());
+    assert!(
+        routes.len() >= 30,
+        "the document lists {} such routes",
+        routes.len()
+    );
     let mut tried = 0;
     for (method, template, takes_body) in &routes {
         let body = match (takes_body, body_for(method, template)) {
@@ -224,7 +229,12 @@ async fn bob_gets_from_every_route_and_tool_what_a_missing_id_gets() {
             .iter()
             .any(|name| template.contains(&format!("{{{name}}}")));
         let theirs = api
-            .call(method, &fill(template, &alice_ids), Some(&bob), body.clone())
+            .call(
+                method,
+                &fill(template, &alice_ids),
+                Some(&bob),
+                body.clone(),
+            )
             .await;
         let text = theirs.body.to_string();
         assert!(
@@ -246,8 +256,14 @@ async fn bob_gets_from_every_route_and_tool_what_a_missing_id_gets() {
             theirs.body
         );
         assert_eq!(
-            (theirs.status, placeheld(&theirs.body.to_string(), &alice_ids)),
-            (missing.status, placeheld(&missing.body.to_string(), &missing_ids)),
+            (
+                theirs.status,
+                placeheld(&theirs.body.to_string(), &alice_ids)
+            ),
+            (
+                missing.status,
+                placeheld(&missing.body.to_string(), &missing_ids)
+            ),
             "{method} {template}: alice's id answers unlike a missing one"
         );
         tried += 1;
@@ -260,7 +276,10 @@ async fn bob_gets_from_every_route_and_tool_what_a_missing_id_gets() {
     let mut tried = 0;
     for tool in &tools {
         let schema = Value::Object((*tool.input_schema).clone());
-        let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+        let properties = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let id_args: Vec<&str> = properties
             .keys()
             .map(String::as_str)
@@ -277,7 +296,12 @@ async fn bob_gets_from_every_route_and_tool_what_a_missing_id_gets() {
         }
         let theirs = call(&client, &tool.name, theirs_args).await;
         let missing = call(&client, &tool.name, missing_args).await;
-        assert_eq!(theirs.is_error, Some(true), "{}: bob was answered", tool.name);
+        assert_eq!(
+            theirs.is_error,
+            Some(true),
+            "{}: bob was answered",
+            tool.name
+        );
         assert_eq!(
             placeheld(&text(&theirs), &ids.alice),
             placeheld(&text(&missing), &ids.missing),

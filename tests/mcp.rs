@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use common::api::TestApi;
 use nightshift::access::Actor;
-use rmcp::model::{
-    CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
-};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
