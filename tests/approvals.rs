@@ -516,8 +516,28 @@ async fn links_answer_only_when_their_button_is_pressed_and_only_once() {
         assert!(body.contains("not valid"), "{body}");
     }
     assert_eq!(h.pending("ana").await.len(), 1);
-    // Pressed: answered, once. The deny link of the same request cannot undo it.
-    let (status, body) = press(approve.clone()).await;
+    // Pressed from another site: refused, nothing answered.
+    let cross = api
+        .client
+        .post(format!("{}{approve}", api.base))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
+    assert_eq!(h.pending("ana").await.len(), 1);
+    // Pressed on the page at the public address, through a proxy that sends its own
+    // Host: answered, once. The deny link of the same request cannot undo it.
+    let (status, body) = {
+        let response = api
+            .client
+            .post(format!("{}{approve}", api.base))
+            .header("origin", "https://nightshift.example")
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("approved"), "{body}");
     for again in [approve.clone(), deny.clone()] {

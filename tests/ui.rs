@@ -645,3 +645,86 @@ async fn each_login_has_its_own_form_token() {
     assert!(csrf_three != csrf_one && csrf_three != csrf_two);
     assert_eq!(two.get("/ui").await.0, 200);
 }
+
+/// The approvals page lists every waiting call, the oldest (the nearest to running out)
+/// too, and answers one with the form's token from this site only.
+#[tokio::test]
+async fn the_approvals_page_shows_every_waiting_call_and_answers_one() {
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "tidy".into(),
+                every: Some("1h".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    // 250 waiting calls, the first the oldest.
+    for i in 0..250 {
+        let run = format!("run-{i:03}");
+        conn.execute(
+            "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status)
+             VALUES (?1, ?2, ?3, 'waiting')",
+            libsql::params![run.as_str(), schedule.schedule_id.as_str(), i],
+        )
+        .await
+        .unwrap();
+        conn.execute(
+            "INSERT INTO approvals (approval_id, run_id, schedule_id, user_id, tool_name,
+             arguments, created_at, expires_at)
+             VALUES (?1, ?2, ?3, 'alice', 'files__write', '{\"i\":1}', ?4, 9999999999999)",
+            libsql::params![
+                format!("apr-{i:03}"),
+                run.as_str(),
+                schedule.schedule_id.as_str(),
+                1_000 + i
+            ],
+        )
+        .await
+        .unwrap();
+    }
+    let browser = Browser::logged_in(&api).await;
+    let (status, page) = browser.get("/ui/approvals").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Waiting (250)"), "{page}");
+    assert!(page.contains("apr-000"), "the oldest waiting call is shown");
+    let csrf = browser.csrf().await;
+    let refused = browser
+        .post(
+            "/ui/approvals/apr-000/approve",
+            &[("csrf", csrf.as_str())],
+            Some("http://evil.example"),
+        )
+        .await;
+    assert_eq!(refused.status(), 403);
+    let without_token = browser
+        .post("/ui/approvals/apr-000/approve", &[], None)
+        .await;
+    assert_ne!(without_token.status(), 303);
+    let denied = browser
+        .post(
+            "/ui/approvals/apr-000/deny",
+            &[("csrf", csrf.as_str()), ("note", "not today")],
+            None,
+        )
+        .await;
+    assert_eq!(denied.status(), 303);
+    let stored = api
+        .app
+        .approvals()
+        .get(&Actor::Operator, "apr-000")
+        .await
+        .unwrap();
+    assert_eq!(stored.state.as_str(), "denied");
+    assert_eq!(stored.decided_by.as_deref(), Some("dashboard"));
+    assert_eq!(stored.reason.as_deref(), Some("not today"));
+    let (_, page) = browser.get("/ui/approvals").await;
+    assert!(page.contains("Waiting (249)"), "{page}");
+    assert!(page.contains("not today"));
+}

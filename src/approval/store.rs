@@ -73,6 +73,22 @@ impl ApprovalStore {
         .await?)
     }
 
+    /// The actor's answered approvals, the most recently answered first.
+    pub async fn answered(&self, actor: &Actor, limit: i64) -> Result<Vec<Approval>> {
+        input::check_range("limit", limit, 1..=MAX_LIST)?;
+        let conn = self.db.conn().await?;
+        Ok(fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM approvals WHERE (?1 IS NULL OR user_id = ?1)
+                 AND state != 'pending' ORDER BY decided_at DESC, approval_id DESC LIMIT ?2",
+                super::COLUMNS
+            ),
+            libsql::params![actor.user_id(), limit],
+        )
+        .await?)
+    }
+
     /// One approval, if it is the actor's.
     pub async fn get(&self, actor: &Actor, approval_id: &str) -> Result<Approval> {
         input::check_id("approval_id", approval_id)?;

@@ -60,10 +60,15 @@ pub async fn call(
             let state = match input.state.as_deref() {
                 None => Some(ApprovalState::Pending),
                 Some("all") => None,
-                Some(s) => Some(
-                    s.parse::<ApprovalState>()
-                        .map_err(|reason| Error::from(InputError::new("state", reason)))?,
-                ),
+                Some(s) => Some(s.parse::<ApprovalState>().map_err(|_| {
+                    Error::from(InputError::new(
+                        "state",
+                        format!(
+                            "`{}` is not one of pending, approved, denied, expired, all",
+                            crate::input::printable(s)
+                        ),
+                    ))
+                })?),
             };
             let approvals = app
                 .approvals()

@@ -264,7 +264,9 @@ impl Channels {
         let context = message.channel_context_id.as_deref();
         match channel.kind {
             ChannelKind::Log => {
-                tracing::info!(target: "nightshift::notify", channel = %message.channel_id, text = %render_text(&message.payload), "notification");
+                // Model-written text may hold terminal escapes: the log shows them escaped.
+                let text = render_text(&message.payload);
+                tracing::info!(target: "nightshift::notify", channel = %message.channel_id, text = %crate::input::printable(&text), "notification");
                 Ok(())
             }
             ChannelKind::Webhook => self.webhook(channel, message).await,

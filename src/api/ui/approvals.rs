@@ -13,21 +13,24 @@ use super::views::{layout, urlencode};
 use super::{checked, failure, see_other, CsrfForm};
 use crate::access::Actor;
 use crate::api::ApiState;
-use crate::approval::{Approval, ApprovalError, ApprovalState, Decision, Door, LinkClaims};
+use crate::approval::{
+    Approval, ApprovalError, ApprovalState, Decision, Door, LinkClaims, MAX_LIST,
+};
 use crate::input::visible;
 
-/// Approvals on the dashboard's page: every pending one and the newest answered.
-const SHOWN: i64 = 200;
+/// Answered approvals on the dashboard's page (the most recently answered); pending ones
+/// are all shown, up to the most one list returns.
+const ANSWERED_SHOWN: i64 = 100;
 
 pub async fn list(State(state): State<ApiState>, session: UiSession) -> Response {
-    match state
-        .app
-        .approvals()
-        .list(&Actor::Operator, None, SHOWN)
-        .await
-    {
-        Ok(approvals) => page(&approvals, &session.csrf).into_response(),
-        Err(err) => failure(err),
+    let store = state.app.approvals();
+    let pending = store
+        .list(&Actor::Operator, Some(ApprovalState::Pending), MAX_LIST)
+        .await;
+    let answered = store.answered(&Actor::Operator, ANSWERED_SHOWN).await;
+    match (pending, answered) {
+        (Ok(pending), Ok(answered)) => page(&pending, &answered, &session.csrf).into_response(),
+        (Err(err), _) | (_, Err(err)) => failure(err),
     }
 }
 
@@ -38,7 +41,7 @@ pub async fn answer(
     Path((approval_id, action)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
         return refused.into_response();
     }
     let decision = match action.as_str() {
@@ -82,7 +85,7 @@ pub async fn follow_link(
     headers: HeaderMap,
     Path(token): Path<String>,
 ) -> Response {
-    if let Err(refused) = same_origin(&headers) {
+    if let Err(refused) = same_origin(&headers, super::public_url(&state)) {
         return refused.into_response();
     }
     match state.app.approvals().follow_link(&token).await {
@@ -167,28 +170,23 @@ fn answered_page(approval: &Approval) -> Markup {
     )
 }
 
-fn page(approvals: &[Approval], csrf: &str) -> Markup {
-    let pending: Vec<&Approval> = approvals
-        .iter()
-        .filter(|a| a.state == ApprovalState::Pending)
-        .collect();
-    let answered: Vec<&Approval> = approvals
-        .iter()
-        .filter(|a| a.state != ApprovalState::Pending)
-        .collect();
+fn page(pending: &[Approval], answered: &[Approval], csrf: &str) -> Markup {
     layout(
         "Approvals",
         Some(csrf),
         false,
         html! {
             h2 { "Waiting (" (pending.len()) ")" }
+            @if pending.len() as i64 >= MAX_LIST {
+                p.error role="alert" { "Only the newest " (MAX_LIST) " are shown: answer some, or use " code { "nightshift approvals list --state pending" } "." }
+            }
             @if pending.is_empty() {
                 p { "No tool call is waiting for an answer." }
             } @else {
                 table {
                     thead { tr { th { "Asked" } th { "User" } th { "Schedule" } th { "Tool" } th { "Arguments" } th { "Answer" } } }
                     tbody {
-                        @for a in &pending {
+                        @for a in pending {
                             @let base = format!("/ui/approvals/{}", urlencode(&a.approval_id));
                             tr {
                                 td { (a.created_at) }
@@ -212,14 +210,14 @@ fn page(approvals: &[Approval], csrf: &str) -> Markup {
                     }
                 }
             }
-            h2 { "Answered" }
+            h2 { "Answered (the latest " (ANSWERED_SHOWN) ")" }
             @if answered.is_empty() {
                 p { "None yet." }
             } @else {
                 table {
                     thead { tr { th { "Asked" } th { "User" } th { "Tool" } th { "Answer" } th { "By" } th { "Reason" } } }
                     tbody {
-                        @for a in &answered {
+                        @for a in answered {
                             tr {
                                 td { (a.created_at) }
                                 td { (visible(&a.user_id)) }

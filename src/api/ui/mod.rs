@@ -100,6 +100,11 @@ fn failure(err: impl Into<Error>) -> Response {
         .into_response()
 }
 
+/// `server.public_url`, when set: the address users reach the server by.
+fn public_url(state: &ApiState) -> Option<&str> {
+    state.app.config().server.public_url.as_deref()
+}
+
 fn see_other(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_string())]).into_response()
 }
@@ -129,7 +134,7 @@ async fn login(
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    if let Err(refused) = same_origin(&headers) {
+    if let Err(refused) = same_origin(&headers, public_url(&state)) {
         return refused.into_response();
     }
     let secret = form.token;
@@ -179,7 +184,7 @@ async fn logout(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
         return refused.into_response();
     }
     if let Err(err) = session.end(&state).await {
@@ -193,8 +198,13 @@ async fn logout(
 }
 
 /// A change's checks: from this site, with this session's form token.
-fn checked(session: &UiSession, headers: &HeaderMap, form: &CsrfForm) -> Result<(), Refused> {
-    same_origin(headers)?;
+fn checked(
+    state: &ApiState,
+    session: &UiSession,
+    headers: &HeaderMap,
+    form: &CsrfForm,
+) -> Result<(), Refused> {
+    same_origin(headers, public_url(state))?;
     check_csrf(session, &form.csrf)
 }
 
@@ -267,7 +277,7 @@ async fn schedule_action(
     Path((schedule_id, action)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
         return refused.into_response();
     }
     let store = state.app.schedules();
@@ -311,7 +321,7 @@ async fn retry(
     Path(message_id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
         return refused.into_response();
     }
     if let Err(err) = crate::input::check_id("message id", &message_id) {

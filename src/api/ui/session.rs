@@ -83,9 +83,10 @@ impl IntoResponse for Refused {
     }
 }
 
-/// Refuses a request another site's page made: one whose `Origin` is not this server's,
-/// or that the browser marks as cross-site.
-pub fn same_origin(headers: &HeaderMap) -> Result<(), Refused> {
+/// Refuses a request another site's page made: one whose `Origin` is neither this
+/// server's (the `Host` it was sent to) nor `public_url`'s (the address users reach it by,
+/// through a proxy that may send another `Host`), or that the browser marks as cross-site.
+pub fn same_origin(headers: &HeaderMap, public_url: Option<&str>) -> Result<(), Refused> {
     let refused = Refused("Refused: the request came from another site.");
     if headers
         .get("sec-fetch-site")
@@ -102,11 +103,23 @@ pub fn same_origin(headers: &HeaderMap) -> Result<(), Refused> {
             .strip_prefix("http://")
             .or_else(|| origin.strip_prefix("https://"))
             .unwrap_or("");
-        if origin_host.is_empty() || origin_host != host {
+        let public = public_url.is_some_and(|url| origin == origin_of(url));
+        if !public && (origin_host.is_empty() || origin_host != host) {
             return Err(refused);
         }
     }
     Ok(())
+}
+
+/// The origin (`scheme://host[:port]`) of a URL: what a browser sends as `Origin` for a
+/// page there.
+fn origin_of(url: &str) -> &str {
+    let url = url.trim_end_matches('/');
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(path) => &url[..after_scheme + path],
+        None => url,
+    }
 }
 
 /// Checks a form's token against the session's, in constant time.
@@ -186,18 +199,40 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(HOST, HeaderValue::from_static("127.0.0.1:7431"));
         assert!(
-            same_origin(&headers).is_ok(),
+            same_origin(&headers, None).is_ok(),
             "no Origin: a form post from the page"
         );
         headers.insert(ORIGIN, HeaderValue::from_static("http://127.0.0.1:7431"));
-        assert!(same_origin(&headers).is_ok());
+        assert!(same_origin(&headers, None).is_ok());
         headers.insert(ORIGIN, HeaderValue::from_static("http://evil.example"));
-        assert!(same_origin(&headers).is_err());
+        assert!(same_origin(&headers, None).is_err());
         headers.insert(ORIGIN, HeaderValue::from_static("null"));
-        assert!(same_origin(&headers).is_err());
+        assert!(same_origin(&headers, None).is_err());
         headers.remove(ORIGIN);
         headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
-        assert!(same_origin(&headers).is_err());
+        assert!(same_origin(&headers, None).is_err());
+    }
+
+    #[test]
+    fn behind_a_proxy_the_public_address_is_this_sites() {
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("127.0.0.1:7431"));
+        headers.insert(ORIGIN, HeaderValue::from_static("https://ns.example.com"));
+        assert!(same_origin(&headers, None).is_err());
+        for public in [
+            "https://ns.example.com",
+            "https://ns.example.com/",
+            "https://ns.example.com/nightshift",
+        ] {
+            assert!(same_origin(&headers, Some(public)).is_ok(), "{public}");
+        }
+        for other in [
+            "http://ns.example.com",
+            "https://ns.example.com:8443",
+            "https://example.com",
+        ] {
+            assert!(same_origin(&headers, Some(other)).is_err(), "{other}");
+        }
     }
 
     #[test]
