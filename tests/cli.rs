@@ -1091,3 +1091,35 @@ fn a_database_out_of_reach_is_exit_1_from_every_command_family() {
         );
     }
 }
+
+#[test]
+fn schedule_cancel_stops_a_waiting_run_once() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let added = json(
+        d,
+        &[
+            "schedule", "add", "--user", "ana", "--goal", "tidy", "--every", "1h",
+        ],
+    );
+    let schedule_id = added["schedule_id"].as_str().unwrap();
+    waiting_approval(d, schedule_id, "ana", "apr-c");
+    let bobs = run(d, &["schedule", "cancel", "run-apr-c", "--user", "bob"]);
+    assert_eq!(bobs.status.code(), Some(3), "{}", stderr(&bobs));
+    let cancelled = json(d, &["schedule", "cancel", "run-apr-c", "--user", "ana"]);
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(cancelled["cancel_requested_by"], "cli");
+    assert_eq!(
+        json(d, &["approvals", "show", "apr-c"])["decided_by"],
+        "cancel"
+    );
+    let again = run(d, &["schedule", "cancel", "run-apr-c"]);
+    assert_eq!(again.status.code(), Some(5));
+    assert!(
+        stderr(&again).contains("already ended as cancelled"),
+        "{}",
+        stderr(&again)
+    );
+    let missing = run(d, &["schedule", "cancel", "run-nope"]);
+    assert_eq!(missing.status.code(), Some(3));
+}

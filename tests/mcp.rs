@@ -52,7 +52,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 26] = [
+const TOOLS: [&str; 27] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -79,6 +79,7 @@ const TOOLS: [&str; 26] = [
     "memory_restore",
     "approval_list",
     "approval_decide",
+    "schedule_run_cancel",
 ];
 
 #[tokio::test]

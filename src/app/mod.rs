@@ -129,9 +129,10 @@ impl App {
         memory = memory.with_change_events(crate::notify::changes::ChangeForwarder::events(config));
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());
-        let schedules = ScheduleStore::new(memory.db().clone(), memory.clock().clone(), limits)
-            .with_notifications(router.clone(), outbox_wake.clone());
         let scheduler_wake = Arc::new(Notify::new());
+        let schedules = ScheduleStore::new(memory.db().clone(), memory.clock().clone(), limits)
+            .with_notifications(router.clone(), outbox_wake.clone())
+            .with_scheduler_wake(scheduler_wake.clone());
         Ok(App {
             approvals: crate::approval::ApprovalStore::new(
                 memory.db().clone(),

@@ -459,6 +459,15 @@ pub enum ScheduleCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Stop a run: one waiting for an approval at once, a running one by the worker that
+    /// holds it (its runtime call dropped). Exit 5 for a run that already ended.
+    Cancel {
+        /// The run's id (see `schedule runs`).
+        run_id: String,
+        /// Only if the run's schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Make a schedule due now; a running worker picks it up within a second.
     RunNow {
         id: String,

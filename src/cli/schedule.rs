@@ -165,6 +165,16 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
             };
             print(json, &out, || format!("deleted {}", out.schedule_id))
         }
+        ScheduleCommand::Cancel { run_id, user } => {
+            let run = store.cancel_run(&actor(user)?, &run_id, "cli").await?;
+            let view = RunView::from(&run);
+            print(json, &view, || match view.status {
+                nightshift::schedule::types::RunStatus::Running => {
+                    format!("{} is being stopped by the worker running it", view.run_id)
+                }
+                status => format!("{} {status}", view.run_id),
+            })
+        }
         ScheduleCommand::Runs { id, limit, user } => {
             let runs = store.runs(&actor(user)?, &id, limit).await?;
             let out: Vec<RunView> = runs.iter().map(RunView::from).collect();

@@ -174,6 +174,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedule_approve",
         sql: include_str!("../../migrations/0032_schedule_approve.sql"),
     },
+    Migration {
+        version: 33,
+        name: "run_cancel",
+        sql: include_str!("../../migrations/0033_run_cancel.sql"),
+    },
 ];
 
 /// The schema version this binary writes.

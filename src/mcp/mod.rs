@@ -8,6 +8,7 @@
 mod approval_tools;
 mod handler;
 mod resources;
+mod run_tools;
 mod schema;
 mod search_in;
 mod state_tools;

@@ -294,6 +294,7 @@ pub fn definitions() -> Vec<ToolDef> {
     tools.extend(super::state_tools::definitions());
     tools.extend(super::version_tools::definitions());
     tools.extend(super::approval_tools::definitions());
+    tools.extend(super::run_tools::definitions());
     tools
 }
 
@@ -696,6 +697,7 @@ pub async fn call(
             };
             done(text, &RunsOut { runs })
         }
+        "schedule_run_cancel" => super::run_tools::call(app, user, name, arguments).await,
         other if other.starts_with("approval_") => {
             super::approval_tools::call(app, user, other, arguments).await
         }

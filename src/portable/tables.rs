@@ -28,6 +28,7 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("schedule", "agent_id"),
     ("schedule", "made_by_run"),
     ("schedule", "tools_json"),
+    ("run", "cancel_requested_by"),
     ("schedule", "approve_json"),
     ("event", "name"),
 ];
@@ -220,6 +221,7 @@ pub(crate) const TABLES: &[Table] = &[
             "due_at",
             "origin",
             "event_id",
+            "cancel_requested_by",
         ],
         key: &["run_id"],
         select: "WHERE schedule_id IN (SELECT schedule_id FROM schedules WHERE user_id = ?1)

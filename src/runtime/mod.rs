@@ -55,6 +55,8 @@ pub enum RuntimeError {
     Deadline { secs: u64 },
     #[error("cost {cost:.6} went over max_cost {max_cost:.6}")]
     TooExpensive { cost: f64, max_cost: f64 },
+    #[error("cancelled ({by}): the runtime call was stopped")]
+    Cancelled { by: String },
     #[error("the runtime reported failure: {0}")]
     Reported(String),
     #[error("invalid runtime configuration: {0}")]
@@ -94,6 +96,7 @@ impl crate::error::Kind for RuntimeError {
             | RuntimeError::TooManyToolCalls { .. }
             | RuntimeError::TooExpensive { .. }
             | RuntimeError::Reported(_)
+            | RuntimeError::Cancelled { .. }
             | RuntimeError::AgentError { .. }
             | RuntimeError::TaskEnded { .. }
             | RuntimeError::InputRefused { .. } => ErrorKind::Internal,

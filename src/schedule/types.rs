@@ -255,6 +255,8 @@ pub struct Run {
     pub cost: f64,
     pub notified: bool,
     pub origin: RunOrigin,
+    /// Who asked to stop it (`cli`, `api`, `mcp`, `dashboard`), when someone did.
+    pub cancel_requested_by: Option<String>,
 }
 
 /// What a finished attempt produced.

@@ -345,6 +345,9 @@ pub struct RunView {
     pub notified: bool,
     /// What started it: cadence, trigger, chain or backfill.
     pub origin: RunOrigin,
+    /// Who asked to stop it, when someone did (`cli`, `api`, `mcp`, `dashboard`): a
+    /// running run with this set is being stopped.
+    pub cancel_requested_by: Option<String>,
 }
 
 impl From<&Run> for RunView {
@@ -367,6 +370,7 @@ impl From<&Run> for RunView {
             completion_tokens: run.completion_tokens,
             cost: run.cost,
             notified: run.notified,
+            cancel_requested_by: run.cancel_requested_by.clone(),
             origin: run.origin,
         }
     }

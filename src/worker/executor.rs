@@ -42,6 +42,22 @@ pub struct Executor {
     pub summaries: Option<(SummaryPolicy, Arc<dyn Summarizer>)>,
     /// Where the files a run produced are stored, with the schedule's session.
     pub artifacts: ArtifactStore,
+    /// The runs this worker is running, by id: cancelling one's token stops it.
+    pub running: std::sync::Mutex<std::collections::HashMap<String, CancellationToken>>,
+}
+
+/// Takes a run out of [`Executor::running`] however its execution ends.
+struct Running<'a> {
+    executor: &'a Executor,
+    run_id: String,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.executor.running.lock() {
+            running.remove(&self.run_id);
+        }
+    }
 }
 
 impl Executor {
@@ -49,10 +65,31 @@ impl Executor {
         self.scheduler.lease_secs * 1000
     }
 
+    /// Stops the run `run_id` if this worker is running it (someone asked to); it is
+    /// recorded `cancelled`. Returns whether it was running here.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        let running = self.running.lock().map(|r| r.get(run_id).cloned());
+        match running {
+            Ok(Some(token)) => {
+                token.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Runs a claimed occurrence to its end. When `hard_stop` fires first the run is
     /// abandoned as it stands (shutdown marks it interrupted).
     pub async fn execute(&self, mut claim: Claim, hard_stop: CancellationToken) {
         let run_id = claim.run_id.clone();
+        let cancelled = CancellationToken::new();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(run_id.clone(), cancelled.clone());
+        }
+        let _running = Running {
+            executor: self,
+            run_id: run_id.clone(),
+        };
         let heartbeat = async {
             let period = Duration::from_millis((self.lease_ms() / 3).max(1) as u64);
             loop {
@@ -77,6 +114,24 @@ impl Executor {
             result = attempts => result,
             _ = heartbeat => return,
             _ = hard_stop.cancelled() => return,
+            // The runtime call is dropped with the attempts (an HTTP request closed, an
+            // A2A task canceled by its guard, an MCP call dropped).
+            _ = cancelled.cancelled() => {
+                let by = self
+                    .store
+                    .run(&crate::access::Actor::Operator, &run_id)
+                    .await
+                    .ok()
+                    .and_then(|run| run.cancel_requested_by)
+                    .unwrap_or_else(|| "unknown".to_string());
+                (
+                    RunStatus::Cancelled,
+                    GoalOutcome {
+                        error: Some(RuntimeError::Cancelled { by }),
+                        ..Default::default()
+                    },
+                )
+            }
         };
         if let Some(wait) = outcome.wait.take() {
             self.wait(&claim, outcome, wait, &hard_stop).await;

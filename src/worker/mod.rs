@@ -114,6 +114,7 @@ pub async fn run_with(
         listener: Arc::new(listener::LogListener),
         summaries: Some((consolidation.policy(), consolidation.summarizer.clone())),
         artifacts: app.artifacts().clone(),
+        running: Default::default(),
     });
     let scheduler = scheduler::Scheduler {
         store: store.clone(),

@@ -31,6 +31,29 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(backfill))
         .routes(routes!(runs))
         .routes(routes!(show_run))
+        .routes(routes!(cancel_run))
+}
+
+/// Stop a run: one waiting for an approval is `cancelled` at once; a running one comes
+/// back `running` with `cancel_requested_by` set, and its worker stops the runtime call
+/// and records it `cancelled`. 409 for a run that already ended.
+#[utoipa::path(post, path = "/v1/runs/{run_id}/cancel", tag = "schedules",
+    params(("run_id" = String, Path), UserQuery),
+    responses((status = 200, body = RunView), Failures),
+    security(("bearer" = [])))]
+async fn cancel_run(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(run_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<Json<RunView>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let run = state
+        .app
+        .schedules()
+        .cancel_run(&actor, &run_id, "api")
+        .await?;
+    Ok(Json(RunView::from(&run)))
 }
 
 /// Add a schedule: a goal and exactly one of `cron` (+ `tz`), `every`, `at`, `when`. With a

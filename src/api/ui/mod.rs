@@ -46,6 +46,7 @@ pub fn router() -> Router<ApiState> {
             "/ui/schedules/{schedule_id}/{action}",
             post(schedule_action),
         )
+        .route("/ui/runs/{run_id}/cancel", post(cancel_run))
         .route("/ui/approvals", get(approvals::list))
         .route(
             "/ui/approvals/{approval_id}/{action}",
@@ -293,6 +294,30 @@ async fn schedule_action(
     };
     match done {
         Ok(_) => see_other(&format!("/ui/schedules/{}", views::urlencode(&schedule_id))),
+        Err(err) => failure(err),
+    }
+}
+
+async fn cancel_run(
+    State(state): State<ApiState>,
+    session: UiSession,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
+        return refused.into_response();
+    }
+    match state
+        .app
+        .schedules()
+        .cancel_run(&Actor::Operator, &run_id, "dashboard")
+        .await
+    {
+        Ok(run) => see_other(&format!(
+            "/ui/schedules/{}",
+            views::urlencode(&run.schedule_id)
+        )),
         Err(err) => failure(err),
     }
 }

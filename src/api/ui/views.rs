@@ -204,7 +204,15 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                 @for r in runs {
                     tr data-run=(r.run_id) {
                         td { (r.scheduled_for) }
-                        td.status { (r.status.as_str()) }
+                        td.status {
+                            (r.status.as_str())
+                            @if let Some(by) = r.cancel_requested_by.as_deref().filter(|_| r.status.as_str() == "running") {
+                                " (stopping, asked by " (by) ")"
+                            }
+                            @if matches!(r.status.as_str(), "running" | "waiting") && r.cancel_requested_by.is_none() {
+                                " " (action_button(&format!("/ui/runs/{}/cancel", urlencode(&r.run_id)), "Cancel", csrf))
+                            }
+                        }
                         td { (r.attempt) }
                         td { (r.finished_at.as_deref().unwrap_or("—")) }
                         td {

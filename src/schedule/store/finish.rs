@@ -61,12 +61,18 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         // Its first statement records the run: a write.
         let tx = conn.write_tx_writing_first().await?;
+        // Usage recorded while the run waited for an approval is kept if this attempt
+        // lost its own (a cancel drops it): counters only grow.
+        // A waiting run is finished here only by a cancel.
         let updated = tx
             .execute(
                 "UPDATE schedule_runs SET status = ?2, finished_at = ?3, output_summary = ?4,
-                 output = ?5, error = ?6, turn_count = ?7, prompt_tokens = ?8,
-                 completion_tokens = ?9, cost = ?10, lease_expires_at = NULL
-                 WHERE run_id = ?1 AND status = 'running' AND (?11 IS NULL OR worker_id = ?11)",
+                 output = ?5, error = ?6, turn_count = max(turn_count, ?7),
+                 prompt_tokens = max(prompt_tokens, ?8),
+                 completion_tokens = max(completion_tokens, ?9), cost = max(cost, ?10),
+                 lease_expires_at = NULL
+                 WHERE run_id = ?1 AND (?11 IS NULL OR worker_id = ?11)
+                 AND (status = 'running' OR (status = 'waiting' AND ?2 = 'cancelled'))",
                 libsql::params![
                     claim.run_id.as_str(),
                     status.as_str(),
@@ -88,6 +94,16 @@ impl ScheduleStore {
         }
         // The run's `temp:` state ends with it, whatever its outcome.
         crate::state::clear_run(&tx, &claim.run_id).await?;
+        // A call it waited on can no longer be answered, nor the run resumed.
+        tx.execute(
+            "UPDATE approvals SET
+                 state = CASE WHEN state = 'pending' THEN 'denied' ELSE state END,
+                 decided_by = CASE WHEN state = 'pending' THEN 'cancel' ELSE decided_by END,
+                 decided_at = coalesce(decided_at, ?2), resumed_at = ?2, resume_json = NULL
+             WHERE run_id = ?1 AND resumed_at IS NULL",
+            libsql::params![claim.run_id.as_str(), now],
+        )
+        .await?;
         // A run an event started never ends its schedule: only the cadence's own
         // occurrences do.
         let one_shot =
@@ -97,7 +113,22 @@ impl ScheduleStore {
             && !matches!(claim.schedule.cadence, Cadence::Triggered { .. })
             && claim.schedule.next_run_at.is_none();
         let (failures, new_status, reason): (i64, Option<&str>, Option<String>) =
-            if status.is_success() {
+            if status == RunStatus::Cancelled {
+                // Someone stopped it: not a failure of the schedule's. A one-shot has
+                // nothing left to run.
+                let failures: i64 = query_scalar(
+                    &tx,
+                    "SELECT consecutive_failures FROM schedules WHERE schedule_id = ?1",
+                    [claim.schedule.schedule_id.as_str()],
+                )
+                .await?
+                .unwrap_or(0);
+                (
+                    failures,
+                    (one_shot || last).then_some("completed"),
+                    (one_shot || last).then(|| "its last run was cancelled".to_string()),
+                )
+            } else if status.is_success() {
                 (
                     0,
                     last.then_some("completed"),
@@ -130,7 +161,12 @@ impl ScheduleStore {
                 }
             };
         let mut announced = false;
-        if let Some((router, _)) = &self.notifications {
+        // A cancelled run is not announced: whoever cancelled it knows.
+        if let Some((router, _)) = self
+            .notifications
+            .as_ref()
+            .filter(|_| status != RunStatus::Cancelled)
+        {
             let plan = router.plan(&Recipient {
                 user_id: &claim.schedule.user_id,
                 schedule_id: &claim.schedule.schedule_id,

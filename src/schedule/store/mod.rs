@@ -9,11 +9,13 @@
 //! - [`backfill`](self::backfill): queuing the occurrences of a past range;
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown;
-//! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered.
+//! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered;
+//! - [`cancel`](self::cancel): stopping a running or waiting run by hand.
 
 mod announce;
 mod backfill;
 mod calendars;
+mod cancel;
 mod claim;
 mod control;
 mod create;
@@ -55,6 +57,8 @@ pub struct ScheduleStore {
     limits: StoreLimits,
     /// Where finished runs are announced (the outbox), and who to wake when one is.
     notifications: Option<(Arc<Router>, Arc<tokio::sync::Notify>)>,
+    /// This process's scheduler loop, woken when a run is asked to stop.
+    wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
@@ -161,7 +165,7 @@ impl FromRow for Schedule {
 impl FromRow for Run {
     const COLUMNS: &'static str = "run_id, schedule_id, scheduled_for, attempt, status, worker_id,
         started_at, finished_at, output_summary, output, error, turn_count, prompt_tokens,
-        completion_tokens, cost, notified, origin";
+        completion_tokens, cost, notified, origin, cancel_requested_by";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(Run {
@@ -182,6 +186,7 @@ impl FromRow for Run {
             cost: row.get(14)?,
             notified: row.get::<i64>(15)? != 0,
             origin: text_column(row, 16, "run origin")?,
+            cancel_requested_by: row.get(17)?,
         })
     }
 }
@@ -193,7 +198,14 @@ impl ScheduleStore {
             clock,
             limits,
             notifications: None,
+            wake: None,
         }
+    }
+
+    /// Wakes this process's scheduler loop when a run is asked to stop.
+    pub fn with_scheduler_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = Some(wake);
+        self
     }
 
     /// Records a notification in the outbox with every finished run, in the same

@@ -58,7 +58,7 @@ impl ScheduleStore {
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT {HELD_RUN}, s.max_attempts
+                    "SELECT {HELD_RUN}, s.max_attempts, r.cancel_requested_by
                      FROM schedule_runs r JOIN schedules s ON s.schedule_id = r.schedule_id
                      LEFT JOIN schedule_events e ON e.event_id = r.event_id
                      WHERE r.status = 'running' AND r.lease_expires_at < ?1"
@@ -68,14 +68,27 @@ impl ScheduleStore {
             .await?;
         let mut expired = Vec::new();
         while let Some(row) = rows.next().await? {
-            expired.push((HeldRun::from_row(&row)?, row.get::<i64>(6)?));
+            expired.push((
+                HeldRun::from_row(&row)?,
+                row.get::<i64>(6)?,
+                row.get::<Option<String>>(7)?,
+            ));
         }
         drop(rows);
         let mut claims = Vec::new();
-        for (held, max_attempts) in expired {
+        for (held, max_attempts, cancel) in expired {
             let (run_id, schedule_id, attempt) =
                 (held.run_id.clone(), held.schedule_id.clone(), held.attempt);
-            if attempt < max_attempts {
+            if let Some(by) = cancel {
+                // Asked to stop before its worker vanished: it stops here.
+                let outcome = RunOutcome {
+                    status: Some(RunStatus::Cancelled),
+                    error: Some(format!("cancelled ({by}); its worker had stopped")),
+                    ..Default::default()
+                };
+                let claim = held.into_claim(self.load(&schedule_id).await?);
+                self.finish(&claim, None, &outcome, u32::MAX as i64).await?;
+            } else if attempt < max_attempts {
                 let taken = conn
                     .execute(
                         "UPDATE schedule_runs SET attempt = attempt + 1, worker_id = ?2,
