@@ -656,9 +656,10 @@ async fn another_user_cannot_see_or_answer_an_approval_by_any_door() {
             "POST",
             &format!("/v1/approvals/{id}/approve"),
             Some(&ana),
-            None,
+            // A `null` body is no reason, as no body is.
+            Some(Value::Null),
         )
         .await;
-    assert_eq!(twice.status, 409);
+    assert_eq!(twice.status, 409, "{}", twice.body);
     api.stop().await;
 }

@@ -74,7 +74,7 @@ async fn approve(
     caller: Caller,
     id: ApiPath<String>,
     query: ApiQuery<UserQuery>,
-    body: Option<ApiJson<DecisionBody>>,
+    body: Option<ApiJson<Option<DecisionBody>>>,
 ) -> Result<Json<Approval>, ApiError> {
     decide(state, caller, id, query, body, Decision::Approve).await
 }
@@ -91,7 +91,7 @@ async fn deny(
     caller: Caller,
     id: ApiPath<String>,
     query: ApiQuery<UserQuery>,
-    body: Option<ApiJson<DecisionBody>>,
+    body: Option<ApiJson<Option<DecisionBody>>>,
 ) -> Result<Json<Approval>, ApiError> {
     decide(state, caller, id, query, body, Decision::Deny).await
 }
@@ -101,11 +101,12 @@ async fn decide(
     caller: Caller,
     ApiPath(approval_id): ApiPath<String>,
     ApiQuery(query): ApiQuery<UserQuery>,
-    body: Option<ApiJson<DecisionBody>>,
+    body: Option<ApiJson<Option<DecisionBody>>>,
     decision: Decision,
 ) -> Result<Json<Approval>, ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
-    let reason = body.and_then(|ApiJson(b)| b.reason);
+    // No body, `null` and `{}` all mean no reason.
+    let reason = body.and_then(|ApiJson(b)| b).and_then(|b| b.reason);
     let decided = state
         .app
         .approvals()
