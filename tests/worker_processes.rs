@@ -272,6 +272,9 @@ async fn killed_worker_has_its_occurrence_recovered_once() {
     assert_eq!(runs(&config, &id).len(), 1);
 }
 
+/// Two workers on thirty schedules due every second, the second started while the first
+/// is in the middle of runs: each claims runs of its own (counted by `worker_id`), and
+/// the runtime is asked for each run once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_worker_processes_run_each_occurrence_once() {
     let dir = TempDir::new().unwrap();
@@ -294,33 +297,106 @@ async fn two_worker_processes_run_each_occurrence_once() {
         );
         ids.push(added["schedule_id"].as_str().unwrap().to_string());
     }
+    // Each run's call takes a while, and the second worker starts while the first is in
+    // the middle of runs: it must leave them to their live worker.
+    *fake.hang_first.lock().unwrap() = Some(Duration::from_millis(300));
     let a = start_worker(&config);
+    assert!(
+        eventually(100, || !fake.calls.lock().unwrap().is_empty()).await,
+        "the first worker never called the runtime"
+    );
     let b = start_worker(&config);
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    let workers: Vec<String> = cli(&config, &["workers"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["worker_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    // Until each worker has claimed runs of its own, however long this machine takes.
+    let db = nightshift::db::Db::open(
+        &nightshift::db::DbTarget::parse(&dir.path().join("shared.db").display().to_string())
+            .unwrap(),
+        nightshift::db::DbOptions::default(),
+    )
+    .await
+    .unwrap();
+    for _ in 0..1200 {
+        let claimed = claimed_by_worker(&db).await;
+        if workers
+            .iter()
+            .all(|w| claimed.get(w).is_some_and(|n| *n >= 20))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     stop(a);
     stop(b);
+    let claimed = claimed_by_worker(&db).await;
+    for worker in &workers {
+        assert!(
+            claimed.get(worker).is_some_and(|n| *n > 0),
+            "worker {worker} claimed no run: {claimed:?}"
+        );
+    }
 
     let mut occurrences = std::collections::HashSet::new();
-    let mut total = 0;
+    let mut attempts = HashMap::new();
     for id in &ids {
         for run in runs(&config, id) {
-            total += 1;
             assert!(occurrences.insert((
                 id.clone(),
                 run["scheduled_for"].as_str().unwrap().to_string()
             )));
+            let status = run["status"].as_str().unwrap().to_string();
             assert!(
-                matches!(
-                    run["status"].as_str().unwrap(),
-                    "succeeded" | "skipped" | "interrupted"
-                ),
+                matches!(status.as_str(), "succeeded" | "skipped" | "interrupted"),
                 "{run}"
             );
+            if status != "skipped" {
+                let run_id = run["run_id"].as_str().unwrap().to_string();
+                attempts.insert(run_id, (status, run["attempt"].as_i64().unwrap()));
+            }
         }
     }
-    assert!(total >= 150, "only {total} occurrences in 8 s");
+    // At the runtime: every run asked for is in the history; no attempt asked twice; a
+    // succeeded run asked exactly once (no worker lost its lease here, so one attempt).
     let calls = fake.calls.lock().unwrap();
-    assert!(calls.values().all(|n| *n == 1), "an occurrence ran twice");
+    for (run_id, n) in calls.iter() {
+        let (status, attempt) = attempts.get(run_id).unwrap_or_else(|| {
+            panic!("the runtime was asked for run {run_id}, not in the history")
+        });
+        assert_eq!(*attempt, 1, "run {run_id} needed {attempt} attempts");
+        assert!(
+            *n <= 1,
+            "run {run_id} ({status}) was asked {n} times in one attempt"
+        );
+    }
+    for (run_id, (status, _)) in &attempts {
+        if status == "succeeded" {
+            assert_eq!(calls.get(run_id), Some(&1), "succeeded run {run_id}");
+        }
+    }
+}
+
+/// Runs claimed (run, not skipped) per worker.
+async fn claimed_by_worker(db: &nightshift::db::Db) -> HashMap<String, i64> {
+    use nightshift::db::Queryable;
+    let conn = db.conn().await.unwrap();
+    let mut rows = conn
+        .query_rows(
+            "SELECT worker_id, count(*) FROM schedule_runs
+             WHERE status != 'skipped' AND worker_id IS NOT NULL GROUP BY worker_id",
+            (),
+        )
+        .await
+        .unwrap();
+    let mut claimed = HashMap::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        claimed.insert(row.get::<String>(0).unwrap(), row.get::<i64>(1).unwrap());
+    }
+    claimed
 }
 
 /// `cli` for a command that prints its id, returning it.

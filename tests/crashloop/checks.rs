@@ -1,9 +1,11 @@
 //! The invariants checked after every kill, on the database the killed processes left:
 //! it is sound, its derived index is in step with its rows, nothing of a forgotten session
-//! or a deleted note is left, nothing confirmed is lost, every due occurrence is accounted
-//! for by exactly one run or recorded skip, every finished run has its transcript and its
-//! message, every message marked delivered reached the webhook, no message was sent twice
-//! by one worker, and summary epochs only go up.
+//! or a deleted note is left, nothing confirmed is lost (each event and note with its
+//! confirmed text), every due occurrence is accounted for by a run or recorded skip, the
+//! model was asked for each run at most once per attempt and a succeeded run's last
+//! attempt answered exactly once, every finished run has its transcript and its message,
+//! every message marked delivered reached the webhook, no message was sent twice by one
+//! worker, and summary epochs only go up.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -84,6 +86,19 @@ pub struct Checker {
     epochs: HashMap<String, i64>,
     violations: Vec<String>,
     rounds: u64,
+    /// Kills that found the model in the middle of a run of the killed worker.
+    pub kills_mid_run: u64,
+}
+
+/// What the runs came to at the model, for the report and the final assertions.
+#[derive(Default)]
+pub struct AtTheModel {
+    /// Attempts the model was asked to run.
+    pub attempts: usize,
+    /// Runs recorded succeeded, each with the one answer the model gave its last attempt.
+    pub successes: usize,
+    /// Of them, runs the model had been asked for by a worker killed before it finished.
+    pub recovered: usize,
 }
 
 impl Checker {
@@ -96,6 +111,7 @@ impl Checker {
             epochs: HashMap::new(),
             violations: Vec::new(),
             rounds: 0,
+            kills_mid_run: 0,
         }
     }
 
@@ -197,6 +213,7 @@ impl Checker {
         found.extend(self.confirmed_writes(&books).await);
         found.extend(self.epochs_only_go_up(&books.forgotten).await);
         found.extend(self.occurrences().await);
+        found.extend(self.runs_at_the_model(sink).await);
         found.extend(self.deliveries(sink).await);
         if last {
             let running = self
@@ -246,38 +263,79 @@ impl Checker {
         found
     }
 
-    /// Appends and saves a command confirmed are there, whole.
+    /// Appends, saves and updates a command confirmed are there, whole, with their text:
+    /// every event whose append returned, each killed append's events all or none, and
+    /// nothing else; every note whose save returned, holding the text of its last
+    /// confirmed save or update (or of an update killed since).
     async fn confirmed_writes(&self, books: &crate::writers::Books) -> Vec<String> {
-        let events: HashMap<String, i64> = self
+        let mut events: HashMap<String, HashMap<String, u64>> = HashMap::new();
+        for row in self
             .rows(
-                "SELECT substr(session_id, instr(session_id, char(31)) + 1), count(*) FROM events
-                 GROUP BY 1",
+                "SELECT substr(session_id, instr(session_id, char(31)) + 1), content FROM events
+                 WHERE substr(session_id, instr(session_id, char(31)) + 1) LIKE 'chat-%'",
             )
             .await
-            .into_iter()
-            .filter_map(|r| Some((text(&r[0])?, int(&r[1])?)))
-            .collect();
-        let notes: HashSet<String> = self
-            .rows("SELECT note_id FROM notes")
+        {
+            if let (Some(session), Some(content)) = (text(&row[0]), text(&row[1])) {
+                *events
+                    .entry(session)
+                    .or_default()
+                    .entry(content)
+                    .or_default() += 1;
+            }
+        }
+        let notes: HashMap<String, String> = self
+            .rows("SELECT note_id, content FROM notes")
             .await
             .into_iter()
-            .filter_map(|r| text(&r[0]))
+            .filter_map(|r| Some((text(&r[0])?, text(&r[1])?)))
             .collect();
         let mut found = Vec::new();
-        for (session, (confirmed, maybe)) in &books.appended {
-            let n = events.get(session).copied().unwrap_or(0) as u64;
-            if n < *confirmed || n > confirmed + maybe {
+        for (session, appended) in &books.appended {
+            let mut held = events.remove(session).unwrap_or_default();
+            for confirmed in &appended.confirmed {
+                if take(&mut held, confirmed) != 1 {
+                    found.push(format!(
+                        "session {session}: the confirmed event {confirmed:?} is not there once"
+                    ));
+                }
+            }
+            for batch in &appended.maybe {
+                let there: Vec<u64> = batch.iter().map(|t| take(&mut held, t)).collect();
+                if !(there.iter().all(|n| *n == 1) || there.iter().all(|n| *n == 0)) {
+                    found.push(format!(
+                        "session {session}: a killed append is there in part: {batch:?} {there:?}"
+                    ));
+                }
+            }
+            if !held.is_empty() {
                 found.push(format!(
-                    "session {session} holds {n} events; {confirmed} were confirmed and {maybe} more may have been"
+                    "session {session} holds events no append made: {:?}",
+                    held.keys().collect::<Vec<_>>()
                 ));
             }
         }
-        found.extend(
-            books
-                .notes
-                .difference(&notes)
-                .map(|n| format!("confirmed note {n} is lost")),
-        );
+        for session in events.keys() {
+            found.push(format!("session {session} holds events no append made"));
+        }
+        for (id, note) in &books.notes {
+            match notes.get(id) {
+                None => found.push(format!("confirmed note {id} is lost")),
+                Some(content) if *content != note.confirmed && !note.maybe.contains(content) => {
+                    found.push(format!(
+                        "note {id} holds {content:?}, not its confirmed {} {:?}{}",
+                        if note.updated { "update" } else { "save" },
+                        note.confirmed,
+                        if note.maybe.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" nor a killed update's {:?}", note.maybe)
+                        }
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         found
     }
 
@@ -352,6 +410,126 @@ impl Checker {
             }
         }
         found
+    }
+
+    /// The runs as the model saw them: no attempt asked twice or answered twice, none
+    /// asked beyond the attempt its run is at or for a run that is not there; every
+    /// succeeded run's last attempt answered exactly once, with the output recorded; and
+    /// its earlier attempts asked only by workers killed before that last one started.
+    async fn runs_at_the_model(&self, sink: &Sink) -> Vec<String> {
+        let mut found = sink.strays();
+        let runs = self.runs().await;
+        let attempts = sink.attempts();
+        for ((run, attempt), seen) in &attempts {
+            if seen.asked.len() > 1 {
+                found.push(format!(
+                    "run {run}, attempt {attempt}: the model was asked {} times (worker generations {:?})",
+                    seen.asked.len(),
+                    seen.asked
+                ));
+            }
+            if seen.answers.len() > 1 {
+                found.push(format!(
+                    "run {run}, attempt {attempt}: the model answered it {} times: {:?}",
+                    seen.answers.len(),
+                    seen.answers
+                ));
+            }
+            match runs.get(run) {
+                None => found.push(format!(
+                    "the model was asked for run {run}, which is not in the database"
+                )),
+                Some((_, at, _)) if attempt > at => found.push(format!(
+                    "the model was asked for attempt {attempt} of run {run}, which is at attempt {at}"
+                )),
+                Some(_) => {}
+            }
+        }
+        for (run, (status, last, output)) in &runs {
+            if status != "succeeded" {
+                continue;
+            }
+            let Some(seen) = attempts.get(&(run.clone(), *last)) else {
+                found.push(format!(
+                    "run {run} succeeded at attempt {last}, which the model was never asked"
+                ));
+                continue;
+            };
+            if seen.answers != [output.clone()] {
+                found.push(format!(
+                    "run {run} succeeded at attempt {last} with {output:?}; the model answered that attempt {:?}",
+                    seen.answers
+                ));
+            }
+            let Some(&by) = seen.asked.first() else {
+                continue;
+            };
+            for earlier in 1..*last {
+                let Some(before) = attempts.get(&(run.clone(), earlier)) else {
+                    continue;
+                };
+                if before.asked.iter().any(|g| *g >= by) {
+                    found.push(format!(
+                        "run {run}: attempt {earlier} (worker generations {:?}) was asked of the model by no earlier worker than attempt {last} (generation {by}): the run ran twice in one worker",
+                        before.asked
+                    ));
+                }
+            }
+        }
+        found
+    }
+
+    /// Every run of the cadence but skips: its status, attempt and output.
+    async fn runs(&self) -> HashMap<String, (String, i64, String)> {
+        self.rows(
+            "SELECT run_id, status, attempt, coalesce(output, '') FROM schedule_runs
+             WHERE event_id IS NULL AND status != 'skipped'",
+        )
+        .await
+        .into_iter()
+        .filter_map(|r| Some((text(&r[0])?, (text(&r[1])?, int(&r[2])?, text(&r[3])?))))
+        .collect()
+    }
+
+    /// After a kill: whether the killed worker (of `generation`) left a run running that
+    /// the model had been asked for, in its current attempt (a kill in the middle of a
+    /// run, not before it reached the model nor after it was recorded).
+    pub async fn killed(&mut self, sink: &Sink, generation: u64) -> bool {
+        let attempts = sink.attempts();
+        let mid_run = self
+            .rows("SELECT run_id, attempt FROM schedule_runs WHERE status = 'running'")
+            .await
+            .into_iter()
+            .filter_map(|r| Some((text(&r[0])?, int(&r[1])?)))
+            .any(|key| {
+                attempts
+                    .get(&key)
+                    .is_some_and(|seen| seen.asked.contains(&generation))
+            });
+        self.kills_mid_run += u64::from(mid_run);
+        mid_run
+    }
+
+    /// The runs at the model, counted.
+    pub async fn at_the_model(&self, sink: &Sink) -> AtTheModel {
+        let attempts = sink.attempts();
+        let mut counted = AtTheModel {
+            attempts: attempts.len(),
+            ..AtTheModel::default()
+        };
+        for (run, (status, last, output)) in self.runs().await {
+            let answered = attempts
+                .get(&(run.clone(), last))
+                .is_some_and(|seen| seen.answers == [output.clone()]);
+            if status != "succeeded" || !answered {
+                continue;
+            }
+            counted.successes += 1;
+            if (1..last).any(|earlier| attempts.contains_key(&(run.clone(), earlier))) {
+                counted.recovered += 1;
+            }
+        }
+        counted
     }
 
     /// Every message marked delivered reached the webhook, and no worker sent one twice.
@@ -434,6 +612,7 @@ impl Checker {
             .count("SELECT count(*) FROM embed_queue WHERE claim_token IS NOT NULL")
             .await;
         let redelivered: usize = sink.deliveries().values().map(|g| g.len() - 1).sum();
+        let model = self.at_the_model(sink).await;
         let operations: u64 = books
             .ops
             .iter()
@@ -446,8 +625,25 @@ impl Checker {
         for (op, n) in books.ops.iter().filter(|(op, _)| **op != "kills") {
             println!("| {op} | {n} |");
         }
+        println!(
+            "| kills in the middle of a run at the model | {} |",
+            self.kills_mid_run
+        );
+        println!("| note updates confirmed | {} |", books.updates_confirmed);
         println!("| runs succeeded | {runs} |");
         println!("| runs finished by a later attempt after a kill | {recovered} |");
+        println!(
+            "| attempts the model was asked to run | {} |",
+            model.attempts
+        );
+        println!(
+            "| runs succeeded with the one answer the model gave their last attempt | {} |",
+            model.successes
+        );
+        println!(
+            "| of them, runs the model had been asked for by a killed worker | {} |",
+            model.recovered
+        );
         println!("| messages delivered | {delivered} |");
         println!("| redeliveries after a kill (same key) | {redelivered} |");
         println!("| chunks left to a killed worker's claim until its lease ends | {claimed} |");
@@ -458,11 +654,22 @@ impl Checker {
         println!("| invariant checks | {} |", self.rounds);
         println!("| violations | {} |", self.violations.len());
         println!(
-            "crashloop_kills={kills} crashloop_operations={} crashloop_runs={runs} crashloop_violations={}",
+            "crashloop_kills={kills} crashloop_kills_mid_run={} crashloop_operations={} crashloop_runs={runs} crashloop_runs_recovered={} crashloop_violations={}",
+            self.kills_mid_run,
             operations + runs as u64 + delivered as u64,
+            model.recovered,
             self.violations.len()
         );
     }
+}
+
+/// Takes one `text` from a multiset; how many there were.
+fn take(held: &mut HashMap<String, u64>, text: &str) -> u64 {
+    let n = held.remove(text).unwrap_or(0);
+    if n > 1 {
+        held.insert(text.to_string(), n - 1);
+    }
+    n
 }
 
 fn text(value: &Value) -> Option<String> {

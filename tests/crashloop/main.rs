@@ -3,8 +3,12 @@
 //! worker running a schedule every second per user through an `openai` runtime that calls
 //! tools, with a webhook outbox and the background embedder) while the driver SIGKILLs the
 //! worker at random moments — in the second mode a writer mid-command as well — and
-//! restarts it. After every kill the database is checked (see [`Checker`]); at the end a
-//! last worker drains everything and the outbox is checked against what the webhook got.
+//! restarts it; every other round the kill waits until the model is answering one of the
+//! worker's runs. After every kill the database, and what the model was asked, are
+//! checked (see [`Checker`]); at the end a last worker drains everything, the outbox is
+//! checked against what the webhook got, and the loop must have killed a worker in the
+//! middle of a run, recovered a run, had runs succeed and note updates confirmed (and in
+//! the second mode, killed writers mid-command).
 //!
 //! The short mode runs in CI (25 kills each). `scripts/crashloop.sh` runs the full mode:
 //! `NIGHTSHIFT_CRASHLOOP_KILLS` (default 25) kills, `NIGHTSHIFT_CRASHLOOP_SEED` to replay
@@ -198,14 +202,14 @@ async fn crash_loop(
     diagnose: impl Fn() -> String,
 ) {
     let Settings { kills, seed } = settings();
-    let (peer, sink) = peers::start().await;
+    let mut checker = Checker::open(&database).await;
+    let (peer, sink) = peers::start(&database).await;
     let config = write_config(dir.path(), &database, &peer);
     // On a server a CLI write may be refused as unavailable (exit 1) while sqld holds a
     // killed worker's write lock: booked and counted, not a violation; on a file, never.
     let on_a_server = database.starts_with("http");
     let cli = Arc::new(writers::Cli::new(config.clone(), on_a_server));
     let ledger = Arc::new(Ledger::default());
-    let mut checker = Checker::open(&database).await;
     let mut rng = Rng::new(seed);
     eprintln!("crash loop: {victim:?} on {database}, {kills} kills, seed {seed}");
 
@@ -255,6 +259,11 @@ async fn crash_loop(
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
+        if round % 2 == 1 {
+            // Every other round the worker dies in the middle of a run: once the model is
+            // answering one of its runs (at most a few seconds: a run is due every second).
+            sink.wait_mid_run(Duration::from_secs(10)).await;
+        }
         if let Some(status) = worker.try_wait().unwrap() {
             checker.violation(format!(
                 "round {round}: the worker exited by itself ({status})"
@@ -265,6 +274,7 @@ async fn crash_loop(
         stop.store(true, Ordering::SeqCst);
         threads.join();
         ledger.count("kills");
+        checker.killed(&sink, sink.generation()).await;
         checker.check(&ledger, &sink, false).await;
         if read_log(&log).contains("panicked") {
             checker.violation(format!(
@@ -303,6 +313,31 @@ async fn crash_loop(
         }
     );
     checker.report(&ledger, &sink, &label, kills, seed).await;
+    // What the loop is for must have happened, or the checks above held of nothing.
+    let model = checker.at_the_model(&sink).await;
+    let books = ledger.books();
+    let mut evidence = vec![
+        (
+            "kills in the middle of a run at the model",
+            checker.kills_mid_run,
+        ),
+        (
+            "runs recovered after a kill",
+            u64::try_from(model.recovered).unwrap(),
+        ),
+        ("runs succeeded", u64::try_from(model.successes).unwrap()),
+        ("note updates confirmed", books.updates_confirmed),
+    ];
+    if victim == Victim::WriterAndWorker {
+        let killed = books.ops.get("writer commands killed").copied();
+        evidence.push(("writer commands killed mid-command", killed.unwrap_or(0)));
+    }
+    let done = books.ops.get("kills").copied().unwrap_or(0);
+    for (what, n) in evidence {
+        if n == 0 {
+            checker.violation(format!("{done} kills and no {what}"));
+        }
+    }
     let violations = checker.violations();
     if violations > 0 {
         // And as the drain left them, with the last worker's log.

@@ -108,6 +108,24 @@ impl Cli {
     }
 }
 
+/// One session's appends: the texts that must be there, and per append killed mid-way
+/// its texts, all of which are there or none.
+#[derive(Default, Clone)]
+pub struct Appended {
+    pub confirmed: Vec<String>,
+    pub maybe: Vec<Vec<String>>,
+}
+
+/// What a note must hold: the text its last confirmed save or update gave it, or one of
+/// the texts of updates killed since (each committed whole or not at all).
+#[derive(Default, Clone)]
+pub struct NoteText {
+    pub confirmed: String,
+    pub maybe: Vec<String>,
+    /// Whether `confirmed` came from an update.
+    pub updated: bool,
+}
+
 /// What the writers did, and so what the database must and may hold.
 #[derive(Default)]
 pub struct Ledger {
@@ -116,11 +134,13 @@ pub struct Ledger {
 
 #[derive(Default, Clone)]
 pub struct Books {
-    /// Per session, events whose append was confirmed, and events of appends killed
-    /// mid-way (each may or may not have been committed, whole).
-    pub appended: HashMap<String, (u64, u64)>,
-    /// Notes confirmed saved and not deleted since.
-    pub notes: HashSet<String>,
+    /// Per session, the texts of the events whose append was confirmed, and those of
+    /// appends killed mid-way (each may or may not have been committed, whole).
+    pub appended: HashMap<String, Appended>,
+    /// Notes confirmed saved and not deleted since, with the text each must hold.
+    pub notes: HashMap<String, NoteText>,
+    /// Note updates confirmed.
+    pub updates_confirmed: u64,
     /// Notes confirmed deleted, and sessions confirmed forgotten: nothing of them may be
     /// left.
     pub deleted_notes: HashSet<String>,
@@ -223,11 +243,16 @@ fn appender(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut Rng, i: usi
         let user = user(rng);
         let session = format!("chat-{i}-{user}-{}", rng.below(4));
         let n = rng.below(u64::MAX);
-        let (outcome, events) = if rng.below(3) == 0 {
-            let batch: String = (0..3)
-                .map(|k| {
+        let (outcome, texts) = if rng.below(3) == 0 {
+            let texts: Vec<String> = (0..3)
+                .map(|k| format!("plants need water on day {n} part {k}"))
+                .collect();
+            let batch: String = texts
+                .iter()
+                .enumerate()
+                .map(|(k, text)| {
                     format!(
-                        "{{\"role\":\"{}\",\"content\":\"plants need water on day {n} part {k}\"}}\n",
+                        "{{\"role\":\"{}\",\"content\":\"{text}\"}}\n",
                         if k % 2 == 0 { "user" } else { "assistant" }
                     )
                 })
@@ -242,18 +267,22 @@ fn appender(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut Rng, i: usi
                 "--file",
                 "-",
             ];
-            (cli.run(&args, Some(&batch)), 3)
+            (cli.run(&args, Some(&batch)), texts)
         } else {
             let text = format!("remember the crashloop fact number {n} about {user}");
-            (append_one(cli, &user, &session, &text), 1)
+            (append_one(cli, &user, &session, &text), vec![text])
         };
         let killed = matches!(outcome, Outcome::Killed | Outcome::Unavailable(_));
-        ledger.book("events appended", outcome, |books, _| {
-            books.appended.entry(session.clone()).or_default().0 += events;
-        });
         if killed {
-            ledger.with(|books| books.appended.entry(session).or_default().1 += events);
+            ledger.with(|books| {
+                let appended = books.appended.entry(session.clone()).or_default();
+                appended.maybe.push(texts.clone());
+            });
         }
+        ledger.book("events appended", outcome, |books, _| {
+            let appended = books.appended.entry(session).or_default();
+            appended.confirmed.extend(texts);
+        });
     }
 }
 
@@ -271,7 +300,11 @@ fn notes_and_forgetting(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut
                 let outcome = cli.run(&["memory", "save", "--user", &user, &text], None);
                 ledger.book("notes saved", outcome, |books, value| {
                     let id = value["note_id"].as_str().unwrap().to_string();
-                    books.notes.insert(id.clone());
+                    let confirmed = NoteText {
+                        confirmed: text,
+                        ..NoteText::default()
+                    };
+                    books.notes.insert(id.clone(), confirmed);
                     mine.push((user, id));
                 });
             }
@@ -279,7 +312,24 @@ fn notes_and_forgetting(cli: &Cli, ledger: &Ledger, stop: &AtomicBool, rng: &mut
                 let (user, id) = mine[rng.below(mine.len() as u64) as usize].clone();
                 let text = format!("note {n} updated by the crashloop");
                 let outcome = cli.run(&["memory", "update", "--user", &user, &id, &text], None);
-                ledger.book("notes updated", outcome, |_, _| {});
+                if matches!(outcome, Outcome::Killed | Outcome::Unavailable(_)) {
+                    ledger.with(|books| {
+                        if let Some(note) = books.notes.get_mut(&id) {
+                            note.maybe.push(text.clone());
+                        }
+                    });
+                }
+                ledger.book("notes updated", outcome, |books, _| {
+                    books.updates_confirmed += 1;
+                    books.notes.insert(
+                        id,
+                        NoteText {
+                            confirmed: text,
+                            maybe: Vec::new(),
+                            updated: true,
+                        },
+                    );
+                });
             }
             3 if !mine.is_empty() => {
                 let (user, id) = mine.swap_remove(rng.below(mine.len() as u64) as usize);
