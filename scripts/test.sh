@@ -9,6 +9,9 @@ scripts/fetch-model.sh
 eval "$(scripts/mcp-peers.sh)"
 # The A2A agent the A2A runtime's tests start (the official Python SDK, pinned).
 eval "$(scripts/a2a-peers.sh)"
+# Every peer a registry ships is installed now: a test that finds one missing fails
+# instead of skipping (only the libSQL server, which no registry ships, may be skipped).
+export NIGHTSHIFT_TEST_PEERS_REQUIRED=1
 cargo test --locked --lib --bins --tests "$@"
 # A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
 # `scripts/api-fuzz.sh --examples 200`).

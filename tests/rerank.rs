@@ -196,10 +196,14 @@ fn the_reranker_reads_with_either_network_of_the_folder() {
         assert!(scores[0] > scores[1] && scores[1] > scores[2], "{scores:?}");
         all.push(scores);
     }
-    if semantic.model_dir.join(FAST_READER_FILE).is_file() {
-        // Different networks, so not the same numbers: the folder's int8 one was read.
-        assert_ne!(all[0], all[1]);
-    }
+    assert!(
+        semantic.model_dir.join(FAST_READER_FILE).is_file(),
+        "{} is not in {}: scripts/fetch-model.sh derives it",
+        FAST_READER_FILE,
+        semantic.model_dir.display()
+    );
+    // Different networks, so not the same numbers: the folder's int8 one was read.
+    assert_ne!(all[0], all[1]);
 }
 
 #[tokio::test]
