@@ -5,7 +5,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::tools::{args, done, CallError, Effect, ToolDef};
+use super::tool_def::{args, done, CallError, Effect, ToolDef};
 use crate::access::Actor;
 use crate::app::App;
 use crate::approval::{Approval, ApprovalState, Decision, Door};

@@ -16,7 +16,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::resources;
-use super::tools::{self, CallError, Effect, ToolDef};
+use super::tool_def::{CallError, Effect, ToolDef};
+use super::tools;
 use crate::app::App;
 use crate::error::Error;
 

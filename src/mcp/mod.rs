@@ -13,6 +13,7 @@ mod schema;
 mod search_in;
 mod state_tools;
 pub mod stdio;
+pub mod tool_def;
 pub mod tools;
 mod version_tools;
 

@@ -7,7 +7,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::tools::{args, done, CallError, Effect, ToolDef};
+use super::tool_def::{args, done, CallError, Effect, ToolDef};
 use crate::app::App;
 use crate::error::Error;
 use crate::state::{StateAccess, StateDeleted, StateEntry, StateList};
