@@ -8,8 +8,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::counts::{bump, Counts, PassOutcome};
 use super::facts::{cosine, token_jaccard, Fact, ModelUsage};
-use super::passes::{bump, Consolidator, Counts, PassOutcome, FACTS_TRIES};
+use super::passes::{Consolidator, FACTS_TRIES};
 use super::{ConsolidateError, Pass, Progress};
 use crate::memory::{Memory, NewNote, Origin, Role, SearchRequest, SessionKey, SessionKind};
 

@@ -4,6 +4,7 @@
 //! cursors advance only when a pass succeeded for that session, so a pass cut short is
 //! finished by the next one and running a pass twice changes nothing the second time.
 
+mod counts;
 pub mod facts;
 mod facts_pass;
 mod macro_store;

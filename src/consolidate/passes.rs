@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::facts::FactExtractor;
@@ -46,14 +46,7 @@ pub struct Consolidator {
 /// Tries the facts pass gives one event before skipping it (and reporting it).
 pub const FACTS_TRIES: i64 = 3;
 
-pub(super) type Counts = Map<String, Value>;
-
-/// A pass's counts, and its first error when it failed in part (the facts pass goes on
-/// with the other sessions when one fails).
-pub(super) struct PassOutcome {
-    pub counts: Counts,
-    pub error: Option<String>,
-}
+use super::counts::{bump, Counts, PassOutcome};
 
 /// What a panicked task's payload says.
 fn panic_text(join: tokio::task::JoinError) -> String {
@@ -66,11 +59,6 @@ fn panic_text(join: tokio::task::JoinError) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown".into())
-}
-
-pub(super) fn bump(counts: &mut Counts, key: &str, by: i64) {
-    let value = counts.get(key).and_then(Value::as_i64).unwrap_or(0) + by;
-    counts.insert(key.to_string(), json!(value));
 }
 
 impl Consolidator {
