@@ -259,3 +259,80 @@ async fn a_waiting_run_is_cancelled_at_once_and_its_approval_closed() {
         "a recurring schedule goes on"
     );
 }
+
+/// A run with a cancel asked: its worker shutting down records it cancelled, not
+/// interrupted (no failure counted), and it cannot start waiting for an approval.
+#[tokio::test]
+async fn a_cancel_asked_holds_through_a_shutdown_and_before_a_wait() {
+    let dir = TempDir::new().unwrap();
+    let app = common::app_with(&config(&dir, "http://127.0.0.1:9/v1"), None).await;
+    let store = app.schedules();
+    let at = nightshift::db::clock::now_ms() + 86_400_000;
+    let one_shot = |goal: &str| {
+        NewSchedule::new(
+            "ana",
+            goal,
+            Cadence::Once {
+                at,
+                tz: "UTC".into(),
+            },
+        )
+    };
+    let conn = app.db().conn().await.unwrap();
+    let mut schedules = Vec::new();
+    for (run_id, goal) in [("run-s", "shut down"), ("run-w", "about to wait")] {
+        let schedule = store
+            .create(&Actor::Operator, &one_shot(goal))
+            .await
+            .unwrap();
+        conn.execute(
+            "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+             lease_expires_at, cancel_requested_by)
+             VALUES (?1, ?2, ?3, 'running', 'wrk-1', 9999999999999, 'cli')",
+            libsql::params![run_id, schedule.schedule_id.as_str(), at],
+        )
+        .await
+        .unwrap();
+        schedules.push(schedule);
+    }
+    // Asking to wait: refused, saying who asked to stop it; nothing written.
+    let claim =
+        nightshift::schedule::types::Claim::of_cadence("run-w".into(), schedules[1].clone(), at, 1);
+    let paused = store
+        .wait_for_approval(
+            &claim,
+            "wrk-1",
+            &Default::default(),
+            &nightshift::approval::WaitFor {
+                tool_name: "memory_delete".into(),
+                arguments: "{}".into(),
+                saved: serde_json::Value::Null,
+            },
+            60_000,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        paused,
+        nightshift::schedule::store::Paused::CancelAsked("cli".into())
+    );
+    assert!(app
+        .approvals()
+        .list(&Actor::Operator, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // The worker shuts down holding both: each is recorded cancelled.
+    assert_eq!(store.interrupt_held("wrk-1", 1).await.unwrap(), 2);
+    for (run_id, schedule) in ["run-s", "run-w"].iter().zip(&schedules) {
+        let run = store.run(&Actor::Operator, run_id).await.unwrap();
+        assert_eq!(run.status, RunStatus::Cancelled, "{run_id}");
+        let schedule = store
+            .get(&Actor::Operator, &schedule.schedule_id)
+            .await
+            .unwrap();
+        assert_eq!(schedule.consecutive_failures, 0);
+        assert_eq!(schedule.status, ScheduleStatus::Completed);
+    }
+}

@@ -16,7 +16,7 @@ use crate::memory::{
     Summarizer, SummaryPolicy,
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
-use crate::schedule::store::{ScheduleStore, Transcript};
+use crate::schedule::store::{Paused, ScheduleStore, Transcript};
 use crate::schedule::types::{Claim, RunOutcome, RunStatus, ScheduleStatus};
 use crate::schedule::ScheduleError;
 
@@ -99,7 +99,13 @@ impl Executor {
                     .renew_lease(&run_id, &self.worker_id, self.lease_ms())
                     .await
                 {
-                    Ok(true) => {}
+                    Ok(true) => {
+                        // A cancel the scheduler loop did not pass on (it stops first
+                        // when the worker shuts down) is seen here.
+                        if let Ok(Some(_)) = self.store.cancel_asked(&run_id).await {
+                            cancelled.cancel();
+                        }
+                    }
                     Ok(false) => {
                         tracing::warn!(%run_id, "lost the lease on a running run");
                         return;
@@ -389,11 +395,21 @@ impl Executor {
                 )
                 .await
             {
-                Ok(Some(waiting)) => {
+                Ok(Paused::Waiting(waiting)) => {
                     tracing::info!(run_id = %claim.run_id, approval_id = %waiting.approval_id, tool = %wait.tool_name, "run waits for approval of a tool call");
                     return;
                 }
-                Ok(None) => {
+                Ok(Paused::CancelAsked(by)) => {
+                    // The call is not asked for: the run stops here, with what it used.
+                    let stopped = GoalOutcome {
+                        error: Some(RuntimeError::Cancelled { by }),
+                        ..outcome
+                    };
+                    self.record(claim, RunStatus::Cancelled, stopped, hard_stop)
+                        .await;
+                    return;
+                }
+                Ok(Paused::NotHeld) => {
                     tracing::warn!(run_id = %claim.run_id, "run was taken over by another worker; its approval request discarded");
                     return;
                 }

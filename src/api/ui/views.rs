@@ -209,7 +209,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                             @if let Some(by) = r.cancel_requested_by.as_deref().filter(|_| r.status.as_str() == "running") {
                                 " (stopping, asked by " (by) ")"
                             }
-                            @if matches!(r.status.as_str(), "running" | "waiting") && r.cancel_requested_by.is_none() {
+                            @if r.status.as_str() == "waiting" || (r.status.as_str() == "running" && r.cancel_requested_by.is_none()) {
                                 " " (action_button(&format!("/ui/runs/{}/cancel", urlencode(&r.run_id)), "Cancel", csrf))
                             }
                         }

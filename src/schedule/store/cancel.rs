@@ -22,33 +22,56 @@ impl ScheduleStore {
     /// set until its worker stops it.
     pub async fn cancel_run(&self, actor: &Actor, run_id: &str, by: &str) -> Result<Run> {
         input::check_text("by", by, MAX_BY_BYTES, Lines::One)?;
-        let run = self.run(actor, run_id).await?;
-        match run.status {
-            RunStatus::Waiting => {
-                let claim = self.claim_of(run_id).await?;
-                let outcome = RunOutcome {
-                    status: Some(RunStatus::Cancelled),
-                    error: Some(format!("cancelled ({by}) while waiting for an approval")),
-                    ..Default::default()
-                };
-                // Whoever holds it: none. Lost to an answer that resumed it meanwhile,
-                // it is running now: asked to stop like any running run.
-                if !self.finish(&claim, None, &outcome, i64::MAX).await? {
-                    return self.request_cancel(actor, run_id, by).await;
+        // A run may move between running and waiting while this looks: each step is
+        // conditional on the state it saw, and a step that found it moved looks again.
+        for _ in 0..8 {
+            let run = self.run(actor, run_id).await?;
+            match run.status {
+                RunStatus::Waiting => {
+                    let claim = self.claim_of(run_id).await?;
+                    let outcome = RunOutcome {
+                        status: Some(RunStatus::Cancelled),
+                        error: Some(format!("cancelled ({by}) while waiting for an approval")),
+                        ..Default::default()
+                    };
+                    // Whoever holds it: none.
+                    if self.finish(&claim, None, &outcome, i64::MAX).await? {
+                        self.note_cancel(run_id, by).await?;
+                        return self.run(actor, run_id).await;
+                    }
                 }
-                self.note_cancel(run_id, by).await?;
-                self.run(actor, run_id).await
+                RunStatus::Running => {
+                    if let Some(run) = self.request_cancel(actor, run_id, by).await? {
+                        return Ok(run);
+                    }
+                }
+                ended => {
+                    return Err(ScheduleError::State(format!(
+                        "run `{run_id}` already ended as {ended}; only a running or waiting \
+                         run can be cancelled"
+                    )))
+                }
             }
-            RunStatus::Running => self.request_cancel(actor, run_id, by).await,
-            ended => Err(ScheduleError::State(format!(
-                "run `{run_id}` already ended as {ended}; only a running or waiting run can \
-                 be cancelled"
-            ))),
         }
+        Err(ScheduleError::State(format!(
+            "run `{run_id}` kept changing while it was being cancelled; try again"
+        )))
     }
 
-    /// Marks a running run as asked to stop, and tells every worker to look.
-    async fn request_cancel(&self, actor: &Actor, run_id: &str, by: &str) -> Result<Run> {
+    /// Who asked to stop the run `run_id`, if someone did.
+    pub async fn cancel_asked(&self, run_id: &str) -> Result<Option<String>> {
+        let conn = self.db.conn().await?;
+        Ok(crate::db::query_scalar(
+            &conn,
+            "SELECT cancel_requested_by FROM schedule_runs WHERE run_id = ?1",
+            [run_id],
+        )
+        .await?)
+    }
+
+    /// Marks a running run as asked to stop, and tells every worker to look; `None` when
+    /// it was no longer running.
+    async fn request_cancel(&self, actor: &Actor, run_id: &str, by: &str) -> Result<Option<Run>> {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx_writing_first().await?;
         let marked = tx
@@ -67,15 +90,10 @@ impl ScheduleStore {
         if let Some(wake) = &self.wake {
             wake.notify_one();
         }
-        let run = self.run(actor, run_id).await?;
-        if marked == 0 && run.status != RunStatus::Cancelled {
-            return Err(ScheduleError::State(format!(
-                "run `{run_id}` already ended as {}; only a running or waiting run can be \
-                 cancelled",
-                run.status
-            )));
+        if marked == 0 {
+            return Ok(None);
         }
-        Ok(run)
+        Ok(Some(self.run(actor, run_id).await?))
     }
 
     /// Records who cancelled a run that is already recorded `cancelled`.

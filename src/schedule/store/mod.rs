@@ -40,6 +40,7 @@ pub use events::{
 pub use finish::Transcript;
 pub use follow_up::{FollowUp, FollowUpOrigin};
 pub use query::{NextWake, ScheduleFilter};
+pub use wait::{Paused, Waiting};
 
 use super::bounds::Bounds;
 use super::types::{Run, Schedule, Upstream};

@@ -168,7 +168,7 @@ impl ScheduleStore {
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT {HELD_RUN} FROM schedule_runs r
+                    "SELECT {HELD_RUN}, r.cancel_requested_by FROM schedule_runs r
                      LEFT JOIN schedule_events e ON e.event_id = r.event_id
                      WHERE r.worker_id = ?1 AND r.status = 'running'"
                 ),
@@ -177,16 +177,24 @@ impl ScheduleStore {
             .await?;
         let mut held = Vec::new();
         while let Some(row) = rows.next().await? {
-            held.push(HeldRun::from_row(&row)?);
+            held.push((HeldRun::from_row(&row)?, row.get::<Option<String>>(6)?));
         }
         drop(rows);
-        let outcome = RunOutcome {
-            status: Some(RunStatus::Interrupted),
-            error: Some("the worker shut down before the run finished".into()),
-            ..Default::default()
-        };
         let mut interrupted = 0;
-        for run in held {
+        for (run, cancel) in held {
+            // One someone asked to stop is cancelled, not interrupted (not a failure).
+            let outcome = match cancel {
+                Some(by) => RunOutcome {
+                    status: Some(RunStatus::Cancelled),
+                    error: Some(format!("cancelled ({by}) as the worker shut down")),
+                    ..Default::default()
+                },
+                None => RunOutcome {
+                    status: Some(RunStatus::Interrupted),
+                    error: Some("the worker shut down before the run finished".into()),
+                    ..Default::default()
+                },
+            };
             let schedule = self.load(&run.schedule_id).await?;
             let claim = run.into_claim(schedule);
             if self

@@ -27,6 +27,17 @@ pub struct Waiting {
     pub expires_at: i64,
 }
 
+/// What became of a run that asked to wait.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Paused {
+    /// It waits for the approval.
+    Waiting(Waiting),
+    /// Someone asked to stop it first (who): it must be recorded cancelled instead.
+    CancelAsked(String),
+    /// This worker no longer holds it.
+    NotHeld,
+}
+
 impl ScheduleStore {
     /// Pauses a run `worker` holds on `wait`: the run `waiting` with its counters so far,
     /// the approval (answered deny after `timeout_ms`), the transcript so far and the
@@ -39,7 +50,7 @@ impl ScheduleStore {
         wait: &WaitFor,
         timeout_ms: i64,
         transcript: Option<&Transcript<'_>>,
-    ) -> Result<Option<Waiting>> {
+    ) -> Result<Paused> {
         let now = self.clock.now_ms();
         let expires_at = now.saturating_add(timeout_ms);
         let approval_id = crate::ids::new_id("apr");
@@ -50,7 +61,8 @@ impl ScheduleStore {
                 "UPDATE schedule_runs SET status = 'waiting', worker_id = NULL,
                  lease_expires_at = NULL, turn_count = ?3, prompt_tokens = ?4,
                  completion_tokens = ?5, cost = ?6
-                 WHERE run_id = ?1 AND status = 'running' AND worker_id = ?2",
+                 WHERE run_id = ?1 AND status = 'running' AND worker_id = ?2
+                 AND cancel_requested_by IS NULL",
                 libsql::params![
                     claim.run_id.as_str(),
                     worker,
@@ -62,8 +74,16 @@ impl ScheduleStore {
             )
             .await?;
         if held == 0 {
+            // Asked to stop while its model was asking for the call: it stops.
+            let asked: Option<String> = crate::db::query_scalar(
+                &tx,
+                "SELECT cancel_requested_by FROM schedule_runs
+                 WHERE run_id = ?1 AND status = 'running' AND worker_id = ?2",
+                libsql::params![claim.run_id.as_str(), worker],
+            )
+            .await?;
             tx.rollback().await?;
-            return Ok(None);
+            return Ok(asked.map_or(Paused::NotHeld, Paused::CancelAsked));
         }
         tx.execute(
             "INSERT INTO approvals (approval_id, run_id, schedule_id, user_id, tool_name,
@@ -172,7 +192,7 @@ impl ScheduleStore {
                 sender.notify_one();
             }
         }
-        Ok(Some(Waiting {
+        Ok(Paused::Waiting(Waiting {
             approval_id,
             expires_at,
         }))
