@@ -250,6 +250,21 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     })
 }
 
+/// An id as an error message quotes it: every control character (newlines too: an id
+/// has none) and bidirectional override shown as `\u{…}`, and at most
+/// [`MAX_SHOWN_ID_CHARS`] characters of it, the rest marked cut. A caller may send any
+/// bytes as an id; the message must stay one readable line.
+pub fn shown_id(id: &str) -> String {
+    let id = escaped(id, |c| c.is_control() || is_bidi_control(c));
+    if id.chars().count() <= MAX_SHOWN_ID_CHARS {
+        return id.into_owned();
+    }
+    format!("{}…", crate::text::truncate_chars(&id, MAX_SHOWN_ID_CHARS))
+}
+
+/// Most characters of an id an error message quotes.
+pub const MAX_SHOWN_ID_CHARS: usize = 100;
+
 /// Text for a web page (before HTML escaping): control characters, which a browser would
 /// drop or show as nothing (NUL it replaces), and bidirectional overrides are shown as
 /// `\u{…}`; newlines, carriage returns and tabs stay (a page does not act on them).
@@ -263,6 +278,24 @@ pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a caller sends as an id, the message quotes it as one line without a
+        /// control character, at most MAX_SHOWN_ID_CHARS characters and the mark.
+        #[test]
+        fn a_shown_id_is_one_short_line(id in "\\PC{0,20}[\\x00-\\x1f\\u{202e}]?\\PC{0,300}") {
+            let shown = shown_id(&id);
+            prop_assert!(!shown.chars().any(|c| c.is_control() || is_bidi_control(c)));
+            prop_assert!(shown.chars().count() <= MAX_SHOWN_ID_CHARS + 1);
+        }
+    }
+
+    #[test]
+    fn a_plain_id_is_shown_as_it_is() {
+        assert_eq!(shown_id("run-01a2"), "run-01a2");
+        assert_eq!(shown_id("a\nb"), "a\\u{a}b");
+        assert!(shown_id(&"x".repeat(500)).ends_with('…'));
+    }
 
     #[test]
     fn examples() {

@@ -155,7 +155,7 @@ pub struct WaitFor {
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
     /// Missing, or not the actor's: never told apart.
-    #[error("approval `{0}` not found")]
+    #[error("approval `{}` not found", crate::input::shown_id(.0))]
     NotFound(String),
     /// Answered already (by anyone, through any door): an answer counts once.
     #[error("approval `{id}` was already answered: {state} ({by})")]

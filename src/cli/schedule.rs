@@ -170,7 +170,11 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
             let view = RunView::from(&run);
             print(json, &view, || match view.status {
                 nightshift::schedule::types::RunStatus::Running => {
-                    format!("{} is being stopped by the worker running it", view.run_id)
+                    format!(
+                        "{} is marked to stop: the worker holding it stops it (or, if that \
+                         worker is gone, the one that takes over its lease)",
+                        view.run_id
+                    )
                 }
                 status => format!("{} {status}", view.run_id),
             })

@@ -9,10 +9,10 @@ use crate::memory::MemoryError;
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
     /// No such schedule, or not the caller's.
-    #[error("no schedule `{0}`")]
+    #[error("no schedule `{}`", crate::input::shown_id(.0))]
     NotFound(String),
     /// No such run, or not the caller's.
-    #[error("no run `{0}`")]
+    #[error("no run `{}`", crate::input::shown_id(.0))]
     RunNotFound(String),
     #[error(transparent)]
     Input(#[from] InputError),
