@@ -161,11 +161,7 @@ impl ApprovalStore {
             });
         };
         // Tells workers in other processes that a run may go on.
-        tx.execute(
-            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'schedules_version'",
-            (),
-        )
-        .await?;
+        crate::db::tell_workers_to_look(&tx).await?;
         tx.commit().await?;
         self.wake.notify_one();
         tracing::info!(approval_id, state = %decided.state, door = door.as_str(), "approval answered");

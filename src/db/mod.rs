@@ -714,6 +714,19 @@ pub fn json_column<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Moves the schedules' change counter inside `tx`: every worker, in any process, looks
+/// at the schedules and runs again at its next change check (the schedules' own triggers
+/// move it for their rows; this is for changes elsewhere a worker must act on: an
+/// approval answered, a cancel asked).
+pub async fn tell_workers_to_look(tx: &WriteTx) -> Result<(), libsql::Error> {
+    tx.execute(
+        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'schedules_version'",
+        (),
+    )
+    .await?;
+    Ok(())
+}
+
 /// The first column of the first row; `None` when there is no row or the value is NULL.
 pub async fn query_scalar<T: Scalar>(
     conn: &(impl Queryable + ?Sized),

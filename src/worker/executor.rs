@@ -65,6 +65,11 @@ impl Executor {
         self.scheduler.lease_secs * 1000
     }
 
+    /// Whether this worker is running any run (else no cancel can be for it).
+    pub fn runs_any(&self) -> bool {
+        self.running.lock().is_ok_and(|running| !running.is_empty())
+    }
+
     /// Stops the run `run_id` if this worker is running it (someone asked to); it is
     /// recorded `cancelled`. Returns whether it was running here.
     pub fn cancel(&self, run_id: &str) -> bool {

@@ -158,10 +158,13 @@ impl Scheduler {
                 self.spawn(claim, None, hard_stop, tracker);
             }
         }
-        // Runs someone asked to stop, among those this worker holds.
-        for (run_id, by) in self.store.cancels_requested(worker).await? {
-            if self.executor.cancel(&run_id) {
-                tracing::info!(%run_id, %by, "stopping a run someone cancelled");
+        // Runs someone asked to stop, among those this worker holds (a read each pass
+        // only while it runs any).
+        if self.executor.runs_any() {
+            for (run_id, by) in self.store.cancels_requested(worker).await? {
+                if self.executor.cancel(&run_id) {
+                    tracing::info!(%run_id, %by, "stopping a run someone cancelled");
+                }
             }
         }
         // Runs whose approval was answered (or ran out of time) first: they started long

@@ -81,11 +81,7 @@ impl ScheduleStore {
                 libsql::params![run_id, by],
             )
             .await?;
-        tx.execute(
-            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'schedules_version'",
-            (),
-        )
-        .await?;
+        crate::db::tell_workers_to_look(&tx).await?;
         tx.commit().await?;
         if let Some(wake) = &self.wake {
             wake.notify_one();
