@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Points schemathesis (a third-party OpenAPI fuzzer, pinned) at a real `nightshift run`
-# with a user token and an admin token, and fails on any 5xx answer or any answer that
-# breaks the OpenAPI document. `--examples N` per operation (default 30; CI runs this).
+# with a user token and an admin token, with every check it has (scripts/schemathesis.toml
+# names the few operations whose rules join two inputs, and which check those skip): no
+# 5xx, every answer as the OpenAPI document says, what the document calls valid accepted
+# and what it calls invalid refused, no answer without a valid token. `--examples N` per
+# operation (default 30, what CI runs; 500 for a long run). API_FUZZ_CHECKS=a,b runs only
+# those checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 examples=30
@@ -30,16 +34,23 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 status=0
-for token in "$user_token" "$admin_token"; do
-    "$venv/bin/st" run "http://127.0.0.1:$port/v1/openapi.json" \
-        -H "Authorization: Bearer $token" \
-        --checks "${API_FUZZ_CHECKS:-not_a_server_error,response_schema_conformance}" \
+# With an admin token a user's route needs ?user=, which a document cannot make required
+# for one kind of token only: that pass leaves out positive_data_acceptance, which the
+# user token's pass runs.
+for token in user admin; do
+    if [[ $token == user ]]; then bearer="$user_token"; skip=(); else
+        bearer="$admin_token"; skip=(--exclude-checks positive_data_acceptance); fi
+    "$venv/bin/st" --config-file scripts/schemathesis.toml \
+        run "http://127.0.0.1:$port/v1/openapi.json" \
+        -H "Authorization: Bearer $bearer" \
+        ${API_FUZZ_CHECKS:+--checks "$API_FUZZ_CHECKS"} "${skip[@]}" \
         --max-examples "$examples" --seed 1 --no-color >"$work/st.log" 2>&1 || status=$?
     tail -n 25 "$work/st.log"
     if [[ $status -ne 0 ]]; then
-        echo "api-fuzz: schemathesis found failures (worker log: $work/run.log)" >&2
+        echo "api-fuzz: schemathesis found failures with the $token token:" >&2
+        grep -E '^_+ |^- ST|message|curl -X' "$work/st.log" | head -n 80 >&2 || true
         tail -n 40 "$work/run.log" >&2
         exit "$status"
     fi
 done
-echo "api-fuzz: no 5xx and no answer outside the OpenAPI document"
+echo "api-fuzz: every check passed, with a user token and an admin token"

@@ -13,8 +13,8 @@ eval "$(scripts/a2a-peers.sh)"
 # instead of skipping (only the libSQL server, which no registry ships, may be skipped).
 export NIGHTSHIFT_TEST_PEERS_REQUIRED=1
 cargo test --locked --lib --bins --tests "$@"
-# A third-party OpenAPI fuzzer against a real `nightshift run` (short; longer by hand with
-# `scripts/api-fuzz.sh --examples 200`).
+# A third-party OpenAPI fuzzer against a real `nightshift run`, every check (short; longer
+# by hand with `scripts/api-fuzz.sh --examples 500`).
 scripts/api-fuzz.sh --examples 20
 # The official Python MCP SDK client against both MCP transports.
 scripts/mcp-interop.sh

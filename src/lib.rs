@@ -59,6 +59,7 @@ pub mod runtime;
 pub mod schedule;
 pub mod spec;
 pub mod state;
+pub mod strict_json;
 pub mod telemetry;
 pub mod text;
 pub mod tokens;

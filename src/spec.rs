@@ -39,6 +39,7 @@ text_enum!(
 /// time is shown in. Unset policies take their defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"goal": "Summarise what changed in my notes today", "every": "1h"}))]
 pub struct ScheduleSpec {
     /// Whose schedule it is. Required in the config file; a user's token or `--user`
     /// gives it elsewhere.
@@ -170,6 +171,7 @@ text_enum!(
 /// cadence to another zone. `clear` takes optional settings away.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"every": "2h", "tz": "Europe/Paris"}))]
 pub struct SchedulePatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,

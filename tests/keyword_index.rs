@@ -1,13 +1,14 @@
-//! The keyword leg's own index: it ranks exactly as bm25 computed from every chunk row
-//! (`keyword_leg_exhaustive`) whether a session's postings came from stored blocks or
+//! The keyword leg's own index: it ranks exactly as plain bm25 computed from every chunk
+//! row by a reference written apart from it (`common::bm25_reference`), whether a session's postings came from stored blocks or
 //! rows, after new chunks, after a removal, with a block missing or damaged; its
 //! statistics are the searched user's own; and a search still finds stop words, accents
 //! and inflections as a user types them.
 
 mod common;
 
-use common::{config_in, count, memory_in, varied_turn as turn};
+use common::{bm25_reference, config_in, count, memory_in, varied_turn as turn};
 use nightshift::app::open_memory;
+use nightshift::config::Config;
 use nightshift::db::query_scalar;
 use nightshift::memory::{
     Memory, NewEvent, NewNote, Role, SearchHit, SearchRequest, SessionKey, SessionKind,
@@ -51,15 +52,16 @@ async fn assert_exact(memory: &Memory) {
 }
 
 async fn assert_exact_for(memory: &Memory, queries: &[&str]) {
+    let chunks = bm25_reference::chunks(memory.db(), chat().as_str()).await;
+    let reference = bm25_reference::Reference::new(&chunks);
+    let weight = Config::default().search.context_weight;
     for k in [1, 10, 50] {
-        let all = memory
-            .keyword_leg_exhaustive(&chat(), queries, k)
-            .await
-            .unwrap();
-        for (query, all) in queries.iter().zip(all) {
+        for query in queries {
             let leg = memory.keyword_leg(&chat(), query, k).await.unwrap();
-            assert!(leg.as_ref().is_some_and(|l| !l.is_empty()), "{query:?}");
-            assert_eq!(leg, all, "{query:?} k={k}");
+            let want = reference.top(query, k, weight).unwrap();
+            assert!(!want.is_empty(), "{query:?} matches nothing: a weak check");
+            let leg = leg.unwrap_or_else(|| panic!("{query:?}: the leg found no word"));
+            bm25_reference::assert_same_ranking(&leg, &want, &format!("{query:?} k={k}"));
         }
     }
 }
@@ -378,4 +380,34 @@ async fn stop_words_accents_and_inflections_are_found() {
         "We met at the Café Noir on Friday"
     );
     assert_eq!(search("planned moves").await, "planning the move to Lisbon");
+}
+
+/// The reference itself, by hand, on three chunks: "lantern" is in one of three (idf =
+/// ln(2.5 / 1.5)); each chunk has 2 words, the average.
+#[test]
+fn the_reference_scores_by_the_formula() {
+    let chunk = |id: i64, text: &str, context: &str| bm25_reference::Chunk {
+        id,
+        text: text.into(),
+        context: context.into(),
+    };
+    let reference = bm25_reference::Reference::new(&[
+        chunk(1, "copper lantern", ""),
+        chunk(2, "silver bell", ""),
+        chunk(3, "green", "field"),
+    ]);
+    let idf = (2.5f64 / 1.5).ln();
+    let got = reference.top("Lanterns", 10, 0.3).unwrap();
+    let want = idf * 1.0 * 2.2 / (1.0 + 1.2);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, 1);
+    assert!((got[0].1 - want).abs() < 1e-12, "{got:?} vs {want}");
+    // A word in the context counts for context_weight of one in the text.
+    let got = reference.top("field", 10, 0.3).unwrap();
+    let want = idf * 0.3 * 2.2 / (0.3 + 1.2);
+    assert_eq!(got[0].0, 3);
+    assert!((got[0].1 - want).abs() < 1e-12, "{got:?} vs {want}");
+    // Stop words alone look up stop words; a query with no word is none.
+    assert!(reference.top("the", 10, 0.3).unwrap().is_empty());
+    assert!(reference.top("  ?! ", 10, 0.3).is_none());
 }

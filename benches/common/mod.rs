@@ -1,6 +1,10 @@
 //! Deterministic, language-shaped text for the benchmarks.
 #![allow(dead_code)]
 
+/// The keyword leg's reference, shared with the tests.
+#[path = "../../tests/common/bm25_reference.rs"]
+pub mod bm25_reference;
+
 /// The `p` quantile (0..=1) of sorted durations, in milliseconds.
 pub fn percentile(sorted: &[std::time::Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;

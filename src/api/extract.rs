@@ -9,17 +9,35 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 
-/// A JSON body.
+/// A JSON body. A number is read as JSON means it, whatever its spelling: `3.0` is the
+/// integer 3 (JSON Schema's `integer`, and what a client that keeps every number as a
+/// double sends), so an integer field takes it; `3.5` stays a fraction and is refused
+/// there.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match <axum::Json<T> as FromRequest<S>>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
-        }
+        let mut value =
+            match <axum::Json<serde_json::Value> as FromRequest<S>>::from_request(req, state).await
+            {
+                Ok(axum::Json(value)) => value,
+                Err(rejection) => return Err(json_rejection(rejection)),
+            };
+        crate::input::whole_numbers_as_integers(&mut value);
+        crate::strict_json::from_value(value)
+            .map(ApiJson)
+            .map_err(|err| {
+                let path = err.path().to_string();
+                let at = if path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
+                let message = format!("invalid body: {at}{}", err.into_inner());
+                ApiError::bad_input(crate::input::printable(&message).into_owned())
+            })
     }
 }
 

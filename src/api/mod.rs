@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod error;
 mod extract;
+mod input_rules;
 mod middleware;
 mod routes;
 pub mod server;
@@ -91,9 +92,21 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::system::router())
 }
 
-/// The OpenAPI document of every route (what `/v1/openapi.json` serves).
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    documented_routes().into_openapi()
+/// The OpenAPI document of every route, as JSON (what `/v1/openapi.json` serves): the
+/// routes' own declarations with the input rules written in ([`input_rules`]).
+/// The limits that depend on the configuration are the defaults'; the server serves its
+/// own.
+pub fn openapi() -> serde_json::Value {
+    document(
+        documented_routes().into_openapi(),
+        &crate::config::Config::default(),
+    )
+}
+
+fn document(doc: utoipa::openapi::OpenApi, config: &crate::config::Config) -> serde_json::Value {
+    let mut doc = serde_json::to_value(doc).unwrap_or_default();
+    input_rules::apply(&mut doc, config);
+    doc
 }
 
 /// The API's router on `app`, with its limits: a body over `server.max_body_bytes`
@@ -104,7 +117,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axum::Router {
     let config = app.config().server.clone();
     let (routes, doc) = documented_routes().split_for_parts();
-    let openapi = doc.to_json().unwrap_or_else(|_| "{}".to_string());
+    let openapi = document(doc, app.config()).to_string();
     let state = ApiState {
         app: app.clone(),
         rate: Arc::new(auth::RateLimiter::new(

@@ -59,6 +59,7 @@ pub struct UpdateNoteBody {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"query": "coffee order", "top_k": 5}))]
 pub struct SearchBody {
     pub query: String,
     /// Hits to return (default `search.default_top_k`, at most `search.max_top_k`).

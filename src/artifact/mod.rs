@@ -22,7 +22,9 @@ pub use gc::GcReport;
 pub use notice::{ascii_file_name, notice_json, of_run_in};
 pub use store::ArtifactStore;
 pub use types::{Artifact, ArtifactDeleted, NewArtifact};
-pub use validate::{check_mime_type, check_name, DEFAULT_MIME_TYPE, MAX_NAME_CHARS};
+pub use validate::{
+    check_mime_type, check_name, DEFAULT_MIME_TYPE, MAX_MIME_BYTES, MAX_NAME_CHARS,
+};
 
 use crate::db::DbError;
 use crate::error::{ErrorKind, Kind};

@@ -5,7 +5,7 @@ use crate::input::{self, InputError, Lines};
 /// Longest name, in characters.
 pub const MAX_NAME_CHARS: usize = 255;
 /// Longest MIME type, in bytes.
-const MAX_MIME_BYTES: usize = 255;
+pub const MAX_MIME_BYTES: usize = 255;
 /// The MIME type of an artifact stored without one.
 pub const DEFAULT_MIME_TYPE: &str = "application/octet-stream";
 

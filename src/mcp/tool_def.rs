@@ -79,8 +79,9 @@ impl From<Error> for CallError {
 
 /// The arguments as `T`; a mismatch names the argument it is about.
 pub fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
-    let value = Value::Object(arguments.unwrap_or_default());
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut value = Value::Object(arguments.unwrap_or_default());
+    crate::input::whole_numbers_as_integers(&mut value);
+    crate::strict_json::from_value(value).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." {
             String::new()

@@ -251,6 +251,11 @@ impl StateStore {
     /// Where `key` lives for this caller, or why the caller cannot reach it.
     fn locate(&self, access: &StateAccess, key: &StateKey) -> Result<Location> {
         let user_id = self.checked_user(access)?.map(str::to_string);
+        // A session given is checked whatever the key's scope: bad input is an error even
+        // where it would not be used.
+        if let Some(session_id) = &access.session_id {
+            input::check_id("session id", session_id)?;
+        }
         let need_user = |what: &str| {
             user_id.clone().ok_or_else(|| {
                 StateError::Scope(format!(

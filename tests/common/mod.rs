@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod bm25_reference;
 pub mod mcp;
 pub mod model;
 pub mod skip;

@@ -110,7 +110,7 @@ async fn consolidation_status(
 /// Start consolidation passes now (all by default); they run in the background and show
 /// in the consolidation status as they finish.
 #[utoipa::path(post, path = "/v1/admin/consolidation", tag = "admin",
-    request_body(content = ConsolidateBody, description = "Optional"),
+    request_body(content = Option<ConsolidateBody>, description = "Optional"),
     responses((status = 202, description = "Started"), Failures),
     security(("bearer" = [])))]
 async fn consolidate(

@@ -56,7 +56,8 @@ pub struct ArtifactPutQuery {
 /// `server.max_body_bytes` (413 past it); an artifact over `artifacts.max_artifact_bytes`
 /// is 400, one past `artifacts.max_bytes_per_user` 409.
 #[utoipa::path(post, path = "/v1/artifacts", tag = "artifacts", params(ArtifactPutQuery),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    request_body(content = Option<Vec<u8>>, content_type = "application/octet-stream",
+        description = "The file's bytes; none is an empty file"),
     responses((status = 201, body = Artifact), Failures),
     security(("bearer" = [])))]
 async fn put_artifact(
@@ -138,8 +139,8 @@ async fn get_artifact(
 /// An artifact's bytes, with its MIME type and its name as the attachment's file name.
 #[utoipa::path(get, path = "/v1/artifacts/{artifact_id}/content", tag = "artifacts",
     params(("artifact_id" = String, Path), UserQuery),
-    responses((status = 200, description = "The bytes", content_type = "application/octet-stream",
-        body = Vec<u8>), Failures),
+    responses((status = 200, description = "The bytes, as the artifact's MIME type",
+        content_type = "*/*", body = Vec<u8>), Failures),
     security(("bearer" = [])))]
 async fn get_artifact_content(
     State(state): State<ApiState>,

@@ -81,7 +81,7 @@ async fn list_state(
 
 /// One key's value and version.
 #[utoipa::path(get, path = "/v1/state/{key}", tag = "state",
-    params(("key" = String, Path), StateQuery),
+    params(("key" = String, Path, example = "user:theme"), StateQuery),
     responses((status = 200, body = StateEntry), Failures),
     security(("bearer" = [])))]
 async fn get_state(
@@ -97,7 +97,7 @@ async fn get_state(
 /// Set a key to a JSON value; with `expected_version`, only if no one wrote it since
 /// (409 otherwise).
 #[utoipa::path(put, path = "/v1/state/{key}", tag = "state",
-    params(("key" = String, Path), StateQuery),
+    params(("key" = String, Path, example = "user:theme"), StateQuery),
     request_body = StateWrite,
     responses((status = 200, body = StateEntry), Failures),
     security(("bearer" = [])))]
@@ -119,7 +119,7 @@ async fn set_state(
 
 /// Delete a key.
 #[utoipa::path(delete, path = "/v1/state/{key}", tag = "state",
-    params(("key" = String, Path), StateDeleteQuery),
+    params(("key" = String, Path, example = "user:theme"), StateDeleteQuery),
     responses((status = 200, body = StateDeleted), Failures),
     security(("bearer" = [])))]
 async fn delete_state(

@@ -18,6 +18,7 @@ mod calendars;
 mod cancel;
 mod claim;
 mod control;
+pub use control::MAX_PAUSE_NOTE_BYTES;
 mod create;
 mod edit;
 mod events;
