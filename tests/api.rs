@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::api::TestApi;
+use nightshift::db::clock::ManualClock;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,7 +457,9 @@ async fn reserved_session_ids_are_refused_to_every_user() {
 /// route is 403; a revoked or expired token, or none, is 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
-    let api = TestApi::start(|_| {}).await;
+    // Times come from a clock the test moves: a token's expiry is reached without a wait.
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let api = TestApi::start_on(clock.clone(), |_| {}).await;
     let alice = api.token(Some("alice")).await;
     let bob = api.token(Some("bob")).await;
     let a = Some(alice.as_str());
@@ -506,6 +509,8 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
             all
         }
     };
+    // Time moves on, so a write bob's calls made would stamp a time of its own.
+    clock.advance_ms(1_000);
     let before = snapshot(&api).await;
     let b = Some(bob.as_str());
     for (method, path, body) in [
@@ -688,7 +693,8 @@ async fn another_users_data_is_not_found_and_unchanged_on_every_route() {
             .status,
         200
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // One second on, the one-second token has expired (its expiry is not after now).
+    clock.advance_ms(1_000);
     for token in [
         None,
         Some("nst_made-up"),

@@ -185,14 +185,18 @@ async fn metrics_move_with_a_run() {
 /// On stop, requests in flight finish and are answered; new connections are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_finishes_requests_in_flight_and_refuses_new_ones() {
-    let entered = Arc::new(tokio::sync::Notify::new());
+    let (entered, release) = (
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    );
     let slow = {
-        let entered = entered.clone();
+        let (entered, release) = (entered.clone(), release.clone());
         move || {
-            let entered = entered.clone();
+            let (entered, release) = (entered.clone(), release.clone());
             async move {
                 entered.notify_one();
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                // In flight until the test has seen the server stop taking connections.
+                release.notified().await;
                 "finished"
             }
         }
@@ -205,9 +209,11 @@ async fn a_stop_finishes_requests_in_flight_and_refuses_new_ones() {
     let listening = Listening::bind(&config, router).await.unwrap();
     let addr = listening.local_addr().unwrap();
     let stop = CancellationToken::new();
+    // A grace period far past the wait for the listener to close below: a server that kept
+    // its listener until the request in flight ended could not pass by running out of it.
     let server = tokio::spawn({
         let stop = stop.clone();
-        async move { listening.serve(stop, Duration::from_secs(10)).await }
+        async move { listening.serve(stop, Duration::from_secs(120)).await }
     });
     let in_flight = tokio::spawn(async move {
         reqwest::get(format!("http://{addr}/slow"))
@@ -219,6 +225,26 @@ async fn a_stop_finishes_requests_in_flight_and_refuses_new_ones() {
     });
     entered.notified().await;
     stop.cancel();
+    // The listener closes while the request is still in flight: a connection is refused.
+    // Polled until then, each try bounded (a listener kept but no longer accepting queues
+    // connections, then leaves them hanging), the whole within a deadline.
+    let refused = async {
+        loop {
+            let connect = tokio::net::TcpStream::connect(addr);
+            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_secs(1), connect).await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), refused)
+        .await
+        .expect("new connections were still taken after the stop");
+    assert!(
+        !in_flight.is_finished(),
+        "the request ended before its answer"
+    );
+    release.notify_one();
     assert_eq!(in_flight.await.unwrap(), "finished");
     server.await.unwrap();
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());

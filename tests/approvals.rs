@@ -155,6 +155,35 @@ impl Harness {
         );
     }
 
+    /// Waits until the worker's loop has made a pass that began after this call and looked
+    /// at the waiting runs: two triggered canary schedules of user `canary` (no approval
+    /// asked), the second triggered once the first has run. A pass reads the waiting events
+    /// once, after it has resumed the runs whose approval was answered or timed out; the
+    /// second canary's event comes after that read of the pass that claimed the first, so
+    /// a later pass, begun after this call, claims it. The event a negative check waits
+    /// for, not a sleep.
+    async fn a_later_pass_looked(&self) {
+        let store = self.app.schedules();
+        for n in 1..=2 {
+            let canary = NewSchedule::new(
+                "canary",
+                format!("canary {n}"),
+                Cadence::Triggered { tz: "UTC".into() },
+            );
+            let id = store
+                .create(&Actor::Operator, &canary)
+                .await
+                .unwrap()
+                .schedule_id;
+            store
+                .trigger(&Actor::Operator, &id, None, None)
+                .await
+                .unwrap();
+            self.app.scheduler_wake().notify_one();
+            self.until_run(&id, RunStatus::Succeeded).await;
+        }
+    }
+
     async fn pending(&self, user: &str) -> Vec<Approval> {
         self.app
             .approvals()
@@ -340,7 +369,7 @@ async fn an_unanswered_request_counts_as_denied_once_its_time_runs_out() {
     h.clock
         .advance_ms(h.config.scheduler.approval_timeout_secs * 1000 - 1000);
     h.app.scheduler_wake().notify_one();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.a_later_pass_looked().await;
     assert_eq!(h.run_status(&schedule_id).await, Some(RunStatus::Waiting));
     h.clock.advance_ms(2000);
     h.app.scheduler_wake().notify_one();

@@ -55,11 +55,6 @@ fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
-}
-
 fn write_config(dir: &Path, database: &str, runtime_url: &str) -> PathBuf {
     let path = dir.join("nightshift.toml");
     let text = format!(
@@ -163,6 +158,20 @@ fn start_worker(mut command: Command) -> (KillOnDrop, Log) {
     panic!("worker exited ({status}): {}", log.text());
 }
 
+/// The port a worker started with `NIGHTSHIFT_LISTEN=127.0.0.1:0` says its API listens on
+/// (before it says it is running): the port is the worker's from the start, never one let
+/// go by a probe that another test could take meanwhile.
+fn api_port(log: &Log) -> u16 {
+    let text = log.text();
+    let address = text
+        .lines()
+        .filter(|line| line.contains("the HTTP API is listening"))
+        .flat_map(str::split_whitespace)
+        .find_map(|word| word.strip_prefix("address=http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no API address in the log: {text}"));
+    address.parse().unwrap()
+}
+
 /// Polls `check` every 100 ms, at most `secs` seconds of the worker's real work.
 async fn eventually(secs: u64, mut check: impl FnMut() -> bool) -> bool {
     for _ in 0..secs * 10 {
@@ -244,10 +253,10 @@ async fn a_worker_process_outlives_its_libsql_server_stopping_and_runs_nothing_t
         &config,
         &words("schedule add --user u --goal report --every 1s"),
     );
-    let api = free_port();
     let mut command = nightshift(&config, None, &["run"]);
-    command.env("NIGHTSHIFT_LISTEN", format!("127.0.0.1:{api}"));
+    command.env("NIGHTSHIFT_LISTEN", "127.0.0.1:0");
     let (mut worker, log) = start_worker(command);
+    let api = api_port(&log);
     assert!(
         eventually(60, || succeeded(&sqld) >= 3).await,
         "{}",
@@ -255,17 +264,22 @@ async fn a_worker_process_outlives_its_libsql_server_stopping_and_runs_nothing_t
     );
 
     sqld.stop();
-    // Away for three leases; the worker is alive and not ready meanwhile.
-    let mut not_ready = false;
-    for _ in 0..9 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        not_ready |= readyz(api) == 503;
-        assert!(worker.0.try_wait().unwrap().is_none(), "{}", log.text());
-    }
+    let stopped = std::time::Instant::now();
+    // The worker notices: not ready while the server is away (polled for, not assumed to
+    // show within a time).
     assert!(
-        not_ready,
-        "/readyz never said 503 while the server was away"
+        eventually(60, || readyz(api) == 503).await,
+        "/readyz never said 503 while the server was away: {}",
+        log.text()
     );
+    // The scenario is an outage longer than a lease (3 s) by the worker's clock, the wall
+    // clock of another process: no event of its says so, so the server stays away for three
+    // leases of real time, the worker checked alive meanwhile.
+    while stopped.elapsed() < Duration::from_secs(9) {
+        assert!(worker.0.try_wait().unwrap().is_none(), "{}", log.text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(worker.0.try_wait().unwrap().is_none(), "{}", log.text());
     let calls_before = rt.calls.lock().unwrap().len();
 
     let back =
@@ -373,6 +387,9 @@ async fn a_worker_on_a_full_disk_says_so_stays_up_and_leaves_an_intact_database(
     let runs_seen = rt.calls.lock().unwrap().len();
     assert!(runs_seen >= 2, "{runs_seen} runs before the disk filled");
     // Still up a while later, and not retrying in a busy loop: a few failures a second.
+    // A bounded wait on purpose: a busy loop shows only as a rate, failures over a stretch
+    // of the worker's time (the wall clock of another process, with no event to wait for),
+    // and only a count far above the worker's pace fails it, never a slow machine.
     let failures = || log.text().matches("disk I/O error").count();
     let before = failures();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -525,6 +542,9 @@ async fn a_cli_write_waits_out_a_queue_at_the_server_lock() {
         tokio::time::sleep(Duration::from_secs(4)).await;
         second.execute("COMMIT", ()).await.unwrap();
     });
+    // Ordering, not a measure: the second holder's BEGIN reaches the server before the CLI
+    // (the server's queue shows no event to wait for); were it later, the CLI would wait
+    // behind the first holder alone, which the test still passes less strictly.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let writer = nightshift(
         &config,

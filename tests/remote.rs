@@ -150,11 +150,11 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
 
 #[tokio::test]
 async fn an_unreachable_server_or_unknown_scheme_is_a_clear_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port held but not listening: a connection to it is refused (a port let go could be
+    // taken by another test meanwhile).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let mut config = Config::default();
     config.database.path = format!("http://127.0.0.1:{port}");
     let err = open_memory(&config).await.err().unwrap().to_string();

@@ -129,26 +129,45 @@ async fn server_errors_are_retried_then_succeed_once() {
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
 
-#[tokio::test]
+/// On tokio's paused clock: the wait between the attempts is tokio time, no wall-clock
+/// second passes, and the schedule of attempts is what is checked.
+#[tokio::test(start_paused = true)]
 async fn too_many_requests_honours_retry_after() {
     let (_dir, memory) = common::fresh().await;
-    let (url, seen) = serve("/goal", |n, _| {
-        if n == 1 {
-            let mut headers = HeaderMap::new();
-            headers.insert("retry-after", "1".parse().unwrap());
-            (StatusCode::TOO_MANY_REQUESTS, headers, "slow down").into_response()
-        } else {
-            Json(json!({"output": "ok"})).into_response()
+    // A paused runtime that finds nothing ready jumps to its next timer: were a socket's
+    // bytes still on their way (a loaded machine), that could be the client's own 2 s
+    // timeout. This ticker keeps every jump to 1 ms, so that timeout is reached only by
+    // time that passes, never by one jump over a request in flight.
+    let ticker = tokio::spawn(async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let arrived = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (url, seen) = serve("/goal", {
+        let arrived = arrived.clone();
+        move |n, _| {
+            arrived.lock().unwrap().push(tokio::time::Instant::now());
+            if n == 1 {
+                let mut headers = HeaderMap::new();
+                headers.insert("retry-after", "1".parse().unwrap());
+                (StatusCode::TOO_MANY_REQUESTS, headers, "slow down").into_response()
+            } else {
+                Json(json!({"output": "ok"})).into_response()
+            }
         }
     })
     .await;
     let runtime = HttpRuntime::new(&http_config(format!("{url}/goal"))).unwrap();
-    let started = tokio::time::Instant::now();
     let outcome = runtime.run_goal(&request("u"), &memory).await;
+    ticker.abort();
     assert_eq!(outcome.error, None);
     assert_eq!(seen.lock().unwrap().len(), 2);
-    // It waited as told rather than its own (shorter) first backoff.
-    assert!(started.elapsed() >= Duration::from_millis(900));
+    // The second attempt came as told (1 s of tokio time after the first), not after the
+    // client's own first backoff (500 ms).
+    let arrived = arrived.lock().unwrap().clone();
+    let waited = arrived[1] - arrived[0];
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
 }
 
 #[tokio::test]
@@ -213,12 +232,11 @@ async fn faults_become_errors_that_say_what_failed() {
         .unwrap();
     assert!(matches!(err, RuntimeError::Reported(_)), "{err}");
 
-    // Nothing listens on a port just released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port held but not listening: a connection to it is refused (a port let go could
+    // be taken by another test meanwhile).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     config.url = format!("http://127.0.0.1:{port}/goal");
     let err = HttpRuntime::new(&config)
         .unwrap()

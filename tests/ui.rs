@@ -9,14 +9,13 @@ use std::sync::Arc;
 
 use common::api::TestApi;
 use nightshift::access::Actor;
-use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::db::clock::ManualClock;
 use nightshift::db::query_scalar;
 use nightshift::memory::NewNote;
 use nightshift::spec::ScheduleSpec;
 use nightshift::tokens::NewToken;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use reqwest::redirect::Policy;
-use tempfile::TempDir;
 
 struct Browser {
     client: reqwest::Client,
@@ -570,11 +569,7 @@ const TWELVE_HOURS_MS: i64 = 12 * 3600 * 1000;
 
 /// The API over an app whose every time is `clock`'s.
 async fn api_on(clock: Arc<ManualClock>) -> TestApi {
-    let dir = TempDir::new().unwrap();
-    let mut config = common::config_in(&dir);
-    config.server.listen = "127.0.0.1:0".into();
-    let app = common::app_with(&config, Some(clock as Arc<dyn Clock>)).await;
-    TestApi::serve(dir, config, app).await
+    TestApi::start_on(clock, |_| {}).await
 }
 
 #[tokio::test]

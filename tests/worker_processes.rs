@@ -158,6 +158,30 @@ async fn eventually(tries: u32, mut check: impl FnMut() -> bool) -> bool {
     check()
 }
 
+/// Waits until the one worker running on `config` has ended a scheduler pass that read the
+/// waiting events after this call, by triggering two canary schedules one after the other
+/// and waiting for each to succeed. A pass reads the waiting events once, after it has
+/// recovered expired leases and resumed answered runs, and claims due schedules after
+/// them; the second canary is triggered once the first has run, after that read of the
+/// pass that claimed the first, so a later pass claims it, and that one has ended: whatever
+/// it claimed, rightly or wrongly, has started, and `stop` waits for it. The event a
+/// negative check waits for, instead of a sleep.
+async fn a_whole_pass_ran(config: &Path, tag: &str) {
+    for n in 1..=2 {
+        let goal = format!("canary {tag} {n}");
+        let id = add_schedule(config, &["--goal", &goal, "--triggered"]);
+        cli(config, &["schedule", "trigger", &id]);
+        assert!(
+            eventually(100, || runs(config, &id)
+                .first()
+                .is_some_and(|r| r["status"] == "succeeded"))
+            .await,
+            "{goal} never ran: {:?}",
+            runs(config, &id)
+        );
+    }
+}
+
 fn runs(config: &Path, schedule_id: &str) -> Vec<Value> {
     cli(
         config,
@@ -264,9 +288,11 @@ async fn killed_worker_has_its_occurrence_recovered_once() {
     let run_id = history[0]["run_id"].as_str().unwrap().to_string();
     assert_eq!(fake.calls.lock().unwrap()[&run_id], 2);
 
-    // A succeeded occurrence never runs again, whoever starts next.
+    // A succeeded occurrence never runs again, whoever starts next: not in the third
+    // worker's first pass (which recovers expired leases first), nor in the one after.
+    *fake.hang_first.lock().unwrap() = None;
     let third = start_worker(&config);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    a_whole_pass_ran(&config, "after the recovery").await;
     stop(third);
     assert_eq!(fake.calls.lock().unwrap()[&run_id], 2);
     assert_eq!(runs(&config, &id).len(), 1);
@@ -486,14 +512,19 @@ async fn one_idempotency_key_from_two_processes_starts_one_run() {
     );
     assert_eq!(again["deduplicated"], true);
     assert_eq!(again["run_id"], runs(&config, &id)[0]["run_id"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A pass that read the waiting events after that trigger has ended.
+    a_whole_pass_ran(&config, "after the repeated trigger").await;
     stop(worker);
     let history = runs(&config, &id);
     assert_eq!(history.len(), 1, "{history:?}");
     assert_eq!(history[0]["origin"], "trigger");
     let requests = fake.requests.lock().unwrap();
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].2.as_deref(), Some("invoice 42 paid"));
+    let ledger: Vec<_> = requests
+        .iter()
+        .filter(|(_, goal, _)| goal == "sync the ledger")
+        .collect();
+    assert_eq!(ledger.len(), 1, "{requests:?}");
+    assert_eq!(ledger[0].2.as_deref(), Some("invoice 42 paid"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,7 +600,8 @@ async fn a_chain_of_three_runs_each_link_once_while_a_worker_is_killed() {
         runs(&config, &second),
         runs(&config, &third)
     );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Nothing more comes of the chain: a pass begun after it finished has ended.
+    a_whole_pass_ran(&config, "after the chain").await;
     stop(other);
 
     for (id, goal, input) in [

@@ -37,6 +37,19 @@ impl TestApi {
         Self::serve(dir, config, app).await
     }
 
+    /// The API over an app whose every time is `clock`'s (a test moves it by hand).
+    pub async fn start_on(
+        clock: std::sync::Arc<dyn nightshift::db::clock::Clock>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Self {
+        let dir = TempDir::new().unwrap();
+        let mut config = super::config_in(&dir);
+        config.server.listen = "127.0.0.1:0".into();
+        tweak(&mut config);
+        let app = super::app_with(&config, Some(clock)).await;
+        Self::serve(dir, config, app).await
+    }
+
     pub async fn serve(dir: TempDir, config: Config, app: App) -> Self {
         nightshift::telemetry::install();
         let stop = CancellationToken::new();
