@@ -8,6 +8,11 @@
 //! how long from an upstream run's finish its follower's run takes to start, under the
 //! same load.
 //!
+//! Overload: 800 schedules every 2 s with `catch_up = "skip"` against 16 slots of 200 ms
+//! goals (five times more due than can run), the worker up before the first comes due;
+//! `overload_capacity_share` is the runs started in 20 s (after 5 s) over the 1,600 the
+//! slots could run.
+//!
 //! `NIGHTSHIFT_BENCH_SCHEDULES=100000` runs it with more schedules: their period grows with
 //! their number (the offered load stays about 167 runs/s), and a tenth of them have a
 //! 5-minute jitter; the names of the figures end in the size (`lateness_p99_ms_100k`).
@@ -19,7 +24,7 @@ use axum::{Json, Router};
 use nightshift::access::Actor;
 use nightshift::app::open_memory;
 use nightshift::config::{Config, RuntimeKind};
-use nightshift::schedule::types::{ChainOn, NewSchedule, Upstream};
+use nightshift::schedule::types::{CatchUp, ChainOn, NewSchedule, Upstream};
 use nightshift::schedule::Cadence;
 use nightshift::worker::{run_with, WorkerParts};
 use serde_json::{json, Value};
@@ -40,18 +45,81 @@ fn size() -> (usize, i64) {
     (schedules, period)
 }
 
+/// The fake runtime's URL: `/goal` answers at once, `/slow` after [`SLOW_GOAL`].
 async fn fake_runtime() -> String {
     async fn goal(Json(_): Json<Value>) -> Json<Value> {
         Json(json!({"output": "ok"}))
     }
+    async fn slow(Json(_): Json<Value>) -> Json<Value> {
+        tokio::time::sleep(SLOW_GOAL).await;
+        Json(json!({"output": "ok"}))
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, Router::new().route("/goal", post(goal)))
+    let routes = Router::new()
+        .route("/goal", post(goal))
+        .route("/slow", post(slow));
+    tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
+    format!("http://{addr}/goal")
+}
+
+/// The overload scenario's goals take this long.
+const SLOW_GOAL: Duration = Duration::from_millis(200);
+/// Its slots: with 200 ms goals, 80 runs a second at most.
+const OVERLOAD_SLOTS: usize = 16;
+/// Its schedules, each due every 2 s with `catch_up = "skip"`: 400 occurrences a second,
+/// five times what the slots can run.
+const OVERLOAD_SCHEDULES: usize = 800;
+const OVERLOAD_WARM_UP: Duration = Duration::from_secs(5);
+const OVERLOAD_MEASURE: Duration = Duration::from_secs(20);
+
+/// Runs the overload scenario; returns (share of capacity used, runs, skips recorded).
+async fn overload(url: &str) -> (f64, i64, i64) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = Config::default();
+    config.database.path = dir.path().join("overload.db").display().to_string();
+    config.scheduler.max_per_user = OVERLOAD_SCHEDULES as i64;
+    config.scheduler.max_concurrent = OVERLOAD_SLOTS;
+    config.scheduler.min_interval_secs = 1;
+    config.runtime.kind = RuntimeKind::Http;
+    config.runtime.url = url.replace("/goal", "/slow");
+    let app = nightshift::app::App::open(&config).await.unwrap();
+    let store = app.schedules().clone();
+    let now = app.clock().now_ms();
+    for i in 0..OVERLOAD_SCHEDULES {
+        // First runs spread over one period, starting 2 s from now (the worker is up by
+        // then: what it falls behind on is load, not downtime).
+        let anchor = now + 2_000 + (i as i64 * 2_000) / OVERLOAD_SCHEDULES as i64;
+        let cadence = Cadence::Interval {
+            every_secs: 2,
+            anchor,
+            tz: "UTC".into(),
+        };
+        let mut new = NewSchedule::new("overload", format!("goal {i}"), cadence);
+        new.catch_up = CatchUp::Skip;
+        store.create(&Actor::Operator, &new).await.unwrap();
+    }
+    let from = nightshift::db::clock::now_ms() + OVERLOAD_WARM_UP.as_millis() as i64;
+    let until = from + OVERLOAD_MEASURE.as_millis() as i64;
+    run_for(&config, (OVERLOAD_WARM_UP + OVERLOAD_MEASURE).as_secs() + 1).await;
+    let conn = app.memory().db().conn().await.unwrap();
+    let count = |status: &'static str| {
+        let conn = &conn;
+        async move {
+            nightshift::db::query_scalar::<i64>(
+                conn,
+                "SELECT count(*) FROM schedule_runs WHERE status = ?1
+                 AND started_at >= ?2 AND started_at < ?3",
+                libsql::params![status, from, until],
+            )
             .await
             .unwrap()
-    });
-    format!("http://{addr}/goal")
+            .unwrap_or(0)
+        }
+    };
+    let (runs, skipped) = (count("succeeded").await, count("skipped").await);
+    let capacity = OVERLOAD_SLOTS as f64 * OVERLOAD_MEASURE.as_secs_f64() / SLOW_GOAL.as_secs_f64();
+    (runs as f64 / capacity, runs, skipped)
 }
 
 fn percentile(sorted: &[i64], p: f64) -> i64 {
@@ -196,6 +264,9 @@ async fn main() {
     let poll15_mean = poll15.iter().sum::<i64>() as f64 / poll15.len().max(1) as f64;
     let mean = lateness.iter().sum::<i64>() as f64 / runs.max(1) as f64;
 
+    eprintln!("overload: {OVERLOAD_SCHEDULES} schedules every 2 s, {OVERLOAD_SLOTS} slots of 200 ms goals…");
+    let (overload_share, overload_runs, overload_skipped) = overload(&url).await;
+
     eprintln!("measuring idle CPU with {schedules} schedules, none due…");
     let idle_dir = tempfile::TempDir::new().unwrap();
     let idle_config = setup(&idle_dir, &url, true).await;
@@ -241,6 +312,14 @@ async fn main() {
             format!("{} links; goal ≤ 100 ms", chain_start.len()),
         ),
         (
+            "overload: share of capacity running",
+            format!("{overload_share:.2}"),
+            format!(
+                "{overload_runs} runs, {overload_skipped} skips recorded in {} s; goal ≥ 0.9",
+                OVERLOAD_MEASURE.as_secs()
+            ),
+        ),
+        (
             "idle CPU, nothing due",
             format!("{idle_cpu_pct:.2} %"),
             "goal about 0".into(),
@@ -249,7 +328,7 @@ async fn main() {
         println!("{name:<46} {value:>14}  {note}");
     }
     println!(
-        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99}",
+        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2}",
         percentile(&lateness, 0.5),
         percentile(&lateness, 0.99),
     );

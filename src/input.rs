@@ -274,27 +274,6 @@ pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
     })
 }
 
-/// Every whole number in `value` written as a fraction (`3.0`, `-2e3`) that an `i64`
-/// holds exactly, as that integer: JSON has one kind of number, and a client that keeps
-/// every number as a double may send `3.0` for 3 (JSON Schema's `integer` allows it), so
-/// an integer field of the API or an MCP tool takes it; `3.5` stays a fraction.
-pub fn whole_numbers_as_integers(value: &mut serde_json::Value) {
-    use serde_json::Value;
-    match value {
-        Value::Number(number) if number.is_f64() => {
-            let float = number.as_f64().unwrap_or(f64::NAN);
-            // 2^63 is the first float past i64::MAX; below it a whole float converts exactly.
-            const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
-            if float.fract() == 0.0 && (-TWO_TO_63..TWO_TO_63).contains(&float) {
-                *value = Value::from(float as i64);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
-        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,28 +392,6 @@ mod tests {
             match check_range("limit", value, 1..=1000) {
                 Ok(v) => prop_assert!((1..=1000).contains(&v)),
                 Err(err) => prop_assert_eq!(err.field, "limit"),
-            }
-        }
-
-        #[test]
-        fn a_whole_number_is_an_integer_whatever_its_spelling(
-            any_float in any::<f64>(),
-            small in -1e15f64..1e15,
-            pick in any::<bool>(),
-            integer in any::<i64>(),
-        ) {
-            let float = if pick { any_float } else { small.trunc() };
-            let mut value = serde_json::json!([float, integer, {"n": float}]);
-            whole_numbers_as_integers(&mut value);
-            prop_assert_eq!(value[1].as_i64(), Some(integer), "an integer stays itself");
-            let whole = float.is_finite() && float.fract() == 0.0 && float.abs() < 9.2e18;
-            for got in [&value[0], &value[2]["n"]] {
-                if whole {
-                    prop_assert_eq!(got.as_i64(), Some(float as i64));
-                    prop_assert_eq!(got.as_i64().unwrap() as f64, float);
-                } else if float.is_finite() && float.abs() < 9.2e18 {
-                    prop_assert!(got.is_f64(), "{} is a fraction: {:?}", float, got);
-                }
             }
         }
     }

@@ -291,6 +291,45 @@ async fn catch_up_policies_after_downtime() {
     }
 }
 
+/// More due than the worker can run, with `catch_up = "skip"`: an occurrence that came
+/// due while the worker was up is late because the worker was busy, not missed while none
+/// ran, so it runs (the ones after it fold into it) and the worker's slots stay full. (Each
+/// such claim once recorded the occurrence skipped and moved on: under sustained overload
+/// almost nothing ran, and the worker spent its writes recording skips.)
+#[tokio::test(start_paused = true)]
+async fn catch_up_skip_under_overload_keeps_the_slots_full() {
+    let h = harness(|c| {
+        c.scheduler.min_interval_secs = 1;
+        c.scheduler.max_concurrent = 2;
+    })
+    .await;
+    let runtime = FakeRuntime::new(Duration::from_secs(1));
+    let (stop, worker) = h.worker("w", runtime);
+    // The worker is up before any occurrence comes due.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for i in 0..10 {
+        let mut spec = h.every(1, &format!("job {i}"));
+        spec.catch_up = CatchUp::Skip;
+        h.store.create(&Actor::Operator, &spec).await.unwrap();
+    }
+    // Ten occurrences due a second, two runs a second: five times the capacity.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+    let succeeded = h
+        .scalar("SELECT count(*) FROM schedule_runs WHERE status = 'succeeded'")
+        .await;
+    let skipped = h
+        .scalar("SELECT count(*) FROM schedule_runs WHERE status = 'skipped'")
+        .await;
+    // Two slots for about 60 s of one-second runs: at least 90 % of 120.
+    assert!(
+        succeeded >= 108,
+        "{succeeded} runs succeeded and {skipped} were recorded skipped in 60 s of 2 slots"
+    );
+    assert_eq!(skipped, 0, "no occurrence was missed while no worker ran");
+}
+
 /// `catch_up = "all"` after a long downtime runs the last 100 missed occurrences, and the
 /// ones before those are in the history too: one `skipped` run that says how many it
 /// stands for, so every occurrence is accounted for.

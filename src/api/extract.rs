@@ -9,23 +9,20 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 
-/// A JSON body. A number is read as JSON means it, whatever its spelling: `3.0` is the
-/// integer 3 (JSON Schema's `integer`, and what a client that keeps every number as a
-/// double sends), so an integer field takes it; `3.5` stays a fraction and is refused
-/// there.
+/// A JSON body, read as its document describes it (`strict_json`): a record is an
+/// object, an integer field takes `3.0`.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let mut value =
+        let value =
             match <axum::Json<serde_json::Value> as FromRequest<S>>::from_request(req, state).await
             {
                 Ok(axum::Json(value)) => value,
                 Err(rejection) => return Err(json_rejection(rejection)),
             };
-        crate::input::whole_numbers_as_integers(&mut value);
         crate::strict_json::from_value(value)
             .map(ApiJson)
             .map_err(|err| {

@@ -97,6 +97,12 @@ fn file_name() -> Value {
     })
 }
 
+/// Tags in a query parameter, comma-separated: each a one-line text without a comma.
+fn tag_list() -> Value {
+    let tag = format!("[^{CONTROL},]*[^{CONTROL_OR_SPACE},][^{CONTROL},]*");
+    json!({ "type": "string", "pattern": format!("^{tag}(,{tag})*$") })
+}
+
 /// Empty, or one line of text: a prefix to match, where nothing matches everything.
 fn optional_line(max_bytes: usize) -> Value {
     json!({
@@ -113,7 +119,7 @@ fn mime_type() -> Value {
     json!({
         "type": "string",
         "maxLength": crate::artifact::MAX_MIME_BYTES,
-        "pattern": format!(r#"^{token}/{token}( *; *{token}=({token}|"[ !#-\[\]-~]*"))*$"#),
+        "pattern": format!(r#"^{token}/{token}( *; *{token}=({token}|"[ !#-:<-\[\]-~]*"))*$"#),
     })
 }
 
@@ -125,28 +131,44 @@ fn range(min: i64, max: i64) -> Value {
     json!({ "type": "integer", "format": "int64", "minimum": min, "maximum": max })
 }
 
-/// The rule for a parameter or request field named `name` on `path`; `None` for a name
-/// whose declared schema is already exact (booleans, closed enums the types derive).
-fn rule(path: &str, name: &str, config: &Config) -> Option<Value> {
+/// The rule for a parameter or request field named `name`: `scope` is the operation's
+/// path for a parameter, the body's schema name for a field. `None` for a name whose
+/// declared schema is already exact (booleans, closed enums the types derive).
+fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
+    // Note filters (a search's, the notes list's) are one-line texts, not ids: a key
+    // prefix may end in a space the keys hold inside.
+    let filter = matches!(scope, "SearchBody" | "/v1/notes");
     Some(match name {
+        "tags" | "any_tags" | "no_tags" if scope == "/v1/notes" => tag_list(),
+        "tags" | "any_tags" | "no_tags" if filter => line(MAX_ID_BYTES),
+        // A note's own tags: trimmed, at most 64 characters, at most 32 (`memory::notes`).
+        "tags" => json!({
+            "type": "array",
+            "items": line(crate::memory::MAX_TAG_CHARS),
+            "maxItems": crate::memory::MAX_TAGS,
+        }),
+        "category" | "key_prefix" if filter => line(MAX_ID_BYTES),
         "user" | "agent" | "session" | "session_id" | "note_id" | "artifact_id" | "approval_id"
-        | "schedule_id" | "run_id" | "message_id" | "user_id" | "key" | "category"
-        | "key_prefix" | "channel" | "after" | "idempotency_key" | "tags" | "any_tags"
-        | "no_tags" | "calendars" => id(),
+        | "schedule_id" | "run_id" | "message_id" | "user_id" | "key" | "category" | "channel"
+        | "calendars" => id(),
+        // Trimmed where they are read: one line, spaces at the ends allowed.
+        "after" | "idempotency_key" => line(MAX_ID_BYTES),
         "prefix" => optional_line(crate::state::MAX_KEY_BYTES),
         "type" => mime_type(),
-        "name" if path == "/v1/artifacts" => file_name(),
+        "name" if scope == "/v1/artifacts" => file_name(),
         "name" => line(MAX_NAME_BYTES),
-        "query" => line(MAX_QUERY_BYTES),
+        "query" => lines(MAX_QUERY_BYTES),
         "goal" => lines(crate::schedule::validate::MAX_GOAL_BYTES),
         "note" => lines(crate::schedule::store::MAX_PAUSE_NOTE_BYTES),
         "reason" => lines(crate::approval::MAX_REASON_BYTES),
         "text" | "content" | "input" => content(),
         "created_after" | "created_before" | "updated_after" | "updated_before" | "since"
         | "until" | "as_of" | "from" | "to" => instant(),
-        "status" if path == "/v1/schedules" => one_of(&["active", "paused", "completed", "failed"]),
+        "status" if scope == "/v1/schedules" => {
+            one_of(&["active", "paused", "completed", "failed"])
+        }
         "source" => one_of(&["tool", "consolidation"]),
-        "status" if path == "/v1/admin/outbox" => one_of(&["pending", "delivered", "dead"]),
+        "status" if scope == "/v1/admin/outbox" => one_of(&["pending", "delivered", "dead"]),
         "passes" => {
             let names: Vec<&str> = crate::consolidate::Pass::ALL
                 .iter()
@@ -160,8 +182,8 @@ fn rule(path: &str, name: &str, config: &Config) -> Option<Value> {
         "cron" | "every" | "at" | "when" | "tz" | "jitter" | "skip" | "starts_at" | "ends_at"
         | "catch_up_window" | "approve" | "tools" => line(MAX_QUERY_BYTES),
         // A folder of Markdown files is imported by the CLI alone.
-        "format" if path == "/v1/import" => one_of(&["nightshift", "mem0"]),
-        "limit" if path.ends_with("/events") => range(1, crate::memory::MAX_RECALL as i64),
+        "format" if scope == "/v1/import" => one_of(&["nightshift", "mem0"]),
+        "limit" if scope.ends_with("/events") => range(1, crate::memory::MAX_RECALL as i64),
         "limit" => range(1, 1000),
         "offset" | "expected_version" => range(0, i64::MAX),
         "top_k" => range(1, config.search.max_top_k as i64),
@@ -207,19 +229,19 @@ pub fn apply(doc: &mut Value, config: &Config) {
     };
     for name in request_schemas {
         if let Some(Value::Object(schema)) = schemas.get_mut(&name) {
-            apply_to_fields(schema, config);
+            apply_to_fields(&name, schema, config);
         }
     }
 }
 
 /// A request body's fields: each named field with a rule takes it (for an array, its
-/// items; a field that may be `null` stays so).
-fn apply_to_fields(schema: &mut Map<String, Value>, config: &Config) {
+/// items, unless the rule is an array's own; a field that may be `null` stays so).
+fn apply_to_fields(schema_name: &str, schema: &mut Map<String, Value>, config: &Config) {
     let Some(Value::Object(properties)) = schema.get_mut("properties") else {
         return;
     };
     for (name, field) in properties.iter_mut() {
-        let Some(rule) = rule("", name, config) else {
+        let Some(rule) = rule(schema_name, name, config) else {
             continue;
         };
         let nullable = field
@@ -232,7 +254,14 @@ fn apply_to_fields(schema: &mut Map<String, Value>, config: &Config) {
                     .is_some_and(|ts| ts.iter().any(|t| t == "array"))
         });
         let description = field.get("description").cloned();
-        let mut new = if is_array {
+        let mut new = if rule["type"] == "array" {
+            // The rule is the whole array's.
+            let mut rule = rule;
+            if nullable {
+                rule["type"] = json!(["array", "null"]);
+            }
+            rule
+        } else if is_array {
             let mut array = field.clone();
             array["items"] = rule;
             array
@@ -305,7 +334,7 @@ mod tests {
         let edges = prop::sample::select(vec![
             'a', 'Z', '0', ' ', '\t', '\n', '\r', '\0', '\u{1f}', '\u{7f}', '\u{85}', '\u{9f}',
             '\u{a0}', '\u{a1}', '\u{1680}', '\u{2000}', '\u{200a}', '\u{200b}', '\u{2028}',
-            '\u{3000}', 'é', '😀', '/', '\\', '.', ';', '=', '"',
+            '\u{3000}', 'é', '😀', '/', '\\', '.', ';', '=', '"', ',',
         ]);
         prop::collection::vec(prop_oneof![edges, any::<char>()], 0..12)
             .prop_map(|chars| chars.into_iter().collect())
@@ -330,6 +359,10 @@ mod tests {
                 pattern(&content()).is_match(&text),
                 input::check_content("x", &text, MAX_NAME_BYTES).is_ok()
             );
+            let list_ok = text
+                .split(',')
+                .all(|tag| input::check_text("x", tag, MAX_ID_BYTES, Lines::One).is_ok());
+            prop_assert_eq!(pattern(&tag_list()).is_match(&text), list_ok);
             let prefix_ok = text.is_empty()
                 || input::check_text("x", &text, MAX_NAME_BYTES, Lines::One).is_ok();
             prop_assert_eq!(pattern(&optional_line(MAX_NAME_BYTES)).is_match(&text), prefix_ok);

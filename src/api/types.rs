@@ -213,6 +213,7 @@ impl NotesQuery {
 #[serde(deny_unknown_fields)]
 pub struct AppendBody {
     /// One or more events, stored together (all or none) with consecutive sequences.
+    #[schema(min_items = 1)]
     pub events: Vec<NewEvent>,
 }
 

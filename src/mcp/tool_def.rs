@@ -79,8 +79,7 @@ impl From<Error> for CallError {
 
 /// The arguments as `T`; a mismatch names the argument it is about.
 pub fn args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, CallError> {
-    let mut value = Value::Object(arguments.unwrap_or_default());
-    crate::input::whole_numbers_as_integers(&mut value);
+    let value = Value::Object(arguments.unwrap_or_default());
     crate::strict_json::from_value(value).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." {

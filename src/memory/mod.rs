@@ -53,7 +53,7 @@ pub use fts_query::keyword_expression;
 pub use keywords::CachedKeywords;
 pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
-pub use notes::tombstone_hash;
+pub use notes::{tombstone_hash, MAX_TAGS, MAX_TAG_CHARS};
 pub use rebuild::RebuildReport;
 pub use rerank::{CandidateScorer, RerankStage};
 pub use search::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};

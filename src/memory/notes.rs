@@ -12,8 +12,10 @@ use super::{
 use crate::db::{fetch_all, fetch_optional, json_column, query_first_row, DbError, FromRow};
 use crate::ids;
 
-const MAX_TAGS: usize = 32;
-const MAX_TAG_CHARS: usize = 64;
+/// Most tags a note has.
+pub const MAX_TAGS: usize = 32;
+/// Longest tag, in characters (after trimming).
+pub const MAX_TAG_CHARS: usize = 64;
 
 /// Trims and de-duplicates tags, rejecting empty or oversized ones.
 fn clean_tags(tags: &[String]) -> Result<Vec<String>> {

@@ -144,6 +144,14 @@ impl Reference {
                     }
                 }
             }
+            // The index keeps a count in a byte and a length in 16 bits; the reference
+            // does not model those caps, so a corpus must stay under them.
+            assert!(
+                length < usize::from(u16::MAX)
+                    && counts.values().all(|(t, c)| *t < 255 && *c < 255),
+                "chunk {id} is past the index's caps (255 of a word, 65,535 words): the \
+                 reference does not model them"
+            );
             docs.push((*id, length, counts));
         }
 

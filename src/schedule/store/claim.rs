@@ -32,6 +32,15 @@ impl ScheduleStore {
         let now = self.clock.now_ms();
         // Worked out before the transaction: it holds the write lock.
         let AfterClaim { next, passed_over } = after_claim(schedule, scheduled_for, now);
+        // catch_up = "skip" passes over an occurrence missed while no worker ran. One
+        // that came due while a worker was up is late only because every worker was busy:
+        // it runs, and those after it fold into it, so under more load than the workers
+        // can run every claim still starts a run (each such claim once recorded a skip
+        // and moved on, and almost nothing ran).
+        let missed_while_none_ran = schedule.catch_up == CatchUp::Skip
+            && missed(schedule, scheduled_for, now)
+            && !queued_behind_run(schedule, scheduled_for)
+            && !self.a_worker_was_up(worker_id, scheduled_for).await?;
         let next_due = next.map(|at| schedule.due_at(at));
         let next_nominal = next.filter(|_| schedule.jitter_secs.is_some());
         let conn = self.db.conn().await?;
@@ -114,10 +123,7 @@ impl ScheduleStore {
             Some("on a date of its calendars")
         } else if running > 0 && schedule.overlap == Overlap::Skip {
             Some("the previous run was still running (overlap = skip)")
-        } else if schedule.catch_up == CatchUp::Skip
-            && missed(schedule, scheduled_for, now)
-            && !queued_behind_run(schedule, scheduled_for)
-        {
+        } else if missed_while_none_ran {
             Some("missed while no worker was running (catch_up = skip)")
         } else if too_old(schedule, due, now) {
             Some("missed longer ago than its catch_up_window")
@@ -193,6 +199,22 @@ impl ScheduleStore {
         schedule.next_nominal_at = next_nominal.filter(|_| next.is_some());
         schedule.next_run_at = next;
         Ok(Some(Claim::of_cadence(run_id, schedule, scheduled_for, 1)))
+    }
+}
+
+impl ScheduleStore {
+    /// Whether a worker was up when `at` came due: one registered before it and alive
+    /// since (`worker_id`, claiming now, is alive).
+    async fn a_worker_was_up(&self, worker_id: &str, at: i64) -> Result<bool> {
+        let conn = self.db.conn().await?;
+        let up = query_scalar::<i64>(
+            &conn,
+            "SELECT EXISTS (SELECT 1 FROM workers WHERE started_at <= ?2
+                            AND (worker_id = ?1 OR heartbeat_at >= ?2))",
+            libsql::params![worker_id, at],
+        )
+        .await?;
+        Ok(up == Some(1))
     }
 }
 
