@@ -8,6 +8,10 @@
 //! how long from an upstream run's finish its follower's run takes to start, under the
 //! same load.
 //!
+//! Cancel: with the 10,000 (none due) loaded and a worker running, a triggered run whose
+//! runtime call never answers is cancelled through `POST /v1/runs/{id}/cancel`, 100
+//! times; `cancel_p99_ms` runs from the request to the run recorded `cancelled`.
+//!
 //! Overload: 800 schedules every 2 s with `catch_up = "skip"` against 16 slots of 200 ms
 //! goals (five times more due than can run), the worker up before the first comes due;
 //! `overload_capacity_share` is the runs started in 20 s (after 5 s) over the 1,600 the
@@ -54,11 +58,16 @@ async fn fake_runtime() -> String {
         tokio::time::sleep(SLOW_GOAL).await;
         Json(json!({"output": "ok"}))
     }
+    async fn hang(Json(_): Json<Value>) -> Json<Value> {
+        std::future::pending::<()>().await;
+        Json(json!({"output": "never"}))
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let routes = Router::new()
         .route("/goal", post(goal))
-        .route("/slow", post(slow));
+        .route("/slow", post(slow))
+        .route("/hang", post(hang));
     tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
     format!("http://{addr}/goal")
 }
@@ -72,6 +81,110 @@ const OVERLOAD_SLOTS: usize = 16;
 const OVERLOAD_SCHEDULES: usize = 800;
 const OVERLOAD_WARM_UP: Duration = Duration::from_secs(5);
 const OVERLOAD_MEASURE: Duration = Duration::from_secs(20);
+
+/// Cancels measured, one run at a time.
+const CANCELS: usize = 100;
+
+/// From a cancel through the API to the run recorded `cancelled`, with its runtime call
+/// in flight and `config`'s schedules loaded: the sorted times in ms.
+async fn cancels(config: &Config, url: &str) -> Vec<f64> {
+    let mut config = config.clone();
+    config.runtime.url = url.replace("/goal", "/hang");
+    config.server.listen = String::new();
+    let app = nightshift::app::App::open(&config).await.unwrap();
+    let store = app.schedules().clone();
+    let target = store
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("canceller", "hang", Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .unwrap();
+    let admin = app
+        .tokens()
+        .create(&nightshift::tokens::NewToken {
+            user_id: None,
+            name: None,
+            expires_in_secs: None,
+        })
+        .await
+        .unwrap()
+        .secret;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let api = nightshift::api::router(&app, true, &stop);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, api).await.unwrap() });
+    // One app serves the API and runs the worker, as `nightshift run` does: a cancel wakes
+    // the worker's loop in the process (from another process, the worker sees it at its
+    // next change check, `scheduler.change_check_ms`).
+    let (stop_worker, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker_app = app.clone();
+    let worker = tokio::spawn(async move {
+        run_with(&worker_app, WorkerParts::default(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    let client = reqwest::Client::new();
+    let conn = app.memory().db().conn().await.unwrap();
+    let status_of = |run_id: String| {
+        let conn = &conn;
+        async move {
+            nightshift::db::query_scalar::<String>(
+                conn,
+                "SELECT status FROM schedule_runs WHERE run_id = ?1",
+                [run_id],
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let mut times = Vec::with_capacity(CANCELS);
+    for i in 0..CANCELS {
+        store
+            .trigger(
+                &Actor::Operator,
+                &target.schedule_id,
+                None,
+                Some(&format!("c{i}")),
+            )
+            .await
+            .unwrap();
+        // Its run started, the runtime call in flight.
+        let run_id = loop {
+            let running = nightshift::db::query_scalar::<String>(
+                &conn,
+                "SELECT run_id FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
+                [target.schedule_id.as_str()],
+            )
+            .await
+            .unwrap();
+            if let Some(run_id) = running {
+                break run_id;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let asked = Instant::now();
+        let answer = client
+            .post(format!("{api_url}/v1/runs/{run_id}/cancel"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{:?}", answer.text().await);
+        while status_of(run_id.clone()).await.as_deref() != Some("cancelled") {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        times.push(asked.elapsed().as_secs_f64() * 1000.0);
+    }
+    stop_worker.send(()).unwrap();
+    worker.await.unwrap();
+    stop.cancel();
+    times.sort_by(f64::total_cmp);
+    times
+}
 
 /// Runs the overload scenario; returns (share of capacity used, runs, skips recorded).
 async fn overload(url: &str) -> (f64, i64, i64) {
@@ -277,6 +390,11 @@ async fn main() {
         / started.elapsed().as_secs_f64()
         * 100.0;
 
+    eprintln!("cancelling {CANCELS} runs through the API, {schedules} schedules loaded…");
+    let cancel_times = cancels(&idle_config, &url).await;
+    let cancel_at = |p: f64| cancel_times[((cancel_times.len() as f64 - 1.0) * p).round() as usize];
+    let (cancel_p50, cancel_p99) = (cancel_at(0.5), cancel_at(0.99));
+
     println!("{:<46} {:>14}  note", "measure", "value");
     println!("{}", "-".repeat(84));
     for (name, value, note) in [
@@ -320,6 +438,11 @@ async fn main() {
             ),
         ),
         (
+            "cancel through the API → recorded, p50 / p99",
+            format!("{cancel_p50:.1} / {cancel_p99:.1} ms"),
+            format!("{CANCELS} runs, runtime call in flight; goal p99 ≤ 200 ms"),
+        ),
+        (
             "idle CPU, nothing due",
             format!("{idle_cpu_pct:.2} %"),
             "goal about 0".into(),
@@ -328,7 +451,7 @@ async fn main() {
         println!("{name:<46} {value:>14}  {note}");
     }
     println!(
-        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2}",
+        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2} cancel_p99_ms{suffix}={cancel_p99:.1}",
         percentile(&lateness, 0.5),
         percentile(&lateness, 0.99),
     );
