@@ -351,9 +351,41 @@ pub fn db_auth_token(config: &Config) -> Result<Option<String>, DbError> {
     Ok(Some(token.trim().to_string()))
 }
 
+/// A PostgreSQL database's password: the variable `database.password_env` names, else
+/// `database.password_file`'s contents (its last line break trimmed).
+pub fn db_password(config: &Config) -> Result<Option<String>, DbError> {
+    if let Some(name) = &config.database.password_env {
+        return match std::env::var(name) {
+            Ok(password) => Ok(Some(password)),
+            Err(_) => Err(DbError::BadTarget(format!(
+                "database.password_env names {name}, which is not set (or not valid UTF-8)"
+            ))),
+        };
+    }
+    let Some(file) = &config.database.password_file else {
+        return Ok(None);
+    };
+    let path = crate::config::credential_path(file);
+    let password = std::fs::read_to_string(&path).map_err(|e| {
+        DbError::BadTarget(format!(
+            "cannot read database.password_file {}: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(Some(
+        password.trim_end_matches(['\n', '\r']).to_string(),
+    ))
+}
+
 /// Where the configured database is.
 pub fn db_target(config: &Config) -> Result<DbTarget, DbError> {
-    DbTarget::parse(&config.database.path)?
+    let target = DbTarget::parse(&config.database.path)?;
+    let target = if target.is_postgres() {
+        target.with_password(db_password(config)?)
+    } else {
+        target
+    };
+    target
         .with_auth_token(db_auth_token(config)?)
         .with_replica(
             config.database.replica_path.as_deref(),

@@ -84,10 +84,6 @@ const COUNTS: &[(&str, &str)] = &[
 /// summaries, vectors, the embedding queue, runs and their events).
 const DELETES: &[&str] = &[
     "DELETE FROM state_entries WHERE user_id = ?1",
-    // The version counters of the user's own scope and of their sessions' (a session key
-    // is the user id, U+001F, then the session id).
-    "DELETE FROM state_versions WHERE (scope = 'user' AND scope_id = ?1)
-     OR (scope = 'session' AND substr(scope_id, 1, length(?1) + 1) = ?1 || char(31))",
     "DELETE FROM artifacts WHERE user_id = ?1",
     "DELETE FROM chunks WHERE user_id = ?1",
     "DELETE FROM notes WHERE user_id = ?1",
@@ -153,6 +149,14 @@ pub async fn purge_user(
         for sql in DELETES {
             tx.execute(sql, [user_id]).await?;
         }
+        // The version counters of the user's own scope and of their sessions' (a session
+        // key is the user id, U+001F, then the session id).
+        tx.execute(
+            "DELETE FROM state_versions WHERE (scope = 'user' AND scope_id = ?1)
+             OR (scope = 'session' AND substr(scope_id, 1, length(?2)) = ?2)",
+            [user_id.to_string(), format!("{user_id}\u{1f}")],
+        )
+        .await?;
         tx.commit().await?;
         tracing::info!(user_id, ?removed, "purged a user");
     }

@@ -147,7 +147,7 @@ impl ApprovalStore {
             // answered as the timeout would, so every door tells the same from now on).
             tx.execute(
                 "UPDATE approvals SET state = 'expired', decided_by = 'timeout', decided_at = ?3
-                 WHERE approval_id = ?1 AND (?2 IS NULL OR user_id = ?2)
+                 WHERE approval_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR user_id = ?2)
                  AND state = 'pending' AND expires_at <= ?3",
                 libsql::params![approval_id, actor.user_id(), now],
             )

@@ -28,8 +28,8 @@ pub struct ArtifactStore {
 }
 
 /// Where content above `inline_max_bytes` goes: `[artifacts] dir`, else `artifacts/`
-/// beside a local database file. A server (or a replica of one) without `dir` has no
-/// folder every worker shares, so its content stays in the database.
+/// beside a local database file. A server (a libSQL server, a replica of one, PostgreSQL)
+/// without `dir` has no folder every worker shares, so its content stays in the database.
 pub fn folder_for(target: &DbTarget, config: &ArtifactsConfig) -> Option<PathBuf> {
     if let Some(dir) = &config.dir {
         return Some(PathBuf::from(dir));
@@ -40,7 +40,7 @@ pub fn folder_for(target: &DbTarget, config: &ArtifactsConfig) -> Option<PathBuf
                 .filter(|p| !p.as_os_str().is_empty())
                 .map_or_else(|| PathBuf::from("artifacts"), |p| p.join("artifacts")),
         ),
-        DbTarget::Remote { .. } | DbTarget::Replica { .. } => None,
+        DbTarget::Remote { .. } | DbTarget::Replica { .. } | DbTarget::Postgres { .. } => None,
     }
 }
 
@@ -258,7 +258,7 @@ impl ArtifactStore {
         self.over_quota(user_id, used, size as u64)?;
         let count: i64 = query_scalar(
             &tx,
-            "SELECT count(*) FROM (SELECT 1 FROM artifacts WHERE user_id = ?1 LIMIT ?2)",
+            "SELECT count(*) FROM (SELECT 1 FROM artifacts WHERE user_id = ?1 LIMIT ?2) AS held",
             libsql::params![user_id, super::MAX_ARTIFACTS_PER_USER],
         )
         .await?

@@ -290,8 +290,9 @@ pub struct UserConfig {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// Path of the embedded database file (its folder is created on first use), or the
-    /// URL of a libSQL server. `url` is accepted as another name for it.
+    /// Path of the embedded database file (its folder is created on first use), the URL
+    /// of a libSQL server, or a `postgresql://` URL. `url` is accepted as another name
+    /// for it.
     #[serde(alias = "url")]
     pub path: String,
     /// How long a writer waits for another writer's lock before failing.
@@ -301,6 +302,12 @@ pub struct DatabaseConfig {
     /// A file holding a libSQL server's auth token (relative paths are looked up in
     /// systemd's `$CREDENTIALS_DIRECTORY` when set). `NIGHTSHIFT_DB_AUTH_TOKEN` wins.
     pub auth_token_file: Option<String>,
+    /// With a PostgreSQL URL: a file holding the password (relative paths are looked up in
+    /// systemd's `$CREDENTIALS_DIRECTORY` when set). Never in the URL.
+    pub password_file: Option<String>,
+    /// With a PostgreSQL URL: the name of an environment variable holding the password;
+    /// it wins over `password_file`.
+    pub password_env: Option<String>,
     /// With a server URL: a local file kept as an embedded replica of the server. Reads
     /// (search above all) are served from it; writes go to the server.
     pub replica_path: Option<String>,
@@ -316,6 +323,8 @@ impl Default for DatabaseConfig {
             busy_timeout_ms: 5_000,
             pool_size: 8,
             auth_token_file: None,
+            password_file: None,
+            password_env: None,
             replica_path: None,
             sync_interval_secs: 1,
         }

@@ -169,6 +169,17 @@ fn database(config: &Config) -> Result<(), ConfigError> {
     if let Some(path) = &db.replica_path {
         not_blank("database.replica_path", path)?;
     }
+    if let Some(path) = &db.password_file {
+        not_blank("database.password_file", path)?;
+    }
+    if let Some(name) = &db.password_env {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return invalid(
+                "database.password_env",
+                format!("must name an environment variable, got {name:?}"),
+            );
+        }
+    }
     Ok(())
 }
 

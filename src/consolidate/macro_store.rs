@@ -177,7 +177,7 @@ pub(super) async fn users(
     let mut rows = conn
         .query(
             "SELECT DISTINCT user_id FROM sessions WHERE kind = 'scheduled'
-             AND (?1 IS NULL OR user_id = ?1) ORDER BY user_id",
+             AND (CAST(?1 AS TEXT) IS NULL OR user_id = ?1) ORDER BY user_id",
             [user],
         )
         .await?;

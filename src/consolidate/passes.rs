@@ -267,7 +267,7 @@ impl Consolidator {
         let mut rows = conn
             .query(
                 "SELECT session_id FROM sessions WHERE kind != 'memory'
-                 AND (?1 IS NULL OR user_id = ?1) ORDER BY session_id",
+                 AND (CAST(?1 AS TEXT) IS NULL OR user_id = ?1) ORDER BY session_id",
                 [user],
             )
             .await?;

@@ -181,7 +181,25 @@ pub const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// The schema version this binary writes.
+/// Every migration this binary knows for PostgreSQL, in order. The engine came after
+/// libSQL's first 33 migrations, so its first is the whole schema as of version 33; each
+/// later one is written for both engines under the same number.
+pub const POSTGRES_MIGRATIONS: &[Migration] = &[Migration {
+    version: 33,
+    name: "schema",
+    sql: include_str!("../../migrations/postgres/0033_schema.sql"),
+}];
+
+/// The migrations of `db`'s engine.
+fn migrations(db: &Db) -> &'static [Migration] {
+    if db.is_postgres() {
+        POSTGRES_MIGRATIONS
+    } else {
+        MIGRATIONS
+    }
+}
+
+/// The schema version this binary writes (the same on both engines).
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
@@ -212,8 +230,21 @@ struct Applied {
     applied_at: i64,
 }
 
+/// [`CREATE_TABLE`] on PostgreSQL, with 64-bit integers for the times.
+const CREATE_TABLE_POSTGRES: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    BIGINT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at BIGINT NOT NULL
+)";
+
 async fn applied(conn: &super::Conn) -> Result<Vec<Applied>, DbError> {
-    conn.execute(CREATE_TABLE, ()).await?;
+    let create = if conn.is_postgres() {
+        CREATE_TABLE_POSTGRES
+    } else {
+        CREATE_TABLE
+    };
+    conn.execute(create, ()).await?;
     let mut rows = conn
         .query(
             "SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version",
@@ -233,7 +264,10 @@ async fn applied(conn: &super::Conn) -> Result<Vec<Applied>, DbError> {
 }
 
 /// Checks what is applied against what this binary knows; returns the pending ones.
-fn verify(applied: &[Applied]) -> Result<Vec<&'static Migration>, DbError> {
+fn verify(
+    migrations: &'static [Migration],
+    applied: &[Applied],
+) -> Result<Vec<&'static Migration>, DbError> {
     let binary = latest_version();
     if let Some(newest) = applied.iter().map(|a| a.version).max() {
         if newest > binary {
@@ -244,7 +278,7 @@ fn verify(applied: &[Applied]) -> Result<Vec<&'static Migration>, DbError> {
         }
     }
     for done in applied {
-        if let Some(known) = MIGRATIONS.iter().find(|m| m.version == done.version) {
+        if let Some(known) = migrations.iter().find(|m| m.version == done.version) {
             let expected = checksum(known.sql);
             if done.checksum != expected {
                 return Err(DbError::ChecksumMismatch {
@@ -256,7 +290,7 @@ fn verify(applied: &[Applied]) -> Result<Vec<&'static Migration>, DbError> {
             }
         }
     }
-    Ok(MIGRATIONS
+    Ok(migrations
         .iter()
         .filter(|m| !applied.iter().any(|a| a.version == m.version))
         .collect())
@@ -271,7 +305,7 @@ pub async fn migrate(db: &Db) -> Result<usize, DbError> {
 /// older schema), each in its own transaction. Returns how many ran.
 pub async fn migrate_to(db: &Db, version: i64) -> Result<usize, DbError> {
     let conn = db.conn().await?;
-    let pending = verify(&applied(&conn).await?)?;
+    let pending = verify(migrations(db), &applied(&conn).await?)?;
     let mut ran = 0;
     for migration in pending.into_iter().filter(|m| m.version <= version) {
         let tx = conn.write_tx().await?;
@@ -308,8 +342,8 @@ pub async fn migrate_to(db: &Db, version: i64) -> Result<usize, DbError> {
 pub async fn status(db: &Db) -> Result<Vec<MigrationStatus>, DbError> {
     let conn = db.conn().await?;
     let applied = applied(&conn).await?;
-    verify(&applied)?;
-    Ok(MIGRATIONS
+    verify(migrations(db), &applied)?;
+    Ok(migrations(db)
         .iter()
         .map(|m| MigrationStatus {
             version: m.version,
@@ -325,7 +359,7 @@ pub async fn status(db: &Db) -> Result<Vec<MigrationStatus>, DbError> {
 /// Fails unless the schema is exactly what this binary expects.
 pub async fn ensure_current(db: &Db) -> Result<(), DbError> {
     let conn = db.conn().await?;
-    let pending = verify(&applied(&conn).await?)?;
+    let pending = verify(migrations(db), &applied(&conn).await?)?;
     if pending.is_empty() {
         Ok(())
     } else {
@@ -342,5 +376,19 @@ mod tests {
         for (i, m) in MIGRATIONS.iter().enumerate() {
             assert_eq!(m.version, i as i64 + 1, "{}", m.name);
         }
+    }
+
+    /// A migration added for libSQL without its PostgreSQL twin fails here: both engines
+    /// reach the same version, one by one after the PostgreSQL schema's.
+    #[test]
+    fn both_engines_reach_the_same_version() {
+        let first = POSTGRES_MIGRATIONS[0].version;
+        for (i, m) in POSTGRES_MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, first + i as i64, "{}", m.name);
+        }
+        assert_eq!(
+            POSTGRES_MIGRATIONS.last().map(|m| m.version),
+            Some(latest_version())
+        );
     }
 }

@@ -5,6 +5,7 @@ pub mod clock;
 mod lock_wait;
 pub mod migrate;
 mod pool;
+pub mod postgres;
 mod runner;
 mod write_tx;
 
@@ -33,6 +34,12 @@ pub enum DbTarget {
         path: PathBuf,
         sync_interval: Duration,
     },
+    /// A PostgreSQL database, shared by several workers (docs/scaling.md). `url` never
+    /// holds the password, which comes from the config's password file or variable.
+    Postgres {
+        url: String,
+        password: Option<String>,
+    },
 }
 
 impl std::fmt::Debug for DbTarget {
@@ -55,9 +62,25 @@ impl DbTarget {
                     url: value.to_string(),
                     auth_token: String::new(),
                 }),
+                "postgres" | "postgresql" => {
+                    let config = postgres_config(value)?;
+                    if config.get_password().is_some() {
+                        return Err(DbError::BadTarget(
+                            "the PostgreSQL URL holds a password: remove it, and name a file \
+                             holding it in [database] password_file, or an environment \
+                             variable in [database] password_env (a URL can be seen in the \
+                             process list and in logs)"
+                                .into(),
+                        ));
+                    }
+                    Ok(Self::Postgres {
+                        url: value.to_string(),
+                        password: None,
+                    })
+                }
                 other => Err(DbError::BadTarget(format!(
                     "`{other}://` is not a database URL nightshift knows: use a file path, \
-                     or an http://, https:// or libsql:// URL"
+                     an http://, https:// or libsql:// URL, or a postgresql:// URL"
                 ))),
             };
         }
@@ -88,6 +111,22 @@ impl DbTarget {
         }
     }
 
+    /// A PostgreSQL database's password (from the config's file or variable).
+    pub fn with_password(self, password: Option<String>) -> Self {
+        match (self, password) {
+            (DbTarget::Postgres { url, .. }, Some(password)) => DbTarget::Postgres {
+                url,
+                password: Some(password),
+            },
+            (other, _) => other,
+        }
+    }
+
+    /// A PostgreSQL database.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, DbTarget::Postgres { .. })
+    }
+
     /// Reads a server through an embedded replica at `replica_path`, when one is set.
     pub fn with_replica(
         self,
@@ -105,6 +144,11 @@ impl DbTarget {
                 sync_interval,
             }),
             DbTarget::Replica { .. } => Ok(self),
+            DbTarget::Postgres { .. } => Err(DbError::BadTarget(
+                "database.replica_path is set, but the database is PostgreSQL: a replica \
+                 is of a libSQL server; PostgreSQL has its own replication"
+                    .into(),
+            )),
             DbTarget::Local(path) => Err(DbError::BadTarget(format!(
                 "database.replica_path is set, but the database is the file {}: a replica \
                  needs a libSQL server URL (http://, https:// or libsql://)",
@@ -116,7 +160,7 @@ impl DbTarget {
     /// The server's URL, when the database is on a server.
     fn server_url(&self) -> Option<String> {
         let url = match self {
-            DbTarget::Local(_) => return None,
+            DbTarget::Local(_) | DbTarget::Postgres { .. } => return None,
             DbTarget::Remote { url, .. } | DbTarget::Replica { url, .. } => url,
         };
         // libsql:// is the same protocol over TLS.
@@ -135,8 +179,20 @@ impl std::fmt::Display for DbTarget {
             DbTarget::Replica { url, path, .. } => {
                 write!(f, "{url} (replica {})", path.display())
             }
+            DbTarget::Postgres { url, .. } => write!(f, "{url}"),
         }
     }
+}
+
+/// Reads a PostgreSQL URL (`postgresql://user@host:port/database?…`, or libpq's
+/// `host=… dbname=…` form after the scheme is not accepted: a URL only).
+fn postgres_config(url: &str) -> Result<tokio_postgres::Config, DbError> {
+    url.parse::<tokio_postgres::Config>().map_err(|e| {
+        DbError::BadTarget(format!(
+            "the PostgreSQL URL cannot be read ({e}): write it as \
+             postgresql://USER@HOST:PORT/DATABASE"
+        ))
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +206,11 @@ pub enum DbError {
          NIGHTSHIFT_DB_AUTH_TOKEN or [database] auth_token_file): {reason}"
     )]
     Auth { target: String, reason: String },
+    #[error(
+        "authentication to PostgreSQL at {target} failed: the server refused the user or \
+         password (set the password with [database] password_file or password_env): {reason}"
+    )]
+    PostgresAuth { target: String, reason: String },
     #[error(
         "database schema version {database} is newer than this nightshift supports ({binary}); \
          upgrade nightshift or point it at another database"
@@ -179,6 +240,7 @@ impl crate::error::Kind for DbError {
         match self {
             DbError::BadTarget(_)
             | DbError::Auth { .. }
+            | DbError::PostgresAuth { .. }
             | DbError::SchemaTooNew { .. }
             | DbError::ChecksumMismatch { .. }
             | DbError::NotMigrated(_) => ErrorKind::Config,
@@ -238,7 +300,7 @@ pub struct Db {
 
 struct DbInner {
     target: DbTarget,
-    database: Arc<libsql::Database>,
+    engine: Engine,
     options: DbOptions,
     pool: pool::Pool,
     /// One write transaction at a time from this process, against a server (see
@@ -246,9 +308,18 @@ struct DbInner {
     write_gate: Option<write_tx::WriteGate>,
 }
 
+/// What statements run on.
+enum Engine {
+    Libsql(Arc<libsql::Database>),
+    Postgres(postgres::Engine),
+}
+
 impl Db {
     /// Opens (creating if needed) the database. Does not migrate: see [`migrate`].
     pub async fn open(target: &DbTarget, options: DbOptions) -> Result<Self, DbError> {
+        if let DbTarget::Postgres { url, password } = target {
+            return Self::open_postgres(target, url, password.as_deref(), options).await;
+        }
         let open_err = |reason: String| DbError::Open {
             target: target.to_string(),
             reason,
@@ -267,6 +338,9 @@ impl Db {
                     .build()
                     .await
                     .map_err(|e| open_err(e.to_string()))?
+            }
+            DbTarget::Postgres { .. } => {
+                return Err(open_err("PostgreSQL is opened by its own engine".into()))
             }
             DbTarget::Replica {
                 auth_token,
@@ -297,7 +371,7 @@ impl Db {
         let db = Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),
-                database: database.clone(),
+                engine: Engine::Libsql(database.clone()),
                 // A replica's connection is a local one plus a writer known to the server
                 // by a client id, new with every connection: the server keeps a connection
                 // for each id until it expires, so replica connections are pooled too.
@@ -307,7 +381,9 @@ impl Db {
                     DbTarget::Remote { .. } => Some(write_tx::WriteGate::new(Some(
                         write_tx::WriteConnSlot::new(database),
                     ))),
-                    DbTarget::Replica { .. } => Some(write_tx::WriteGate::new(None)),
+                    DbTarget::Replica { .. } | DbTarget::Postgres { .. } => {
+                        Some(write_tx::WriteGate::new(None))
+                    }
                 },
                 options,
             }),
@@ -332,15 +408,78 @@ impl Db {
         Ok(db)
     }
 
+    /// PostgreSQL: a pool of connections (opened as needed), and a first round trip so an
+    /// unreachable server or a refused password fails here, clearly.
+    async fn open_postgres(
+        target: &DbTarget,
+        url: &str,
+        password: Option<&str>,
+        options: DbOptions,
+    ) -> Result<Self, DbError> {
+        let mut config = postgres_config(url)?;
+        if let Some(password) = password {
+            config.password(password);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("nightshift");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        let engine = postgres::Engine::new(config, (options.pool_size * 4).max(16)).map_err(
+            |reason| DbError::Open {
+                target: target.to_string(),
+                reason,
+            },
+        )?;
+        let db = Db {
+            inner: Arc::new(DbInner {
+                target: target.clone(),
+                engine: Engine::Postgres(engine),
+                pool: pool::Pool::new(0),
+                write_gate: None,
+                options,
+            }),
+        };
+        let first = async {
+            let conn = db.conn().await?;
+            query_scalar::<i64>(&conn, "SELECT 1", ())
+                .await
+                .map_err(DbError::from)
+        };
+        if let Err(err) = first.await {
+            let reason = err.to_string();
+            return Err(if reason.contains("28P01") || reason.contains("28000") {
+                DbError::PostgresAuth {
+                    target: target.to_string(),
+                    reason,
+                }
+            } else {
+                DbError::Open {
+                    target: target.to_string(),
+                    reason,
+                }
+            });
+        }
+        Ok(db)
+    }
+
     pub fn target(&self) -> &DbTarget {
         &self.inner.target
+    }
+
+    /// On PostgreSQL (where some statements are written differently).
+    pub fn is_postgres(&self) -> bool {
+        self.inner.target.is_postgres()
     }
 
     /// Through an embedded replica: pulls the server's latest changes now rather than at
     /// the next `sync_interval`. Elsewhere there is nothing to catch up with.
     pub async fn catch_up(&self) -> Result<(), DbError> {
-        if matches!(self.inner.target, DbTarget::Replica { .. }) {
-            self.inner.database.sync().await?;
+        if let (DbTarget::Replica { .. }, Engine::Libsql(database)) =
+            (&self.inner.target, &self.inner.engine)
+        {
+            database.sync().await?;
         }
         Ok(())
     }
@@ -353,15 +492,27 @@ impl Db {
     /// Reads run in this process, on a local file or an embedded replica (not on a
     /// server, where each statement is a round trip).
     pub fn reads_locally(&self) -> bool {
-        !matches!(self.inner.target, DbTarget::Remote { .. })
+        matches!(
+            self.inner.target,
+            DbTarget::Local(_) | DbTarget::Replica { .. }
+        )
     }
 
     /// A connection for this task alone, returned to the pool when dropped.
     pub async fn conn(&self) -> Result<Conn, DbError> {
+        let database = match &self.inner.engine {
+            Engine::Libsql(database) => database,
+            Engine::Postgres(engine) => {
+                return Ok(Conn::postgres(
+                    engine.session().await?,
+                    self.inner.pool.clone(),
+                ))
+            }
+        };
         if let Some((conn, stream)) = self.inner.pool.take() {
             return Ok(self.wrap(conn, stream));
         }
-        let conn = self.inner.database.connect()?;
+        let conn = database.connect()?;
         // Per-connection settings, where they mean something: foreign keys drive every
         // cascade in the schema (a libSQL server has them on already).
         if matches!(self.inner.target, DbTarget::Local(_)) {
@@ -720,7 +871,7 @@ pub fn json_column<T: serde::de::DeserializeOwned>(
 /// approval answered, a cancel asked).
 pub async fn tell_workers_to_look(tx: &WriteTx) -> Result<(), libsql::Error> {
     tx.execute(
-        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'schedules_version'",
+        "UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) WHERE key = 'schedules_version'",
         (),
     )
     .await?;

@@ -63,6 +63,19 @@ impl Conn {
         }
     }
 
+    /// A PostgreSQL session's (its pool is PostgreSQL's own).
+    pub(super) fn postgres(session: super::postgres::Session, pool: Pool) -> Self {
+        Self {
+            runner: Some(Runner::postgres(session)),
+            pool,
+        }
+    }
+
+    /// On PostgreSQL (where some statements are written differently).
+    pub fn is_postgres(&self) -> bool {
+        self.runner_ref().is_postgres()
+    }
+
     fn runner_ref(&self) -> &Runner {
         self.runner.as_ref().expect("connection present until drop")
     }
@@ -125,8 +138,10 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(runner) = self.runner.take() {
-            if runner.conn.is_autocommit() {
-                self.pool.give_back((runner.conn, runner.stream));
+            if let Some(conn) = runner.libsql() {
+                if conn.is_autocommit() {
+                    self.pool.give_back((conn.clone(), runner.stream));
+                }
             }
         }
     }

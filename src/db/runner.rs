@@ -51,12 +51,19 @@ impl ServerStream {
     }
 }
 
+/// The connection statements run on, by engine.
+#[derive(Clone)]
+pub(super) enum Link {
+    Libsql(libsql::Connection),
+    Postgres(super::postgres::Session),
+}
+
 /// A connection as statements run on it: the libsql connection, against a server the
 /// statements it has described, and, outside a transaction, this process's turn to write.
 /// Cheap to clone (all shared handles).
 #[derive(Clone)]
 pub struct Runner {
-    pub(super) conn: libsql::Connection,
+    pub(super) link: Link,
     /// `None` on a local file or replica, and inside libsql's transaction (through a
     /// replica), whose stream is its own.
     pub(super) stream: Option<ServerStream>,
@@ -75,7 +82,7 @@ impl Runner {
         local_busy: Option<std::time::Duration>,
     ) -> Self {
         Self {
-            conn,
+            link: Link::Libsql(conn),
             stream,
             write_gate,
             local_busy,
@@ -86,11 +93,26 @@ impl Runner {
     /// and its stream is its own, so nothing is kept described on it.
     pub(super) fn in_transaction(conn: libsql::Connection) -> Self {
         Self {
-            conn,
+            link: Link::Libsql(conn),
             stream: None,
             write_gate: None,
             local_busy: None,
         }
+    }
+
+    /// A PostgreSQL session (outside or inside a transaction: the session knows).
+    pub(super) fn postgres(session: super::postgres::Session) -> Self {
+        Self {
+            link: Link::Postgres(session),
+            stream: None,
+            write_gate: None,
+            local_busy: None,
+        }
+    }
+
+    /// On PostgreSQL (where some statements are written differently).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.link, Link::Postgres(_))
     }
 
     /// Runs a query. libsql, against a server, sends every query twice: once to have it
@@ -104,8 +126,12 @@ impl Runner {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<libsql::Rows, libsql::Error> {
+        let conn = match &self.link {
+            Link::Libsql(conn) => conn,
+            Link::Postgres(session) => return session.query(sql, params.into_params()?).await,
+        };
         let Some(stream) = &self.stream else {
-            return self.conn.query(sql, params).await;
+            return conn.query(sql, params).await;
         };
         let params = params.into_params()?;
         match self.query_on(stream, sql, params.clone()).await {
@@ -135,7 +161,7 @@ impl Runner {
         let statement = match known {
             Some(statement) => statement,
             None => {
-                let statement = self.conn.prepare(sql).await;
+                let statement = self.prepare(sql).await;
                 let statement = Arc::new(self.forget_stream_after(statement).await?);
                 let mut described = stream.described();
                 if described.len() >= MAX_DESCRIBED {
@@ -178,20 +204,24 @@ impl Runner {
         sql: &str,
         params: impl libsql::params::IntoParams,
     ) -> Result<u64, libsql::Error> {
+        let conn = match &self.link {
+            Link::Libsql(conn) => conn,
+            // A lease renewal waits for no queue of this process's: PostgreSQL orders
+            // writers by its own lock.
+            Link::Postgres(session) => return session.execute(sql, params.into_params()?).await,
+        };
         let _turn = take_turn(self.write_gate.as_ref(), lane).await;
         if let Some(busy) = self.local_busy {
             let params = params.into_params()?;
-            return super::lock_wait::writing(&self.conn, busy, || {
-                self.conn.execute(sql, params.clone())
-            })
-            .await;
+            return super::lock_wait::writing(conn, busy, || conn.execute(sql, params.clone()))
+                .await;
         }
         let Some(stream) = &self.stream else {
-            return self.conn.execute(sql, params).await;
+            return conn.execute(sql, params).await;
         };
         // After the turn: the wait for it may have outlasted the stream.
         self.keep_stream_fresh(stream).await;
-        let result = self.conn.execute(sql, params).await;
+        let result = conn.execute(sql, params).await;
         self.forget_stream_after(result).await
     }
 
@@ -219,15 +249,40 @@ impl Runner {
     /// Drops the connection's stream (its next request opens a new one) when `needed`,
     /// and never inside a transaction, whose state lives on its stream.
     async fn new_stream_if(&self, needed: bool) {
-        if needed && self.conn.is_autocommit() {
-            self.conn.reset().await;
+        if let Link::Libsql(conn) = &self.link {
+            if needed && conn.is_autocommit() {
+                conn.reset().await;
+            }
         }
     }
 
     /// Prepares a statement on this connection, for a caller that runs it many times (a
     /// local file's writer). Not on a server: there a connection keeps what it described.
     pub(crate) async fn prepare(&self, sql: &str) -> Result<libsql::Statement, libsql::Error> {
-        self.conn.prepare(sql).await
+        match &self.link {
+            Link::Libsql(conn) => conn.prepare(sql).await,
+            // PostgreSQL's pool keeps each connection's prepared statements itself.
+            Link::Postgres(_) => Err(libsql::Error::Misuse(
+                "statements are prepared by the pool on PostgreSQL".into(),
+            )),
+        }
+    }
+
+    /// The libSQL connection, for what only libSQL does (a migration's script runs on
+    /// either engine through [`Runner::execute_script`]).
+    pub(super) fn libsql(&self) -> Option<&libsql::Connection> {
+        match &self.link {
+            Link::Libsql(conn) => Some(conn),
+            Link::Postgres(_) => None,
+        }
+    }
+
+    /// Runs a script of statements without parameters (a migration's).
+    pub(super) async fn execute_script(&self, sql: &str) -> Result<(), libsql::Error> {
+        match &self.link {
+            Link::Libsql(conn) => conn.execute_batch(sql).await.map(|_| ()),
+            Link::Postgres(session) => session.execute_batch(sql).await,
+        }
     }
 
     /// Begins a write transaction on this connection (see [`Conn::write_tx`](super::Conn::write_tx)).

@@ -42,6 +42,10 @@ enum TxOn {
     /// libsql's transaction (a local file, a server through a replica); `None` once
     /// committed or rolled back.
     Libsql(Option<libsql::Transaction>),
+    /// A PostgreSQL session of its own, holding the write lock (see `db::postgres`);
+    /// `None` once committed or rolled back. Dropped unfinished, its connection is closed,
+    /// which rolls back.
+    Postgres(Option<super::postgres::Session>),
     /// The process's write connection to a server; `None` once committed or rolled back.
     Server {
         home: WriteConnSlot,
@@ -63,7 +67,18 @@ pub(super) enum Begin {
 
 impl WriteTx {
     pub(super) async fn begin(on: &Runner, begin: Begin) -> Result<Self, libsql::Error> {
-        let (conn, gate) = (&on.conn, on.write_gate.as_ref());
+        let conn = match &on.link {
+            super::runner::Link::Libsql(conn) => conn,
+            super::runner::Link::Postgres(session) => {
+                let writer = session.write_transaction().await?;
+                return Ok(Self {
+                    runner: Runner::postgres(writer.clone()),
+                    on: TxOn::Postgres(Some(writer)),
+                    turn: None,
+                });
+            }
+        };
+        let gate = on.write_gate.as_ref();
         let turn = take_turn(gate, Lane::Queue).await;
         if let Some(home) = gate.and_then(|gate| gate.write_conn.as_ref()) {
             let write_conn = home.take()?;
@@ -99,6 +114,11 @@ impl WriteTx {
         })
     }
 
+    /// On PostgreSQL (where some statements are written differently).
+    pub fn is_postgres(&self) -> bool {
+        self.runner.is_postgres()
+    }
+
     /// Runs a query inside the transaction.
     pub async fn query(
         &self,
@@ -119,8 +139,7 @@ impl WriteTx {
 
     /// Runs several statements (a migration's script) inside the transaction.
     pub(crate) async fn execute_batch(&self, sql: &str) -> Result<(), libsql::Error> {
-        self.runner.conn.execute_batch(sql).await?;
-        Ok(())
+        self.runner.execute_script(sql).await
     }
 
     /// The transaction as statements run on it (for statements kept across calls).
@@ -148,6 +167,13 @@ impl WriteTx {
             TxOn::Server { home, conn } => {
                 let write_conn = conn.take().expect("a transaction is open until it ends");
                 end_on(home, write_conn, end).await
+            }
+            TxOn::Postgres(session) => {
+                let session = session.take().expect("a transaction is open until it ends");
+                match end {
+                    End::Commit => session.commit().await,
+                    End::Rollback => session.rollback().await,
+                }
             }
         }
     }

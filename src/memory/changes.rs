@@ -49,6 +49,32 @@ const NOTE_EVENT: &str = "'note.' || v.change,
         'key', v.key, 'category', v.category, 'agent_id', v.agent_id,
         'summary', 'note ' || v.note_id || ' ' || v.change || ' by ' || v.changed_by)";
 
+/// [`NOTE_EVENT`] on PostgreSQL.
+const NOTE_EVENT_POSTGRES: &str = "'note.' || v.change,
+    json_build_object('event', 'note.' || v.change, 'user_id', v.user_id, 'note_id', v.note_id,
+        'version', v.version, 'change', v.change, 'changed_by', v.changed_by,
+        'changed_at', v.changed_at, 'content', v.content, 'tags', CAST(v.tags_json AS json),
+        'key', v.key, 'category', v.category, 'agent_id', v.agent_id,
+        'summary', 'note ' || v.note_id || ' ' || v.change || ' by ' || v.changed_by)::text";
+
+/// The statement's words for "a user in the JSON array parameter `param`", by engine.
+fn user_in(param: &str, postgres: bool) -> String {
+    if postgres {
+        format!("user_id IN (SELECT value FROM json_array_elements_text(CAST({param} AS json)))")
+    } else {
+        format!("user_id IN (SELECT value FROM json_each({param}))")
+    }
+}
+
+/// The note event's columns, by engine.
+fn note_event(postgres: bool) -> &'static str {
+    if postgres {
+        NOTE_EVENT_POSTGRES
+    } else {
+        NOTE_EVENT
+    }
+}
+
 impl Memory {
     /// The same store, recording the changes of the users `changes` names.
     pub fn with_change_events(mut self, changes: ChangeEvents) -> Self {
@@ -61,13 +87,16 @@ impl Memory {
         if !self.changes.any() {
             return Ok(());
         }
+        let postgres = tx.is_postgres();
         tx.execute(
             &format!(
                 "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
-                 SELECT v.user_id, {NOTE_EVENT}, ?2 FROM note_versions v
+                 SELECT v.user_id, {}, ?2 FROM note_versions v
                  WHERE v.note_id = ?1
-                   AND (?3 OR v.user_id IN (SELECT value FROM json_each(?4)))
-                 ORDER BY v.version DESC LIMIT 1"
+                   AND (?3 OR v.{})
+                 ORDER BY v.version DESC LIMIT 1",
+                note_event(postgres),
+                user_in("?4", postgres)
             ),
             libsql::params![note_id, now, self.changes.all, self.changes.users_json()],
         )
@@ -86,15 +115,18 @@ impl Memory {
         if !self.changes.any() {
             return Ok(());
         }
+        let postgres = tx.is_postgres();
         tx.execute(
             &format!(
                 "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
-                 SELECT v.user_id, {NOTE_EVENT}, ?1 FROM note_versions v
+                 SELECT v.user_id, {}, ?1 FROM note_versions v
                  WHERE v.change = 'deleted' AND v.changed_at = ?1 AND v.changed_by = ?2
                    AND v.note_id IN (SELECT note_id FROM notes
                                      WHERE expires_at IS NOT NULL AND expires_at <= ?1)
-                   AND (?3 OR v.user_id IN (SELECT value FROM json_each(?4)))
-                 ORDER BY v.version_id"
+                   AND (?3 OR v.{})
+                 ORDER BY v.version_id",
+                note_event(postgres),
+                user_in("?4", postgres)
             ),
             libsql::params![now, changed_by, self.changes.all, self.changes.users_json()],
         )
@@ -146,22 +178,42 @@ impl Memory {
         }
         let passes = serde_json::to_string(passes).unwrap_or_else(|_| "[]".into());
         let conn = self.db.conn().await?;
+        let postgres = conn.is_postgres();
+        let sql = if postgres {
+            "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
+             SELECT user_id, 'consolidation.finished',
+               json_build_object('event', 'consolidation.finished', 'user_id', user_id,
+                 'passes', CAST(?3 AS json), 'started_at', CAST(?1 AS BIGINT),
+                 'finished_at', CAST(?2 AS BIGINT),
+                 'counts', json_build_object(
+                    'notes_created', count(*) FILTER (WHERE change = 'created'),
+                    'notes_superseded', count(*) FILTER (WHERE change = 'superseded'),
+                    'notes_deleted', count(*) FILTER (WHERE change = 'deleted')),
+                 'summary', 'consolidation changed ' || count(*) || ' note versions')::text,
+               ?2
+             FROM note_versions
+             WHERE changed_by LIKE 'consolidation:%' AND changed_at >= ?1 AND changed_at <= ?2
+               AND (?4 OR user_id IN (SELECT value FROM json_array_elements_text(CAST(?5 AS json))))
+             GROUP BY user_id ORDER BY user_id"
+        } else {
+            "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
+             SELECT user_id, 'consolidation.finished',
+               json_object('event', 'consolidation.finished', 'user_id', user_id,
+                 'passes', json(?3), 'started_at', ?1, 'finished_at', ?2,
+                 'counts', json_object(
+                    'notes_created', sum(change = 'created'),
+                    'notes_superseded', sum(change = 'superseded'),
+                    'notes_deleted', sum(change = 'deleted')),
+                 'summary', 'consolidation changed ' || count(*) || ' note versions'),
+               ?2
+             FROM note_versions
+             WHERE changed_by LIKE 'consolidation:%' AND changed_at >= ?1 AND changed_at <= ?2
+               AND (?4 OR user_id IN (SELECT value FROM json_each(?5)))
+             GROUP BY user_id ORDER BY user_id"
+        };
         Ok(conn
             .execute(
-                "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
-                 SELECT user_id, 'consolidation.finished',
-                   json_object('event', 'consolidation.finished', 'user_id', user_id,
-                     'passes', json(?3), 'started_at', ?1, 'finished_at', ?2,
-                     'counts', json_object(
-                        'notes_created', sum(change = 'created'),
-                        'notes_superseded', sum(change = 'superseded'),
-                        'notes_deleted', sum(change = 'deleted')),
-                     'summary', 'consolidation changed ' || count(*) || ' note versions'),
-                   ?2
-                 FROM note_versions
-                 WHERE changed_by LIKE 'consolidation:%' AND changed_at >= ?1 AND changed_at <= ?2
-                   AND (?4 OR user_id IN (SELECT value FROM json_each(?5)))
-                 GROUP BY user_id ORDER BY user_id",
+                sql,
                 libsql::params![
                     started_at,
                     finished_at,

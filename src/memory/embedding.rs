@@ -136,10 +136,10 @@ impl Memory {
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT 'meta', key, value, NULL FROM meta
+                    "SELECT 'meta', key, value, NULL, NULL FROM meta
                      WHERE key IN ('embedding_model', 'embedding_reembed')
                      UNION ALL
-                     SELECT 'session', session_id, vector_removals, created_at FROM sessions
+                     SELECT 'session', session_id, NULL, vector_removals, created_at FROM sessions
                      WHERE session_id IN ({placeholders})"
                 ),
                 params,
@@ -152,8 +152,8 @@ impl Memory {
             match (row.get::<String>(0)?.as_str(), key.as_str()) {
                 ("session", _) => {
                     let tag = super::vectors::SessionTag {
-                        removals: row.get(2)?,
-                        created_at: row.get(3)?,
+                        removals: row.get(3)?,
+                        created_at: row.get(4)?,
                     };
                     tags.insert(key, tag);
                 }
@@ -210,8 +210,9 @@ impl Memory {
         }
         let queued = tx
             .execute(
-                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
-                 SELECT chunk_id, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM chunks",
+                "INSERT INTO embed_queue (chunk_id, enqueued_at)
+                 SELECT chunk_id, CAST(unixepoch('subsec') * 1000 AS BIGINT) FROM chunks
+                 ON CONFLICT DO NOTHING",
                 (),
             )
             .await?;
@@ -362,7 +363,7 @@ impl Memory {
                 "WITH vectors (chunk_id, embedding) AS (VALUES {rows})
                  INSERT INTO chunk_vectors (chunk_id, session_id, model, embedding)
                  SELECT c.chunk_id, c.session_id, ?2, v.embedding
-                 FROM vectors v JOIN chunks c ON c.chunk_id = v.chunk_id
+                 FROM vectors v JOIN chunks c ON c.chunk_id = CAST(v.chunk_id AS BIGINT)
                  WHERE c.chunk_id IN ({claimed})"
             ),
             params,
@@ -387,11 +388,12 @@ impl Memory {
         let conn = self.db.conn().await?;
         Ok(conn
             .execute(
-                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at)
-                 SELECT c.chunk_id, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM chunks c
+                "INSERT INTO embed_queue (chunk_id, enqueued_at)
+                 SELECT c.chunk_id, CAST(unixepoch('subsec') * 1000 AS BIGINT) FROM chunks c
                  WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v
                                    WHERE v.chunk_id = c.chunk_id AND v.model = ?1)
-                   AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.chunk_id = c.chunk_id)",
+                   AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.chunk_id = c.chunk_id)
+                 ON CONFLICT DO NOTHING",
                 [self.embedder.model_id()],
             )
             .await? as usize)

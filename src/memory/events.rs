@@ -370,11 +370,11 @@ impl Memory {
             &format!(
                 "SELECT {} FROM sessions
                  WHERE substr(session_id, length(user_id) + 2) = ?1
-                   AND session_id = user_id || char(31) || ?1
+                   AND session_id = user_id || ?2
                  ORDER BY user_id LIMIT 2",
                 Session::COLUMNS
             ),
-            [session_id],
+            [session_id.to_string(), format!("\u{1f}{session_id}")],
         )
         .await?;
         match found.len() {
@@ -385,8 +385,8 @@ impl Memory {
                     &conn,
                     "SELECT count(*) FROM sessions
                      WHERE substr(session_id, length(user_id) + 2) = ?1
-                       AND session_id = user_id || char(31) || ?1",
-                    [session_id],
+                       AND session_id = user_id || ?2",
+                    [session_id.to_string(), format!("\u{1f}{session_id}")],
                 )
                 .await?;
                 Err(MemoryError::SessionAmbiguous {

@@ -13,6 +13,27 @@ const MAX_TERMS: usize = 32;
 /// searchable word. The chunks' keyword leg has an index of its own (`terms.rs`).
 pub fn keyword_expression(query: &str) -> Option<String> {
     const COLUMN: &str = "content";
+    // Words are letters and digits only, so quoting cannot be escaped from.
+    let quoted: Vec<String> = keyword_terms(query)?
+        .iter()
+        .map(|t| format!("{COLUMN}:\"{t}\""))
+        .collect();
+    Some(quoted.join(" OR "))
+}
+
+/// [`keyword_expression`] for PostgreSQL's full-text search (`to_tsquery('english', …)`
+/// over `note_versions.words`): the same words, each quoted, OR-ed.
+pub fn tsquery_expression(query: &str) -> Option<String> {
+    let quoted: Vec<String> = keyword_terms(query)?
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect();
+    Some(quoted.join(" | "))
+}
+
+/// The words a query searches for: each word once, stop words left out unless there is
+/// nothing else, at most [`MAX_TERMS`].
+fn keyword_terms(query: &str) -> Option<Vec<&str>> {
     // Each word as typed, with its lower case for telling repeats and stop words: FTS5
     // folds the word itself, by the Unicode its tokenizer knows (6.1), as it folded the
     // stored text; a word folded here by newer Unicode (a capital of Osage, Cherokee,
@@ -38,13 +59,7 @@ pub fn keyword_expression(query: &str) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    // Words are letters and digits only, so quoting cannot be escaped from.
-    let quoted: Vec<String> = terms
-        .iter()
-        .take(MAX_TERMS)
-        .map(|t| format!("{COLUMN}:\"{t}\""))
-        .collect();
-    Some(quoted.join(" OR "))
+    Some(terms.into_iter().take(MAX_TERMS).collect())
 }
 
 #[cfg(test)]

@@ -340,9 +340,9 @@ impl ChunkWriter {
             extend: RowsSql::new(
                 conn,
                 "WITH appended (hash, sequence) AS (VALUES {rows})
-                 UPDATE chunks SET sequence_end = max(sequence_end, appended.sequence)
+                 UPDATE chunks SET sequence_end = max(sequence_end, CAST(appended.sequence AS BIGINT))
                  FROM appended
-                 WHERE chunks.session_id = ?1 AND chunks.note_id IS ?2
+                 WHERE chunks.session_id = ?1 AND chunks.note_id IS NOT DISTINCT FROM ?2
                    AND chunks.content_hash = appended.hash
                  RETURNING content_hash",
                 2,
@@ -386,12 +386,12 @@ impl ChunkWriter {
             // A row: chunk.
             enqueue: RowsSql::new(
                 conn,
-                "INSERT OR IGNORE INTO embed_queue (chunk_id, enqueued_at) VALUES {rows}",
+                "INSERT INTO embed_queue (chunk_id, enqueued_at) VALUES {rows} ON CONFLICT DO NOTHING",
                 0,
                 RowShape {
                     prefix: "",
                     width: 1,
-                    suffix: ", CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+                    suffix: ", CAST(unixepoch('subsec') * 1000 AS BIGINT)",
                 },
                 prepare,
             )

@@ -211,7 +211,7 @@ impl Memory {
         let count: i64 = crate::db::query_scalar(
             tx,
             "SELECT count(*) FROM (SELECT 1 FROM notes WHERE user_id = ?1
-             AND superseded_by IS NULL LIMIT ?2)",
+             AND superseded_by IS NULL LIMIT ?2) AS held",
             libsql::params![user_id, limit],
         )
         .await?
@@ -448,7 +448,7 @@ impl Memory {
         // Remember that it was forgotten, so consolidation does not learn it again.
         tx.execute(
             "INSERT INTO note_tombstones (user_id, content_hash, deleted_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT DO UPDATE SET deleted_at = excluded.deleted_at",
+             ON CONFLICT (user_id, content_hash) DO UPDATE SET deleted_at = excluded.deleted_at",
             libsql::params![user_id, tombstone_hash(&content), now],
         )
         .await?;

@@ -352,18 +352,26 @@ impl Memory {
             crate::input::Lines::Many,
         )?;
         crate::input::check_instant("as of", at)?;
-        let Some(expression) = super::fts_query::keyword_expression(query) else {
+        let conn = self.db.conn().await?;
+        let (expression, matched) = if conn.is_postgres() {
+            // ts_rank grows with the match, where bm25 falls: negated, both sort best first.
+            let matched = "SELECT version_id, -ts_rank(words, to_tsquery('english', ?3)) AS rank
+                 FROM note_versions WHERE user_id = ?1 AND words @@ to_tsquery('english', ?3)";
+            (super::fts_query::tsquery_expression(query), matched)
+        } else {
+            let matched = "SELECT rowid AS version_id, bm25(note_versions_fts) AS rank
+                 FROM note_versions_fts WHERE note_versions_fts MATCH ?3";
+            (super::fts_query::keyword_expression(query), matched)
+        };
+        let Some(expression) = expression else {
             return Ok(Vec::new());
         };
-        let conn = self.db.conn().await?;
         Ok(fetch_all(
             &conn,
             &format!(
                 // The full-text match first, on its own: joined in place, the planner may
                 // walk the user's versions and run the match once for each.
-                "WITH matched AS MATERIALIZED (
-                    SELECT rowid AS version_id, bm25(note_versions_fts) AS rank
-                    FROM note_versions_fts WHERE note_versions_fts MATCH ?3)
+                "WITH matched AS MATERIALIZED ({matched})
                  SELECT {} FROM matched m JOIN note_versions v ON v.version_id = m.version_id
                  WHERE {VALID_AT} AND {}
                  ORDER BY m.rank, v.changed_at DESC LIMIT ?4",

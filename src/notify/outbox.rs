@@ -100,10 +100,11 @@ pub async fn enqueue_keyed_in(
          channel_id, channel_context_id, priority, payload_json, next_attempt_at, expires_at,
          created_at, status, last_error)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11,
-                CASE WHEN full THEN 'dead' ELSE 'pending' END,
-                CASE WHEN full THEN ?14 END
-         FROM (SELECT count(*) >= ?13 AS full FROM
-               (SELECT 1 FROM outbox WHERE status = 'pending' AND channel_id = ?7 LIMIT ?13))
+                CASE WHEN is_full THEN 'dead' ELSE 'pending' END,
+                CASE WHEN is_full THEN ?14 END
+         FROM (SELECT count(*) >= ?13 AS is_full FROM
+               (SELECT 1 FROM outbox WHERE status = 'pending' AND channel_id = ?7 LIMIT ?13)
+               AS waiting) AS channel
          WHERE true
          ON CONFLICT (idempotency_key) DO NOTHING
          RETURNING status",

@@ -497,8 +497,8 @@ pub(super) async fn write_row(
                 tx,
                 "SELECT count(*) FROM (
                      SELECT user_id FROM notes WHERE note_id = ?1
-                     UNION SELECT user_id FROM note_versions WHERE note_id = ?1)
-                 WHERE user_id IS NOT ?2",
+                     UNION SELECT user_id FROM note_versions WHERE note_id = ?1) AS owners
+                 WHERE user_id IS DISTINCT FROM ?2",
                 libsql::params![note_id.as_str(), user],
             )
             .await?;

@@ -187,7 +187,7 @@ impl<'p> UserImport<'p> {
             tx.execute(
                 "INSERT INTO state_versions (scope, scope_id, version) VALUES (?1, ?2, ?3)
                  ON CONFLICT (scope, scope_id) DO UPDATE
-                 SET version = MAX(version, excluded.version)",
+                 SET version = MAX(state_versions.version, excluded.version)",
                 libsql::params![scope.as_str(), scope_id.as_str(), *version],
             )
             .await?;

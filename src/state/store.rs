@@ -56,7 +56,7 @@ impl StateStore {
             &conn,
             &format!(
                 "SELECT {} FROM state_entries
-                 WHERE scope = ?1 AND scope_id = ?2 AND key = ?3 AND user_id IS ?4",
+                 WHERE scope = ?1 AND scope_id = ?2 AND key = ?3 AND user_id IS NOT DISTINCT FROM ?4",
                 StateEntry::COLUMNS
             ),
             libsql::params![
@@ -374,7 +374,7 @@ impl StateStore {
         let count: i64 = query_scalar(
             tx,
             "SELECT count(*) FROM (SELECT 1 FROM state_entries
-             WHERE scope = ?1 AND scope_id = ?2 LIMIT ?3)",
+             WHERE scope = ?1 AND scope_id = ?2 LIMIT ?3) AS held",
             libsql::params![at.scope.as_str(), at.scope_id.as_str(), limit as i64],
         )
         .await?
@@ -410,7 +410,7 @@ async fn current_version(tx: &WriteTx, at: &Location, key: &StateKey) -> Result<
     Ok(query_scalar(
         tx,
         "SELECT version FROM state_entries
-         WHERE scope = ?1 AND scope_id = ?2 AND key = ?3 AND user_id IS ?4",
+         WHERE scope = ?1 AND scope_id = ?2 AND key = ?3 AND user_id IS NOT DISTINCT FROM ?4",
         libsql::params![
             at.scope.as_str(),
             at.scope_id.as_str(),
@@ -444,9 +444,9 @@ async fn next_version(tx: &WriteTx, scope: &Scope, scope_id: &str) -> Result<i64
     let version: Option<i64> = query_scalar(
         tx,
         "INSERT INTO state_versions (scope, scope_id, version)
-         VALUES (?1, ?2, coalesce((SELECT CAST(value AS INTEGER) FROM meta
+         VALUES (?1, ?2, coalesce((SELECT CAST(value AS BIGINT) FROM meta
                                    WHERE key = 'state_version_floor'), 0) + 1)
-         ON CONFLICT (scope, scope_id) DO UPDATE SET version = version + 1
+         ON CONFLICT (scope, scope_id) DO UPDATE SET version = state_versions.version + 1
          RETURNING version",
         libsql::params![scope.as_str(), scope_id],
     )

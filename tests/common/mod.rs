@@ -5,6 +5,7 @@ pub mod api;
 pub mod bm25_reference;
 pub mod mcp;
 pub mod model;
+pub mod postgres;
 pub mod skip;
 pub mod sqld;
 
@@ -17,9 +18,15 @@ use nightshift::db::query_scalar;
 use nightshift::memory::{Memory, SessionKey};
 use tempfile::TempDir;
 
+/// The default config on a database of the test's own: a file in `dir`, or under
+/// `NIGHTSHIFT_TEST_ENGINE=postgres` a fresh PostgreSQL database.
 pub fn config_in(dir: &TempDir) -> Config {
     let mut config = Config::default();
-    config.database.path = dir.path().join("nightshift.db").display().to_string();
+    config.database.path = if postgres::engine_is_postgres() {
+        postgres::fresh_database()
+    } else {
+        dir.path().join("nightshift.db").display().to_string()
+    };
     config
 }
 

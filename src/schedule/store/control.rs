@@ -142,7 +142,7 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let deleted = conn
             .execute(
-                "DELETE FROM schedules WHERE schedule_id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+                "DELETE FROM schedules WHERE schedule_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR user_id = ?2)",
                 libsql::params![schedule_id, actor.user_id()],
             )
             .await?;

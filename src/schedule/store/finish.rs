@@ -293,7 +293,7 @@ impl ScheduleStore {
                                  SELECT run_id, row_number() OVER (
                                      PARTITION BY schedule_id
                                      ORDER BY coalesce(started_at, scheduled_for) DESC) AS n
-                                 FROM schedule_runs)
+                                 FROM schedule_runs) AS ranked
                              WHERE n > ?1)",
                         [self.limits.history_keep],
                     )

@@ -89,6 +89,109 @@ impl Rows {
     }
 }
 
+/// Rows already read, by column name and value: nightshift's PostgreSQL engine hands its
+/// results to stores as the same [`Rows`] as libSQL's (a nightshift addition).
+impl Rows {
+    pub fn from_values(columns: Vec<String>, rows: Vec<Vec<Value>>) -> Self {
+        let columns: std::sync::Arc<[String]> = columns.into();
+        Self::new(ValueRows {
+            columns,
+            rows: rows.into(),
+        })
+    }
+}
+
+struct ValueRows {
+    columns: std::sync::Arc<[String]>,
+    rows: std::collections::VecDeque<Vec<Value>>,
+}
+
+#[async_trait::async_trait]
+impl RowsInner for ValueRows {
+    async fn next(&mut self) -> Result<Option<Row>> {
+        Ok(self.rows.pop_front().map(|values| Row {
+            inner: Box::new(ValueRow {
+                columns: self.columns.clone(),
+                values,
+            }),
+        }))
+    }
+}
+
+impl ColumnsInner for ValueRows {
+    fn column_name(&self, idx: i32) -> Option<&str> {
+        self.columns.get(usize::try_from(idx).ok()?).map(String::as_str)
+    }
+
+    fn column_type(&self, idx: i32) -> Result<ValueType> {
+        match self.rows.front().and_then(|row| row.get(usize::try_from(idx).ok()?)) {
+            Some(value) => Ok(value_type(value)),
+            None => Err(crate::Error::InvalidColumnIndex),
+        }
+    }
+
+    fn column_count(&self) -> i32 {
+        self.columns.len() as i32
+    }
+}
+
+struct ValueRow {
+    columns: std::sync::Arc<[String]>,
+    values: Vec<Value>,
+}
+
+impl fmt::Debug for ValueRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.values).finish()
+    }
+}
+
+impl ValueRow {
+    fn value(&self, idx: i32) -> Result<&Value> {
+        usize::try_from(idx)
+            .ok()
+            .and_then(|idx| self.values.get(idx))
+            .ok_or(crate::Error::InvalidColumnIndex)
+    }
+}
+
+impl RowInner for ValueRow {
+    fn column_value(&self, idx: i32) -> Result<Value> {
+        self.value(idx).cloned()
+    }
+
+    fn column_str(&self, idx: i32) -> Result<&str> {
+        match self.value(idx)? {
+            Value::Text(text) => Ok(text),
+            _ => Err(crate::Error::InvalidColumnType),
+        }
+    }
+}
+
+impl ColumnsInner for ValueRow {
+    fn column_name(&self, idx: i32) -> Option<&str> {
+        self.columns.get(usize::try_from(idx).ok()?).map(String::as_str)
+    }
+
+    fn column_type(&self, idx: i32) -> Result<ValueType> {
+        self.value(idx).map(value_type)
+    }
+
+    fn column_count(&self) -> i32 {
+        self.columns.len() as i32
+    }
+}
+
+fn value_type(value: &Value) -> ValueType {
+    match value {
+        Value::Null => ValueType::Null,
+        Value::Integer(_) => ValueType::Integer,
+        Value::Real(_) => ValueType::Real,
+        Value::Text(_) => ValueType::Text,
+        Value::Blob(_) => ValueType::Blob,
+    }
+}
+
 impl fmt::Debug for Rows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Rows").finish()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for the tests and benchmarks: Debian's postgresql
+# (installed with apt when missing and run as root), a fresh `initdb` in a temp folder,
+# listening on 127.0.0.1 at a free port and on a unix socket in that folder, trusting
+# local connections (nothing else can reach it). PostgreSQL refuses to run as root, so as
+# root the cluster belongs to the `postgres` user the package makes.
+#
+#   eval "$(scripts/postgres-cluster.sh start)"   # sets NIGHTSHIFT_TEST_POSTGRES_URL
+#   scripts/postgres-cluster.sh stop              # stops it and removes its folder
+#
+# Each test makes a database of its own on the cluster (tests/common/postgres.rs).
+set -euo pipefail
+
+bin_dir() {
+    local dir
+    dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+    [[ -n "$dir" && -x "$dir/initdb" ]] && echo "$dir"
+}
+
+as_owner() {
+    if [[ "$(id -u)" == 0 ]]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+start() {
+    local bin
+    if ! bin="$(bin_dir)"; then
+        if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null
+            bin="$(bin_dir)"
+        else
+            echo "postgres-cluster.sh: PostgreSQL is needed (apt-get install postgresql)" >&2
+            exit 1
+        fi
+    fi
+    local dir port
+    dir="$(mktemp -d /tmp/nightshift-postgres.XXXXXX)"
+    chmod 700 "$dir"
+    [[ "$(id -u)" == 0 ]] && chown postgres: "$dir"
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    as_owner "$bin/initdb" -D "$dir/data" -U nightshift --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    # Settings for a disposable cluster: no fsync (a crash loses the cluster, never a
+    # test's assertion), room for many workers' pools.
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" >&2 \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    echo "$dir" >"${TMPDIR:-/tmp}/nightshift-postgres.current"
+    echo "export NIGHTSHIFT_TEST_POSTGRES_URL='postgresql://nightshift@127.0.0.1:$port/postgres'"
+    echo "export NIGHTSHIFT_TEST_POSTGRES_DIR='$dir'"
+}
+
+stop() {
+    local dir="${1:-${NIGHTSHIFT_TEST_POSTGRES_DIR:-}}"
+    if [[ -z "$dir" && -f "${TMPDIR:-/tmp}/nightshift-postgres.current" ]]; then
+        dir="$(cat "${TMPDIR:-/tmp}/nightshift-postgres.current")"
+    fi
+    [[ -n "$dir" && -d "$dir" ]] || return 0
+    local bin
+    bin="$(bin_dir)"
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop "${2:-}" ;;
+    *) echo "usage: $0 start | stop [DIR]" >&2; exit 2 ;;
+esac

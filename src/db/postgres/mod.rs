@@ -1,0 +1,268 @@
+//! The PostgreSQL engine: several workers on one PostgreSQL database (docs/scaling.md).
+//! Stores run the same statements and read the same values as on libSQL (see [`sql`] and
+//! [`value`]); what differs by engine is written per engine at the store.
+//!
+//! Writes keep SQLite's guarantee that a write transaction sees no other writer: each one
+//! (a [`WriteTx`](super::WriteTx), or a single statement outside one) holds one
+//! transaction-level advisory lock, [`WRITE_LOCK`], until it ends. Reads take no lock.
+//! PostgreSQL releases the lock with the transaction, on commit, rollback or a lost
+//! connection alike, so a killed worker never leaves it held.
+
+pub mod sql;
+pub mod value;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use libsql::params::Params;
+use libsql::Value;
+use tokio_postgres::types::{ToSql, Type};
+
+use value::{Cell, Param};
+
+/// The advisory lock every write holds (the bytes of "nightshf").
+pub const WRITE_LOCK: i64 = 0x6e69_6768_7473_6866;
+
+/// How long a statement may wait for a connection from the pool.
+const POOL_WAIT: Duration = Duration::from_secs(30);
+
+/// The connections to one PostgreSQL database.
+#[derive(Clone)]
+pub struct Engine {
+    pool: Pool,
+}
+
+impl Engine {
+    /// A pool for `config`, of at most `max_size` connections, opened as they are needed.
+    pub fn new(config: tokio_postgres::Config, max_size: usize) -> Result<Self, String> {
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(max_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(POOL_WAIT))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self { pool })
+    }
+
+    /// A session on a connection of its own, returned to the pool when the last clone of
+    /// it is dropped.
+    pub async fn session(&self) -> Result<Session, libsql::Error> {
+        let client = self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(err) => pg_error(err),
+            other => libsql::Error::ConnectionFailed(format!("PostgreSQL: {other}")),
+        })?;
+        Ok(Session {
+            inner: Arc::new(SessionInner {
+                client: Some(client),
+                in_transaction: AtomicBool::new(false),
+            }),
+            engine: self.clone(),
+        })
+    }
+}
+
+/// One connection as statements run on it.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<SessionInner>,
+    engine: Engine,
+}
+
+struct SessionInner {
+    /// `None` only while dropped.
+    client: Option<Object>,
+    in_transaction: AtomicBool,
+}
+
+impl Drop for SessionInner {
+    fn drop(&mut self) {
+        // Dropped inside a transaction (its task failed or was stopped between BEGIN and
+        // COMMIT): the connection is closed rather than pooled, which rolls the
+        // transaction back and frees the write lock, so no later task inherits either.
+        if self.in_transaction.load(Ordering::Acquire) {
+            if let Some(client) = self.client.take() {
+                drop(Object::take(client));
+            }
+        }
+    }
+}
+
+impl Session {
+    fn client(&self) -> &Object {
+        self.inner
+            .client
+            .as_ref()
+            .expect("a session has its connection until dropped")
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.inner.in_transaction.load(Ordering::Acquire)
+    }
+
+    /// Runs a query and reads all its rows.
+    pub async fn query(&self, sql: &str, params: Params) -> Result<libsql::Rows, libsql::Error> {
+        let values = positional(params)?;
+        let statement = self.prepare(sql, &values).await?;
+        let params = bind(&values);
+        let rows = self
+            .client()
+            .query(&statement, &refs(&params))
+            .await
+            .map_err(pg_error)?;
+        let columns: Vec<String> = statement
+            .columns()
+            .iter()
+            .map(|column| column.name().to_string())
+            .collect();
+        let mut read = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut values = Vec::with_capacity(columns.len());
+            for i in 0..columns.len() {
+                values.push(row.try_get::<_, Cell>(i).map_err(pg_error)?.0);
+            }
+            read.push(values);
+        }
+        Ok(libsql::Rows::from_values(columns, read))
+    }
+
+    /// Runs one statement; returns the rows it changed. Outside a transaction it runs in
+    /// one of its own on another connection, holding the write lock as a transaction
+    /// would (stopped midway, that connection is closed, not this one left inside it).
+    pub async fn execute(&self, sql: &str, params: Params) -> Result<u64, libsql::Error> {
+        let values = positional(params)?;
+        if self.in_transaction() {
+            let statement = self.prepare(sql, &values).await?;
+            let params = bind(&values);
+            return self
+                .client()
+                .execute(&statement, &refs(&params))
+                .await
+                .map_err(pg_error);
+        }
+        let writer = self.engine.session().await?;
+        writer.begin().await?;
+        let statement = writer.prepare(sql, &values).await?;
+        let params = bind(&values);
+        let changed = writer
+            .client()
+            .execute(&statement, &refs(&params))
+            .await
+            .map_err(pg_error)?;
+        writer.commit().await?;
+        Ok(changed)
+    }
+
+    /// Runs a script of statements with no parameters (a migration).
+    pub async fn execute_batch(&self, sql: &str) -> Result<(), libsql::Error> {
+        self.client().batch_execute(sql).await.map_err(pg_error)
+    }
+
+    /// A write transaction on a connection of its own, holding the write lock until it
+    /// ends: commit or roll back the session it returns.
+    pub async fn write_transaction(&self) -> Result<Session, libsql::Error> {
+        let writer = self.engine.session().await?;
+        writer.begin().await?;
+        Ok(writer)
+    }
+
+    async fn begin(&self) -> Result<(), libsql::Error> {
+        // Marked first: a BEGIN that fails or is stopped midway leaves the connection in
+        // an unknown state, and it is closed rather than pooled.
+        self.inner.in_transaction.store(true, Ordering::Release);
+        self.client()
+            .batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
+            .await
+            .map_err(pg_error)
+    }
+
+    pub async fn commit(&self) -> Result<(), libsql::Error> {
+        self.end("COMMIT").await
+    }
+
+    pub async fn rollback(&self) -> Result<(), libsql::Error> {
+        self.end("ROLLBACK").await
+    }
+
+    async fn end(&self, sql: &str) -> Result<(), libsql::Error> {
+        self.client().batch_execute(sql).await.map_err(pg_error)?;
+        // Only once it ended: a failed COMMIT leaves the connection to be closed.
+        self.inner.in_transaction.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Prepares `sql` (once per connection: the pool keeps it) for `values`. A blob is
+    /// declared `bytea` and a real `double precision`, which they are wherever they go;
+    /// PostgreSQL infers the rest from where they stand (an integer may be a boolean, a
+    /// text a JSON document).
+    async fn prepare(
+        &self,
+        sql: &str,
+        values: &[Value],
+    ) -> Result<tokio_postgres::Statement, libsql::Error> {
+        let types: Vec<Type> = values
+            .iter()
+            .map(|value| match value {
+                Value::Blob(_) => Type::BYTEA,
+                Value::Real(_) => Type::FLOAT8,
+                _ => Type::UNKNOWN,
+            })
+            .collect();
+        self.client()
+            .prepare_typed_cached(&sql::to_postgres(sql), &types)
+            .await
+            .map_err(pg_error)
+    }
+}
+
+fn positional(params: Params) -> Result<Vec<Value>, libsql::Error> {
+    match params {
+        Params::None => Ok(Vec::new()),
+        Params::Positional(values) => Ok(values),
+        Params::Named(_) => Err(libsql::Error::Misuse(
+            "named parameters are not used with PostgreSQL".into(),
+        )),
+    }
+}
+
+fn bind(values: &[Value]) -> Vec<Param<'_>> {
+    values.iter().map(Param).collect()
+}
+
+fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// A PostgreSQL failure as the stores see errors: a lost or refused connection is a
+/// failed connection (worth retrying), a statement's failure a database failure with
+/// PostgreSQL's code and message.
+pub fn pg_error(err: tokio_postgres::Error) -> libsql::Error {
+    match err.as_db_error() {
+        Some(db) => {
+            // SQLite's codes where one means the same: busy for a lock or serialization
+            // conflict, a constraint for an integrity violation.
+            let code = match db.code().code() {
+                "40001" | "40P01" | "55P03" => 5,
+                class if class.starts_with("23") => 19,
+                _ => 1,
+            };
+            libsql::Error::SqliteFailure(
+                code,
+                format!("PostgreSQL {}: {}", db.code().code(), db.message()),
+            )
+        }
+        None if err.is_closed() || err.to_string().contains("connection") => {
+            libsql::Error::ConnectionFailed(format!("PostgreSQL: {err}"))
+        }
+        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL: {err}")),
+    }
+}
