@@ -249,7 +249,7 @@ async fn forget_removes_the_session_and_everything_derived() {
     assert_eq!(
         count(
             &memory,
-            "SELECT count(*) FROM session_state WHERE session_id = 'u' || char(31) || 'doomed'"
+            "SELECT count(*) FROM session_state WHERE session_id = 'u\u{1f}doomed'"
         )
         .await,
         0
@@ -478,7 +478,7 @@ async fn one_callers_failure_never_undoes_anothers_append() {
         .unwrap()
         .execute(
             "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at)
-             VALUES ('eve' || char(31) || 'bobs', 'mallory', 'conversation', 1, 1)",
+             VALUES ('eve\u{1f}bobs', 'mallory', 'conversation', 1, 1)",
             (),
         )
         .await

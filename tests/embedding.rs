@@ -235,7 +235,7 @@ async fn a_reply_is_indexed_with_the_turn_before_it_as_context() {
     let conn = memory.db().conn().await.unwrap();
     let mut rows = conn
         .query(
-            "SELECT sequence_start, context FROM chunks WHERE session_id = 'u' || char(31) || 'chat' ORDER BY sequence_start",
+            "SELECT sequence_start, context FROM chunks WHERE session_id = 'u\u{1f}chat' ORDER BY sequence_start",
             (),
         )
         .await

@@ -136,8 +136,8 @@ async fn populate(app: &App) {
         "INSERT INTO state_entries (scope, scope_id, key, user_id, session_id, value_json,
          version, created_at, updated_at)
          VALUES ('user', 'alice', 'user:prefs', 'alice', NULL, '{\"a\": [1, 2]}', 7, 1, 2),
-                ('session', 'alice' || char(31) || 'chat-1', 'step', 'alice',
-                 'alice' || char(31) || 'chat-1', '3', 8, 1, 2)",
+                ('session', 'alice\u{1f}chat-1', 'step', 'alice',
+                 'alice\u{1f}chat-1', '3', 8, 1, 2)",
     )
     .await;
     let artifact = NewArtifact {
@@ -1544,7 +1544,7 @@ async fn an_archives_reserved_ids_squat_no_one() {
         common::count(
             target.memory(),
             "SELECT count(*) FROM chunks WHERE user_id = 'carol'
-             AND session_id NOT LIKE 'carol' || char(31) || '%'"
+             AND session_id NOT LIKE 'carol\u{1f}%'"
         )
         .await,
         0

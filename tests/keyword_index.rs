@@ -148,7 +148,7 @@ async fn stop_words_have_an_index_of_their_own() {
     // stop words' blocks, and only theirs.
     assert_eq!(memory.pack_due().await.unwrap(), 2);
     let blocks = |field: i64| {
-        format!("SELECT count(*) FROM keyword_blocks WHERE session_id = 'u' || char(31) || 'chat' AND field = {field}")
+        format!("SELECT count(*) FROM keyword_blocks WHERE session_id = 'u\u{1f}chat' AND field = {field}")
     };
     assert_eq!(count(&memory, &blocks(1)).await, 2);
     assert_eq!(count(&memory, &blocks(0)).await, 0);
@@ -210,7 +210,7 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
     // rows, a cached copy is loaded again, and the removed chunk is never a hit.
     let removed: i64 = query_scalar(
         &conn,
-        "SELECT chunk_id FROM chunks WHERE session_id = 'u' || char(31) || 'chat' AND text LIKE '%copper%'
+        "SELECT chunk_id FROM chunks WHERE session_id = 'u\u{1f}chat' AND text LIKE '%copper%'
          ORDER BY chunk_id LIMIT 1",
         (),
     )

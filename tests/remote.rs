@@ -88,7 +88,7 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
     assert_eq!(
         common::count(
             &memory,
-            "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'chat'"
+            "SELECT count(*) FROM chunks WHERE session_id = 'alice\u{1f}chat'"
         )
         .await,
         0
@@ -96,7 +96,7 @@ async fn memory_and_schedules_work_against_a_libsql_server() {
     assert_eq!(
         common::count(
             &memory,
-            "SELECT count(*) FROM chunk_vectors WHERE session_id = 'alice' || char(31) || 'chat'"
+            "SELECT count(*) FROM chunk_vectors WHERE session_id = 'alice\u{1f}chat'"
         )
         .await,
         0
@@ -865,7 +865,7 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         let mut rows = conn
             .query(
                 "SELECT c.text, c.sequence_start, c.sequence_end, c.context
-                 FROM chunks c WHERE c.session_id = 'alice' || char(31) || 'chat' ORDER BY c.sequence_start",
+                 FROM chunks c WHERE c.session_id = 'alice\u{1f}chat' ORDER BY c.sequence_start",
                 (),
             )
             .await
@@ -906,7 +906,7 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         );
         let bob: Option<i64> = query_scalar(
             &conn,
-            "SELECT count(*) FROM chunks WHERE session_id = 'bob' || char(31) || 'bob-chat'",
+            "SELECT count(*) FROM chunks WHERE session_id = 'bob\u{1f}bob-chat'",
             (),
         )
         .await
@@ -926,21 +926,21 @@ async fn repeated_text_is_one_chunk_on_a_server_as_on_a_file() {
         let (events, chunks, spans): (Option<i64>, Option<i64>, Option<i64>) = (
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM events WHERE session_id = 'alice' || char(31) || 'long'",
+                "SELECT count(*) FROM events WHERE session_id = 'alice\u{1f}long'",
                 (),
             )
             .await
             .unwrap(),
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'long'",
+                "SELECT count(*) FROM chunks WHERE session_id = 'alice\u{1f}long'",
                 (),
             )
             .await
             .unwrap(),
             query_scalar(
                 &conn,
-                "SELECT count(*) FROM chunks WHERE session_id = 'alice' || char(31) || 'long'
+                "SELECT count(*) FROM chunks WHERE session_id = 'alice\u{1f}long'
                  AND sequence_end = sequence_start + 300",
                 (),
             )

@@ -39,7 +39,7 @@ async fn exhaustive(memory: &Memory, query: &str, k: usize) -> Vec<(i64, f32)> {
     let conn = memory.db().conn().await.unwrap();
     let mut rows = conn
         .query(
-            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = 'u' || char(31) || 'chat'",
+            "SELECT chunk_id, embedding FROM chunk_vectors WHERE session_id = 'u\u{1f}chat'",
             (),
         )
         .await
@@ -134,7 +134,7 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
     // new handle reads rows, and the removed chunk is never a hit.
     let removed: i64 = query_scalar(
         &conn,
-        "SELECT chunk_id FROM chunks WHERE session_id = 'u' || char(31) || 'chat' ORDER BY chunk_id LIMIT 1 OFFSET 10",
+        "SELECT chunk_id FROM chunks WHERE session_id = 'u\u{1f}chat' ORDER BY chunk_id LIMIT 1 OFFSET 10",
         (),
     )
     .await

@@ -293,10 +293,12 @@ CREATE INDEX schedules_by_upstream ON schedules (after_schedule_id)
     WHERE after_schedule_id IS NOT NULL;
 CREATE INDEX schedules_made_by_agent ON schedules (user_id) WHERE made_by_run IS NOT NULL;
 
--- Workers notice a changed schedule (any process's) by this counter.
+-- Workers notice a changed schedule (any process's) by this counter, and at once by the
+-- notification, which PostgreSQL sends at commit (once per transaction).
 CREATE FUNCTION nightshift_schedules_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE meta SET value = (CAST(value AS BIGINT) + 1)::text WHERE key = 'schedules_version';
+    PERFORM pg_notify('nightshift_schedules', '');
     RETURN NULL;
 END $$;
 CREATE TRIGGER schedules_changed AFTER INSERT OR UPDATE OR DELETE ON schedules

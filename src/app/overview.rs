@@ -79,15 +79,7 @@ impl App {
             .unwrap_or(0);
             outbox.insert(status, n);
         }
-        // A server may not answer these pragmas: then the size is left out.
-        let page_count: Option<i64> = query_scalar(&conn, "PRAGMA page_count", ())
-            .await
-            .ok()
-            .flatten();
-        let page_size: Option<i64> = query_scalar(&conn, "PRAGMA page_size", ())
-            .await
-            .ok()
-            .flatten();
+        let database_bytes = database_bytes(&conn).await;
         drop(conn);
         Ok(Overview {
             at: to_rfc3339(now),
@@ -113,9 +105,28 @@ impl App {
             },
             embedding_backlog: self.memory().embedding_backlog().await?,
             search_degraded: self.memory().search_degraded().await?,
-            database_bytes: page_count
-                .zip(page_size)
-                .map(|(n, size)| n.saturating_mul(size)),
+            database_bytes,
         })
     }
+}
+
+/// The database's size on disk. A server may not answer: then it is left out.
+async fn database_bytes(conn: &crate::db::Conn) -> Option<i64> {
+    if conn.is_postgres() {
+        return query_scalar(conn, "SELECT pg_database_size(current_database())", ())
+            .await
+            .ok()
+            .flatten();
+    }
+    let page_count: Option<i64> = query_scalar(conn, "PRAGMA page_count", ())
+        .await
+        .ok()
+        .flatten();
+    let page_size: Option<i64> = query_scalar(conn, "PRAGMA page_size", ())
+        .await
+        .ok()
+        .flatten();
+    page_count
+        .zip(page_size)
+        .map(|(n, size)| n.saturating_mul(size))
 }

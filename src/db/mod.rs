@@ -230,7 +230,7 @@ pub enum DbError {
     NotMigrated(usize),
     #[error("stored {what} cannot be read: {reason}")]
     Corrupt { what: String, reason: String },
-    #[error("database error: {0}")]
+    #[error("database error: {}", sql_message(.0))]
     Sql(#[from] libsql::Error),
 }
 
@@ -251,6 +251,19 @@ impl crate::error::Kind for DbError {
     }
 }
 
+/// A statement's failure in words: PostgreSQL's message as the server gave it (its engine
+/// carries it in libSQL's error type), else libSQL's.
+fn sql_message(err: &libsql::Error) -> String {
+    match err {
+        libsql::Error::SqliteFailure(_, message) | libsql::Error::ConnectionFailed(message)
+            if message.starts_with("PostgreSQL") =>
+        {
+            message.clone()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A statement's failure: the database busy or out of reach (worth retrying) or a fault.
 fn sql_kind(err: &libsql::Error) -> crate::error::ErrorKind {
     use crate::error::ErrorKind;
@@ -266,8 +279,11 @@ fn sql_kind(err: &libsql::Error) -> crate::error::ErrorKind {
         "Hrana",
         "timed out",
     ];
-    if matches!(err, libsql::Error::ConnectionFailed(_))
-        || transient.iter().any(|needle| text.contains(needle))
+    // PostgreSQL's lock and serialization conflicts are SQLite's busy (db::postgres).
+    if matches!(
+        err,
+        libsql::Error::ConnectionFailed(_) | libsql::Error::SqliteFailure(5, _)
+    ) || transient.iter().any(|needle| text.contains(needle))
     {
         ErrorKind::Unavailable
     } else {
@@ -471,6 +487,15 @@ impl Db {
     /// On PostgreSQL (where some statements are written differently).
     pub fn is_postgres(&self) -> bool {
         self.inner.target.is_postgres()
+    }
+
+    /// On PostgreSQL, a listener woken when any process changes or triggers a schedule
+    /// (`db::postgres::listen`); elsewhere `None`, and changes are found by polling.
+    pub fn listen_for_schedule_changes(&self) -> Option<postgres::listen::Listener> {
+        match &self.inner.engine {
+            Engine::Postgres(engine) => Some(engine.listen_for_schedule_changes()),
+            Engine::Libsql(_) => None,
+        }
     }
 
     /// Through an embedded replica: pulls the server's latest changes now rather than at

@@ -68,10 +68,21 @@ impl ColumnTypes {
         let conn = db.conn().await?;
         let mut types = HashMap::new();
         for table in TABLES {
-            // The table name is one of ours, never the archive's.
-            let mut rows = conn
-                .query(&format!("PRAGMA table_info({})", table.table), ())
-                .await?;
+            // The table name is one of ours, never the archive's. Both give the column's
+            // position, name and declared type first.
+            let mut rows = if conn.is_postgres() {
+                conn.query(
+                    "SELECT ordinal_position, column_name, data_type
+                     FROM information_schema.columns
+                     WHERE table_schema = current_schema() AND table_name = ?1
+                     ORDER BY ordinal_position",
+                    [table.table],
+                )
+                .await?
+            } else {
+                conn.query(&format!("PRAGMA table_info({})", table.table), ())
+                    .await?
+            };
             while let Some(row) = rows.next().await? {
                 let name: String = row.get(1)?;
                 let declared: String = row.get(2)?;

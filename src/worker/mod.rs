@@ -162,6 +162,7 @@ async fn start(
         max_concurrent: config.scheduler.max_concurrent,
         change_check: Duration::from_millis(config.scheduler.change_check_ms),
         liveness: app.liveness().clone(),
+        changes: memory.db().listen_for_schedule_changes(),
     };
     let sender = Sender {
         outbox: app.outbox().clone(),

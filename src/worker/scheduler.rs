@@ -29,6 +29,17 @@ pub struct Scheduler {
     pub change_check: Duration,
     /// Marked on every tick, for readiness.
     pub liveness: Arc<crate::health::Liveness>,
+    /// On PostgreSQL, woken when any process changes or triggers a schedule, so the loop
+    /// need not wait for its next change check.
+    pub changes: Option<crate::db::postgres::listen::Listener>,
+}
+
+/// Waits for `listener`'s next wake-up; never, without one.
+async fn changed(listener: Option<&crate::db::postgres::listen::Listener>) {
+    match listener {
+        Some(listener) => listener.notified().notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Scheduler {
@@ -78,6 +89,13 @@ impl Scheduler {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep_until(deadline) => break,
                     _ = self.wake.notified() => break,
+                    _ = changed(self.changes.as_ref()) => {
+                        // Seen now: the next change check need not look again.
+                        if let Ok(version) = self.store.version().await {
+                            seen_version = version;
+                        }
+                        break;
+                    }
                     _ = ticker.tick() => {
                         systemd::watchdog();
                         self.liveness.tick();

@@ -8,9 +8,11 @@
 //! PostgreSQL releases the lock with the transaction, on commit, rollback or a lost
 //! connection alike, so a killed worker never leaves it held.
 
+pub mod listen;
 pub mod sql;
 pub mod value;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +27,9 @@ use value::{Cell, Param};
 /// The advisory lock every write holds (the bytes of "nightshf").
 pub const WRITE_LOCK: i64 = 0x6e69_6768_7473_6866;
 
+/// Statements whose settled parameter types are kept, at most.
+const MAX_SETTLED: usize = 16_384;
+
 /// How long a statement may wait for a connection from the pool.
 const POOL_WAIT: Duration = Duration::from_secs(30);
 
@@ -32,13 +37,18 @@ const POOL_WAIT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub struct Engine {
     pool: Pool,
+    /// For connections of their own (a listener).
+    config: tokio_postgres::Config,
+    /// Each statement's parameter types as PostgreSQL settled them, by its text and the
+    /// types declared from its values (see [`Session::prepare`]).
+    settled: Arc<std::sync::Mutex<HashMap<(String, Vec<Type>), Vec<Type>>>>,
 }
 
 impl Engine {
     /// A pool for `config`, of at most `max_size` connections, opened as they are needed.
     pub fn new(config: tokio_postgres::Config, max_size: usize) -> Result<Self, String> {
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -51,7 +61,22 @@ impl Engine {
             .create_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            config,
+            settled: Default::default(),
+        })
+    }
+
+    fn settled(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, Vec<Type>), Vec<Type>>> {
+        self.settled.lock().expect("settled types poisoned")
+    }
+
+    /// Listens for the schedules' change notifications (see [`listen`]).
+    pub fn listen_for_schedule_changes(&self) -> listen::Listener {
+        listen::Listener::start(self.config.clone(), listen::SCHEDULES_CHANNEL)
     }
 
     /// A session on a connection of its own, returned to the pool when the last clone of
@@ -203,13 +228,17 @@ impl Session {
     /// Prepares `sql` (once per connection: the pool keeps it) for `values`. A blob is
     /// declared `bytea` and a real `double precision`, which they are wherever they go;
     /// PostgreSQL infers the rest from where they stand (an integer may be a boolean, a
-    /// text a JSON document).
+    /// text a JSON document). A parameter nothing tells the type of (`?1 IS NULL`, where
+    /// SQLite needs none) is declared by its value, a text or an integer, and prepared
+    /// again. A failed statement ends a transaction, so inside one that is worked out on
+    /// another connection first; what PostgreSQL settled is kept for the process.
     async fn prepare(
         &self,
         sql: &str,
         values: &[Value],
     ) -> Result<tokio_postgres::Statement, libsql::Error> {
-        let types: Vec<Type> = values
+        let sql = sql::to_postgres(sql).into_owned();
+        let declared: Vec<Type> = values
             .iter()
             .map(|value| match value {
                 Value::Blob(_) => Type::BYTEA,
@@ -217,11 +246,73 @@ impl Session {
                 _ => Type::UNKNOWN,
             })
             .collect();
-        self.client()
-            .prepare_typed_cached(&sql::to_postgres(sql), &types)
-            .await
-            .map_err(pg_error)
+        let key = (sql, declared);
+        let settled = self.engine.settled().get(&key).cloned();
+        if let Some(types) = settled {
+            return self
+                .client()
+                .prepare_typed_cached(&key.0, &types)
+                .await
+                .map_err(pg_error);
+        }
+        let statement = if self.in_transaction() {
+            let probe = self.engine.session().await?;
+            let types = probe.settle(&key.0, &key.1, values).await?.params().to_vec();
+            self.client()
+                .prepare_typed_cached(&key.0, &types)
+                .await
+                .map_err(pg_error)?
+        } else {
+            self.settle(&key.0, &key.1, values).await?
+        };
+        let types = statement.params().to_vec();
+        let mut settled = self.engine.settled();
+        // Statements are the code's own, a bounded set; the bound only guards against a
+        // text built from data.
+        if settled.len() >= MAX_SETTLED {
+            settled.clear();
+        }
+        settled.insert(key, types);
+        Ok(statement)
     }
+
+    /// Prepares `sql` outside a transaction, declaring a parameter PostgreSQL cannot tell
+    /// the type of by its value, one at a time.
+    async fn settle(
+        &self,
+        sql: &str,
+        declared: &[Type],
+        values: &[Value],
+    ) -> Result<tokio_postgres::Statement, libsql::Error> {
+        let mut types = declared.to_vec();
+        loop {
+            match self.client().prepare_typed_cached(sql, &types).await {
+                Ok(statement) => return Ok(statement),
+                Err(err) => {
+                    let Some(slot) = undetermined_parameter(&err)
+                        .and_then(|n| n.checked_sub(1))
+                        .filter(|&i| i < types.len() && types[i] == Type::UNKNOWN)
+                    else {
+                        return Err(pg_error(err));
+                    };
+                    types[slot] = match values[slot] {
+                        Value::Integer(_) => Type::INT8,
+                        _ => Type::TEXT,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The parameter PostgreSQL could not tell the type of (42P08), by its number.
+fn undetermined_parameter(err: &tokio_postgres::Error) -> Option<usize> {
+    let db = err.as_db_error()?;
+    if db.code().code() != "42P08" {
+        return None;
+    }
+    let (_, number) = db.message().rsplit_once('$')?;
+    number.trim().parse().ok()
 }
 
 fn positional(params: Params) -> Result<Vec<Value>, libsql::Error> {
