@@ -14,6 +14,8 @@ pub struct Liveness {
     /// but whose every pass fails schedules nothing, and is not ready.
     failed_passes: AtomicU64,
     last_failure: Mutex<Option<String>>,
+    /// Scheduler passes finished, failed or not.
+    passes: AtomicU64,
 }
 
 impl Default for Liveness {
@@ -23,6 +25,7 @@ impl Default for Liveness {
             last_tick: AtomicI64::new(-1),
             failed_passes: AtomicU64::new(0),
             last_failure: Mutex::new(None),
+            passes: AtomicU64::new(0),
         }
     }
 }
@@ -31,6 +34,7 @@ impl Liveness {
     /// A scheduler pass finished.
     pub fn pass_succeeded(&self) {
         self.failed_passes.store(0, Ordering::Relaxed);
+        self.passes.fetch_add(1, Ordering::Release);
     }
 
     /// A scheduler pass failed with `error`.
@@ -39,6 +43,12 @@ impl Liveness {
         if let Ok(mut last) = self.last_failure.lock() {
             *last = Some(error);
         }
+        self.passes.fetch_add(1, Ordering::Release);
+    }
+
+    /// Scheduler passes finished since the worker started, failed or not.
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Acquire)
     }
 
     /// How many passes in a row failed, and the last one's error.

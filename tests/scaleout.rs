@@ -1,5 +1,5 @@
-//! Three `nightshift run` processes sharing one database, a file (WAL, busy_timeout) or a
-//! libSQL server (sqld on 127.0.0.1), against a fake agent runtime on 127.0.0.1: 300
+//! Three `nightshift run` processes sharing one database, a file (WAL, busy_timeout),
+//! PostgreSQL (the test cluster) or a libSQL server (sqld on 127.0.0.1), against a fake agent runtime on 127.0.0.1: 300
 //! schedules due every 1–2 seconds for a minute, and on until at least 1,000 occurrences
 //! have run, run each occurrence once and lose none,
 //! also when one worker is killed with SIGKILL mid-run; 1,000 outbox messages reach a
@@ -555,6 +555,24 @@ async fn three_workers_on_one_local_file_recover_a_killed_workers_runs_once() {
     three_workers(&db, None, &dir, true).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_on_postgres_run_each_occurrence_once() {
+    let dir = TempDir::new().unwrap();
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    three_workers(&url, None, &dir, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_on_postgres_recover_a_killed_workers_runs_once() {
+    let dir = TempDir::new().unwrap();
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    three_workers(&url, None, &dir, true).await;
+}
+
 /// Deliveries per idempotency key.
 #[derive(Clone, Default)]
 struct Hook {
@@ -772,6 +790,15 @@ async fn two_workers_on_one_file_at_one_consolidation_window_run_it_once() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("shared.db").display().to_string();
     one_consolidation_per_window(&db, None, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_postgres_at_one_consolidation_window_run_it_once() {
+    let dir = TempDir::new().unwrap();
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    one_consolidation_per_window(&url, None, &dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

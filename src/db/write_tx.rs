@@ -42,9 +42,8 @@ enum TxOn {
     /// libsql's transaction (a local file, a server through a replica); `None` once
     /// committed or rolled back.
     Libsql(Option<libsql::Transaction>),
-    /// A PostgreSQL session of its own, holding the write lock (see `db::postgres`);
-    /// `None` once committed or rolled back. Dropped unfinished, its connection is closed,
-    /// which rolls back.
+    /// The connection's PostgreSQL session, holding the write lock (see `db::postgres`);
+    /// `None` once committed or rolled back. Dropped unfinished, it is rolled back.
     Postgres(Option<super::postgres::Session>),
     /// The process's write connection to a server; `None` once committed or rolled back.
     Server {
@@ -70,10 +69,10 @@ impl WriteTx {
         let conn = match &on.link {
             super::runner::Link::Libsql(conn) => conn,
             super::runner::Link::Postgres(session) => {
-                let writer = session.write_transaction().await?;
+                session.begin().await?;
                 return Ok(Self {
-                    runner: Runner::postgres(writer.clone()),
-                    on: TxOn::Postgres(Some(writer)),
+                    runner: Runner::postgres(session.clone()),
+                    on: TxOn::Postgres(Some(session.clone())),
                     turn: None,
                 });
             }
@@ -208,6 +207,10 @@ impl Drop for WriteTx {
         // the server's write connection, roll back before the turn passes on, so the next
         // writer does not queue at the server behind a transaction left open. (libsql's
         // own transaction rolls itself back when dropped.)
+        if let TxOn::Postgres(Some(session)) = &self.on {
+            session.abandon();
+            return;
+        }
         let TxOn::Server { home, conn } = &mut self.on else {
             return;
         };

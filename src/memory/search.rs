@@ -70,6 +70,11 @@ pub struct SearchHit {
 
 /// `?first, ?first+1, …`: `count` numbered parameters for an `IN (…)` list.
 pub(super) fn placeholders(first: usize, count: usize) -> String {
+    // `IN ()` is SQLite's empty list, which PostgreSQL does not read; `IN (NULL)` holds
+    // for no row on both (every caller asks `IN`, never `NOT IN`).
+    if count == 0 {
+        return "NULL".to_string();
+    }
     (first..first + count)
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()

@@ -19,14 +19,17 @@ use nightshift::memory::{Memory, SessionKey};
 use tempfile::TempDir;
 
 /// The default config on a database of the test's own: a file in `dir`, or under
-/// `NIGHTSHIFT_TEST_ENGINE=postgres` a fresh PostgreSQL database.
+/// `NIGHTSHIFT_TEST_ENGINE=postgres` a fresh PostgreSQL database, with the artifacts'
+/// folder where a file's would be (`dir/artifacts`), as an operator sets `[artifacts] dir`
+/// to a folder every worker shares.
 pub fn config_in(dir: &TempDir) -> Config {
     let mut config = Config::default();
-    config.database.path = if postgres::engine_is_postgres() {
-        postgres::fresh_database()
+    if postgres::engine_is_postgres() {
+        config.database.path = postgres::fresh_database();
+        config.artifacts.dir = Some(dir.path().join("artifacts").display().to_string());
     } else {
-        dir.path().join("nightshift.db").display().to_string()
-    };
+        config.database.path = dir.path().join("nightshift.db").display().to_string();
+    }
     config
 }
 

@@ -75,3 +75,20 @@ pub fn skip_on_paused_clock() -> bool {
         false
     }
 }
+
+/// A fresh database on the test cluster for a test that needs PostgreSQL whatever engine
+/// the suite runs on; without a cluster, the skip line (or, where peers are required, a
+/// failure saying how to start one).
+pub fn database_or_skip() -> Option<String> {
+    if std::env::var_os("NIGHTSHIFT_TEST_POSTGRES_URL").is_none() {
+        let why = "needs PostgreSQL: run `eval \"$(scripts/postgres-cluster.sh start)\"` \
+                   (scripts/test.sh does) to start a throwaway cluster and set \
+                   NIGHTSHIFT_TEST_POSTGRES_URL";
+        if std::env::var_os("NIGHTSHIFT_TEST_PEERS_REQUIRED").is_some() {
+            panic!("{why}");
+        }
+        super::skip::skipped(why);
+        return None;
+    }
+    Some(fresh_database())
+}

@@ -90,13 +90,17 @@ impl Engine {
             inner: Arc::new(SessionInner {
                 client: Some(client),
                 in_transaction: AtomicBool::new(false),
+                abandoned: AtomicBool::new(false),
+                turn: tokio::sync::Mutex::new(()),
             }),
             engine: self.clone(),
         })
     }
 }
 
-/// One connection as statements run on it.
+/// One connection as statements run on it: a task's, for its reads and its writes alike
+/// (a write on a connection of its own would need two per task, and a pool of tasks
+/// waiting for the write lock with one each would leave none for the holder).
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<SessionInner>,
@@ -106,15 +110,23 @@ pub struct Session {
 struct SessionInner {
     /// `None` only while dropped.
     client: Option<Object>,
+    /// Between BEGIN and its COMMIT or ROLLBACK.
     in_transaction: AtomicBool,
+    /// A transaction given up midway (its task failed or was stopped): rolled back before
+    /// anything else runs here.
+    abandoned: AtomicBool,
+    /// One request at a time, so a rollback of an abandoned transaction goes before the
+    /// next statement, whoever sends it first.
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl Drop for SessionInner {
     fn drop(&mut self) {
-        // Dropped inside a transaction (its task failed or was stopped between BEGIN and
-        // COMMIT): the connection is closed rather than pooled, which rolls the
-        // transaction back and frees the write lock, so no later task inherits either.
-        if self.in_transaction.load(Ordering::Acquire) {
+        // Dropped inside a transaction: the connection is closed rather than pooled,
+        // which rolls the transaction back and frees the write lock, so no later task
+        // inherits either.
+        if self.in_transaction.load(Ordering::Acquire) || self.abandoned.load(Ordering::Acquire)
+        {
             if let Some(client) = self.client.take() {
                 drop(Object::take(client));
             }
@@ -134,9 +146,42 @@ impl Session {
         self.inner.in_transaction.load(Ordering::Acquire)
     }
 
+    /// The turn to send a request, after rolling back a transaction given up midway.
+    async fn turn(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, libsql::Error> {
+        let turn = self.inner.turn.lock().await;
+        if self.inner.abandoned.load(Ordering::Acquire) {
+            self.client()
+                .batch_execute("ROLLBACK")
+                .await
+                .map_err(pg_error)?;
+            self.inner.in_transaction.store(false, Ordering::Release);
+            self.inner.abandoned.store(false, Ordering::Release);
+        }
+        Ok(turn)
+    }
+
+    /// Gives up the transaction open here: it is rolled back now, in a task of its own,
+    /// so the write lock is not held until this connection is next used (or, if that
+    /// cannot be done, the connection is closed when dropped, which rolls back).
+    pub fn abandon(&self) {
+        if !self.in_transaction() {
+            return;
+        }
+        self.inner.abandoned.store(true, Ordering::Release);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let session = self.clone();
+            runtime.spawn(async move {
+                if let Err(err) = session.turn().await {
+                    tracing::debug!(%err, "cannot roll back an abandoned transaction; its connection will be closed");
+                }
+            });
+        }
+    }
+
     /// Runs a query and reads all its rows.
     pub async fn query(&self, sql: &str, params: Params) -> Result<libsql::Rows, libsql::Error> {
         let values = positional(params)?;
+        let _turn = self.turn().await?;
         let statement = self.prepare(sql, &values).await?;
         let params = bind(&values);
         let rows = self
@@ -161,53 +206,61 @@ impl Session {
     }
 
     /// Runs one statement; returns the rows it changed. Outside a transaction it runs in
-    /// one of its own on another connection, holding the write lock as a transaction
-    /// would (stopped midway, that connection is closed, not this one left inside it).
+    /// one of its own, holding the write lock as a transaction would; stopped midway,
+    /// that transaction is abandoned (rolled back).
     pub async fn execute(&self, sql: &str, params: Params) -> Result<u64, libsql::Error> {
         let values = positional(params)?;
         if self.in_transaction() {
-            let statement = self.prepare(sql, &values).await?;
-            let params = bind(&values);
-            return self
-                .client()
-                .execute(&statement, &refs(&params))
-                .await
-                .map_err(pg_error);
+            let _turn = self.turn().await?;
+            return self.execute_here(sql, &values).await;
         }
-        let writer = self.engine.session().await?;
-        writer.begin().await?;
-        let statement = writer.prepare(sql, &values).await?;
-        let params = bind(&values);
-        let changed = writer
-            .client()
+        self.begin().await?;
+        let open = Open(self);
+        let result = {
+            let _turn = self.turn().await?;
+            self.execute_here(sql, &values).await
+        };
+        std::mem::forget(open);
+        match result {
+            Ok(changed) => {
+                self.commit().await?;
+                Ok(changed)
+            }
+            Err(err) => {
+                let _ = self.rollback().await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn execute_here(&self, sql: &str, values: &[Value]) -> Result<u64, libsql::Error> {
+        let statement = self.prepare(sql, values).await?;
+        let params = bind(values);
+        self.client()
             .execute(&statement, &refs(&params))
             .await
-            .map_err(pg_error)?;
-        writer.commit().await?;
-        Ok(changed)
+            .map_err(pg_error)
     }
 
     /// Runs a script of statements with no parameters (a migration).
     pub async fn execute_batch(&self, sql: &str) -> Result<(), libsql::Error> {
+        let _turn = self.turn().await?;
         self.client().batch_execute(sql).await.map_err(pg_error)
     }
 
-    /// A write transaction on a connection of its own, holding the write lock until it
-    /// ends: commit or roll back the session it returns.
-    pub async fn write_transaction(&self) -> Result<Session, libsql::Error> {
-        let writer = self.engine.session().await?;
-        writer.begin().await?;
-        Ok(writer)
-    }
-
-    async fn begin(&self) -> Result<(), libsql::Error> {
+    /// Begins a write transaction here, holding the write lock until it ends.
+    pub async fn begin(&self) -> Result<(), libsql::Error> {
+        let _turn = self.turn().await?;
         // Marked first: a BEGIN that fails or is stopped midway leaves the connection in
-        // an unknown state, and it is closed rather than pooled.
+        // an unknown state, and it is rolled back (or closed) rather than reused as is.
         self.inner.in_transaction.store(true, Ordering::Release);
+        let open = Open(self);
         self.client()
             .batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
             .await
-            .map_err(pg_error)
+            .map_err(pg_error)?;
+        std::mem::forget(open);
+        Ok(())
     }
 
     pub async fn commit(&self) -> Result<(), libsql::Error> {
@@ -219,8 +272,10 @@ impl Session {
     }
 
     async fn end(&self, sql: &str) -> Result<(), libsql::Error> {
+        let _turn = self.turn().await?;
+        let open = Open(self);
         self.client().batch_execute(sql).await.map_err(pg_error)?;
-        // Only once it ended: a failed COMMIT leaves the connection to be closed.
+        std::mem::forget(open);
         self.inner.in_transaction.store(false, Ordering::Release);
         Ok(())
     }
@@ -277,7 +332,8 @@ impl Session {
     }
 
     /// Prepares `sql` outside a transaction, declaring a parameter PostgreSQL cannot tell
-    /// the type of by its value, one at a time.
+    /// the type of by its value, one at a time: an integer as `bigint`, a text as `text`,
+    /// a null as `text`, or `bigint` when `text` does not fit where it stands.
     async fn settle(
         &self,
         sql: &str,
@@ -285,21 +341,30 @@ impl Session {
         values: &[Value],
     ) -> Result<tokio_postgres::Statement, libsql::Error> {
         let mut types = declared.to_vec();
+        // The last parameter declared by a guess, and the guesses left for it.
+        let mut guessed: Option<(usize, Vec<Type>)> = None;
         loop {
-            match self.client().prepare_typed_cached(sql, &types).await {
+            let err = match self.client().prepare_typed_cached(sql, &types).await {
                 Ok(statement) => return Ok(statement),
-                Err(err) => {
-                    let Some(slot) = undetermined_parameter(&err)
-                        .and_then(|n| n.checked_sub(1))
-                        .filter(|&i| i < types.len() && types[i] == Type::UNKNOWN)
-                    else {
-                        return Err(pg_error(err));
+                Err(err) => err,
+            };
+            let undetermined = undetermined_parameter(&err)
+                .and_then(|n| n.checked_sub(1))
+                .filter(|&i| i < types.len() && types[i] == Type::UNKNOWN);
+            match (undetermined, guessed.as_mut()) {
+                (Some(slot), _) => {
+                    let mut candidates = match values[slot] {
+                        Value::Integer(_) => vec![Type::INT8],
+                        Value::Null => vec![Type::TEXT, Type::INT8],
+                        _ => vec![Type::TEXT],
                     };
-                    types[slot] = match values[slot] {
-                        Value::Integer(_) => Type::INT8,
-                        _ => Type::TEXT,
-                    };
+                    types[slot] = candidates.remove(0);
+                    guessed = Some((slot, candidates));
                 }
+                (None, Some((slot, candidates))) if !candidates.is_empty() => {
+                    types[*slot] = candidates.remove(0);
+                }
+                _ => return Err(pg_error(err)),
             }
         }
     }
@@ -313,6 +378,16 @@ fn undetermined_parameter(err: &tokio_postgres::Error) -> Option<usize> {
     }
     let (_, number) = db.message().rsplit_once('$')?;
     number.trim().parse().ok()
+}
+
+/// A transaction's step under way: dropped before it is forgotten (its future was
+/// stopped, or it failed with `?`), the transaction is abandoned.
+struct Open<'a>(&'a Session);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
 }
 
 fn positional(params: Params) -> Result<Vec<Value>, libsql::Error> {

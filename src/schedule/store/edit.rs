@@ -25,7 +25,7 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     after_schedule_id = ?27, after_on = ?28, calendars_json = ?29, calendar_dates_json = ?30,
     agent_id = ?31, tools_json = ?32, approve_json = ?33,
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
-    runs_started = CASE WHEN CAST(?20 AS INTEGER) IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
+    runs_started = CASE WHEN CAST(?20 AS BIGINT) IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
     consecutive_failures = CASE WHEN ?25 AND status IN ('completed', 'failed') THEN 0
                                 ELSE consecutive_failures END,

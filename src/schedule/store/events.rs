@@ -376,8 +376,7 @@ pub(super) async fn start_followers(
         "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, started_at,
          finished_at, error, origin, event_id)
          SELECT 'run-' || lower(hex(randomblob(16))), schedule_id, ?3, 'skipped', ?3, ?3,
-                'not run: ' || ?5 || ' runs of this schedule were already waiting (the limit)',
-                'chain', 'evt-' || ?2 || '-' || schedule_id
+                ?6, 'chain', 'evt-' || ?2 || '-' || schedule_id
          FROM schedules WHERE after_schedule_id = ?1 AND status IN ('active', 'paused')
          AND (after_on = 'finished' OR after_on = ?4)
          AND (SELECT count(*) FROM schedule_events w
@@ -388,7 +387,10 @@ pub(super) async fn start_followers(
             claim.run_id.as_str(),
             now,
             ended_as,
-            MAX_WAITING_EVENTS
+            MAX_WAITING_EVENTS,
+            format!(
+                "not run: {MAX_WAITING_EVENTS} runs of this schedule were already waiting (the limit)"
+            )
         ],
     )
     .await?;

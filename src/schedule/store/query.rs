@@ -175,7 +175,7 @@ impl ScheduleStore {
                             WHERE status = 'active' AND NOT {WAITS_BEHIND_RUNNING}
                             UNION ALL SELECT {}
                             UNION ALL SELECT min(expires_at) FROM approvals
-                            WHERE state = 'pending')),
+                            WHERE state = 'pending') AS due),
                         (SELECT min(lease_expires_at) FROM schedule_runs
                          WHERE status = 'running')",
                 earliest_event_sql()

@@ -1,0 +1,246 @@
+//! What only the PostgreSQL engine does, on the test cluster (scripts/postgres-cluster.sh):
+//! a change made by one process wakes a worker in another at once (LISTEN/NOTIFY), a
+//! transaction dropped midway frees the write lock, and a URL or password that cannot be
+//! used is refused with a clear error. The rest of the suite runs on PostgreSQL too, with
+//! `NIGHTSHIFT_TEST_ENGINE=postgres` (scripts/test.sh does both runs).
+
+mod common;
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::routing::post;
+use axum::{Json, Router};
+use nightshift::access::Actor;
+use nightshift::config::Config;
+use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::Cadence;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// A runtime answering every goal at once, counting the calls.
+async fn runtime() -> (String, Arc<Mutex<usize>>) {
+    let calls = Arc::new(Mutex::new(0));
+    let counted = calls.clone();
+    let router = Router::new().route(
+        "/goal",
+        post(move |Json(_): Json<Value>| {
+            let counted = counted.clone();
+            async move {
+                *counted.lock().unwrap() += 1;
+                Json(json!({"output": "done"}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/goal", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (url, calls)
+}
+
+/// Waits up to `limit` for `check`, polling.
+async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check()
+}
+
+/// A worker whose change check is a minute apart runs a schedule another process
+/// triggers well before that: the trigger's notification wakes it. (Without it the
+/// worker, idle with nothing due, would look again only after the minute.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_from_another_process_wakes_an_idle_worker() {
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let (runtime_url, calls) = runtime().await;
+    let mut config = Config::default();
+    config.database.path = url;
+    config.runtime.kind = nightshift::config::RuntimeKind::Http;
+    config.runtime.url = runtime_url;
+    config.scheduler.change_check_ms = 60_000;
+    config.consolidation.enabled = false;
+    // Two apps, each with connections of its own: the worker's, and the other process's.
+    let worker_app = common::app_with(&config, None).await;
+    let other = common::app_with(&config, None).await;
+    let new = NewSchedule::new(
+        "alice",
+        "on demand",
+        Cadence::Triggered { tz: "UTC".into() },
+    );
+    let schedule = other
+        .schedules()
+        .create(&Actor::Operator, &new)
+        .await
+        .unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn({
+        let app = worker_app.clone();
+        async move {
+            nightshift::worker::run(&app, async {
+                let _ = stopped.await;
+            })
+            .await
+        }
+    });
+    // Its first pass, and the one its listener's first connection asks for: after them
+    // it is idle, with nothing due for a minute.
+    let liveness = worker_app.liveness().clone();
+    assert!(
+        eventually(Duration::from_secs(20), || liveness.passes() >= 2).await,
+        "the worker never made its first passes"
+    );
+    let passes_before = liveness.passes();
+
+    other
+        .schedules()
+        .trigger(&Actor::Operator, &schedule.schedule_id, Some("now"), None)
+        .await
+        .unwrap();
+    let ran = eventually(Duration::from_secs(20), || *calls.lock().unwrap() == 1).await;
+    let _ = stop.send(());
+    worker.await.unwrap().unwrap();
+    assert!(
+        ran,
+        "the triggered run did not start: the worker was not woken (passes {passes_before} \
+         before the trigger, {} after)",
+        liveness.passes()
+    );
+}
+
+/// A write transaction dropped without a commit (its task failed or was stopped) rolls
+/// back and frees the write lock: the next write goes through, and the dropped one left
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_dropped_midway_rolls_back_and_frees_the_write_lock() {
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let mut config = Config::default();
+    config.database.path = url;
+    let app = common::app_with(&config, None).await;
+    let db = app.memory().db().clone();
+    {
+        let conn = db.conn().await.unwrap();
+        let tx = conn.write_tx().await.unwrap();
+        tx.execute(
+            "INSERT INTO calendars (name, dates_json) VALUES ('dropped', '[]')",
+            (),
+        )
+        .await
+        .unwrap();
+        // Dropped here, inside the transaction.
+    }
+    let next = tokio::time::timeout(Duration::from_secs(20), async {
+        let conn = db.conn().await.unwrap();
+        conn.execute(
+            "INSERT INTO calendars (name, dates_json) VALUES ('next', '[]')",
+            (),
+        )
+        .await
+    })
+    .await
+    .expect("the next write waited on a lock the dropped transaction kept");
+    assert_eq!(next.unwrap(), 1);
+    let names: Vec<String> = {
+        let conn = db.conn().await.unwrap();
+        let mut rows = conn
+            .query("SELECT name FROM calendars ORDER BY name", ())
+            .await
+            .unwrap();
+        let mut names = Vec::new();
+        while let Some(row) = rows.next().await.unwrap() {
+            names.push(row.get(0).unwrap());
+        }
+        names
+    };
+    assert_eq!(names, ["next"]);
+}
+
+fn nightshift(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nightshift"));
+    command
+        .args(args)
+        .env_remove("NIGHTSHIFT_DB")
+        .env_remove("NIGHTSHIFT_CONFIG");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+/// A password written into the URL is refused before anything is opened, and the
+/// error does not repeat it: a URL is seen in the process list and in logs.
+#[test]
+fn a_password_in_the_url_is_refused_without_repeating_it() {
+    let out = nightshift(
+        &[
+            "--db",
+            "postgresql://nightshift:hunter2-secret@127.0.0.1:1/db",
+            "db",
+            "status",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("password_file"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the password was repeated: {stderr}");
+}
+
+/// A server that does not answer is a clear error naming it (exit 1, never a panic).
+#[test]
+fn an_unreachable_server_is_a_clear_error() {
+    let out = nightshift(
+        &["--db", "postgresql://nightshift@127.0.0.1:1/db", "db", "status"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot open database postgresql://nightshift@127.0.0.1:1/db"),
+        "{stderr}"
+    );
+}
+
+/// A password variable that is not set, or a password file that cannot be read, is a
+/// configuration error naming the setting.
+#[test]
+fn a_password_that_cannot_be_read_names_its_setting() {
+    let dir = TempDir::new().unwrap();
+    let config = dir.path().join("nightshift.toml");
+    std::fs::write(
+        &config,
+        "[database]\npath = \"postgresql://nightshift@127.0.0.1:1/db\"\n\
+         password_env = \"NIGHTSHIFT_TEST_NO_SUCH_PASSWORD\"\n",
+    )
+    .unwrap();
+    let out = nightshift(&["--config", config.to_str().unwrap(), "db", "status"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("database.password_env names NIGHTSHIFT_TEST_NO_SUCH_PASSWORD"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &config,
+        "[database]\npath = \"postgresql://nightshift@127.0.0.1:1/db\"\n\
+         password_file = \"/nonexistent/password\"\n",
+    )
+    .unwrap();
+    let out = nightshift(&["--config", config.to_str().unwrap(), "db", "status"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("cannot read database.password_file /nonexistent/password"),
+        "{stderr}"
+    );
+}
