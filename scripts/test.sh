@@ -9,10 +9,18 @@ scripts/fetch-model.sh
 eval "$(scripts/mcp-peers.sh)"
 # The A2A agent the A2A runtime's tests start (the official Python SDK, pinned).
 eval "$(scripts/a2a-peers.sh)"
+# A throwaway PostgreSQL cluster (Debian's postgresql, installed if missing), stopped and
+# removed on the way out: the PostgreSQL tests use it, and the suite runs a second time
+# on it below.
+eval "$(scripts/postgres-cluster.sh start)"
+trap 'scripts/postgres-cluster.sh stop "$NIGHTSHIFT_TEST_POSTGRES_DIR"' EXIT
 # Every peer a registry ships is installed now: a test that finds one missing fails
 # instead of skipping (only the libSQL server, which no registry ships, may be skipped).
 export NIGHTSHIFT_TEST_PEERS_REQUIRED=1
 cargo test --locked --lib --bins --tests "$@"
+# The integration suite again with PostgreSQL as the engine: each test that opens its
+# database through tests/common gets a fresh one on the cluster.
+NIGHTSHIFT_TEST_ENGINE=postgres cargo test --locked --tests "$@"
 # A third-party OpenAPI fuzzer against a real `nightshift run`, every check (short; longer
 # by hand with `scripts/api-fuzz.sh --examples 500`).
 scripts/api-fuzz.sh --examples 20

@@ -25,7 +25,7 @@ use tempfile::TempDir;
 pub fn config_in(dir: &TempDir) -> Config {
     let mut config = Config::default();
     if postgres::engine_is_postgres() {
-        config.database.path = postgres::fresh_database();
+        config.database.path = postgres::database_for(dir.path());
         config.artifacts.dir = Some(dir.path().join("artifacts").display().to_string());
     } else {
         config.database.path = dir.path().join("nightshift.db").display().to_string();

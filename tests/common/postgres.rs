@@ -20,6 +20,45 @@ pub fn cluster_url() -> String {
     })
 }
 
+/// The database of the test folder `dir`: made on first asking, the same one after (a
+/// test that opens its config twice means one database, as it would mean one file).
+pub fn database_for(dir: &std::path::Path) -> String {
+    static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut databases = DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, url)) = databases.iter().find(|(of, _)| of == dir) {
+        return url.clone();
+    }
+    let url = fresh_database();
+    databases.push((dir.to_path_buf(), url.clone()));
+    url
+}
+
+/// Drops the databases of test processes that have ended (a database is named after its
+/// process): cargo runs the test binaries one after another, so the cluster holds one
+/// binary's databases at a time, not the whole suite's (about 8 MB each).
+async fn drop_finished_tests_databases(client: &tokio_postgres::Client) {
+    let Ok(rows) = client
+        .query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%'",
+            &[],
+        )
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name.split('_').nth(1).and_then(|pid| pid.parse::<u32>().ok());
+        let alive = pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await;
+        }
+    }
+}
+
 /// A new, empty database on the cluster: its URL.
 pub fn fresh_database() -> String {
     static COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -32,6 +71,9 @@ pub fn fresh_database() -> String {
         std::process::id(),
         COUNT.fetch_add(1, Ordering::Relaxed)
     );
+    static FIRST: std::sync::Once = std::sync::Once::new();
+    let mut first = false;
+    FIRST.call_once(|| first = true);
     // On a thread of its own: the caller may be inside a runtime already.
     let create = {
         let (admin, name) = (admin.clone(), name.clone());
@@ -45,8 +87,13 @@ pub fn fresh_database() -> String {
                     .await
                     .expect("connect to the test cluster");
                 tokio::spawn(connection);
+                if first {
+                    drop_finished_tests_databases(&client).await;
+                }
+                // A file copy of the template, not one through the write-ahead log (each
+                // test's database would add its size to the log).
                 client
-                    .batch_execute(&format!("CREATE DATABASE {name}"))
+                    .batch_execute(&format!("CREATE DATABASE {name} STRATEGY = FILE_COPY"))
                     .await
                     .expect("create a test database");
             })

@@ -369,6 +369,17 @@ async fn writers_killed_mid_command_leave_nothing_half_done() {
     crash_loop(database, &dir, Victim::WriterAndWorker, String::new).await;
 }
 
+/// The same on PostgreSQL (a database of its own on the test cluster): the full mode is
+/// `scripts/crashloop.sh --postgres`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_worker_killed_at_random_moments_loses_and_repeats_nothing() {
+    let dir = TempDir::new().unwrap();
+    let Some(database) = common::postgres::database_or_skip() else {
+        return;
+    };
+    crash_loop(database, &dir, Victim::Worker, String::new).await;
+}
+
 /// The same against a libSQL server (the sqld `NIGHTSHIFT_TEST_SQLD` names): the full mode's second
 /// figure (`scripts/crashloop.sh --server`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,9 @@
 //! parameter and column. A parameter is sent as the type PostgreSQL inferred for it, when
 //! the value can be that type without loss, and a column is read back as the value
 //! SQLite would have given (a boolean as 0 or 1, a whole numeric as an integer).
+//!
+//! PostgreSQL's text cannot hold U+0000, which nightshift keeps byte for byte in a
+//! conversation; a text is stored with it escaped (see [`escape`]) and read back whole.
 
 use std::error::Error;
 
@@ -54,7 +57,7 @@ impl ToSql for Param<'_> {
             },
             Value::Text(text) => match *ty {
                 Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
-                    text.as_str().to_sql(&Type::TEXT, out)
+                    escape(text).as_ref().to_sql(&Type::TEXT, out)
                 }
                 Type::JSON => {
                     out.extend_from_slice(text.as_bytes());
@@ -96,9 +99,10 @@ impl<'a> FromSql<'a> for Cell {
             Type::FLOAT4 => Value::Real(f64::from(f32::from_sql(ty, raw)?)),
             Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
             Type::NUMERIC => numeric(raw)?,
-            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
-                Value::Text(String::from_sql(&Type::TEXT, raw)?)
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+                Value::Text(unescape(String::from_sql(&Type::TEXT, raw)?))
             }
+            Type::JSON => Value::Text(String::from_sql(&Type::TEXT, raw)?),
             Type::JSONB => match raw.split_first() {
                 Some((1, text)) => Value::Text(std::str::from_utf8(text)?.to_string()),
                 _ => return Err("a jsonb value of an unknown version".into()),
@@ -116,6 +120,61 @@ impl<'a> FromSql<'a> for Cell {
     fn accepts(_: &Type) -> bool {
         true
     }
+}
+
+/// What stands for U+0000 in stored text (followed by `0`), and for itself (doubled): a
+/// noncharacter, which no text a person writes holds, so escaping costs nothing for
+/// nearly all text.
+const ESCAPE: char = '\u{10FFFF}';
+
+/// `text` as stored: U+0000 written as [`ESCAPE`] `0`, [`ESCAPE`] as itself twice.
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\0', ESCAPE]) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\0' => {
+                out.push(ESCAPE);
+                out.push('0');
+            }
+            ESCAPE => {
+                out.push(ESCAPE);
+                out.push(ESCAPE);
+            }
+            other => out.push(other),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A stored text as written (the inverse of [`escape`]); an escape that stands for
+/// nothing (cut by a function in a statement) is kept as it is.
+pub fn unescape(text: String) -> String {
+    if !text.contains(ESCAPE) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ESCAPE {
+            match chars.peek() {
+                Some('0') => {
+                    chars.next();
+                    out.push('\0');
+                }
+                Some(&ESCAPE) => {
+                    chars.next();
+                    out.push(ESCAPE);
+                }
+                _ => out.push(ESCAPE),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A `numeric` (what PostgreSQL's `sum` of integers gives): an integer when it has no
@@ -197,6 +256,19 @@ mod tests {
                 Value::Real(r) => prop_assert!((r - n as f64).abs() <= n as f64 * 1e-12),
                 other => prop_assert!(false, "read {:?}", other),
             }
+        }
+
+        /// Every text comes back as written, and what is stored holds no U+0000.
+        #[test]
+        fn any_text_is_stored_without_nul_and_read_back_whole(
+            text in proptest::collection::vec(
+                prop_oneof![Just('\0'), Just(ESCAPE), Just('0'), any::<char>()],
+                0..24,
+            ).prop_map(|chars| chars.into_iter().collect::<String>())
+        ) {
+            let stored = escape(&text).into_owned();
+            prop_assert!(!stored.contains('\0'));
+            prop_assert_eq!(unescape(stored), text);
         }
 
         /// Any bytes at all: an error or a value, never a panic.
