@@ -1,84 +1,251 @@
-//! `cargo bench --bench scaleout`: nightshift against a libSQL server (the sqld binary
-//! `NIGHTSHIFT_TEST_SQLD` names, started here on 127.0.0.1), side by side with a local file.
+//! `cargo bench --bench scaleout`: several workers on one database, as processes
+//! (`nightshift run`), against a fake agent runtime on 127.0.0.1 that answers each goal in
+//! 200 ms, with more due than the workers can run.
 //!
-//! - one claim transaction (p50), on the server and on a file;
-//! - runs a minute from one worker and from three (in this process, each with its own
-//!   database handle), against a fake agent runtime that takes 200 ms per goal,
-//!   `max_concurrent = 4`, with more work due than they can do: on a file, on the server,
-//!   and on the server with each worker reading through its own embedded replica;
-//! - hybrid search p95 for a user with 50,000 chunks: a local file, an embedded replica
-//!   of the server, and the server read directly.
+//! - `NIGHTSHIFT_BENCH_ENGINES` (default `file postgres`): the engines measured. `postgres`
+//!   needs a cluster (`eval "$(scripts/postgres-cluster.sh start)"` sets
+//!   `NIGHTSHIFT_TEST_POSTGRES_URL`); `libsql` needs `NIGHTSHIFT_TEST_SQLD`.
+//! - `NIGHTSHIFT_BENCH_WORKERS` (default `1 2 4`): how many workers, each with
+//!   `max_concurrent = 4`.
+//!
+//! For each engine and number of workers: runs a second, the share of the workers'
+//! capacity (runs a second that `workers × max_concurrent / 200 ms` allows) and the ratio
+//! to one worker; occurrences run twice (the runtime counts its calls per run); one claim
+//! transaction's p50 / p99; and the time from a trigger made by another process to its
+//! run reaching the runtime (p50 / p99), with the change check left at its default.
 //!
 //! Prints a table, then `name=value` pairs as its last line.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
 use nightshift::access::Actor;
-use nightshift::app::open_memory;
-use nightshift::config::{Config, RuntimeKind};
+use nightshift::app::App;
+use nightshift::config::Config;
 use nightshift::db::query_scalar;
-use nightshift::memory::{Memory, NewEvent, Role, SearchRequest};
 use nightshift::schedule::types::{CatchUp, NewSchedule, NotifyPolicy};
 use nightshift::schedule::Cadence;
-use nightshift::worker::{run_with, WorkerParts};
 use serde_json::{json, Value};
 
 mod common;
-use common::{cpu_time, percentile, Language, Rng};
+use common::percentile;
 
-/// The tests' sqld: started on 127.0.0.1, stopped when dropped.
 #[allow(dead_code)]
 #[path = "../tests/common/sqld.rs"]
 mod sqld;
-use sqld::Sqld;
 
 const GOAL_TIME: Duration = Duration::from_millis(200);
 const MAX_CONCURRENT: usize = 4;
-const SCHEDULES: usize = 300;
+/// Schedules due every second: five times what the most workers measured can run.
+const DUE_PER_WORKER: usize = 5 * MAX_CONCURRENT * 5;
 const WARM_UP: Duration = Duration::from_secs(5);
-const MEASURE: Duration = Duration::from_secs(30);
+const MEASURE: Duration = Duration::from_secs(20);
 const CLAIMS: usize = 200;
-const BIG_USER_CHUNKS: usize = 50_000;
-const OTHER_CHUNKS: usize = 5_000;
-const QUERIES: usize = 200;
+const WAKES: usize = 40;
 
-async fn fake_runtime() -> String {
-    async fn goal(Json(_): Json<Value>) -> Json<Value> {
-        tokio::time::sleep(GOAL_TIME).await;
-        Json(json!({"output": "ok"}))
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, Router::new().route("/goal", post(goal)))
-            .await
-            .unwrap()
-    });
-    format!("http://{addr}/goal")
+/// What the runtime saw: calls per run id, and when each goal arrived.
+#[derive(Clone, Default)]
+struct Runtime {
+    calls: Arc<Mutex<HashMap<String, u32>>>,
+    arrivals: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
-fn config_for(database: &str, runtime_url: &str) -> Config {
-    let mut config = Config::default();
-    config.database.path = database.to_string();
-    config.scheduler.min_interval_secs = 1;
-    config.scheduler.max_per_user = SCHEDULES as i64 + CLAIMS as i64;
-    config.scheduler.max_concurrent = MAX_CONCURRENT;
-    config.scheduler.change_check_ms = 100;
-    config.scheduler.shutdown_grace_secs = 5;
-    config.scheduler.history_keep = 100_000;
-    config.runtime.kind = RuntimeKind::Http;
-    config.runtime.url = runtime_url.to_string();
-    config.runtime.max_retries = 0;
-    config.consolidation.enabled = false;
-    config
+async fn goal(State(runtime): State<Runtime>, Json(body): Json<Value>) -> Json<Value> {
+    let run_id = body["run_id"].as_str().unwrap_or_default().to_string();
+    let goal = body["goal"].as_str().unwrap_or_default().to_string();
+    runtime
+        .arrivals
+        .lock()
+        .unwrap()
+        .entry(goal)
+        .or_insert_with(Instant::now);
+    *runtime.calls.lock().unwrap().entry(run_id).or_default() += 1;
+    tokio::time::sleep(GOAL_TIME).await;
+    Json(json!({"output": "ok"}))
+}
+
+async fn start_runtime() -> (String, Runtime) {
+    let runtime = Runtime::default();
+    let router = Router::new()
+        .route("/goal", post(goal))
+        .with_state(runtime.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/goal", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (url, runtime)
+}
+
+/// A fresh database of `engine`, or `None` (said why) when it cannot be had here.
+async fn fresh_database(engine: &str, dir: &Path, n: usize) -> Option<(String, Option<sqld::Sqld>)> {
+    match engine {
+        "file" => Some((dir.join(format!("bench-{n}.db")).display().to_string(), None)),
+        "postgres" => {
+            let Ok(admin) = std::env::var("NIGHTSHIFT_TEST_POSTGRES_URL") else {
+                eprintln!(
+                    "skipping postgres: run `eval \"$(scripts/postgres-cluster.sh start)\"` first"
+                );
+                return None;
+            };
+            let name = format!("bench_{}_{n}", std::process::id());
+            let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+                .await
+                .expect("connect to the cluster");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!("CREATE DATABASE {name} STRATEGY = FILE_COPY"))
+                .await
+                .expect("create a database");
+            let (base, _) = admin.rsplit_once('/').expect("a database in the URL");
+            Some((format!("{base}/{name}"), None))
+        }
+        "libsql" => {
+            let server = sqld::Sqld::start()?;
+            Some((server.url.clone(), Some(server)))
+        }
+        other => panic!("NIGHTSHIFT_BENCH_ENGINES: unknown engine {other}"),
+    }
+}
+
+fn write_config(dir: &Path, name: &str, database: &str, runtime_url: &str, change_check_ms: u64) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+[database]
+path = "{database}"
+
+[scheduler]
+min_interval_secs = 1
+max_concurrent = {MAX_CONCURRENT}
+max_per_user = 100000
+change_check_ms = {change_check_ms}
+shutdown_grace_secs = 5
+history_keep = 1000000
+
+[runtime]
+kind = "http"
+url = "{runtime_url}"
+timeout_secs = 60
+max_retries = 0
+
+[consolidation]
+enabled = false
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A worker process, started and waited for until it says it is running.
+fn start_worker(config: &Path, log: &Path) -> Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .args(["--config", config.to_str().unwrap(), "run"])
+        .env("NIGHTSHIFT_LISTEN", "")
+        .env_remove("NIGHTSHIFT_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start a worker");
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until {
+        if std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains("nightshift is running")
+        {
+            return child;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "a worker exited ({status}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("a worker did not start");
+}
+
+fn stop_workers(workers: Vec<Child>) {
+    for worker in &workers {
+        let _ = Command::new("kill")
+            .args(["-TERM", &worker.id().to_string()])
+            .status();
+    }
+    for mut worker in workers {
+        let _ = worker.wait();
+    }
+}
+
+/// One engine and number of workers: runs a second while overloaded, and double runs.
+struct Throughput {
+    runs_per_sec: f64,
+    double_runs: usize,
+}
+
+async fn throughput(engine: &str, workers: usize, dir: &Path, runtime_url: &str, runtime: &Runtime) -> Option<Throughput> {
+    let (database, _server) = fresh_database(engine, dir, workers).await?;
+    let name = format!("{engine}-{workers}w");
+    let config_path = write_config(dir, &name, &database, runtime_url, 500);
+    let config = Config::load(&config_path).unwrap();
+    let app = App::open(&config).await.expect("open");
+    let store = app.schedules().clone();
+    for i in 0..DUE_PER_WORKER * workers {
+        let mut new = NewSchedule::new(
+            format!("user-{}", i % 50),
+            format!("{name} job {i}"),
+            Cadence::Interval {
+                every_secs: 1,
+                anchor: app.clock().now_ms(),
+                tz: "UTC".into(),
+            },
+        );
+        new.catch_up = CatchUp::Skip;
+        new.notify = NotifyPolicy::Never;
+        store.create(&Actor::Operator, &new).await.expect("create");
+    }
+    runtime.calls.lock().unwrap().clear();
+    let children: Vec<Child> = (0..workers)
+        .map(|w| start_worker(&config_path, &dir.join(format!("{name}-{w}.log"))))
+        .collect();
+    tokio::time::sleep(WARM_UP).await;
+    let from = app.clock().now_ms();
+    tokio::time::sleep(MEASURE).await;
+    let to = app.clock().now_ms();
+    stop_workers(children);
+    let conn = app.memory().db().conn().await.unwrap();
+    let done: i64 = query_scalar(
+        &conn,
+        "SELECT count(*) FROM schedule_runs WHERE status = 'succeeded'
+         AND finished_at >= ?1 AND finished_at < ?2",
+        [from, to],
+    )
+    .await
+    .unwrap()
+    .unwrap_or(0);
+    let double_runs = runtime
+        .calls
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|calls| **calls > 1)
+        .count();
+    Some(Throughput {
+        runs_per_sec: done as f64 * 1000.0 / (to - from) as f64,
+        double_runs,
+    })
 }
 
 /// One claim transaction, timed, for fresh schedules made due with `run_now`.
-async fn claim_times(config: &Config) -> Vec<Duration> {
-    let app = nightshift::app::App::open(config).await.expect("open");
-    let memory = app.memory().clone();
+async fn claim_times(app: &App) -> Vec<Duration> {
     let store = app.schedules().clone();
     let mut times = Vec::with_capacity(CLAIMS);
     for i in 0..CLAIMS {
@@ -90,7 +257,7 @@ async fn claim_times(config: &Config) -> Vec<Duration> {
                     format!("claim {i}"),
                     Cadence::Interval {
                         every_secs: 3600,
-                        anchor: memory.clock().now_ms() + 3_600_000,
+                        anchor: app.clock().now_ms() + 3_600_000,
                         tz: "UTC".into(),
                     },
                 ),
@@ -110,317 +277,137 @@ async fn claim_times(config: &Config) -> Vec<Duration> {
     times
 }
 
-/// A measured phase: runs a minute, and the cores the workers (this process) and the
-/// server kept busy meanwhile.
-struct Throughput {
-    runs_per_min: f64,
-    worker_cores: f64,
-    server_cores: f64,
-}
-
-/// Runs finished a minute by `workers` workers with more work due than they can do.
-/// `server_pid`: the sqld whose CPU time is measured alongside, if any. `replicas`: a
-/// folder where each worker keeps its own embedded replica of the server.
-async fn runs_per_min(
-    config: &Config,
-    workers: usize,
-    server_pid: Option<&str>,
-    replicas: Option<&std::path::Path>,
-) -> Throughput {
-    let memory = open_memory(config).await.expect("open");
-    let mut stops = Vec::new();
-    let mut tasks = Vec::new();
-    for w in 0..workers {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let mut config = config.clone();
-        if let Some(dir) = replicas {
-            let file = dir.join(format!("replica-{workers}w-{w}.db"));
-            config.database.replica_path = Some(file.display().to_string());
-        }
-        let parts = WorkerParts {
-            worker_id: Some(format!("bench-{workers}w-{w}")),
-            ..Default::default()
-        };
-        tasks.push(tokio::spawn(async move {
-            let app = nightshift::app::App::open(&config)
-                .await
-                .map_err(nightshift::worker::WorkerError::from)?;
-            run_with(&app, parts, async {
-                let _ = stopped.await;
-            })
-            .await
-        }));
-        stops.push(stop);
-    }
-    tokio::time::sleep(WARM_UP).await;
-    let from = memory.clock().now_ms();
-    let cpu_from = (
-        cpu_time("self"),
-        server_pid.map(cpu_time).unwrap_or_default(),
-    );
-    tokio::time::sleep(MEASURE).await;
-    let to = memory.clock().now_ms();
-    let cpu_to = (
-        cpu_time("self"),
-        server_pid.map(cpu_time).unwrap_or_default(),
-    );
-    for stop in stops {
-        let _ = stop.send(());
-    }
-    for task in tasks {
-        task.await.unwrap().expect("worker");
-    }
-    let conn = memory.db().conn().await.unwrap();
-    let done: i64 = query_scalar(
-        &conn,
-        "SELECT count(*) FROM schedule_runs WHERE status = 'succeeded'
-         AND finished_at >= ?1 AND finished_at < ?2",
-        [from, to],
-    )
-    .await
-    .unwrap()
-    .unwrap_or(0);
-    let wall = (to - from) as f64 / 1000.0;
-    Throughput {
-        runs_per_min: done as f64 * 60.0 / wall,
-        worker_cores: (cpu_to.0 - cpu_from.0).as_secs_f64() / wall,
-        server_cores: (cpu_to.1 - cpu_from.1).as_secs_f64() / wall,
-    }
-}
-
-/// Schedules due every second with every occurrence kept: always more due than done.
-async fn busy_schedules(config: &Config) {
-    let app = nightshift::app::App::open(config).await.expect("open");
-    let memory = app.memory().clone();
-    let store = app.schedules().clone();
-    for i in 0..SCHEDULES {
-        let mut new = NewSchedule::new(
-            format!("user-{}", i % 30),
-            format!("job {i}"),
-            Cadence::Interval {
-                every_secs: 1,
-                anchor: memory.clock().now_ms(),
-                tz: "UTC".into(),
-            },
-        );
-        new.catch_up = CatchUp::All;
-        new.notify = NotifyPolicy::Never;
-        store.create(&Actor::Operator, &new).await.expect("create");
-    }
-}
-
-async fn fill(memory: &Memory, rng: &mut Rng, lang: &Language) {
-    for (user, chunks) in [("user-big", BIG_USER_CHUNKS), ("user-other", OTHER_CHUNKS)] {
-        let mut left = chunks;
-        while left > 0 {
-            let batch = left.min(1_000);
-            let events: Vec<NewEvent> = (0..batch)
-                .map(|_| NewEvent::new(Role::User, lang.sentence(rng, 200)))
-                .collect();
-            memory
-                .append(user, &format!("{user}-chat"), &events)
-                .await
-                .expect("fill");
-            left -= batch;
-        }
-    }
-    memory.embed_pending(&|_, _| {}).await.expect("embed");
-}
-
-/// A value as an SQL literal.
-fn literal(value: libsql::Value) -> String {
-    match value {
-        libsql::Value::Null => "NULL".into(),
-        libsql::Value::Integer(n) => n.to_string(),
-        libsql::Value::Real(x) => format!("{x:?}"),
-        libsql::Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
-        libsql::Value::Blob(b) => {
-            let hex: String = b.iter().map(|byte| format!("{byte:02x}")).collect();
-            format!("X'{hex}'")
-        }
-    }
-}
-
-/// Copies the memory tables of a local file to a server, many rows per request: through
-/// the API one statement is one round trip, and 50,000 chunks would take most of an hour.
-async fn copy_memory(from: &Memory, to: &Memory) {
-    let source = from.db().conn().await.unwrap();
-    let target = to.db().conn().await.unwrap();
-    for table in [
-        "meta",
-        "sessions",
-        "events",
-        "session_state",
-        "chunks",
-        "chunk_vectors",
-    ] {
-        let mut rows = source
-            .query(&format!("SELECT * FROM {table}"), ())
-            .await
-            .unwrap();
-        let mut values = Vec::new();
-        let flush = |values: &mut Vec<String>, last: bool| {
-            if values.is_empty() || (!last && values.len() < 200) {
-                return None;
-            }
-            let sql = format!("INSERT OR REPLACE INTO {table} VALUES {}", values.join(","));
-            values.clear();
-            Some(sql)
-        };
-        while let Some(row) = rows.next().await.unwrap() {
-            let columns: Vec<String> = (0..row.column_count())
-                .map(|i| literal(row.get_value(i).unwrap()))
-                .collect();
-            values.push(format!("({})", columns.join(",")));
-            if let Some(sql) = flush(&mut values, false) {
-                target.execute(&sql, ()).await.expect("copy");
-            }
-        }
-        if let Some(sql) = flush(&mut values, true) {
-            target.execute(&sql, ()).await.expect("copy");
-        }
-    }
-}
-
-async fn search_times(memory: &Memory, rng: &mut Rng, lang: &Language) -> Vec<Duration> {
-    let request = |rng: &mut Rng| SearchRequest {
-        user_id: "user-big".into(),
-        query: lang.query(rng),
-        top_k: Some(10),
-        session_id: Some("user-big-chat".into()),
-        tags: Vec::new(),
-        ..Default::default()
-    };
-    // The first search loads the user's vectors; it is not what a busy worker sees.
-    memory.search(&request(rng)).await.expect("search");
-    let mut times = Vec::with_capacity(QUERIES);
-    for _ in 0..QUERIES {
-        let request = request(rng);
+/// From a trigger made here (another process than the worker's) to its run reaching the
+/// runtime, with an idle worker on the default change check.
+async fn wake_times(engine: &str, dir: &Path, runtime_url: &str, runtime: &Runtime) -> Option<(Vec<Duration>, Vec<Duration>)> {
+    let (database, _server) = fresh_database(engine, dir, 0).await?;
+    let config_path = write_config(dir, &format!("{engine}-wake"), &database, runtime_url, 500);
+    let config = Config::load(&config_path).unwrap();
+    let app = App::open(&config).await.expect("open");
+    let claims = claim_times(&app).await;
+    let schedule = app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("waker", format!("{engine} wake"), Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .expect("create");
+    let worker = start_worker(&config_path, &dir.join(format!("{engine}-wake.log")));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut times = Vec::with_capacity(WAKES);
+    for _ in 0..WAKES {
+        // The runtime keeps each goal's first arrival: forgotten before each trigger.
+        runtime.arrivals.lock().unwrap().clear();
         let start = Instant::now();
-        let hits = memory.search(&request).await.expect("search");
-        times.push(start.elapsed());
-        assert!(!hits.is_empty());
+        app.schedules()
+            .trigger(&Actor::Operator, &schedule.schedule_id, Some("go"), None)
+            .await
+            .expect("trigger");
+        let key = format!("{engine} wake");
+        let arrived = loop {
+            if let Some(at) = runtime.arrivals.lock().unwrap().get(&key) {
+                break *at;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("{engine}: a triggered run did not start in 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        times.push(arrived.saturating_duration_since(start));
+        // The run ends (200 ms) before the next trigger, so each one wakes an idle worker.
+        tokio::time::sleep(GOAL_TIME + Duration::from_millis(300)).await;
     }
+    stop_workers(vec![worker]);
     times.sort();
-    times
+    Some((claims, times))
 }
 
 #[tokio::main]
 async fn main() {
     let dir = tempfile::TempDir::new().unwrap();
-    let runtime_url = fake_runtime().await;
-    let file = |name: &str| dir.path().join(name).display().to_string();
-    // This bench compares a libSQL server with a file; without sqld it says why and stops.
-    if sqld::binary().is_none() {
-        return;
-    }
+    let (runtime_url, runtime) = start_runtime().await;
+    let engines: Vec<String> = std::env::var("NIGHTSHIFT_BENCH_ENGINES")
+        .unwrap_or_else(|_| "file postgres".into())
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let counts: Vec<usize> = std::env::var("NIGHTSHIFT_BENCH_WORKERS")
+        .unwrap_or_else(|_| "1 2 4".into())
+        .split_whitespace()
+        .map(|n| n.parse().expect("NIGHTSHIFT_BENCH_WORKERS: numbers"))
+        .collect();
 
-    eprintln!("claims…");
-    let sqld = Sqld::start().expect("sqld");
-    let claims_remote = claim_times(&config_for(&sqld.url, &runtime_url)).await;
-    let claims_local = claim_times(&config_for(&file("claims.db"), &runtime_url)).await;
-    drop(sqld);
-
-    eprintln!("runs a minute, one worker then three…");
-    let sqld = Sqld::start().expect("sqld");
-    let remote = config_for(&sqld.url, &runtime_url);
-    busy_schedules(&remote).await;
-    let remote_1w = runs_per_min(&remote, 1, Some(&sqld.pid), None).await;
-    let remote_3w = runs_per_min(&remote, 3, Some(&sqld.pid), None).await;
-    drop(sqld);
-    let sqld = Sqld::start().expect("sqld");
-    let remote = config_for(&sqld.url, &runtime_url);
-    busy_schedules(&remote).await;
-    let replica_1w = runs_per_min(&remote, 1, Some(&sqld.pid), Some(dir.path())).await;
-    let replica_3w = runs_per_min(&remote, 3, Some(&sqld.pid), Some(dir.path())).await;
-    drop(sqld);
-    let local = config_for(&file("runs.db"), &runtime_url);
-    busy_schedules(&local).await;
-    let local_1w = runs_per_min(&local, 1, None, None).await;
-    let local_3w = runs_per_min(&local, 3, None, None).await;
-
-    eprintln!("search: filling {BIG_USER_CHUNKS} chunks for one user…");
-    let lang = Language::new();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let local_memory = open_memory(&config_for(&file("search.db"), &runtime_url))
-        .await
-        .expect("open");
-    fill(&local_memory, &mut rng, &lang).await;
-    let sqld = Sqld::start().expect("sqld");
-    let remote_config = config_for(&sqld.url, &runtime_url);
-    let remote_memory = open_memory(&remote_config).await.expect("open");
-    copy_memory(&local_memory, &remote_memory).await;
-    let mut replica_config = remote_config.clone();
-    replica_config.database.replica_path = Some(file("replica.db"));
-    let replica_memory = open_memory(&replica_config).await.expect("open replica");
-    let search_local = search_times(&local_memory, &mut rng, &lang).await;
-    let search_replica = search_times(&replica_memory, &mut rng, &lang).await;
-    let search_remote = search_times(&remote_memory, &mut rng, &lang).await;
-    drop(sqld);
-
-    let ms = |times: &[Duration], p: f64| percentile(times, p);
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut one_worker: HashMap<String, f64> = HashMap::new();
+    let mut double_runs = 0;
     println!();
-    println!("| measure                                  | local file | sqld (remote) | embedded replica |");
-    println!("|------------------------------------------|-----------:|--------------:|-----------------:|");
-    println!(
-        "| one claim transaction, p50 / p95 (ms)    | {:.2} / {:.2} | {:.2} / {:.2} | — |",
-        ms(&claims_local, 0.5),
-        ms(&claims_local, 0.95),
-        ms(&claims_remote, 0.5),
-        ms(&claims_remote, 0.95)
-    );
-    for (name, local, remote, replica) in [
-        (
-            "1 worker (200 ms goals)",
-            &local_1w,
-            &remote_1w,
-            &replica_1w,
-        ),
-        ("3 workers", &local_3w, &remote_3w, &replica_3w),
-    ] {
-        println!(
-            "| runs a minute, {name:<25} | {:.0} | {:.0} | {:.0} |",
-            local.runs_per_min, remote.runs_per_min, replica.runs_per_min
-        );
-        println!(
-            "|   cores busy: workers (+ sqld)           | {:.2} | {:.2} + {:.2} | {:.2} + {:.2} |",
-            local.worker_cores,
-            remote.worker_cores,
-            remote.server_cores,
-            replica.worker_cores,
-            replica.server_cores
-        );
+    println!("| engine | workers | runs/s | share of capacity | ratio to 1 worker | double runs |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut rows = Vec::new();
+    for engine in &engines {
+        for &n in &counts {
+            eprintln!("{engine}, {n} worker(s)…");
+            let Some(measured) = throughput(engine, n, dir.path(), &runtime_url, &runtime).await else {
+                break;
+            };
+            let capacity = (n * MAX_CONCURRENT) as f64 / GOAL_TIME.as_secs_f64();
+            let share = measured.runs_per_sec / capacity;
+            if n == 1 {
+                one_worker.insert(engine.clone(), measured.runs_per_sec);
+            }
+            let ratio = one_worker.get(engine).map(|one| measured.runs_per_sec / one);
+            double_runs += measured.double_runs;
+            let row = format!(
+                "| {engine} | {n} | {:.1} | {share:.2} | {} | {} |",
+                measured.runs_per_sec,
+                ratio.map_or("—".into(), |r| format!("{r:.2}")),
+                measured.double_runs
+            );
+            println!("{row}");
+            rows.push(row);
+            let key = if engine == "postgres" { "pg".to_string() } else { engine.clone() };
+            if let Some(ratio) = ratio {
+                pairs.push((format!("{key}_scale_{n}"), format!("{ratio:.2}")));
+            }
+            pairs.push((format!("{key}_share_{n}"), format!("{share:.2}")));
+            if Some(&n) == counts.iter().max() {
+                pairs.push((format!("overload_capacity_share_{key}"), format!("{share:.2}")));
+            }
+        }
     }
-    let (local_1w, local_3w) = (local_1w.runs_per_min, local_3w.runs_per_min);
-    let (remote_1w, remote_3w) = (remote_1w.runs_per_min, remote_3w.runs_per_min);
-    let (replica_1w, replica_3w) = (replica_1w.runs_per_min, replica_3w.runs_per_min);
-    println!(
-        "| 3 workers / 1 worker                     | {:.2} | {:.2} | {:.2} |",
-        local_3w / local_1w,
-        remote_3w / remote_1w,
-        replica_3w / replica_1w
-    );
-    println!(
-        "| search, 50k chunks, p50 / p95 (ms)       | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",
-        ms(&search_local, 0.5),
-        ms(&search_local, 0.95),
-        ms(&search_remote, 0.5),
-        ms(&search_remote, 0.95),
-        ms(&search_replica, 0.5),
-        ms(&search_replica, 0.95)
-    );
+    if let (Some(pg), Some(file)) = (one_worker.get("postgres"), one_worker.get("file")) {
+        pairs.push(("pg_runs_ratio_to_file".into(), format!("{:.2}", pg / file)));
+    }
+    pairs.push(("double_runs".into(), double_runs.to_string()));
+
+    println!();
+    println!("| engine | claim p50 / p99 (ms) | trigger to run p50 / p99 (ms) |");
+    println!("|---|---:|---:|");
+    for engine in &engines {
+        eprintln!("{engine}: claims and wake-ups…");
+        let Some((claims, wakes)) = wake_times(engine, dir.path(), &runtime_url, &runtime).await else {
+            continue;
+        };
+        let key = if engine == "postgres" { "pg".to_string() } else { engine.clone() };
+        println!(
+            "| {engine} | {:.2} / {:.2} | {:.0} / {:.0} |",
+            percentile(&claims, 0.5),
+            percentile(&claims, 0.99),
+            percentile(&wakes, 0.5),
+            percentile(&wakes, 0.99)
+        );
+        pairs.push((format!("{key}_claim_p50_ms"), format!("{:.2}", percentile(&claims, 0.5))));
+        pairs.push((format!("{key}_claim_p99_ms"), format!("{:.2}", percentile(&claims, 0.99))));
+        pairs.push((format!("{key}_wake_p99_ms"), format!("{:.0}", percentile(&wakes, 0.99))));
+    }
     println!();
     println!(
-        "claim_p50_ms_remote={:.2} claim_p50_ms_local={:.2} runs_per_min_1w={remote_1w:.0} \
-         runs_per_min_3w={remote_3w:.0} scaleout_ratio_3w={:.2} runs_per_min_1w_local={local_1w:.0} \
-         runs_per_min_3w_local={local_3w:.0} search_p95_ms_replica_50k={:.2} \
-         search_p95_ms_remote_50k={:.2} search_p95_ms_local_50k={:.2} \
-         runs_per_min_1w_replica={replica_1w:.0} runs_per_min_3w_replica={replica_3w:.0}",
-        ms(&claims_remote, 0.5),
-        ms(&claims_local, 0.5),
-        remote_3w / remote_1w,
-        ms(&search_replica, 0.95),
-        ms(&search_remote, 0.95),
-        ms(&search_local, 0.95),
+        "{}",
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 }

@@ -664,6 +664,12 @@ async fn with_a_model_facts_and_summaries_come_from_it() {
 
 #[tokio::test]
 async fn snapshots_rotate() {
+    if common::postgres::engine_is_postgres() {
+        // PostgreSQL is backed up with pg_dump (docs/scaling.md); the snapshot pass says
+        // it skipped itself there.
+        common::skip::skipped("snapshots are of a local database file; PostgreSQL uses pg_dump");
+        return;
+    }
     let dir = TempDir::new().unwrap();
     let mut config = common::config_in(&dir);
     let snapshots = dir.path().join("snaps");

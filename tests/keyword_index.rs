@@ -243,9 +243,9 @@ async fn keyword_blocks_made_before_a_removal_or_broken_are_not_used() {
 
     // A damaged second block ends the chain there: its rows are read instead.
     conn.execute(
-        "UPDATE keyword_blocks SET postings = zeroblob(7)
+        "UPDATE keyword_blocks SET postings = ?1
          WHERE after_chunk_id = (SELECT max(after_chunk_id) FROM keyword_blocks)",
-        (),
+        [libsql::Value::Blob(vec![0; 7])],
     )
     .await
     .unwrap();

@@ -554,7 +554,7 @@ async fn the_cli_lists_a_users_macros_only() {
     })
     .await;
     s.pass().await;
-    let db = s._dir.path().join("nightshift.db");
+    let db = common::database_in(&s._dir);
     let list = |user: &str, json: bool| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"));
         command

@@ -698,7 +698,7 @@ fn nightshift(db: &str) -> tokio::process::Command {
 #[tokio::test]
 async fn stdio_serves_one_user_from_a_child_process() {
     let dir = tempfile::TempDir::new().unwrap();
-    let db = dir.path().join("nightshift.db").display().to_string();
+    let db = common::database_in(&dir);
     let mut command = nightshift(&db);
     command.args(["mcp", "--user", "alice"]);
     let (transport, _stderr) = TokioChildProcess::builder(command)
@@ -848,8 +848,8 @@ async fn stdio_stdout_holds_only_protocol_messages_even_when_the_database_fails(
 #[tokio::test]
 async fn a_cancelled_call_is_dropped_and_the_session_goes_on() {
     let dir = tempfile::TempDir::new().unwrap();
-    let db = dir.path().join("nightshift.db");
-    let mut child = nightshift(&db.display().to_string())
+    let db = common::database_in(&dir);
+    let mut child = nightshift(&db)
         .args(["mcp", "--user", "alice"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

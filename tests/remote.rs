@@ -159,8 +159,8 @@ async fn an_unreachable_server_or_unknown_scheme_is_a_clear_error() {
     config.database.path = format!("http://127.0.0.1:{port}");
     let err = open_memory(&config).await.err().unwrap().to_string();
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
-    let err = DbTarget::parse("postgres://x").unwrap_err().to_string();
-    assert!(err.contains("postgres://"), "{err}");
+    let err = DbTarget::parse("mysql://x").unwrap_err().to_string();
+    assert!(err.contains("mysql://"), "{err}");
 }
 
 /// A JWT for sqld: EdDSA over `{"a": "rw"}`, signed with `key`.

@@ -472,7 +472,7 @@ async fn the_expiry_pass_clears_what_a_crashed_run_left() {
 }
 
 fn cli(dir: &TempDir, args: &[&str]) -> (i32, Value, String) {
-    let db = dir.path().join("nightshift.db");
+    let db = common::database_in(dir);
     let out = Command::new(env!("CARGO_BIN_EXE_nightshift"))
         .arg("--json")
         .args(args)

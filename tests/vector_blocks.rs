@@ -161,9 +161,9 @@ async fn blocks_made_before_a_removal_or_broken_are_not_used() {
 
     // A damaged second block ends the chain there: its rows are read instead.
     conn.execute(
-        "UPDATE vector_blocks SET codes = zeroblob(7)
+        "UPDATE vector_blocks SET codes = ?1
          WHERE after_vector_id = (SELECT max(after_vector_id) FROM vector_blocks)",
-        (),
+        [libsql::Value::Blob(vec![0; 7])],
     )
     .await
     .unwrap();

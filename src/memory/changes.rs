@@ -49,14 +49,6 @@ const NOTE_EVENT: &str = "'note.' || v.change,
         'key', v.key, 'category', v.category, 'agent_id', v.agent_id,
         'summary', 'note ' || v.note_id || ' ' || v.change || ' by ' || v.changed_by)";
 
-/// [`NOTE_EVENT`] on PostgreSQL.
-const NOTE_EVENT_POSTGRES: &str = "'note.' || v.change,
-    json_build_object('event', 'note.' || v.change, 'user_id', v.user_id, 'note_id', v.note_id,
-        'version', v.version, 'change', v.change, 'changed_by', v.changed_by,
-        'changed_at', v.changed_at, 'content', v.content, 'tags', CAST(v.tags_json AS json),
-        'key', v.key, 'category', v.category, 'agent_id', v.agent_id,
-        'summary', 'note ' || v.note_id || ' ' || v.change || ' by ' || v.changed_by)::text";
-
 /// The statement's words for "a user in the JSON array parameter `param`", by engine.
 fn user_in(param: &str, postgres: bool) -> String {
     if postgres {
@@ -66,13 +58,55 @@ fn user_in(param: &str, postgres: bool) -> String {
     }
 }
 
-/// The note event's columns, by engine.
-fn note_event(postgres: bool) -> &'static str {
-    if postgres {
-        NOTE_EVENT_POSTGRES
-    } else {
-        NOTE_EVENT
+/// The columns of a note version `v` its event is made of, on PostgreSQL (see
+/// [`note_events_postgres`]).
+const NOTE_EVENT_COLUMNS: &str = "v.user_id, v.note_id, v.version, v.change, v.changed_by,
+    v.changed_at, v.content, v.tags_json, v.key, v.category, v.agent_id";
+
+/// On PostgreSQL a note's event is made here rather than by the statement: its text may
+/// hold U+0000, which PostgreSQL's text (and so its JSON functions) cannot, and which the
+/// engine stores escaped (`db::postgres::value`). `versions` selects
+/// [`NOTE_EVENT_COLUMNS`]; each row becomes the event [`NOTE_EVENT`] makes on SQLite.
+async fn note_events_postgres(
+    tx: &WriteTx,
+    versions: &str,
+    params: impl libsql::params::IntoParams,
+    now: i64,
+) -> Result<()> {
+    let mut rows = tx.query(versions, params).await?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next().await? {
+        let (user_id, note_id, change, changed_by): (String, String, String, String) =
+            (row.get(0)?, row.get(1)?, row.get(3)?, row.get(4)?);
+        let tags_json: String = row.get(7)?;
+        let payload = serde_json::json!({
+            "event": format!("note.{change}"),
+            "user_id": user_id,
+            "note_id": note_id,
+            "version": row.get::<i64>(2)?,
+            "change": change,
+            "changed_by": changed_by,
+            "changed_at": row.get::<i64>(5)?,
+            "content": row.get::<String>(6)?,
+            "tags": serde_json::from_str::<serde_json::Value>(&tags_json)
+                .unwrap_or(serde_json::Value::Null),
+            "key": row.get::<Option<String>>(8)?,
+            "category": row.get::<Option<String>>(9)?,
+            "agent_id": row.get::<Option<String>>(10)?,
+            "summary": format!("note {note_id} {change} by {changed_by}"),
+        });
+        events.push((user_id, format!("note.{change}"), payload.to_string()));
     }
+    drop(rows);
+    for (user_id, event, payload) in events {
+        tx.execute(
+            "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            libsql::params![user_id, event, payload, now],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 impl Memory {
@@ -87,16 +121,28 @@ impl Memory {
         if !self.changes.any() {
             return Ok(());
         }
-        let postgres = tx.is_postgres();
+        if tx.is_postgres() {
+            return note_events_postgres(
+                tx,
+                &format!(
+                    "SELECT {NOTE_EVENT_COLUMNS} FROM note_versions v
+                     WHERE v.note_id = ?1 AND (?2 OR v.{})
+                     ORDER BY v.version DESC LIMIT 1",
+                    user_in("?3", true)
+                ),
+                libsql::params![note_id, self.changes.all, self.changes.users_json()],
+                now,
+            )
+            .await;
+        }
         tx.execute(
             &format!(
                 "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
-                 SELECT v.user_id, {}, ?2 FROM note_versions v
+                 SELECT v.user_id, {NOTE_EVENT}, ?2 FROM note_versions v
                  WHERE v.note_id = ?1
                    AND (?3 OR v.{})
                  ORDER BY v.version DESC LIMIT 1",
-                note_event(postgres),
-                user_in("?4", postgres)
+                user_in("?4", false)
             ),
             libsql::params![note_id, now, self.changes.all, self.changes.users_json()],
         )
@@ -115,18 +161,33 @@ impl Memory {
         if !self.changes.any() {
             return Ok(());
         }
-        let postgres = tx.is_postgres();
+        if tx.is_postgres() {
+            return note_events_postgres(
+                tx,
+                &format!(
+                    "SELECT {NOTE_EVENT_COLUMNS} FROM note_versions v
+                     WHERE v.change = 'deleted' AND v.changed_at = ?1 AND v.changed_by = ?2
+                       AND v.note_id IN (SELECT note_id FROM notes
+                                         WHERE expires_at IS NOT NULL AND expires_at <= ?1)
+                       AND (?3 OR v.{})
+                     ORDER BY v.version_id",
+                    user_in("?4", true)
+                ),
+                libsql::params![now, changed_by, self.changes.all, self.changes.users_json()],
+                now,
+            )
+            .await;
+        }
         tx.execute(
             &format!(
                 "INSERT INTO memory_changes (user_id, event, payload_json, created_at)
-                 SELECT v.user_id, {}, ?1 FROM note_versions v
+                 SELECT v.user_id, {NOTE_EVENT}, ?1 FROM note_versions v
                  WHERE v.change = 'deleted' AND v.changed_at = ?1 AND v.changed_by = ?2
                    AND v.note_id IN (SELECT note_id FROM notes
                                      WHERE expires_at IS NOT NULL AND expires_at <= ?1)
                    AND (?3 OR v.{})
                  ORDER BY v.version_id",
-                note_event(postgres),
-                user_in("?4", postgres)
+                user_in("?4", false)
             ),
             libsql::params![now, changed_by, self.changes.all, self.changes.users_json()],
         )

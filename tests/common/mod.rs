@@ -33,6 +33,11 @@ pub fn config_in(dir: &TempDir) -> Config {
     config
 }
 
+/// Where `config_in(dir)` puts the database, for a child process's `--db`.
+pub fn database_in(dir: &TempDir) -> String {
+    config_in(dir).database.path
+}
+
 pub async fn memory_in(dir: &TempDir) -> Memory {
     open_memory(&config_in(dir)).await.expect("open memory")
 }

@@ -69,7 +69,7 @@ const NO_ROWS: &[(&str, &str)] = &[
     (
         "occurrences with two runs",
         "SELECT count(*) FROM (SELECT 1 FROM schedule_runs WHERE event_id IS NULL
-         GROUP BY schedule_id, scheduled_for HAVING count(*) > 1)",
+         GROUP BY schedule_id, scheduled_for HAVING count(*) > 1) AS twice",
     ),
     (
         "dead letters",
@@ -257,7 +257,8 @@ impl Checker {
             .rows(
                 "SELECT DISTINCT substr(s, instr(s, char(31)) + 1) FROM (
                    SELECT session_id AS s FROM events UNION SELECT session_id FROM sessions
-                   UNION SELECT session_id FROM chunks UNION SELECT session_id FROM chunk_vectors)",
+                   UNION SELECT session_id FROM chunks UNION SELECT session_id FROM chunk_vectors)
+                   AS keys",
             )
             .await
             .into_iter()

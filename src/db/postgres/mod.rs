@@ -30,6 +30,9 @@ pub const WRITE_LOCK: i64 = 0x6e69_6768_7473_6866;
 /// Statements whose settled parameter types are kept, at most.
 const MAX_SETTLED: usize = 16_384;
 
+/// How long a server that refuses connections is asked again before the error is given.
+const RECONNECT_FOR: Duration = Duration::from_secs(15);
+
 /// How long a statement may wait for a connection from the pool.
 const POOL_WAIT: Duration = Duration::from_secs(30);
 
@@ -82,10 +85,7 @@ impl Engine {
     /// A session on a connection of its own, returned to the pool when the last clone of
     /// it is dropped.
     pub async fn session(&self) -> Result<Session, libsql::Error> {
-        let client = self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(err) => pg_error(err),
-            other => libsql::Error::ConnectionFailed(format!("PostgreSQL: {other}")),
-        })?;
+        let client = self.connection().await?;
         Ok(Session {
             inner: Arc::new(SessionInner {
                 client: Some(client),
@@ -95,6 +95,33 @@ impl Engine {
             }),
             engine: self.clone(),
         })
+    }
+}
+
+impl Engine {
+    /// A pooled connection. A server that refuses connections (restarting, or failing
+    /// over) is asked again with backoff for up to [`RECONNECT_FOR`], so a restart is a
+    /// pause for every door rather than a failed command; a refused password or a
+    /// missing database is not retried.
+    async fn connection(&self) -> Result<Object, libsql::Error> {
+        let started = std::time::Instant::now();
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let err = match self.pool.get().await {
+                Ok(client) => return Ok(client),
+                Err(deadpool_postgres::PoolError::Backend(err)) => err,
+                Err(other) => {
+                    return Err(libsql::Error::ConnectionFailed(format!("PostgreSQL: {other}")))
+                }
+            };
+            let refused_for_good = err.as_db_error().is_some();
+            if refused_for_good || started.elapsed() + backoff > RECONNECT_FOR {
+                return Err(pg_error(err));
+            }
+            tracing::debug!(%err, "PostgreSQL refused a connection; asking again");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
     }
 }
 

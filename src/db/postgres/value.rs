@@ -122,12 +122,17 @@ impl<'a> FromSql<'a> for Cell {
     }
 }
 
-/// What stands for U+0000 in stored text (followed by `0`), and for itself (doubled): a
-/// noncharacter, which no text a person writes holds, so escaping costs nothing for
-/// nearly all text.
+/// What stands for U+0000 in stored text (followed by [`NUL_MARK`]), and for itself
+/// (doubled): a noncharacter, which no text a person writes holds, so escaping costs
+/// nothing for nearly all text.
 const ESCAPE: char = '\u{10FFFF}';
 
-/// `text` as stored: U+0000 written as [`ESCAPE`] `0`, [`ESCAPE`] as itself twice.
+/// After [`ESCAPE`], U+0000. Another noncharacter, not a letter: a word next to a NUL
+/// stays a word of its own to the full-text search, as it is to SQLite's.
+const NUL_MARK: char = '\u{10FFFE}';
+
+/// `text` as stored: U+0000 written as [`ESCAPE`] [`NUL_MARK`], [`ESCAPE`] as itself
+/// twice.
 pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains(['\0', ESCAPE]) {
         return std::borrow::Cow::Borrowed(text);
@@ -137,7 +142,7 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
         match c {
             '\0' => {
                 out.push(ESCAPE);
-                out.push('0');
+                out.push(NUL_MARK);
             }
             ESCAPE => {
                 out.push(ESCAPE);
@@ -160,7 +165,7 @@ pub fn unescape(text: String) -> String {
     while let Some(c) = chars.next() {
         if c == ESCAPE {
             match chars.peek() {
-                Some('0') => {
+                Some(&NUL_MARK) => {
                     chars.next();
                     out.push('\0');
                 }
@@ -262,7 +267,7 @@ mod tests {
         #[test]
         fn any_text_is_stored_without_nul_and_read_back_whole(
             text in proptest::collection::vec(
-                prop_oneof![Just('\0'), Just(ESCAPE), Just('0'), any::<char>()],
+                prop_oneof![Just('\0'), Just(ESCAPE), Just(NUL_MARK), any::<char>()],
                 0..24,
             ).prop_map(|chars| chars.into_iter().collect::<String>())
         ) {
