@@ -42,7 +42,7 @@ elif [ "$postgres" = 1 ]; then
     fi
     filter=(on_postgres)
 else
-    filter=(--skip on_a_server --skip on_postgres)
+    filter=(on_a_file)
 fi
 # One test at a time: each loads the machine on its own.
 cargo test --locked --test crashloop -- "${filter[@]}" --nocapture --test-threads 1

@@ -17,10 +17,13 @@ trap 'scripts/postgres-cluster.sh stop "$NIGHTSHIFT_TEST_POSTGRES_DIR"' EXIT
 # Every peer a registry ships is installed now: a test that finds one missing fails
 # instead of skipping (only the libSQL server, which no registry ships, may be skipped).
 export NIGHTSHIFT_TEST_PEERS_REQUIRED=1
-cargo test --locked --lib --bins --tests "$@"
+# (The tests made for PostgreSQL alone, named `on_postgres`, run in the second run.)
+cargo test --locked --lib --bins --tests "$@" -- --skip on_postgres
 # The integration suite again with PostgreSQL as the engine: each test that opens its
-# database through tests/common gets a fresh one on the cluster.
-NIGHTSHIFT_TEST_ENGINE=postgres cargo test --locked --tests "$@"
+# database through tests/common gets a fresh one on the cluster. Tests made for a file
+# alone (named `on_a_file`, `local_file`, `one_file`) ran in the first.
+NIGHTSHIFT_TEST_ENGINE=postgres cargo test --locked --tests "$@" -- \
+    --skip on_a_file --skip local_file --skip one_file
 # A third-party OpenAPI fuzzer against a real `nightshift run`, every check (short; longer
 # by hand with `scripts/api-fuzz.sh --examples 500`).
 scripts/api-fuzz.sh --examples 20

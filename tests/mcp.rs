@@ -881,9 +881,7 @@ async fn a_cancelled_call_is_dropped_and_the_session_goes_on() {
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
 
     // Another connection holds the write lock: the save waits on it.
-    let holder = libsql::Builder::new_local(&db).build().await.unwrap();
-    let lock = holder.connect().unwrap();
-    lock.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+    let lock = common::postgres::WriteLockHolder::hold(&db).await;
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "memory_save", "arguments": {"text": "written after the cancel"}}}),
@@ -899,7 +897,7 @@ async fn a_cancelled_call_is_dropped_and_the_session_goes_on() {
         next().await,
         json!({"jsonrpc": "2.0", "id": 3, "result": {}})
     );
-    lock.execute("COMMIT", ()).await.unwrap();
+    lock.release().await;
 
     // The save goes through whole once the lock is free; its answer never comes.
     let app = nightshift::app::App::open(&common::config_in(&dir))

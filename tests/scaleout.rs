@@ -607,7 +607,12 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let db = dir.path().join("shared.db").display().to_string();
+    // On the suite's engine: a file, or PostgreSQL in its PostgreSQL run.
+    let db = if common::postgres::engine_is_postgres() {
+        common::postgres::fresh_database()
+    } else {
+        dir.path().join("shared.db").display().to_string()
+    };
     let config_path = write_config(dir.path(), &db, "http://127.0.0.1:9/goal");
     let mut text = std::fs::read_to_string(&config_path).unwrap();
     text.push_str(&format!(

@@ -210,9 +210,10 @@ impl Memory {
         }
         let queued = tx
             .execute(
+                // `WHERE true` keeps SQLite from reading ON CONFLICT as a join's.
                 "INSERT INTO embed_queue (chunk_id, enqueued_at)
                  SELECT chunk_id, CAST(unixepoch('subsec') * 1000 AS BIGINT) FROM chunks
-                 ON CONFLICT DO NOTHING",
+                 WHERE true ON CONFLICT DO NOTHING",
                 (),
             )
             .await?;

@@ -139,3 +139,51 @@ pub fn database_or_skip() -> Option<String> {
     }
     Some(fresh_database())
 }
+
+/// The write lock of the database at `database` (a file or a PostgreSQL URL), held by
+/// another connection as another process would hold it, until released.
+pub enum WriteLockHolder {
+    File(libsql::Connection),
+    Postgres(tokio_postgres::Client),
+}
+
+impl WriteLockHolder {
+    pub async fn hold(database: &str) -> Self {
+        if database.starts_with("postgres") {
+            let (client, connection) = tokio_postgres::connect(database, tokio_postgres::NoTls)
+                .await
+                .expect("connect to the test database");
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "SELECT pg_advisory_lock({})",
+                    nightshift::db::postgres::WRITE_LOCK
+                ))
+                .await
+                .expect("take the write lock");
+            WriteLockHolder::Postgres(client)
+        } else {
+            let holder = libsql::Builder::new_local(database).build().await.unwrap();
+            let lock = holder.connect().unwrap();
+            lock.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+            WriteLockHolder::File(lock)
+        }
+    }
+
+    pub async fn release(self) {
+        match self {
+            WriteLockHolder::File(lock) => {
+                lock.execute("COMMIT", ()).await.unwrap();
+            }
+            WriteLockHolder::Postgres(client) => {
+                client
+                    .batch_execute(&format!(
+                        "SELECT pg_advisory_unlock({})",
+                        nightshift::db::postgres::WRITE_LOCK
+                    ))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}

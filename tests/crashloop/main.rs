@@ -356,14 +356,14 @@ async fn crash_loop(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn worker_killed_at_random_moments_loses_and_repeats_nothing() {
+async fn on_a_file_worker_killed_at_random_moments_loses_and_repeats_nothing() {
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("crashloop.db").display().to_string();
     crash_loop(database, &dir, Victim::Worker, String::new).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writers_killed_mid_command_leave_nothing_half_done() {
+async fn on_a_file_writers_killed_mid_command_leave_nothing_half_done() {
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("crashloop.db").display().to_string();
     crash_loop(database, &dir, Victim::WriterAndWorker, String::new).await;

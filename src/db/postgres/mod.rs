@@ -114,7 +114,12 @@ impl Engine {
                     return Err(libsql::Error::ConnectionFailed(format!("PostgreSQL: {other}")))
                 }
             };
-            let refused_for_good = err.as_db_error().is_some();
+            // Refused by the server itself: for now while it starts or stops, or has no
+            // connection to spare; for good for a password, a role or a database.
+            let refused_for_good = err.as_db_error().is_some_and(|db| {
+                !matches!(db.code().code(), "57P01" | "57P02" | "57P03" | "53300")
+                    && !db.code().code().starts_with("08")
+            });
             if refused_for_good || started.elapsed() + backoff > RECONNECT_FOR {
                 return Err(pg_error(err));
             }
