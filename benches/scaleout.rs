@@ -127,7 +127,7 @@ max_concurrent = {MAX_CONCURRENT}
 max_per_user = 100000
 change_check_ms = {change_check_ms}
 shutdown_grace_secs = 5
-history_keep = 1000000
+history_keep = 100000
 
 [runtime]
 kind = "http"
