@@ -82,9 +82,16 @@ async fn start_runtime() -> (String, Runtime) {
 }
 
 /// A fresh database of `engine`, or `None` (said why) when it cannot be had here.
-async fn fresh_database(engine: &str, dir: &Path, n: usize) -> Option<(String, Option<sqld::Sqld>)> {
+async fn fresh_database(
+    engine: &str,
+    dir: &Path,
+    n: usize,
+) -> Option<(String, Option<sqld::Sqld>)> {
     match engine {
-        "file" => Some((dir.join(format!("bench-{n}.db")).display().to_string(), None)),
+        "file" => Some((
+            dir.join(format!("bench-{n}.db")).display().to_string(),
+            None,
+        )),
         "postgres" => {
             let Ok(admin) = std::env::var("NIGHTSHIFT_TEST_POSTGRES_URL") else {
                 eprintln!(
@@ -112,7 +119,13 @@ async fn fresh_database(engine: &str, dir: &Path, n: usize) -> Option<(String, O
     }
 }
 
-fn write_config(dir: &Path, name: &str, database: &str, runtime_url: &str, change_check_ms: u64) -> PathBuf {
+fn write_config(
+    dir: &Path,
+    name: &str,
+    database: &str,
+    runtime_url: &str,
+    change_check_ms: u64,
+) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(
         &path,
@@ -163,15 +176,17 @@ fn start_worker(config: &Path, log: &Path) -> Child {
         {
             return child;
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!(
-                "a worker exited ({status}): {}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("a worker did not start");
+    let _ = child.kill();
+    let status = child.wait();
+    panic!(
+        "a worker did not start ({status:?}): {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
 }
 
 fn stop_workers(workers: Vec<Child>) {
@@ -191,7 +206,13 @@ struct Throughput {
     double_runs: usize,
 }
 
-async fn throughput(engine: &str, workers: usize, dir: &Path, runtime_url: &str, runtime: &Runtime) -> Option<Throughput> {
+async fn throughput(
+    engine: &str,
+    workers: usize,
+    dir: &Path,
+    runtime_url: &str,
+    runtime: &Runtime,
+) -> Option<Throughput> {
     let (database, _server) = fresh_database(engine, dir, workers).await?;
     let name = format!("{engine}-{workers}w");
     let config_path = write_config(dir, &name, &database, runtime_url, 500);
@@ -279,7 +300,12 @@ async fn claim_times(app: &App) -> Vec<Duration> {
 
 /// From a trigger made here (another process than the worker's) to its run reaching the
 /// runtime, with an idle worker on the default change check.
-async fn wake_times(engine: &str, dir: &Path, runtime_url: &str, runtime: &Runtime) -> Option<(Vec<Duration>, Vec<Duration>)> {
+async fn wake_times(
+    engine: &str,
+    dir: &Path,
+    runtime_url: &str,
+    runtime: &Runtime,
+) -> Option<(Vec<Duration>, Vec<Duration>)> {
     let (database, _server) = fresh_database(engine, dir, 0).await?;
     let config_path = write_config(dir, &format!("{engine}-wake"), &database, runtime_url, 500);
     let config = Config::load(&config_path).unwrap();
@@ -289,7 +315,11 @@ async fn wake_times(engine: &str, dir: &Path, runtime_url: &str, runtime: &Runti
         .schedules()
         .create(
             &Actor::Operator,
-            &NewSchedule::new("waker", format!("{engine} wake"), Cadence::Triggered { tz: "UTC".into() }),
+            &NewSchedule::new(
+                "waker",
+                format!("{engine} wake"),
+                Cadence::Triggered { tz: "UTC".into() },
+            ),
         )
         .await
         .expect("create");
@@ -348,7 +378,8 @@ async fn main() {
     for engine in &engines {
         for &n in &counts {
             eprintln!("{engine}, {n} worker(s)…");
-            let Some(measured) = throughput(engine, n, dir.path(), &runtime_url, &runtime).await else {
+            let Some(measured) = throughput(engine, n, dir.path(), &runtime_url, &runtime).await
+            else {
                 break;
             };
             let capacity = (n * MAX_CONCURRENT) as f64 / GOAL_TIME.as_secs_f64();
@@ -356,7 +387,9 @@ async fn main() {
             if n == 1 {
                 one_worker.insert(engine.clone(), measured.runs_per_sec);
             }
-            let ratio = one_worker.get(engine).map(|one| measured.runs_per_sec / one);
+            let ratio = one_worker
+                .get(engine)
+                .map(|one| measured.runs_per_sec / one);
             double_runs += measured.double_runs;
             let row = format!(
                 "| {engine} | {n} | {:.1} | {share:.2} | {} | {} |",
@@ -366,13 +399,20 @@ async fn main() {
             );
             println!("{row}");
             rows.push(row);
-            let key = if engine == "postgres" { "pg".to_string() } else { engine.clone() };
+            let key = if engine == "postgres" {
+                "pg".to_string()
+            } else {
+                engine.clone()
+            };
             if let Some(ratio) = ratio {
                 pairs.push((format!("{key}_scale_{n}"), format!("{ratio:.2}")));
             }
             pairs.push((format!("{key}_share_{n}"), format!("{share:.2}")));
             if Some(&n) == counts.iter().max() {
-                pairs.push((format!("overload_capacity_share_{key}"), format!("{share:.2}")));
+                pairs.push((
+                    format!("overload_capacity_share_{key}"),
+                    format!("{share:.2}"),
+                ));
             }
         }
     }
@@ -386,10 +426,15 @@ async fn main() {
     println!("|---|---:|---:|");
     for engine in &engines {
         eprintln!("{engine}: claims and wake-ups…");
-        let Some((claims, wakes)) = wake_times(engine, dir.path(), &runtime_url, &runtime).await else {
+        let Some((claims, wakes)) = wake_times(engine, dir.path(), &runtime_url, &runtime).await
+        else {
             continue;
         };
-        let key = if engine == "postgres" { "pg".to_string() } else { engine.clone() };
+        let key = if engine == "postgres" {
+            "pg".to_string()
+        } else {
+            engine.clone()
+        };
         println!(
             "| {engine} | {:.2} / {:.2} | {:.0} / {:.0} |",
             percentile(&claims, 0.5),
@@ -397,9 +442,18 @@ async fn main() {
             percentile(&wakes, 0.5),
             percentile(&wakes, 0.99)
         );
-        pairs.push((format!("{key}_claim_p50_ms"), format!("{:.2}", percentile(&claims, 0.5))));
-        pairs.push((format!("{key}_claim_p99_ms"), format!("{:.2}", percentile(&claims, 0.99))));
-        pairs.push((format!("{key}_wake_p99_ms"), format!("{:.0}", percentile(&wakes, 0.99))));
+        pairs.push((
+            format!("{key}_claim_p50_ms"),
+            format!("{:.2}", percentile(&claims, 0.5)),
+        ));
+        pairs.push((
+            format!("{key}_claim_p99_ms"),
+            format!("{:.2}", percentile(&claims, 0.99)),
+        ));
+        pairs.push((
+            format!("{key}_wake_p99_ms"),
+            format!("{:.0}", percentile(&wakes, 0.99)),
+        ));
     }
     println!();
     println!(

@@ -192,14 +192,22 @@ fn a_password_in_the_url_is_refused_without_repeating_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("password_file"), "{stderr}");
-    assert!(!stderr.contains("hunter2"), "the password was repeated: {stderr}");
+    assert!(
+        !stderr.contains("hunter2"),
+        "the password was repeated: {stderr}"
+    );
 }
 
 /// A server that does not answer is a clear error naming it (exit 1, never a panic).
 #[test]
 fn an_unreachable_server_is_a_clear_error() {
     let out = nightshift(
-        &["--db", "postgresql://nightshift@127.0.0.1:1/db", "db", "status"],
+        &[
+            "--db",
+            "postgresql://nightshift@127.0.0.1:1/db",
+            "db",
+            "status",
+        ],
         &[],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -764,9 +764,10 @@ async fn one_consolidation_per_window(database: &str, server: Option<&Sqld>, dir
         count("SELECT count(*) FROM maintenance_windows WHERE job = 'consolidation'").await;
     assert!(windows >= 1);
     // Each pass ran once per window, all by the worker that claimed the window.
-    let per_pass =
-        count("SELECT max(n) FROM (SELECT count(*) AS n FROM maintenance_runs GROUP BY pass) AS per_pass")
-            .await;
+    let per_pass = count(
+        "SELECT max(n) FROM (SELECT count(*) AS n FROM maintenance_runs GROUP BY pass) AS per_pass",
+    )
+    .await;
     assert!(
         (1..=windows).contains(&per_pass),
         "{per_pass} runs of one pass in {windows} window(s)"

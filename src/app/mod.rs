@@ -372,9 +372,7 @@ pub fn db_password(config: &Config) -> Result<Option<String>, DbError> {
             path.display()
         ))
     })?;
-    Ok(Some(
-        password.trim_end_matches(['\n', '\r']).to_string(),
-    ))
+    Ok(Some(password.trim_end_matches(['\n', '\r']).to_string()))
 }
 
 /// Where the configured database is.
@@ -385,12 +383,10 @@ pub fn db_target(config: &Config) -> Result<DbTarget, DbError> {
     } else {
         target
     };
-    target
-        .with_auth_token(db_auth_token(config)?)
-        .with_replica(
-            config.database.replica_path.as_deref(),
-            Duration::from_secs(config.database.sync_interval_secs),
-        )
+    target.with_auth_token(db_auth_token(config)?).with_replica(
+        config.database.replica_path.as_deref(),
+        Duration::from_secs(config.database.sync_interval_secs),
+    )
 }
 
 /// Opens the configured database without touching its schema (`db status`, `db migrate`).

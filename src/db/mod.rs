@@ -442,12 +442,13 @@ impl Db {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
-        let engine = postgres::Engine::new(config, (options.pool_size * 4).max(16)).map_err(
-            |reason| DbError::Open {
-                target: target.to_string(),
-                reason,
-            },
-        )?;
+        let engine =
+            postgres::Engine::new(config, (options.pool_size * 4).max(16)).map_err(|reason| {
+                DbError::Open {
+                    target: target.to_string(),
+                    reason,
+                }
+            })?;
         let db = Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),

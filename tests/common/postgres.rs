@@ -49,7 +49,10 @@ async fn drop_finished_tests_databases(client: &tokio_postgres::Client) {
     };
     for row in rows {
         let name: String = row.get(0);
-        let pid = name.split('_').nth(1).and_then(|pid| pid.parse::<u32>().ok());
+        let pid = name
+            .split('_')
+            .nth(1)
+            .and_then(|pid| pid.parse::<u32>().ok());
         let alive = pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
         if !alive {
             let _ = client

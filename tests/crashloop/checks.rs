@@ -123,7 +123,8 @@ impl Checker {
     /// `instr` as `chr` and `strpos`.
     fn dialect(&self, sql: &str) -> String {
         if self.db.is_postgres() {
-            sql.replace("char(31)", "chr(31)").replace("instr(", "strpos(")
+            sql.replace("char(31)", "chr(31)")
+                .replace("instr(", "strpos(")
         } else {
             sql.to_string()
         }

@@ -36,15 +36,21 @@ const RECONNECT_FOR: Duration = Duration::from_secs(15);
 /// How long a statement may wait for a connection from the pool.
 const POOL_WAIT: Duration = Duration::from_secs(30);
 
-/// The connections to one PostgreSQL database.
+/// Each statement's parameter types as PostgreSQL settled them, by its text and the types
+/// declared from its values (see [`Session::prepare`]).
+type Settled = HashMap<(String, Vec<Type>), Vec<Type>>;
+
+/// The connections to one PostgreSQL database; cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
     pool: Pool,
     /// For connections of their own (a listener).
     config: tokio_postgres::Config,
-    /// Each statement's parameter types as PostgreSQL settled them, by its text and the
-    /// types declared from its values (see [`Session::prepare`]).
-    settled: Arc<std::sync::Mutex<HashMap<(String, Vec<Type>), Vec<Type>>>>,
+    settled: std::sync::Mutex<Settled>,
 }
 
 impl Engine {
@@ -65,21 +71,21 @@ impl Engine {
             .build()
             .map_err(|e| e.to_string())?;
         Ok(Self {
-            pool,
-            config,
-            settled: Default::default(),
+            inner: Arc::new(EngineInner {
+                pool,
+                config,
+                settled: Default::default(),
+            }),
         })
     }
 
-    fn settled(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, Vec<Type>), Vec<Type>>> {
-        self.settled.lock().expect("settled types poisoned")
+    fn settled(&self) -> std::sync::MutexGuard<'_, Settled> {
+        self.inner.settled.lock().expect("settled types poisoned")
     }
 
     /// Listens for the schedules' change notifications (see [`listen`]).
     pub fn listen_for_schedule_changes(&self) -> listen::Listener {
-        listen::Listener::start(self.config.clone(), listen::SCHEDULES_CHANNEL)
+        listen::Listener::start(self.inner.config.clone(), listen::SCHEDULES_CHANNEL)
     }
 
     /// A session on a connection of its own, returned to the pool when the last clone of
@@ -107,11 +113,13 @@ impl Engine {
         let started = std::time::Instant::now();
         let mut backoff = Duration::from_millis(50);
         loop {
-            let err = match self.pool.get().await {
+            let err = match self.inner.pool.get().await {
                 Ok(client) => return Ok(client),
                 Err(deadpool_postgres::PoolError::Backend(err)) => err,
                 Err(other) => {
-                    return Err(libsql::Error::ConnectionFailed(format!("PostgreSQL: {other}")))
+                    return Err(libsql::Error::ConnectionFailed(format!(
+                        "PostgreSQL: {other}"
+                    )))
                 }
             };
             // Refused by the server itself: for now while it starts or stops, or has no
@@ -157,8 +165,7 @@ impl Drop for SessionInner {
         // Dropped inside a transaction: the connection is closed rather than pooled,
         // which rolls the transaction back and frees the write lock, so no later task
         // inherits either.
-        if self.in_transaction.load(Ordering::Acquire) || self.abandoned.load(Ordering::Acquire)
-        {
+        if self.in_transaction.load(Ordering::Acquire) || self.abandoned.load(Ordering::Acquire) {
             if let Some(client) = self.client.take() {
                 drop(Object::take(client));
             }
@@ -288,7 +295,9 @@ impl Session {
         self.inner.in_transaction.store(true, Ordering::Release);
         let open = Open(self);
         self.client()
-            .batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"))
+            .batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+            ))
             .await
             .map_err(pg_error)?;
         std::mem::forget(open);
@@ -344,7 +353,11 @@ impl Session {
         }
         let statement = if self.in_transaction() {
             let probe = self.engine.session().await?;
-            let types = probe.settle(&key.0, &key.1, values).await?.params().to_vec();
+            let types = probe
+                .settle(&key.0, &key.1, values)
+                .await?
+                .params()
+                .to_vec();
             self.client()
                 .prepare_typed_cached(&key.0, &types)
                 .await

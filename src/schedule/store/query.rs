@@ -86,7 +86,12 @@ impl ScheduleStore {
                  ORDER BY created_at DESC, schedule_id DESC LIMIT ?3 OFFSET ?4",
                 Schedule::COLUMNS
             ),
-            libsql::params![user, status, filter.limit.unwrap_or(i64::MAX), filter.offset],
+            libsql::params![
+                user,
+                status,
+                filter.limit.unwrap_or(i64::MAX),
+                filter.offset
+            ],
         )
         .await?;
         Ok((schedules, total))
