@@ -63,6 +63,9 @@ stop() {
     bin="$(bin_dir)"
     as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     rm -rf "$dir"
+    if [[ "$(cat "${TMPDIR:-/tmp}/nightshift-postgres.current" 2>/dev/null)" == "$dir" ]]; then
+        rm -f "${TMPDIR:-/tmp}/nightshift-postgres.current"
+    fi
 }
 
 case "${1:-}" in
