@@ -217,12 +217,36 @@ impl Session {
         }
     }
 
-    /// Runs a query and reads all its rows.
+    /// Runs a query and reads all its rows. A query that writes (`INSERT … RETURNING`, an
+    /// `UPDATE` claiming rows) outside a transaction runs in one of its own holding the
+    /// write lock, as [`Session::execute`] does: on its own, PostgreSQL's READ COMMITTED
+    /// would let two such claims take the same rows (found by `tests/scaleout.rs`: an
+    /// outbox message leased and sent by two workers).
     pub async fn query(&self, sql: &str, params: Params) -> Result<libsql::Rows, libsql::Error> {
         let values = positional(params)?;
+        if self.in_transaction() || !sql::writes(sql) {
+            return self.query_here(sql, &values).await;
+        }
+        self.begin().await?;
+        let open = Open(self);
+        let result = self.query_here(sql, &values).await;
+        std::mem::forget(open);
+        match result {
+            Ok(rows) => {
+                self.commit().await?;
+                Ok(rows)
+            }
+            Err(err) => {
+                let _ = self.rollback().await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn query_here(&self, sql: &str, values: &[Value]) -> Result<libsql::Rows, libsql::Error> {
         let _turn = self.turn().await?;
-        let statement = self.prepare(sql, &values).await?;
-        let params = bind(&values);
+        let statement = self.prepare(sql, values).await?;
+        let params = bind(values);
         let rows = self
             .client()
             .query(&statement, &refs(&params))

@@ -55,6 +55,22 @@ pub fn to_postgres(sql: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Whether a statement may write: anything but a plain read (`SELECT`, `VALUES`,
+/// `SHOW`, `EXPLAIN`). A `WITH` counts as a write, since it may hold one.
+pub fn writes(sql: &str) -> bool {
+    let mut rest = sql.trim_start();
+    // Leading comments are not the statement.
+    while let Some(after) = rest.strip_prefix("--") {
+        rest = after.split_once('\n').map_or("", |(_, next)| next).trim_start();
+    }
+    let first: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    !matches!(first.as_str(), "SELECT" | "VALUES" | "SHOW" | "EXPLAIN")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +85,22 @@ mod tests {
         );
         assert_eq!(to_postgres("VALUES (?, ?, ?)"), "VALUES ($1, $2, $3)");
         assert_eq!(to_postgres("VALUES (?3, ?)"), "VALUES ($3, $4)");
+    }
+
+    #[test]
+    fn reads_are_told_from_writes() {
+        for read in ["SELECT 1", "  select x FROM t", "-- why\nSELECT 1", "VALUES (1)"] {
+            assert!(!writes(read), "{read}");
+        }
+        for write in [
+            "INSERT INTO t VALUES (1) RETURNING x",
+            "\n UPDATE t SET x = 1 RETURNING x",
+            "DELETE FROM t",
+            "WITH a AS (UPDATE t SET x = 1 RETURNING x) SELECT * FROM a",
+            "-- a comment\nupdate t set x = 1",
+        ] {
+            assert!(writes(write), "{write}");
+        }
     }
 
     #[test]
