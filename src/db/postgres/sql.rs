@@ -61,7 +61,10 @@ pub fn writes(sql: &str) -> bool {
     let mut rest = sql.trim_start();
     // Leading comments are not the statement.
     while let Some(after) = rest.strip_prefix("--") {
-        rest = after.split_once('\n').map_or("", |(_, next)| next).trim_start();
+        rest = after
+            .split_once('\n')
+            .map_or("", |(_, next)| next)
+            .trim_start();
     }
     let first: String = rest
         .chars()
@@ -89,7 +92,12 @@ mod tests {
 
     #[test]
     fn reads_are_told_from_writes() {
-        for read in ["SELECT 1", "  select x FROM t", "-- why\nSELECT 1", "VALUES (1)"] {
+        for read in [
+            "SELECT 1",
+            "  select x FROM t",
+            "-- why\nSELECT 1",
+            "VALUES (1)",
+        ] {
             assert!(!writes(read), "{read}");
         }
         for write in [
