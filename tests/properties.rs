@@ -61,6 +61,8 @@ const SECTIONS: &[&str] = &[
     "channels",
     "users",
     "server",
+    "artifacts",
+    "mcp_servers",
 ];
 
 /// The commented examples of config/nightshift.toml, switched on.
