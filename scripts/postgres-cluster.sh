@@ -8,7 +8,8 @@
 #   eval "$(scripts/postgres-cluster.sh start)"   # sets NIGHTSHIFT_TEST_POSTGRES_URL
 #   scripts/postgres-cluster.sh stop              # stops it and removes its folder
 #
-# Each test makes a database of its own on the cluster (tests/common/postgres.rs).
+# Each test makes a database of its own on the cluster (tests/common/postgres.rs). The
+# server takes TLS too, with a certificate made here (NIGHTSHIFT_TEST_POSTGRES_CA).
 set -euo pipefail
 
 bin_dir() {
@@ -43,14 +44,28 @@ start() {
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     as_owner "$bin/initdb" -D "$dir/data" -U nightshift --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
+    # TLS with a certificate for 127.0.0.1 and localhost, signed by a CA made here (the
+    # TLS tests name the CA as the URL's sslrootcert; openssl comes with postgresql).
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=nightshift test CA" \
+            -keyout "$dir/ca.key" -out "$dir/ca.crt" &&
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+            -keyout "$dir/server.key" -out "$dir/server.csr" &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$dir/server.ext" &&
+        openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+            -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.crt"
+    } >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; exit 1; }
+    chmod 600 "$dir/server.key" "$dir/ca.key"
+    [[ "$(id -u)" == 0 ]] && chown postgres: "$dir/server.key" "$dir/server.crt"
     # Settings for a disposable cluster: no fsync (a crash loses the cluster, never a
     # test's assertion), room for many workers' pools.
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" >&2 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" >&2 \
         || { cat "$dir/server.log" >&2; exit 1; }
     echo "$dir" >"${TMPDIR:-/tmp}/nightshift-postgres.current"
     echo "export NIGHTSHIFT_TEST_POSTGRES_URL='postgresql://nightshift@127.0.0.1:$port/postgres'"
     echo "export NIGHTSHIFT_TEST_POSTGRES_DIR='$dir'"
+    echo "export NIGHTSHIFT_TEST_POSTGRES_CA='$dir/ca.crt'"
 }
 
 stop() {

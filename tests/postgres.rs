@@ -252,3 +252,81 @@ fn a_password_that_cannot_be_read_names_its_setting() {
         "{stderr}"
     );
 }
+
+/// The cluster's TLS certificate (scripts/postgres-cluster.sh makes one).
+fn cluster_ca() -> String {
+    std::env::var("NIGHTSHIFT_TEST_POSTGRES_CA").expect(
+        "NIGHTSHIFT_TEST_POSTGRES_CA names the cluster's certificate: start the cluster \
+         with scripts/postgres-cluster.sh",
+    )
+}
+
+/// Whether the connection `url` opens is encrypted, as the server sees it.
+async fn encrypted(url: &str) -> i64 {
+    let target = nightshift::db::DbTarget::parse(url).unwrap();
+    let db = nightshift::db::Db::open(&target, Default::default())
+        .await
+        .unwrap();
+    let conn = db.conn().await.unwrap();
+    nightshift::db::query_scalar::<i64>(
+        &conn,
+        "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+        (),
+    )
+    .await
+    .unwrap()
+    .expect("pg_stat_ssl has a row for each connection")
+}
+
+/// `sslmode=verify-full` with the server's CA as `sslrootcert` (libpq's way, as a managed
+/// offering's URL writes it) encrypts every connection; without it, none is.
+#[tokio::test]
+async fn a_url_asking_for_tls_gets_an_encrypted_connection() {
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let ca = cluster_ca();
+    let ca = percent_encoding::utf8_percent_encode(&ca, percent_encoding::NON_ALPHANUMERIC);
+    let tls_url = format!("{url}?sslmode=verify-full&sslrootcert={ca}");
+    assert_eq!(encrypted(&tls_url).await, 1, "{tls_url}");
+    assert_eq!(encrypted(&url).await, 0, "{url}");
+}
+
+/// A server whose certificate nobody named vouches for (here: one it made itself, checked
+/// against the system's roots) is refused, saying so, before anything is sent to it.
+#[test]
+fn a_certificate_nobody_vouched_for_is_refused() {
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let out = nightshift(
+        &["--db", &format!("{url}?sslmode=require"), "db", "status"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot open database"), "{stderr}");
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+}
+
+/// A URL that names no host, or a TLS option nightshift does not offer, is a
+/// configuration error naming what is wrong (exit 4), not the driver's words.
+#[test]
+fn a_postgres_url_missing_its_host_or_asking_too_much_is_named() {
+    for (url, says) in [
+        ("postgres://", "names no host"),
+        (
+            "postgresql://u@127.0.0.1:1/db?sslmode=require&sslcert=/c.pem",
+            "client certificates are not supported",
+        ),
+        (
+            "postgresql://u@127.0.0.1:1/db?sslmode=maybe",
+            "sslmode `maybe`",
+        ),
+    ] {
+        let out = nightshift(&["--db", url, "db", "status"], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{url}: {stderr}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+    }
+}

@@ -63,7 +63,7 @@ impl DbTarget {
                     auth_token: String::new(),
                 }),
                 "postgres" | "postgresql" => {
-                    let config = postgres_config(value)?;
+                    let (config, _) = postgres_config(value)?;
                     if config.get_password().is_some() {
                         return Err(DbError::BadTarget(
                             "the PostgreSQL URL holds a password: remove it, and name a file \
@@ -186,13 +186,40 @@ impl std::fmt::Display for DbTarget {
 
 /// Reads a PostgreSQL URL (`postgresql://user@host:port/database?…`, or libpq's
 /// `host=… dbname=…` form after the scheme is not accepted: a URL only).
-fn postgres_config(url: &str) -> Result<tokio_postgres::Config, DbError> {
-    url.parse::<tokio_postgres::Config>().map_err(|e| {
-        DbError::BadTarget(format!(
-            "the PostgreSQL URL cannot be read ({e}): write it as \
-             postgresql://USER@HOST:PORT/DATABASE"
-        ))
-    })
+/// The driver's settings and the TLS options of a `postgresql://` URL, or what is wrong
+/// with it.
+fn postgres_config(
+    url: &str,
+) -> Result<(tokio_postgres::Config, postgres::tls::TlsOptions), DbError> {
+    const FORM: &str = "write it as postgresql://USER@HOST:PORT/DATABASE";
+    let bad = |what: String| DbError::BadTarget(format!("the PostgreSQL URL {what}: {FORM}"));
+    let (url, mut tls) =
+        postgres::tls::split_url(url).map_err(|e| bad(format!("is refused ({e})")))?;
+    let mut config = url
+        .parse::<tokio_postgres::Config>()
+        .map_err(|e| bad(format!("cannot be read ({e})")))?;
+    if config.get_hosts().is_empty() {
+        return Err(bad("names no host".into()));
+    }
+    if config.get_user().is_none() {
+        return Err(bad("names no user".into()));
+    }
+    // As libpq: no TLS over a unix socket (the kernel carries it; nothing to encrypt).
+    if config
+        .get_hosts()
+        .iter()
+        .all(|host| matches!(host, tokio_postgres::config::Host::Unix(_)))
+    {
+        tls.required = false;
+    }
+    // TLS is nightshift's to make (see postgres::tls); the driver asks for it only when
+    // it is required.
+    config.ssl_mode(if tls.required {
+        tokio_postgres::config::SslMode::Require
+    } else {
+        tokio_postgres::config::SslMode::Disable
+    });
+    Ok((config, tls))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -432,7 +459,11 @@ impl Db {
         password: Option<&str>,
         options: DbOptions,
     ) -> Result<Self, DbError> {
-        let mut config = postgres_config(url)?;
+        let (mut config, tls) = postgres_config(url)?;
+        let tls = postgres::tls::connector(&tls).map_err(|reason| DbError::Open {
+            target: target.to_string(),
+            reason,
+        })?;
         if let Some(password) = password {
             config.password(password);
         }
@@ -442,13 +473,12 @@ impl Db {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
-        let engine =
-            postgres::Engine::new(config, (options.pool_size * 4).max(16)).map_err(|reason| {
-                DbError::Open {
-                    target: target.to_string(),
-                    reason,
-                }
-            })?;
+        let engine = postgres::Engine::new(config, tls, (options.pool_size * 4).max(16)).map_err(
+            |reason| DbError::Open {
+                target: target.to_string(),
+                reason,
+            },
+        )?;
         let db = Db {
             inner: Arc::new(DbInner {
                 target: target.clone(),

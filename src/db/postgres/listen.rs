@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_postgres::AsyncMessage;
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{AsyncMessage, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The channel the schedules' triggers notify.
 pub const SCHEDULES_CHANNEL: &str = "nightshift_schedules";
@@ -24,9 +26,13 @@ pub struct Listener {
 
 impl Listener {
     /// Listens on `channel` over a connection of its own, connecting again when it fails.
-    pub fn start(config: tokio_postgres::Config, channel: &'static str) -> Self {
+    pub fn start(
+        config: tokio_postgres::Config,
+        tls: Option<MakeRustlsConnect>,
+        channel: &'static str,
+    ) -> Self {
         let notify = Arc::new(Notify::new());
-        let task = tokio::spawn(listen(config, channel, notify.clone()));
+        let task = tokio::spawn(listen(config, tls, channel, notify.clone()));
         Self { notify, task }
     }
 
@@ -42,10 +48,19 @@ impl Drop for Listener {
     }
 }
 
-async fn listen(config: tokio_postgres::Config, channel: &'static str, notify: Arc<Notify>) {
+async fn listen(
+    config: tokio_postgres::Config,
+    tls: Option<MakeRustlsConnect>,
+    channel: &'static str,
+    notify: Arc<Notify>,
+) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        match listen_once(&config, channel, &notify).await {
+        let listened = match &tls {
+            Some(tls) => listen_once(&config, tls.clone(), channel, &notify).await,
+            None => listen_once(&config, tokio_postgres::NoTls, channel, &notify).await,
+        };
+        match listened {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(err) => {
                 tracing::warn!(%err, channel, "listening for changes on PostgreSQL failed; connecting again");
@@ -57,12 +72,17 @@ async fn listen(config: tokio_postgres::Config, channel: &'static str, notify: A
 }
 
 /// One connection's life: LISTEN, then a wake-up per notification until it ends.
-async fn listen_once(
+async fn listen_once<T>(
     config: &tokio_postgres::Config,
+    tls: T,
     channel: &'static str,
     notify: &Notify,
-) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+) -> Result<(), tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, mut connection) = config.connect(tls).await?;
     let (messages, mut received) = tokio::sync::mpsc::unbounded_channel();
     // The connection does its work (the LISTEN's answer included) only while polled.
     let driver = tokio::spawn(async move {

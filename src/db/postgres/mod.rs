@@ -10,6 +10,7 @@
 
 pub mod listen;
 pub mod sql;
+pub mod tls;
 pub mod value;
 
 use std::collections::HashMap;
@@ -50,19 +51,26 @@ struct EngineInner {
     pool: Pool,
     /// For connections of their own (a listener).
     config: tokio_postgres::Config,
+    /// `None`: plain connections.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     settled: std::sync::Mutex<Settled>,
 }
 
 impl Engine {
-    /// A pool for `config`, of at most `max_size` connections, opened as they are needed.
-    pub fn new(config: tokio_postgres::Config, max_size: usize) -> Result<Self, String> {
-        let manager = Manager::from_config(
-            config.clone(),
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+    /// A pool for `config`, of at most `max_size` connections, opened as they are needed,
+    /// over TLS when `tls` is given.
+    pub fn new(
+        config: tokio_postgres::Config,
+        tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+        max_size: usize,
+    ) -> Result<Self, String> {
+        let recycling = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &tls {
+            Some(tls) => Manager::from_config(config.clone(), tls.clone(), recycling),
+            None => Manager::from_config(config.clone(), tokio_postgres::NoTls, recycling),
+        };
         let pool = Pool::builder(manager)
             .max_size(max_size)
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -74,6 +82,7 @@ impl Engine {
             inner: Arc::new(EngineInner {
                 pool,
                 config,
+                tls,
                 settled: Default::default(),
             }),
         })
@@ -85,7 +94,11 @@ impl Engine {
 
     /// Listens for the schedules' change notifications (see [`listen`]).
     pub fn listen_for_schedule_changes(&self) -> listen::Listener {
-        listen::Listener::start(self.inner.config.clone(), listen::SCHEDULES_CHANNEL)
+        listen::Listener::start(
+            self.inner.config.clone(),
+            self.inner.tls.clone(),
+            listen::SCHEDULES_CHANNEL,
+        )
     }
 
     /// A session on a connection of its own, returned to the pool when the last clone of
@@ -477,6 +490,22 @@ fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
 
+/// An error and what caused it, as one line: the driver's own words ("error performing
+/// TLS handshake") leave out the reason (the certificate's issuer unknown).
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// A PostgreSQL failure as the stores see errors: a lost or refused connection is a
 /// failed connection (worth retrying), a statement's failure a database failure with
 /// PostgreSQL's code and message.
@@ -496,8 +525,8 @@ pub fn pg_error(err: tokio_postgres::Error) -> libsql::Error {
             )
         }
         None if err.is_closed() || err.to_string().contains("connection") => {
-            libsql::Error::ConnectionFailed(format!("PostgreSQL: {err}"))
+            libsql::Error::ConnectionFailed(format!("PostgreSQL: {}", with_causes(&err)))
         }
-        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL: {err}")),
+        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL: {}", with_causes(&err))),
     }
 }
