@@ -7,11 +7,12 @@
 #   scripts/crashloop.sh --server        500 kills of the worker against the sqld binary
 #                                        NIGHTSHIFT_TEST_SQLD names (skipped without one)
 #   scripts/crashloop.sh --postgres      500 kills of the worker on PostgreSQL (a throwaway
-#                                        cluster, scripts/postgres-cluster.sh)
+#                                        cluster, scripts/postgres-cluster.sh), the server
+#                                        itself killed and restarted every third round
 #   scripts/crashloop.sh --kills 50      fewer
 #   scripts/crashloop.sh --seed N        replay the random moments of a run that failed
 #
-# CI runs the short mode (25 kills each, on a file and on PostgreSQL) as part of `cargo test`. Each run
+# CI runs the short mode (15 kills each, on a file and on PostgreSQL) as part of `cargo test`. Each run
 # prints a table and `crashloop_kills=… crashloop_operations=… crashloop_violations=…`;
 # a failing run keeps its database and logs in a folder it names.
 set -euo pipefail

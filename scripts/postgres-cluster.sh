@@ -7,6 +7,7 @@
 #
 #   eval "$(scripts/postgres-cluster.sh start)"   # sets NIGHTSHIFT_TEST_POSTGRES_URL
 #   scripts/postgres-cluster.sh stop              # stops it and removes its folder
+#   scripts/postgres-cluster.sh restart           # kills it (-m immediate) and starts it
 #
 # Each test makes a database of its own on the cluster (tests/common/postgres.rs). The
 # server takes TLS too, with a certificate made here (NIGHTSHIFT_TEST_POSTGRES_CA).
@@ -57,15 +58,26 @@ start() {
     } >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; exit 1; }
     chmod 600 "$dir/server.key" "$dir/ca.key"
     [[ "$(id -u)" == 0 ]] && chown postgres: "$dir/server.key" "$dir/server.crt"
-    # Settings for a disposable cluster: no fsync (a crash loses the cluster, never a
-    # test's assertion), room for many workers' pools.
+    # Settings for a disposable cluster: no fsync (only a crash of the machine could lose
+    # the cluster), room for many workers' pools. Commits stay synchronous: the crash
+    # loop kills the server, and with synchronous_commit=off a commit it has confirmed is
+    # lost with the WAL still in its memory.
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" >&2 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" >&2 \
         || { cat "$dir/server.log" >&2; exit 1; }
     echo "$dir" >"${TMPDIR:-/tmp}/nightshift-postgres.current"
     echo "export NIGHTSHIFT_TEST_POSTGRES_URL='postgresql://nightshift@127.0.0.1:$port/postgres'"
     echo "export NIGHTSHIFT_TEST_POSTGRES_DIR='$dir'"
     echo "export NIGHTSHIFT_TEST_POSTGRES_CA='$dir/ca.crt'"
+}
+
+# Stops the server as a crash would (no checkpoint: it recovers from its log on start)
+# and starts it again with the same settings; for the crash loop.
+restart() {
+    local dir="${1:-${NIGHTSHIFT_TEST_POSTGRES_DIR:-}}"
+    [[ -n "$dir" && -d "$dir/data" ]] || { echo "postgres-cluster.sh: no cluster to restart" >&2; exit 1; }
+    as_owner "$(bin_dir)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 60 restart >/dev/null \
+        || { tail -n 20 "$dir/server.log" >&2; exit 1; }
 }
 
 stop() {
@@ -86,5 +98,6 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop "${2:-}" ;;
-    *) echo "usage: $0 start | stop [DIR]" >&2; exit 2 ;;
+    restart) restart "${2:-}" ;;
+    *) echo "usage: $0 start | stop [DIR] | restart [DIR]" >&2; exit 2 ;;
 esac

@@ -10,8 +10,11 @@
 //! middle of a run, recovered a run, had runs succeed and note updates confirmed (and in
 //! the second mode, killed writers mid-command).
 //!
-//! The short mode runs in CI (25 kills each). `scripts/crashloop.sh` runs the full mode:
-//! `NIGHTSHIFT_CRASHLOOP_KILLS` (default 25) kills, `NIGHTSHIFT_CRASHLOOP_SEED` to replay
+//! On PostgreSQL the server itself is killed (`pg_ctl -m immediate`) and restarted every
+//! third round as well, under the worker and the writers.
+//!
+//! The short mode runs in CI (15 kills each). `scripts/crashloop.sh` runs the full mode:
+//! `NIGHTSHIFT_CRASHLOOP_KILLS` (default 15) kills, `NIGHTSHIFT_CRASHLOOP_SEED` to replay
 //! a run's random moments, and the server variant (`--ignored`) against sqld.
 
 #[path = "../common/mod.rs"]
@@ -57,6 +60,9 @@ impl Rng {
     }
 }
 
+/// Kills in the short mode, the one CI runs.
+const SHORT_MODE_KILLS: u32 = 15;
+
 struct Settings {
     kills: u32,
     seed: u64,
@@ -69,7 +75,7 @@ fn settings() -> Settings {
             .map(|v| v.parse::<u64>().unwrap_or_else(|_| panic!("{name}={v}")))
     };
     Settings {
-        kills: number("NIGHTSHIFT_CRASHLOOP_KILLS").map_or(25, |k| {
+        kills: number("NIGHTSHIFT_CRASHLOOP_KILLS").map_or(SHORT_MODE_KILLS, |k| {
             u32::try_from(k).unwrap_or_else(|_| panic!("NIGHTSHIFT_CRASHLOOP_KILLS={k}: too many"))
         }),
         seed: number("NIGHTSHIFT_CRASHLOOP_SEED").unwrap_or_else(|| {
@@ -195,19 +201,27 @@ fn keep(dir: &TempDir, suffix: &str) {
 
 /// One crash loop: `kills` rounds of start, load, kill, check; then a drain and the final
 /// checks. Panics with every violation found.
+/// Restarts the database server as a crash would, between a worker's start and its kill.
+type ServerRestart = Box<dyn Fn() -> Result<(), String>>;
+
+/// Every this many rounds (from the second) the database server is restarted too.
+const SERVER_RESTART_EVERY: u32 = 3;
+
 async fn crash_loop(
     database: String,
     dir: &TempDir,
     victim: Victim,
     diagnose: impl Fn() -> String,
+    restart_server: Option<ServerRestart>,
 ) {
     let Settings { kills, seed } = settings();
     let mut checker = Checker::open(&database).await;
     let (peer, sink) = peers::start(&database).await;
     let config = write_config(dir.path(), &database, &peer);
     // On a server a CLI write may be refused as unavailable (exit 1) while sqld holds a
-    // killed worker's write lock: booked and counted, not a violation; on a file, never.
-    let on_a_server = database.starts_with("http");
+    // killed worker's write lock, or while PostgreSQL restarts: booked and counted, not a
+    // violation; on a file, never.
+    let on_a_server = !database.starts_with('/');
     let cli = Arc::new(writers::Cli::new(config.clone(), on_a_server));
     let ledger = Arc::new(Ledger::default());
     let mut rng = Rng::new(seed);
@@ -252,6 +266,18 @@ async fn crash_loop(
         let stop = Arc::new(AtomicBool::new(false));
         let threads = Writers::start(&cli, &ledger, &stop, seed ^ u64::from(round));
         tokio::time::sleep(Duration::from_millis(300 + rng.below(2700))).await;
+        if let Some(restart) = restart_server
+            .as_ref()
+            .filter(|_| round % SERVER_RESTART_EVERY == 1)
+        {
+            // The server dies under everyone's feet and comes back: the worker and the
+            // writers carry on once it answers, and the kill below lands after.
+            match restart() {
+                Ok(()) => ledger.count("database server restarts"),
+                Err(why) => checker.violation(format!("round {round}: {why}")),
+            }
+            tokio::time::sleep(Duration::from_millis(200 + rng.below(1800))).await;
+        }
         if victim == Victim::WriterAndWorker {
             // A writer in the middle of its command; if none is, the next that starts.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -308,6 +334,8 @@ async fn crash_loop(
         "{victim:?} killed, on {}",
         if database.starts_with("http") {
             "a server"
+        } else if database.starts_with("postgres") {
+            "PostgreSQL, restarted every third round"
         } else {
             "a file"
         }
@@ -328,6 +356,10 @@ async fn crash_loop(
         ("runs succeeded", u64::try_from(model.successes).unwrap()),
         ("note updates confirmed", books.updates_confirmed),
     ];
+    if restart_server.is_some() && kills > SERVER_RESTART_EVERY {
+        let restarts = books.ops.get("database server restarts").copied();
+        evidence.push(("database server restarts", restarts.unwrap_or(0)));
+    }
     if victim == Victim::WriterAndWorker {
         let killed = books.ops.get("writer commands killed").copied();
         evidence.push(("writer commands killed mid-command", killed.unwrap_or(0)));
@@ -359,25 +391,45 @@ async fn crash_loop(
 async fn on_a_file_worker_killed_at_random_moments_loses_and_repeats_nothing() {
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("crashloop.db").display().to_string();
-    crash_loop(database, &dir, Victim::Worker, String::new).await;
+    crash_loop(database, &dir, Victim::Worker, String::new, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_file_writers_killed_mid_command_leave_nothing_half_done() {
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("crashloop.db").display().to_string();
-    crash_loop(database, &dir, Victim::WriterAndWorker, String::new).await;
+    crash_loop(database, &dir, Victim::WriterAndWorker, String::new, None).await;
 }
 
-/// The same on PostgreSQL (a database of its own on the test cluster): the full mode is
+/// The same on PostgreSQL (a database of its own on the test cluster), which is itself
+/// killed and restarted every third round: the full mode is
 /// `scripts/crashloop.sh --postgres`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_postgres_worker_killed_at_random_moments_loses_and_repeats_nothing() {
+async fn on_postgres_worker_and_server_killed_at_random_moments_lose_and_repeat_nothing() {
     let dir = TempDir::new().unwrap();
     let Some(database) = common::postgres::database_or_skip() else {
         return;
     };
-    crash_loop(database, &dir, Victim::Worker, String::new).await;
+    let cluster = std::env::var("NIGHTSHIFT_TEST_POSTGRES_DIR").expect(
+        "NIGHTSHIFT_TEST_POSTGRES_DIR names the cluster to restart: start it with \
+         scripts/postgres-cluster.sh",
+    );
+    let restart: ServerRestart = Box::new(move || {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/postgres-cluster.sh");
+        let out = Command::new(script)
+            .args(["restart", &cluster])
+            .output()
+            .map_err(|e| format!("{script}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "restarting PostgreSQL failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    crash_loop(database, &dir, Victim::Worker, String::new, Some(restart)).await;
 }
 
 /// The same against a libSQL server (the sqld `NIGHTSHIFT_TEST_SQLD` names): the full mode's second
@@ -391,5 +443,12 @@ async fn on_a_server_worker_killed_at_random_moments_loses_and_repeats_nothing()
     };
     // A failing run says whether the server still answers a read and a write (a server
     // that answers neither has stalled: docs/scaling.md, "Known issue").
-    crash_loop(sqld.url.clone(), &dir, Victim::Worker, || sqld.report()).await;
+    crash_loop(
+        sqld.url.clone(),
+        &dir,
+        Victim::Worker,
+        || sqld.report(),
+        None,
+    )
+    .await;
 }

@@ -73,9 +73,18 @@ impl Cli {
             return Outcome::Killed;
         }
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        let out_of_reach = ["SQLITE_BUSY", "database is locked", "429 Too Many Requests"]
-            .iter()
-            .any(|sign| stderr.contains(sign));
+        // sqld busy or refusing; PostgreSQL going down, coming up or gone mid-command.
+        let out_of_reach = [
+            "SQLITE_BUSY",
+            "database is locked",
+            "429 Too Many Requests",
+            "PostgreSQL 57P",
+            "PostgreSQL: connection",
+            "PostgreSQL: error connecting",
+            "PostgreSQL: error communicating",
+        ]
+        .iter()
+        .any(|sign| stderr.contains(sign));
         if self.tolerate_unavailable && out.status.code() == Some(1) && out_of_reach {
             return Outcome::Unavailable(stderr);
         }
