@@ -8,6 +8,7 @@
 #   eval "$(scripts/postgres-cluster.sh start)"   # sets NIGHTSHIFT_TEST_POSTGRES_URL
 #   scripts/postgres-cluster.sh stop              # stops it and removes its folder
 #   scripts/postgres-cluster.sh restart           # kills it (-m immediate) and starts it
+#   scripts/postgres-cluster.sh down DIR / up DIR # kills it / starts it again
 #
 # Each test makes a database of its own on the cluster (tests/common/postgres.rs). The
 # server takes TLS too, with a certificate made here (NIGHTSHIFT_TEST_POSTGRES_CA).
@@ -62,13 +63,25 @@ start() {
     # the cluster), room for many workers' pools. Commits stay synchronous: the crash
     # loop kills the server, and with synchronous_commit=off a commit it has confirmed is
     # lost with the WAL still in its memory.
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" >&2 \
-        || { cat "$dir/server.log" >&2; exit 1; }
+    echo "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" >"$dir/options"
+    up "$dir"
     echo "$dir" >"${TMPDIR:-/tmp}/nightshift-postgres.current"
     echo "export NIGHTSHIFT_TEST_POSTGRES_URL='postgresql://nightshift@127.0.0.1:$port/postgres'"
     echo "export NIGHTSHIFT_TEST_POSTGRES_DIR='$dir'"
     echo "export NIGHTSHIFT_TEST_POSTGRES_CA='$dir/ca.crt'"
+}
+
+# Starts the server of the cluster in DIR, with the settings `start` gave it.
+up() {
+    local dir="$1"
+    as_owner "$(bin_dir)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+        -o "$(cat "$dir/options")" >&2 \
+        || { cat "$dir/server.log" >&2; exit 1; }
+}
+
+# Stops the server as a crash would, leaving the cluster to start again with `up`.
+down() {
+    as_owner "$(bin_dir)/pg_ctl" -D "$1/data" -m immediate -w stop >/dev/null
 }
 
 # Stops the server as a crash would (no checkpoint: it recovers from its log on start)
@@ -99,5 +112,7 @@ case "${1:-}" in
     start) start ;;
     stop) stop "${2:-}" ;;
     restart) restart "${2:-}" ;;
-    *) echo "usage: $0 start | stop [DIR] | restart [DIR]" >&2; exit 2 ;;
+    down) down "${2:?usage: $0 down DIR}" ;;
+    up) up "${2:?usage: $0 up DIR}" ;;
+    *) echo "usage: $0 start | stop [DIR] | restart [DIR] | down DIR | up DIR" >&2; exit 2 ;;
 esac

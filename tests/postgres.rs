@@ -330,3 +330,94 @@ fn a_postgres_url_missing_its_host_or_asking_too_much_is_named() {
         assert!(stderr.contains(says), "{url}: {stderr}");
     }
 }
+
+/// A throwaway cluster of its own (scripts/postgres-cluster.sh), for a test that stops
+/// the server; removed when dropped.
+struct OwnCluster {
+    url: String,
+    dir: String,
+    _scratch: TempDir,
+}
+
+const CLUSTER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/postgres-cluster.sh");
+
+impl OwnCluster {
+    fn start() -> Self {
+        let scratch = TempDir::new().unwrap();
+        // TMPDIR: the script's note of its current cluster stays the suite's.
+        let out = Command::new(CLUSTER_SCRIPT)
+            .arg("start")
+            .env("TMPDIR", scratch.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let value = |name: &str| {
+            stdout
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("export {name}='")))
+                .and_then(|rest| rest.strip_suffix('\''))
+                .unwrap_or_else(|| panic!("{name} not in {stdout}"))
+                .to_string()
+        };
+        Self {
+            url: value("NIGHTSHIFT_TEST_POSTGRES_URL"),
+            dir: value("NIGHTSHIFT_TEST_POSTGRES_DIR"),
+            _scratch: scratch,
+        }
+    }
+
+    fn server(&self, what: &str) {
+        let out = Command::new(CLUSTER_SCRIPT)
+            .args([what, &self.dir])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(CLUSTER_SCRIPT).args(["stop", &self.dir]).output();
+    }
+}
+
+/// A command started while the server is down (restarting, failing over) asks again until
+/// it is back, and goes through, rather than failing at once; the write is there after.
+#[test]
+fn a_command_started_while_the_server_is_down_waits_for_it() {
+    if common::postgres::database_or_skip().is_none() {
+        return;
+    }
+    let cluster = OwnCluster::start();
+    let db = ["--db", cluster.url.as_str()];
+    let migrated = nightshift(&[&db[..], &["db", "migrate"]].concat(), &[]);
+    assert!(migrated.status.success(), "{migrated:?}");
+
+    cluster.server("down");
+    let add = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .args(db)
+        .args(["--json", "schedule", "add", "--user", "u", "--goal", "while down"])
+        .args(["--every", "1h"])
+        .env_remove("NIGHTSHIFT_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command is under way, finding no server, before it comes back.
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.server("up");
+    let out = add.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let added: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = nightshift(
+        &[&db[..], &["--json", "schedule", "list", "--user", "u"]].concat(),
+        &[],
+    );
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains(added["schedule_id"].as_str().unwrap()),
+        "{listed}"
+    );
+}
