@@ -1,6 +1,6 @@
 //! Three `nightshift run` processes sharing one database, a file (WAL, busy_timeout),
 //! PostgreSQL (the test cluster) or a libSQL server (sqld on 127.0.0.1), against a fake agent runtime on 127.0.0.1: 300
-//! schedules due every 1–2 seconds for a minute, and on until at least 1,000 occurrences
+//! schedules due every 1–2 seconds for half a minute, and on until at least 1,000 occurrences
 //! have run, run each occurrence once and lose none,
 //! also when one worker is killed with SIGKILL mid-run; 1,000 outbox messages reach a
 //! webhook once each; and two workers at one consolidation window run it once.
@@ -28,7 +28,9 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 const SCHEDULES: usize = 300;
-const RUN_FOR: Duration = Duration::from_secs(60);
+/// Long enough for a killed worker's runs (killed at a third of it) to outlive their
+/// 10 s lease and be recovered by the others.
+const RUN_FOR: Duration = Duration::from_secs(30);
 /// Occurrences a scenario runs at the least: the workers run for `RUN_FOR`, and on until
 /// this many are recorded when they have fallen behind (a libSQL server sharing this
 /// two-core machine with three debug workers does not keep up with the load).
@@ -265,7 +267,7 @@ async fn next_runs(config: &Config) -> HashMap<String, i64> {
     out
 }
 
-/// The scenarios take the machine's cores for a minute each: one at a time.
+/// The scenarios take the machine's cores for half a minute each: one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A scenario that has not finished in this long is stuck (a hung worker or server):
@@ -556,7 +558,7 @@ async fn three_workers_on_one_local_file_recover_a_killed_workers_runs_once() {
 }
 
 /// On PostgreSQL the kill's variant alone (it checks each occurrence once and none lost
-/// too): each variant costs a minute and more of CI.
+/// too): each variant costs half a minute and more of CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_on_postgres_recover_a_killed_workers_runs_once() {
     let dir = TempDir::new().unwrap();
