@@ -351,7 +351,11 @@ impl OwnCluster {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let value = |name: &str| {
             stdout
                 .lines()
@@ -372,13 +376,19 @@ impl OwnCluster {
             .args([what, &self.dir])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
 impl Drop for OwnCluster {
     fn drop(&mut self) {
-        let _ = Command::new(CLUSTER_SCRIPT).args(["stop", &self.dir]).output();
+        let _ = Command::new(CLUSTER_SCRIPT)
+            .args(["stop", &self.dir])
+            .output();
     }
 }
 
@@ -397,7 +407,15 @@ fn a_command_started_while_the_server_is_down_waits_for_it() {
     cluster.server("down");
     let add = Command::new(env!("CARGO_BIN_EXE_nightshift"))
         .args(db)
-        .args(["--json", "schedule", "add", "--user", "u", "--goal", "while down"])
+        .args([
+            "--json",
+            "schedule",
+            "add",
+            "--user",
+            "u",
+            "--goal",
+            "while down",
+        ])
         .args(["--every", "1h"])
         .env_remove("NIGHTSHIFT_CONFIG")
         .stdout(std::process::Stdio::piped())
@@ -420,4 +438,69 @@ fn a_command_started_while_the_server_is_down_waits_for_it() {
         listed.contains(added["schedule_id"].as_str().unwrap()),
         "{listed}"
     );
+}
+
+/// On PostgreSQL a worker's outbox claim locks the messages it takes (`FOR UPDATE SKIP
+/// LOCKED`) rather than taking the write lock: it goes on while another writer holds
+/// that lock, and a second claim meanwhile takes none of the first claim's messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_claims_lock_their_own_messages_and_wait_for_no_writer() {
+    use nightshift::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Outbox, Priority};
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let target = nightshift::db::DbTarget::parse(&url).unwrap();
+    let db = nightshift::db::Db::open(&target, Default::default())
+        .await
+        .unwrap();
+    nightshift::db::migrate::migrate(&db).await.unwrap();
+    let plan = NotifyPlan {
+        channel_id: "hook".into(),
+        channel_context_id: None,
+        marker: "[NOTIFY]".into(),
+        failure_notice_after: 3,
+        max_message_chars: 3500,
+        public_url: None,
+        ttl_ms: [3_600_000; 3],
+        max_pending_per_channel: 10_000,
+    };
+    let now = 1_000_000;
+    let conn = db.conn().await.unwrap();
+    let tx = conn.write_tx().await.unwrap();
+    for i in 0..10 {
+        let message = NewMessage {
+            kind: "run",
+            run_id: Some(&format!("run-{i}")),
+            schedule_id: Some("sch-x"),
+            user_id: "u",
+            priority: Priority::Normal,
+            payload: json!({"summary": format!("message {i}")}),
+        };
+        enqueue_in(&tx, &plan, message, now).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    drop(conn);
+
+    let holder = common::postgres::WriteLockHolder::hold(&url).await;
+    let outbox = Outbox::new(db.clone());
+    let first = tokio::time::timeout(
+        Duration::from_secs(20),
+        outbox.claim_due("worker-a", now, 60_000, 4),
+    )
+    .await
+    .expect("the claim waited behind the writer holding the write lock")
+    .unwrap();
+    let second = outbox
+        .claim_due("worker-b", now, 60_000, 100)
+        .await
+        .unwrap();
+    holder.release().await;
+    assert_eq!(first.len(), 4);
+    assert_eq!(second.len(), 6, "the second claim takes the rest");
+    let taken: std::collections::HashSet<_> = first
+        .iter()
+        .chain(&second)
+        .map(|m| m.message_id.clone())
+        .collect();
+    assert_eq!(taken.len(), 10, "a message was claimed twice");
 }

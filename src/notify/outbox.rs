@@ -241,9 +241,22 @@ impl Outbox {
         limit: i64,
     ) -> Result<Vec<Message>, OutboxError> {
         let conn = self.db.conn().await?;
+        // On PostgreSQL each worker's claim locks the messages it takes and passes over
+        // those another's claim holds: workers draining the outbox side by side take
+        // disjoint messages and never wait for each other (nor for the write lock).
+        // SQLite's one writer at a time makes the same claim safe as it is.
+        let skip_locked = if conn.is_postgres() {
+            "FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         conn.execute(
-            "UPDATE outbox SET status = 'dead', last_error = coalesce(last_error || '; ', '') || 'expired undelivered'
-             WHERE status = 'pending' AND expires_at <= ?1",
+            &format!(
+                "UPDATE outbox SET status = 'dead', last_error = coalesce(last_error || '; ', '') || 'expired undelivered'
+                 WHERE message_id IN (
+                     SELECT message_id FROM outbox WHERE status = 'pending' AND expires_at <= ?1
+                     {skip_locked})"
+            ),
             [now],
         )
         .await?;
@@ -257,7 +270,7 @@ impl Outbox {
                            AND (lease_expires_at IS NULL OR lease_expires_at <= ?3)
                          ORDER BY CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END,
                                   next_attempt_at
-                         LIMIT ?4)
+                         LIMIT ?4 {skip_locked})
                      RETURNING {}",
                     Message::COLUMNS
                 ),

@@ -6,7 +6,10 @@
 //! (a [`WriteTx`](super::WriteTx), or a single statement outside one) holds one
 //! transaction-level advisory lock, [`WRITE_LOCK`], until it ends. Reads take no lock.
 //! PostgreSQL releases the lock with the transaction, on commit, rollback or a lost
-//! connection alike, so a killed worker never leaves it held.
+//! connection alike, so a killed worker never leaves it held. The one exception is a
+//! queue's claim written for PostgreSQL (the outbox's): `FOR UPDATE SKIP LOCKED` locks
+//! the rows it takes and passes over those another worker's claim holds, so claims run
+//! side by side and never wait behind the other writers.
 
 pub mod listen;
 pub mod sql;
@@ -234,10 +237,11 @@ impl Session {
     /// `UPDATE` claiming rows) outside a transaction runs in one of its own holding the
     /// write lock, as [`Session::execute`] does: on its own, PostgreSQL's READ COMMITTED
     /// would let two such claims take the same rows (found by `tests/scaleout.rs`: an
-    /// outbox message leased and sent by two workers).
+    /// outbox message leased and sent by two workers). A claim that locks its own rows
+    /// (`FOR UPDATE SKIP LOCKED`) runs as it is, taking no turn behind other writers.
     pub async fn query(&self, sql: &str, params: Params) -> Result<libsql::Rows, libsql::Error> {
         let values = positional(params)?;
-        if self.in_transaction() || !sql::writes(sql) {
+        if self.in_transaction() || !sql::writes(sql) || sql::claims_rows_itself(sql) {
             return self.query_here(sql, &values).await;
         }
         self.begin().await?;
@@ -282,11 +286,12 @@ impl Session {
     }
 
     /// Runs one statement; returns the rows it changed. Outside a transaction it runs in
-    /// one of its own, holding the write lock as a transaction would; stopped midway,
-    /// that transaction is abandoned (rolled back).
+    /// one of its own, holding the write lock as a transaction would (but for a claim
+    /// that locks its own rows); stopped midway, that transaction is abandoned (rolled
+    /// back).
     pub async fn execute(&self, sql: &str, params: Params) -> Result<u64, libsql::Error> {
         let values = positional(params)?;
-        if self.in_transaction() {
+        if self.in_transaction() || sql::claims_rows_itself(sql) {
             let _turn = self.turn().await?;
             return self.execute_here(sql, &values).await;
         }

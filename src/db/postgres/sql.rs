@@ -74,6 +74,18 @@ pub fn writes(sql: &str) -> bool {
     !matches!(first.as_str(), "SELECT" | "VALUES" | "SHOW" | "EXPLAIN")
 }
 
+/// Whether a statement claims its rows with `FOR UPDATE SKIP LOCKED`: it locks the rows
+/// it takes, and skips the ones another claim holds, so it needs no write lock to keep
+/// two claims from taking the same row, and waits for no one.
+pub fn claims_rows_itself(sql: &str) -> bool {
+    sql.to_ascii_uppercase()
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .windows(4)
+        .any(|w| w == ["FOR", "UPDATE", "SKIP", "LOCKED"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +121,17 @@ mod tests {
         ] {
             assert!(writes(write), "{write}");
         }
+    }
+
+    #[test]
+    fn a_claim_that_locks_its_own_rows_is_told_apart() {
+        assert!(claims_rows_itself(
+            "UPDATE t SET a = 1 WHERE id IN (SELECT id FROM t LIMIT 3\n for update  skip locked)"
+        ));
+        assert!(!claims_rows_itself(
+            "UPDATE t SET a = 1 WHERE id IN (SELECT id FROM t FOR UPDATE)"
+        ));
+        assert!(!claims_rows_itself("UPDATE t SET note = 'skip locked'"));
     }
 
     #[test]
