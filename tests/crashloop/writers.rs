@@ -74,17 +74,23 @@ impl Cli {
         }
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         // sqld busy or refusing; PostgreSQL going down, coming up or gone mid-command.
-        let out_of_reach = [
-            "SQLITE_BUSY",
-            "database is locked",
-            "429 Too Many Requests",
-            "PostgreSQL 57P",
-            "PostgreSQL: connection",
-            "PostgreSQL: error connecting",
-            "PostgreSQL: error communicating",
-        ]
-        .iter()
-        .any(|sign| stderr.contains(sign));
+        let postgres_lost = stderr.contains("PostgreSQL at ")
+            && [
+                ": connection",
+                ": error connecting",
+                ": error communicating",
+            ]
+            .iter()
+            .any(|sign| stderr.contains(sign));
+        let out_of_reach = postgres_lost
+            || [
+                "SQLITE_BUSY",
+                "database is locked",
+                "429 Too Many Requests",
+                "PostgreSQL 57P",
+            ]
+            .iter()
+            .any(|sign| stderr.contains(sign));
         if self.tolerate_unavailable && out.status.code() == Some(1) && out_of_reach {
             return Outcome::Unavailable(stderr);
         }

@@ -56,6 +56,8 @@ struct EngineInner {
     config: tokio_postgres::Config,
     /// `None`: plain connections.
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// Where the server is (`HOST:PORT/DATABASE`), for errors.
+    server: String,
     settled: std::sync::Mutex<Settled>,
 }
 
@@ -84,11 +86,18 @@ impl Engine {
         Ok(Self {
             inner: Arc::new(EngineInner {
                 pool,
+                server: server_of(&config),
                 config,
                 tls,
                 settled: Default::default(),
             }),
         })
+    }
+
+    /// A failure of this engine's as the stores see errors (see [`pg_error_at`]), a lost or
+    /// refused connection naming the server.
+    fn error(&self, err: tokio_postgres::Error) -> libsql::Error {
+        pg_error_at(&self.inner.server, err)
     }
 
     fn settled(&self) -> std::sync::MutexGuard<'_, Settled> {
@@ -134,7 +143,8 @@ impl Engine {
                 Err(deadpool_postgres::PoolError::Backend(err)) => err,
                 Err(other) => {
                     return Err(libsql::Error::ConnectionFailed(format!(
-                        "PostgreSQL: {other}"
+                        "PostgreSQL at {}: {other}",
+                        self.inner.server
                     )))
                 }
             };
@@ -145,7 +155,7 @@ impl Engine {
                     && !db.code().code().starts_with("08")
             });
             if refused_for_good || started.elapsed() + backoff > RECONNECT_FOR {
-                return Err(pg_error(err));
+                return Err(self.error(err));
             }
             tracing::debug!(%err, "PostgreSQL refused a connection; asking again");
             tokio::time::sleep(backoff).await;
@@ -208,7 +218,7 @@ impl Session {
             self.client()
                 .batch_execute("ROLLBACK")
                 .await
-                .map_err(pg_error)?;
+                .map_err(|e| self.engine.error(e))?;
             self.inner.in_transaction.store(false, Ordering::Release);
             self.inner.abandoned.store(false, Ordering::Release);
         }
@@ -268,7 +278,7 @@ impl Session {
             .client()
             .query(&statement, &refs(&params))
             .await
-            .map_err(pg_error)?;
+            .map_err(|e| self.engine.error(e))?;
         let columns: Vec<String> = statement
             .columns()
             .iter()
@@ -278,7 +288,11 @@ impl Session {
         for row in &rows {
             let mut values = Vec::with_capacity(columns.len());
             for i in 0..columns.len() {
-                values.push(row.try_get::<_, Cell>(i).map_err(pg_error)?.0);
+                values.push(
+                    row.try_get::<_, Cell>(i)
+                        .map_err(|e| self.engine.error(e))?
+                        .0,
+                );
             }
             read.push(values);
         }
@@ -320,13 +334,16 @@ impl Session {
         self.client()
             .execute(&statement, &refs(&params))
             .await
-            .map_err(pg_error)
+            .map_err(|e| self.engine.error(e))
     }
 
     /// Runs a script of statements with no parameters (a migration).
     pub async fn execute_batch(&self, sql: &str) -> Result<(), libsql::Error> {
         let _turn = self.turn().await?;
-        self.client().batch_execute(sql).await.map_err(pg_error)
+        self.client()
+            .batch_execute(sql)
+            .await
+            .map_err(|e| self.engine.error(e))
     }
 
     /// Begins a write transaction here, holding the write lock until it ends.
@@ -341,7 +358,7 @@ impl Session {
                 "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
             ))
             .await
-            .map_err(pg_error)?;
+            .map_err(|e| self.engine.error(e))?;
         std::mem::forget(open);
         Ok(())
     }
@@ -357,7 +374,10 @@ impl Session {
     async fn end(&self, sql: &str) -> Result<(), libsql::Error> {
         let _turn = self.turn().await?;
         let open = Open(self);
-        self.client().batch_execute(sql).await.map_err(pg_error)?;
+        self.client()
+            .batch_execute(sql)
+            .await
+            .map_err(|e| self.engine.error(e))?;
         std::mem::forget(open);
         self.inner.in_transaction.store(false, Ordering::Release);
         Ok(())
@@ -391,7 +411,7 @@ impl Session {
                 .client()
                 .prepare_typed_cached(&key.0, &types)
                 .await
-                .map_err(pg_error);
+                .map_err(|e| self.engine.error(e));
         }
         let statement = if self.in_transaction() {
             let probe = self.engine.session().await?;
@@ -403,7 +423,7 @@ impl Session {
             self.client()
                 .prepare_typed_cached(&key.0, &types)
                 .await
-                .map_err(pg_error)?
+                .map_err(|e| self.engine.error(e))?
         } else {
             self.settle(&key.0, &key.1, values).await?
         };
@@ -451,7 +471,7 @@ impl Session {
                 (None, Some((slot, candidates))) if !candidates.is_empty() => {
                     types[*slot] = candidates.remove(0);
                 }
-                _ => return Err(pg_error(err)),
+                _ => return Err(self.engine.error(err)),
             }
         }
     }
@@ -511,10 +531,26 @@ fn with_causes(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// Where `config` points: `HOST:PORT/DATABASE` (the first host; a socket's folder).
+fn server_of(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "?".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}/{}", config.get_dbname().unwrap_or_default())
+}
+
 /// A PostgreSQL failure as the stores see errors: a lost or refused connection is a
 /// failed connection (worth retrying), a statement's failure a database failure with
 /// PostgreSQL's code and message.
-pub fn pg_error(err: tokio_postgres::Error) -> libsql::Error {
+pub fn pg_error_at(server: &str, err: tokio_postgres::Error) -> libsql::Error {
+    let at = if server.is_empty() {
+        String::new()
+    } else {
+        format!(" at {server}")
+    };
     match err.as_db_error() {
         Some(db) => {
             // SQLite's codes where one means the same: busy for a lock or serialization
@@ -530,8 +566,8 @@ pub fn pg_error(err: tokio_postgres::Error) -> libsql::Error {
             )
         }
         None if err.is_closed() || err.to_string().contains("connection") => {
-            libsql::Error::ConnectionFailed(format!("PostgreSQL: {}", with_causes(&err)))
+            libsql::Error::ConnectionFailed(format!("PostgreSQL{at}: {}", with_causes(&err)))
         }
-        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL: {}", with_causes(&err))),
+        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL{at}: {}", with_causes(&err))),
     }
 }
