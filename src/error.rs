@@ -98,14 +98,19 @@ impl std::error::Error for Error {
     }
 }
 
-/// An error's text followed by its causes': many errors (reqwest's, libsql's sync) say
-/// little at the top and what went wrong (a timeout, a reset) only below.
+/// An error's text followed by its causes', each once (a cause whose words the text
+/// already holds is not repeated): many errors (reqwest's, libsql's sync, the PostgreSQL
+/// driver's "error performing TLS handshake") say little at the top and what went wrong
+/// (a timeout, a reset, an unknown certificate issuer) only below.
 pub fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
         source = cause.source();
     }
     text

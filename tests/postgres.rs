@@ -504,3 +504,45 @@ async fn outbox_claims_lock_their_own_messages_and_wait_for_no_writer() {
         .collect();
     assert_eq!(taken.len(), 10, "a message was claimed twice");
 }
+
+/// PostgreSQL aborts a transaction at its first failed statement and answers its COMMIT
+/// with a silent ROLLBACK: the commit is refused, saying so, and nothing of it is
+/// stored. A second transaction begun on a connection already in one is refused, as
+/// SQLite refuses it (PostgreSQL would only warn, and end the first halfway).
+#[tokio::test]
+async fn a_transaction_with_a_failed_statement_is_not_reported_committed() {
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let target = nightshift::db::DbTarget::parse(&url).unwrap();
+    let db = nightshift::db::Db::open(&target, Default::default())
+        .await
+        .unwrap();
+    let conn = db.conn().await.unwrap();
+    conn.execute("CREATE TABLE probe (x BIGINT NOT NULL)", ())
+        .await
+        .unwrap();
+
+    let tx = conn.write_tx().await.unwrap();
+    assert!(conn.write_tx().await.is_err(), "a nested transaction was begun");
+    tx.execute("INSERT INTO probe VALUES (1)", ()).await.unwrap();
+    assert!(tx
+        .execute("INSERT INTO probe VALUES (NULL)", ())
+        .await
+        .is_err());
+    let err = tx.commit().await.expect_err("the commit of an aborted transaction");
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    let stored = nightshift::db::query_scalar::<i64>(&conn, "SELECT count(*) FROM probe", ())
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(0));
+
+    // The connection goes on as new.
+    let tx = conn.write_tx().await.unwrap();
+    tx.execute("INSERT INTO probe VALUES (2)", ()).await.unwrap();
+    tx.commit().await.unwrap();
+    let stored = nightshift::db::query_scalar::<i64>(&conn, "SELECT count(*) FROM probe", ())
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(1));
+}

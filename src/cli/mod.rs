@@ -90,17 +90,7 @@ pub(crate) fn to_stderr(line: &str) {
 
 /// An error and its causes, each once.
 fn chain(err: &Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
+    nightshift::error::error_chain(err)
 }
 
 fn init_logging(format: LogFormat, daemon: bool) {

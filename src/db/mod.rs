@@ -186,6 +186,23 @@ impl std::fmt::Display for DbTarget {
 
 /// Reads a PostgreSQL URL (`postgresql://user@host:port/database?…`, or libpq's
 /// `host=… dbname=…` form after the scheme is not accepted: a URL only).
+/// How long PostgreSQL lets a transaction of nightshift's sit idle before it ends it.
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(120);
+
+/// Whether every host of `config` is this machine (a unix socket, or a loopback address),
+/// where an unencrypted connection crosses no network.
+fn only_this_machine(config: &tokio_postgres::Config) -> bool {
+    config.get_hosts().iter().all(|host| match host {
+        tokio_postgres::config::Host::Unix(_) => true,
+        tokio_postgres::config::Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+    })
+}
+
 /// The driver's settings and the TLS options of a `postgresql://` URL, or what is wrong
 /// with it.
 fn postgres_config(
@@ -472,6 +489,26 @@ impl Db {
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
+        }
+        // A worker frozen (stopped, its VM paused, its network cut without a reset) inside
+        // a write transaction would hold every worker's write lock until TCP gave up on
+        // it, two hours by default: the server ends a transaction idle this long, and
+        // probes a quiet connection sooner. Nothing of nightshift's idles in one.
+        if config.get_options().is_none() {
+            config.options(&format!(
+                "-c idle_in_transaction_session_timeout={}",
+                IDLE_IN_TRANSACTION.as_millis()
+            ));
+        }
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(Duration::from_secs(30));
+        }
+        if tls.is_none() && !only_this_machine(&config) {
+            tracing::warn!(
+                server = %target,
+                "connections to PostgreSQL are not encrypted: add sslmode=verify-full (and \
+                 sslrootcert) to the URL unless the network is private"
+            );
         }
         let engine = postgres::Engine::new(config, tls, (options.pool_size * 4).max(16)).map_err(
             |reason| DbError::Open {

@@ -122,6 +122,7 @@ impl Engine {
                 client: Some(client),
                 in_transaction: AtomicBool::new(false),
                 abandoned: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
                 turn: tokio::sync::Mutex::new(()),
             }),
             engine: self.clone(),
@@ -181,6 +182,9 @@ struct SessionInner {
     /// A transaction given up midway (its task failed or was stopped): rolled back before
     /// anything else runs here.
     abandoned: AtomicBool,
+    /// A statement of the open transaction failed: PostgreSQL has aborted it, and would
+    /// answer its COMMIT with a silent ROLLBACK.
+    failed: AtomicBool,
     /// One request at a time, so a rollback of an abandoned transaction goes before the
     /// next statement, whoever sends it first.
     turn: tokio::sync::Mutex<()>,
@@ -211,6 +215,20 @@ impl Session {
         self.inner.in_transaction.load(Ordering::Acquire)
     }
 
+    /// In a transaction that goes on: not one given up, which the next turn rolls back (a
+    /// statement sent after it must not count on its write lock).
+    fn in_open_transaction(&self) -> bool {
+        self.in_transaction() && !self.inner.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Notes a statement's failure inside a transaction (see `failed`).
+    fn noting_failure<T>(&self, result: Result<T, libsql::Error>) -> Result<T, libsql::Error> {
+        if result.is_err() && self.in_transaction() {
+            self.inner.failed.store(true, Ordering::Release);
+        }
+        result
+    }
+
     /// The turn to send a request, after rolling back a transaction given up midway.
     async fn turn(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, libsql::Error> {
         let turn = self.inner.turn.lock().await;
@@ -220,6 +238,7 @@ impl Session {
                 .await
                 .map_err(|e| self.engine.error(e))?;
             self.inner.in_transaction.store(false, Ordering::Release);
+            self.inner.failed.store(false, Ordering::Release);
             self.inner.abandoned.store(false, Ordering::Release);
         }
         Ok(turn)
@@ -251,7 +270,7 @@ impl Session {
     /// (`FOR UPDATE SKIP LOCKED`) runs as it is, taking no turn behind other writers.
     pub async fn query(&self, sql: &str, params: Params) -> Result<libsql::Rows, libsql::Error> {
         let values = positional(params)?;
-        if self.in_transaction() || !sql::writes(sql) || sql::claims_rows_itself(sql) {
+        if self.in_open_transaction() || !sql::writes(sql) || sql::claims_rows_itself(sql) {
             return self.query_here(sql, &values).await;
         }
         self.begin().await?;
@@ -272,6 +291,11 @@ impl Session {
 
     async fn query_here(&self, sql: &str, values: &[Value]) -> Result<libsql::Rows, libsql::Error> {
         let _turn = self.turn().await?;
+        let result = self.read_rows(sql, values).await;
+        self.noting_failure(result)
+    }
+
+    async fn read_rows(&self, sql: &str, values: &[Value]) -> Result<libsql::Rows, libsql::Error> {
         let statement = self.prepare(sql, values).await?;
         let params = bind(values);
         let rows = self
@@ -305,7 +329,7 @@ impl Session {
     /// back).
     pub async fn execute(&self, sql: &str, params: Params) -> Result<u64, libsql::Error> {
         let values = positional(params)?;
-        if self.in_transaction() || sql::claims_rows_itself(sql) {
+        if self.in_open_transaction() || sql::claims_rows_itself(sql) {
             let _turn = self.turn().await?;
             return self.execute_here(sql, &values).await;
         }
@@ -329,10 +353,22 @@ impl Session {
     }
 
     async fn execute_here(&self, sql: &str, values: &[Value]) -> Result<u64, libsql::Error> {
-        let statement = self.prepare(sql, values).await?;
-        let params = bind(values);
+        let result = async {
+            let statement = self.prepare(sql, values).await?;
+            let params = bind(values);
+            self.client()
+                .execute(&statement, &refs(&params))
+                .await
+                .map_err(|e| self.engine.error(e))
+        }
+        .await;
+        self.noting_failure(result)
+    }
+
+    /// Sends `sql` (statements without parameters) on the turn already held.
+    async fn batch(&self, sql: &str) -> Result<(), libsql::Error> {
         self.client()
-            .execute(&statement, &refs(&params))
+            .batch_execute(sql)
             .await
             .map_err(|e| self.engine.error(e))
     }
@@ -349,6 +385,13 @@ impl Session {
     /// Begins a write transaction here, holding the write lock until it ends.
     pub async fn begin(&self) -> Result<(), libsql::Error> {
         let _turn = self.turn().await?;
+        // As SQLite: PostgreSQL would only warn, and the inner COMMIT would end the outer
+        // transaction halfway.
+        if self.in_transaction() {
+            return Err(libsql::Error::Misuse(
+                "a transaction is already open on this connection".into(),
+            ));
+        }
         // Marked first: a BEGIN that fails or is stopped midway leaves the connection in
         // an unknown state, and it is rolled back (or closed) rather than reused as is.
         self.inner.in_transaction.store(true, Ordering::Release);
@@ -372,14 +415,37 @@ impl Session {
     }
 
     async fn end(&self, sql: &str) -> Result<(), libsql::Error> {
-        let _turn = self.turn().await?;
+        // Guarded from the start: stopped while it waits for its turn, the transaction is
+        // abandoned (rolled back), never left open for the next statement to join.
         let open = Open(self);
+        let _turn = self.turn().await?;
+        if !self.in_transaction() {
+            // Given up and rolled back by the turn just taken.
+            std::mem::forget(open);
+            return Err(libsql::Error::Misuse(
+                "the transaction was given up and rolled back before it ended".into(),
+            ));
+        }
+        let failed = self.inner.failed.load(Ordering::Acquire);
+        let commit_refused = failed && sql == "COMMIT";
+        let sql = if failed { "ROLLBACK" } else { sql };
         self.client()
             .batch_execute(sql)
             .await
             .map_err(|e| self.engine.error(e))?;
         std::mem::forget(open);
         self.inner.in_transaction.store(false, Ordering::Release);
+        self.inner.failed.store(false, Ordering::Release);
+        if commit_refused {
+            return Err(libsql::Error::SqliteFailure(
+                1,
+                format!(
+                    "PostgreSQL at {}: the transaction was rolled back, as a statement in it \
+                     failed",
+                    self.engine.inner.server
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -388,8 +454,8 @@ impl Session {
     /// PostgreSQL infers the rest from where they stand (an integer may be a boolean, a
     /// text a JSON document). A parameter nothing tells the type of (`?1 IS NULL`, where
     /// SQLite needs none) is declared by its value, a text or an integer, and prepared
-    /// again. A failed statement ends a transaction, so inside one that is worked out on
-    /// another connection first; what PostgreSQL settled is kept for the process.
+    /// again (inside a transaction, under a savepoint); what PostgreSQL settled is kept for
+    /// the process.
     async fn prepare(
         &self,
         sql: &str,
@@ -414,18 +480,16 @@ impl Session {
                 .map_err(|e| self.engine.error(e));
         }
         let statement = if self.in_transaction() {
-            let probe = self.engine.session().await?;
-            let types = probe
-                .settle(&key.0, &key.1, values)
-                .await?
-                .params()
-                .to_vec();
-            self.client()
-                .prepare_typed_cached(&key.0, &types)
-                .await
-                .map_err(|e| self.engine.error(e))?
+            // A failed PREPARE aborts the transaction: the guesses are made under a
+            // savepoint, rolled back to after each one that fails. (On a connection of
+            // its own, a writer holding the lock could wait for the pool behind the very
+            // tasks that wait for its lock.)
+            self.batch("SAVEPOINT nightshift_settle").await?;
+            let statement = self.settle(&key.0, &key.1, values, true).await;
+            self.batch("RELEASE SAVEPOINT nightshift_settle").await?;
+            statement?
         } else {
-            self.settle(&key.0, &key.1, values).await?
+            self.settle(&key.0, &key.1, values, false).await?
         };
         let types = statement.params().to_vec();
         let mut settled = self.engine.settled();
@@ -438,14 +502,17 @@ impl Session {
         Ok(statement)
     }
 
-    /// Prepares `sql` outside a transaction, declaring a parameter PostgreSQL cannot tell
-    /// the type of by its value, one at a time: an integer as `bigint`, a text as `text`,
-    /// a null as `text`, or `bigint` when `text` does not fit where it stands.
+    /// Prepares `sql`, declaring a parameter PostgreSQL cannot tell the type of by its
+    /// value, one at a time: an integer as `bigint`, a text as `text`, a null as `text`,
+    /// or `bigint` when `text` does not fit where it stands. `in_savepoint`: inside a
+    /// transaction, under the savepoint `nightshift_settle`, rolled back to after each
+    /// failed attempt.
     async fn settle(
         &self,
         sql: &str,
         declared: &[Type],
         values: &[Value],
+        in_savepoint: bool,
     ) -> Result<tokio_postgres::Statement, libsql::Error> {
         let mut types = declared.to_vec();
         // The last parameter declared by a guess, and the guesses left for it.
@@ -455,6 +522,10 @@ impl Session {
                 Ok(statement) => return Ok(statement),
                 Err(err) => err,
             };
+            if in_savepoint {
+                self.batch("ROLLBACK TO SAVEPOINT nightshift_settle")
+                    .await?;
+            }
             let undetermined = undetermined_parameter(&err)
                 .and_then(|n| n.checked_sub(1))
                 .filter(|&i| i < types.len() && types[i] == Type::UNKNOWN);
@@ -515,22 +586,6 @@ fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
 
-/// An error and what caused it, as one line: the driver's own words ("error performing
-/// TLS handshake") leave out the reason (the certificate's issuer unknown).
-fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// Where `config` points: `HOST:PORT/DATABASE` (the first host; a socket's folder).
 fn server_of(config: &tokio_postgres::Config) -> String {
     let host = match config.get_hosts().first() {
@@ -565,9 +620,19 @@ pub fn pg_error_at(server: &str, err: tokio_postgres::Error) -> libsql::Error {
                 format!("PostgreSQL {}: {}", db.code().code(), db.message()),
             )
         }
-        None if err.is_closed() || err.to_string().contains("connection") => {
-            libsql::Error::ConnectionFailed(format!("PostgreSQL{at}: {}", with_causes(&err)))
+        None if err.is_closed()
+            || err.to_string().contains("connection")
+            || std::error::Error::source(&err)
+                .is_some_and(|cause| cause.is::<std::io::Error>()) =>
+        {
+            libsql::Error::ConnectionFailed(format!(
+                "PostgreSQL{at}: {}",
+                crate::error::error_chain(&err)
+            ))
         }
-        None => libsql::Error::SqliteFailure(1, format!("PostgreSQL{at}: {}", with_causes(&err))),
+        None => libsql::Error::SqliteFailure(
+            1,
+            format!("PostgreSQL{at}: {}", crate::error::error_chain(&err)),
+        ),
     }
 }
