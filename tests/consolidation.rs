@@ -49,8 +49,10 @@ fn small_policy() -> SummaryPolicy {
     }
 }
 
-/// Yields between reading and writing, so two summarizers interleave.
-struct SlowSummarizer;
+/// Condenses only once both summarizers have read the session (a barrier between reading
+/// and writing): on every engine, however fast one of them is, both work from the same
+/// state, and the second to write finds it stale.
+struct SlowSummarizer(std::sync::Arc<tokio::sync::Barrier>);
 
 #[async_trait]
 impl Summarizer for SlowSummarizer {
@@ -59,7 +61,9 @@ impl Summarizer for SlowSummarizer {
         previous: Option<&str>,
         events: &[Event],
     ) -> nightshift::memory::Result<String> {
-        tokio::task::yield_now().await;
+        tokio::time::timeout(std::time::Duration::from_secs(30), self.0.wait())
+            .await
+            .expect("the other summarizer never read the session");
         ExtractiveSummarizer::default()
             .condense(previous, events)
             .await
@@ -72,9 +76,10 @@ async fn two_concurrent_summarizers_one_wins() {
     memory.append("u", "s", &turns(20, 10)).await.unwrap();
     let policy = small_policy();
     let key = SessionKey::new("u", "s");
+    let summarizer = SlowSummarizer(std::sync::Arc::new(tokio::sync::Barrier::new(2)));
     let (a, b) = tokio::join!(
-        memory.summarize_session(&key, &policy, &SlowSummarizer),
-        memory.summarize_session(&key, &policy, &SlowSummarizer)
+        memory.summarize_session(&key, &policy, &summarizer),
+        memory.summarize_session(&key, &policy, &summarizer)
     );
     let outcomes = [a.unwrap(), b.unwrap()];
     let written = outcomes

@@ -189,7 +189,7 @@ async fn schedules_per_user_are_capped_at_the_limit() {
 #[tokio::test]
 async fn the_notes_and_outbox_limits_hold_on_a_libsql_server() {
     use nightshift::memory::NewNote;
-    use nightshift::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Outbox, Priority};
+    use nightshift::notify::outbox::{enqueue_in, NewMessage, Outbox, Priority};
 
     let Some(sqld) = common::sqld::Sqld::start() else {
         return;
@@ -214,16 +214,7 @@ async fn the_notes_and_outbox_limits_hold_on_a_libsql_server() {
     );
     assert_eq!(memory.notes("alice").await.unwrap().len(), 2);
 
-    let plan = NotifyPlan {
-        channel_id: "hook".into(),
-        channel_context_id: None,
-        marker: "[NOTIFY]".into(),
-        failure_notice_after: 3,
-        max_message_chars: 3500,
-        public_url: None,
-        ttl_ms: [3_600_000; 3],
-        max_pending_per_channel: 2,
-    };
+    let plan = common::notify_plan("hook", 2);
     let conn = memory.db().conn().await.unwrap();
     let now = memory.clock().now_ms();
     // Four writes, one of them a repeat of the first (its idempotency key).

@@ -445,7 +445,7 @@ fn a_command_started_while_the_server_is_down_waits_for_it() {
 /// that lock, and a second claim meanwhile takes none of the first claim's messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outbox_claims_lock_their_own_messages_and_wait_for_no_writer() {
-    use nightshift::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Outbox, Priority};
+    use nightshift::notify::outbox::{enqueue_in, NewMessage, Outbox, Priority};
     let Some(url) = common::postgres::database_or_skip() else {
         return;
     };
@@ -454,16 +454,7 @@ async fn outbox_claims_lock_their_own_messages_and_wait_for_no_writer() {
         .await
         .unwrap();
     nightshift::db::migrate::migrate(&db).await.unwrap();
-    let plan = NotifyPlan {
-        channel_id: "hook".into(),
-        channel_context_id: None,
-        marker: "[NOTIFY]".into(),
-        failure_notice_after: 3,
-        max_message_chars: 3500,
-        public_url: None,
-        ttl_ms: [3_600_000; 3],
-        max_pending_per_channel: 10_000,
-    };
+    let plan = common::notify_plan("hook", 10_000);
     let now = 1_000_000;
     let conn = db.conn().await.unwrap();
     let tx = conn.write_tx().await.unwrap();
@@ -524,13 +515,21 @@ async fn a_transaction_with_a_failed_statement_is_not_reported_committed() {
         .unwrap();
 
     let tx = conn.write_tx().await.unwrap();
-    assert!(conn.write_tx().await.is_err(), "a nested transaction was begun");
-    tx.execute("INSERT INTO probe VALUES (1)", ()).await.unwrap();
+    assert!(
+        conn.write_tx().await.is_err(),
+        "a nested transaction was begun"
+    );
+    tx.execute("INSERT INTO probe VALUES (1)", ())
+        .await
+        .unwrap();
     assert!(tx
         .execute("INSERT INTO probe VALUES (NULL)", ())
         .await
         .is_err());
-    let err = tx.commit().await.expect_err("the commit of an aborted transaction");
+    let err = tx
+        .commit()
+        .await
+        .expect_err("the commit of an aborted transaction");
     assert!(err.to_string().contains("rolled back"), "{err}");
     let stored = nightshift::db::query_scalar::<i64>(&conn, "SELECT count(*) FROM probe", ())
         .await
@@ -539,7 +538,9 @@ async fn a_transaction_with_a_failed_statement_is_not_reported_committed() {
 
     // The connection goes on as new.
     let tx = conn.write_tx().await.unwrap();
-    tx.execute("INSERT INTO probe VALUES (2)", ()).await.unwrap();
+    tx.execute("INSERT INTO probe VALUES (2)", ())
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let stored = nightshift::db::query_scalar::<i64>(&conn, "SELECT count(*) FROM probe", ())
         .await

@@ -629,16 +629,7 @@ async fn an_outbox_of_1000_messages_is_drained_by_three_workers_each_once() {
     // The messages arrive while all three are running, as another process's runs would.
     let memory = open_memory(&config).await.unwrap();
     let conn = memory.db().conn().await.unwrap();
-    let plan = nightshift::notify::outbox::NotifyPlan {
-        channel_id: "hook".into(),
-        channel_context_id: None,
-        marker: "[NOTIFY]".into(),
-        failure_notice_after: 3,
-        max_message_chars: 3500,
-        public_url: None,
-        ttl_ms: [3_600_000; 3],
-        max_pending_per_channel: 10_000,
-    };
+    let plan = common::notify_plan("hook", 10_000);
     let now = memory.clock().now_ms();
     let tx = conn.write_tx().await.unwrap();
     for i in 0..1_000 {

@@ -495,7 +495,7 @@ impl Db {
         // it, two hours by default: the server ends a transaction idle this long, and
         // probes a quiet connection sooner. Nothing of nightshift's idles in one.
         if config.get_options().is_none() {
-            config.options(&format!(
+            config.options(format!(
                 "-c idle_in_transaction_session_timeout={}",
                 IDLE_IN_TRANSACTION.as_millis()
             ));

@@ -244,3 +244,18 @@ pub fn varied_turn(i: usize) -> String {
         words[(i * 7) % 12]
     )
 }
+
+/// An outbox plan for the channel `channel_id`, as a worker makes one from its config:
+/// messages live an hour, at most `max_pending` wait.
+pub fn notify_plan(channel_id: &str, max_pending: i64) -> nightshift::notify::outbox::NotifyPlan {
+    nightshift::notify::outbox::NotifyPlan {
+        channel_id: channel_id.into(),
+        channel_context_id: None,
+        marker: "[NOTIFY]".into(),
+        failure_notice_after: 3,
+        max_message_chars: 3500,
+        public_url: None,
+        ttl_ms: [3_600_000; 3],
+        max_pending_per_channel: max_pending,
+    }
+}
