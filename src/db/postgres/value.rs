@@ -193,8 +193,11 @@ fn numeric(raw: &[u8]) -> Result<Value, BoxError> {
     let digits = usize::from(word(0)?);
     let weight = i32::from(word(2)? as i16);
     let sign = word(4)?;
-    if sign == 0xC000 {
-        return Ok(Value::Real(f64::NAN));
+    match sign {
+        0xC000 => return Ok(Value::Real(f64::NAN)),
+        0xD000 => return Ok(Value::Real(f64::INFINITY)),
+        0xF000 => return Ok(Value::Real(f64::NEG_INFINITY)),
+        _ => {}
     }
     let negative = sign == 0x4000;
     let mut whole: Option<i128> = Some(0);
@@ -210,7 +213,8 @@ fn numeric(raw: &[u8]) -> Result<Value, BoxError> {
             whole = whole.and_then(|w| {
                 10000i128
                     .checked_pow(power as u32)
-                    .and_then(|scale| w.checked_add(i128::from(digit) * scale))
+                    .and_then(|scale| i128::from(digit).checked_mul(scale))
+                    .and_then(|part| w.checked_add(part))
             });
         }
     }
@@ -247,6 +251,37 @@ mod tests {
             raw.extend_from_slice(&digit.to_be_bytes());
         }
         raw
+    }
+
+    /// `numeric` as the server writes one: its header and base-10000 digits.
+    fn raw_numeric(weight: i16, sign: u16, digits: &[u16]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&(digits.len() as u16).to_be_bytes());
+        raw.extend_from_slice(&weight.to_be_bytes());
+        raw.extend_from_slice(&sign.to_be_bytes());
+        raw.extend_from_slice(&0u16.to_be_bytes());
+        for digit in digits {
+            raw.extend_from_slice(&digit.to_be_bytes());
+        }
+        raw
+    }
+
+    #[test]
+    fn numerics_past_any_integer_and_infinities_read_as_reals() {
+        // 9999 × 10000^9 is past i128 as well as i64.
+        let huge = numeric(&raw_numeric(9, 0, &[9999])).unwrap();
+        assert!(
+            matches!(huge, Value::Real(x) if (x - 9.999e39).abs() < 1e27),
+            "{huge:?}"
+        );
+        let huge = numeric(&raw_numeric(40, 0x4000, &[9999, 9999])).unwrap();
+        assert!(matches!(huge, Value::Real(x) if x < -1e160), "{huge:?}");
+        assert!(
+            matches!(numeric(&raw_numeric(0, 0xD000, &[])).unwrap(), Value::Real(x) if x == f64::INFINITY)
+        );
+        assert!(
+            matches!(numeric(&raw_numeric(0, 0xF000, &[])).unwrap(), Value::Real(x) if x == f64::NEG_INFINITY)
+        );
     }
 
     proptest! {
