@@ -265,39 +265,6 @@ async fn throughput(
     })
 }
 
-/// One claim transaction, timed, for fresh schedules made due with `run_now`.
-async fn claim_times(app: &App) -> Vec<Duration> {
-    let store = app.schedules().clone();
-    let mut times = Vec::with_capacity(CLAIMS);
-    for i in 0..CLAIMS {
-        let schedule = store
-            .create(
-                &Actor::Operator,
-                &NewSchedule::new(
-                    "claimer",
-                    format!("claim {i}"),
-                    Cadence::Interval {
-                        every_secs: 3600,
-                        anchor: app.clock().now_ms() + 3_600_000,
-                        tz: "UTC".into(),
-                    },
-                ),
-            )
-            .await
-            .expect("create");
-        let due = store
-            .run_now(&Actor::Operator, &schedule.schedule_id)
-            .await
-            .expect("run now");
-        let start = Instant::now();
-        let claim = store.claim(&due, "bench", 60_000).await.expect("claim");
-        times.push(start.elapsed());
-        assert!(claim.is_some());
-    }
-    times.sort();
-    times
-}
-
 /// From a trigger made here (another process than the worker's) to its run reaching the
 /// runtime, with an idle worker on the default change check.
 async fn wake_times(
@@ -310,7 +277,7 @@ async fn wake_times(
     let config_path = write_config(dir, &format!("{engine}-wake"), &database, runtime_url, 500);
     let config = Config::load(&config_path).unwrap();
     let app = App::open(&config).await.expect("open");
-    let claims = claim_times(&app).await;
+    let claims = common::claims::claim_times(&app, CLAIMS).await;
     let schedule = app
         .schedules()
         .create(

@@ -75,39 +75,10 @@ fn config_for(database: &str, runtime_url: &str) -> Config {
     config
 }
 
-/// One claim transaction, timed, for fresh schedules made due with `run_now`.
+/// One claim transaction, timed, on the database of `config`.
 async fn claim_times(config: &Config) -> Vec<Duration> {
     let app = nightshift::app::App::open(config).await.expect("open");
-    let memory = app.memory().clone();
-    let store = app.schedules().clone();
-    let mut times = Vec::with_capacity(CLAIMS);
-    for i in 0..CLAIMS {
-        let schedule = store
-            .create(
-                &Actor::Operator,
-                &NewSchedule::new(
-                    "claimer",
-                    format!("claim {i}"),
-                    Cadence::Interval {
-                        every_secs: 3600,
-                        anchor: memory.clock().now_ms() + 3_600_000,
-                        tz: "UTC".into(),
-                    },
-                ),
-            )
-            .await
-            .expect("create");
-        let due = store
-            .run_now(&Actor::Operator, &schedule.schedule_id)
-            .await
-            .expect("run now");
-        let start = Instant::now();
-        let claim = store.claim(&due, "bench", 60_000).await.expect("claim");
-        times.push(start.elapsed());
-        assert!(claim.is_some());
-    }
-    times.sort();
-    times
+    common::claims::claim_times(&app, CLAIMS).await
 }
 
 /// A measured phase: runs a minute, and the cores the workers (this process) and the

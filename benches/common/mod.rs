@@ -1,6 +1,8 @@
 //! Deterministic, language-shaped text for the benchmarks.
 #![allow(dead_code)]
 
+pub mod claims;
+
 /// The keyword leg's reference, shared with the tests.
 #[path = "../../tests/common/bm25_reference.rs"]
 pub mod bm25_reference;
