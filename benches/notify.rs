@@ -95,6 +95,7 @@ async fn main() {
         clock: memory.clock().clone(),
         wake: wake.clone(),
         changes: None,
+        quiet: Default::default(),
     };
 
     // Throughput: a backlog drained by the sender loop.

@@ -54,6 +54,7 @@ pub mod mcp_client;
 pub mod memory;
 pub mod notify;
 pub mod portable;
+pub mod quiet_hours;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;

@@ -395,6 +395,7 @@ async fn channelled(
         clock: clock.clone(),
         wake: Arc::default(),
         changes: None,
+        quiet: Default::default(),
     };
     let mut schedules = Vec::new();
     for (channel, path) in [

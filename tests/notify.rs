@@ -131,6 +131,7 @@ impl Harness {
             clock: self.clock.clone(),
             wake: Arc::new(Notify::new()),
             changes: None,
+            quiet: Default::default(),
         }
     }
 

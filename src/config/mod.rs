@@ -285,6 +285,24 @@ pub struct UserConfig {
     /// Where this user's memory changes go as events (`ID` or `ID:CONTEXT`), instead of
     /// `[notify] memory_changes_channel`.
     pub memory_changes_channel: Option<String>,
+    /// This user's IANA time zone, for `quiet_hours` (UTC when unset).
+    pub timezone: Option<String>,
+    /// `HH:MM-HH:MM` in `timezone`: notifications that can wait are held until it ends;
+    /// urgent ones (failures, approvals) go at once.
+    pub quiet_hours: Option<String>,
+}
+
+impl UserConfig {
+    /// The user's quiet hours, when set and well formed (the config check refuses the
+    /// others, naming them).
+    pub fn quiet_hours(&self) -> Option<crate::quiet_hours::QuietHours> {
+        let window = self.quiet_hours.as_deref()?;
+        let zone = match self.timezone.as_deref() {
+            Some(name) => name.parse().ok()?,
+            None => chrono_tz::Tz::UTC,
+        };
+        crate::quiet_hours::QuietHours::parse(window, zone).ok()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

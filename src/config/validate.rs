@@ -550,6 +550,19 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
                 );
             }
         }
+        if let Some(name) = &settings.timezone {
+            zone(&format!("{key}.timezone"), name)?;
+        }
+        if let Some(window) = &settings.quiet_hours {
+            let zone = settings
+                .timezone
+                .as_deref()
+                .and_then(|name| name.parse().ok())
+                .unwrap_or(chrono_tz::Tz::UTC);
+            if let Err(reason) = crate::quiet_hours::QuietHours::parse(window, zone) {
+                return invalid(format!("{key}.quiet_hours"), input::printable(&reason));
+            }
+        }
     }
     Ok(())
 }

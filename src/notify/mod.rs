@@ -7,5 +7,6 @@ pub mod channels;
 pub mod grants;
 pub mod outbox;
 pub(crate) mod policy;
+pub mod quiet;
 pub mod router;
 pub mod sender;

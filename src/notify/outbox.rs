@@ -345,6 +345,33 @@ impl Outbox {
         Ok(())
     }
 
+    /// Holds a claimed message until `until` (the end of its user's quiet hours): not an
+    /// attempt, and its time to live moves on by the wait, so a night's wait does not
+    /// turn it into a dead letter. Only the lease holder may.
+    pub async fn hold(
+        &self,
+        message: &Message,
+        owner: &str,
+        until: i64,
+        now: i64,
+    ) -> Result<bool, OutboxError> {
+        let conn = self.db.conn().await?;
+        let held = conn
+            .execute(
+                "UPDATE outbox SET next_attempt_at = ?3, expires_at = expires_at + ?4,
+                 lease_owner = NULL, lease_expires_at = NULL
+                 WHERE message_id = ?1 AND lease_owner = ?2 AND status = 'pending'",
+                libsql::params![
+                    message.message_id.as_str(),
+                    owner,
+                    until,
+                    until.saturating_sub(now).max(0)
+                ],
+            )
+            .await?;
+        Ok(held == 1)
+    }
+
     /// The earliest time a pending message may be tried.
     pub async fn next_due_at(&self) -> Result<Option<i64>, OutboxError> {
         let conn = self.db.conn().await?;

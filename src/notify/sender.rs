@@ -33,6 +33,8 @@ pub struct Sender {
     /// Moves recorded memory changes into the outbox before each pass, when any user's
     /// changes go to a channel.
     pub changes: Option<super::changes::ChangeForwarder>,
+    /// Users whose notifications wait out their quiet hours.
+    pub quiet: super::quiet::QuietPolicy,
 }
 
 /// When to try again after `attempts` failures: exponential, with a jitter of ±50% that
@@ -102,6 +104,13 @@ impl Sender {
         let slots = Arc::new(Semaphore::new(self.config.max_in_flight));
         let mut tasks = JoinSet::new();
         for message in messages {
+            if let Some(until) = self.quiet.hold_until(&message, now) {
+                // Not sent and not an attempt: due again when the quiet hours end.
+                if let Err(err) = self.outbox.hold(&message, &self.owner, until, now).await {
+                    tracing::warn!(message_id = %message.message_id, %err, "cannot hold a message for quiet hours");
+                }
+                continue;
+            }
             let permit = slots.clone().acquire_owned().await.expect("semaphore open");
             let sender = self.clone();
             tasks.spawn(async move {

@@ -176,6 +176,7 @@ async fn start(
             app.router().clone(),
             config,
         ),
+        quiet: crate::notify::quiet::QuietPolicy::from_config(config),
     };
     let (stop, hard_stop, sender_stop) = (
         CancellationToken::new(),

@@ -1,0 +1,213 @@
+//! Quiet hours: a daily window, in a user's own time zone, when notifications that can
+//! wait do wait (`[users.X] quiet_hours = "22:00-07:00"`). A value type below the config
+//! and the notifier alike, so both read the same window the same way.
+
+use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// A daily window `start..end`, local to `zone`; past midnight when `start > end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuietHours {
+    /// Minutes after local midnight.
+    start: u32,
+    end: u32,
+    zone: Tz,
+}
+
+/// Minutes in a day.
+const DAY: u32 = 24 * 60;
+
+impl QuietHours {
+    /// Reads `HH:MM-HH:MM` (24-hour, local to `zone`). The two ends differ: a window of
+    /// no length, or of the whole day, is not one anyone means.
+    pub fn parse(window: &str, zone: Tz) -> Result<Self, String> {
+        let form = "write it as HH:MM-HH:MM, such as 22:00-07:00";
+        let (start, end) = window
+            .split_once('-')
+            .ok_or_else(|| format!("`{window}` is not a window: {form}"))?;
+        let minutes = |text: &str| -> Result<u32, String> {
+            let text = text.trim();
+            let (hours, mins) = text
+                .split_once(':')
+                .filter(|(h, m)| {
+                    (1..=2).contains(&h.len())
+                        && m.len() == 2
+                        && h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit())
+                })
+                .ok_or_else(|| format!("`{text}` is not a time of day: {form}"))?;
+            let (hours, mins): (u32, u32) = (
+                hours.parse().map_err(|_| format!("`{text}`: {form}"))?,
+                mins.parse().map_err(|_| format!("`{text}`: {form}"))?,
+            );
+            if hours > 23 || mins > 59 {
+                return Err(format!("`{text}` is not a time of day (00:00 to 23:59)"));
+            }
+            Ok(hours * 60 + mins)
+        };
+        let (start, end) = (minutes(start)?, minutes(end)?);
+        if start == end {
+            return Err(format!(
+                "`{window}` starts and ends at the same time: {form}"
+            ));
+        }
+        Ok(Self { start, end, zone })
+    }
+
+    /// Whether `minute` (after local midnight) falls in the window.
+    fn holds(&self, minute: u32) -> bool {
+        if self.start < self.end {
+            (self.start..self.end).contains(&minute)
+        } else {
+            minute >= self.start || minute < self.end
+        }
+    }
+
+    /// When the window holding `now_ms` ends (Unix ms), or `None` when `now_ms` is outside
+    /// it. A window end that falls in a daylight-saving gap ends at the gap's end.
+    pub fn ends_after(&self, now_ms: i64) -> Option<i64> {
+        let now = Utc.timestamp_millis_opt(now_ms).single()?;
+        let local = now.with_timezone(&self.zone);
+        let minute = local.time().hour_minute();
+        if !self.holds(minute) {
+            return None;
+        }
+        // The end is today's, or tomorrow's when it is past midnight from here.
+        let days_ahead = if minute < self.end { 0 } else { 1 };
+        let date = local.date_naive() + Duration::days(days_ahead);
+        let end_time = NaiveTime::from_hms_opt(self.end / 60, self.end % 60, 0)?;
+        let mut naive = date.and_time(end_time);
+        // A local time skipped by a clock change: the first minute after the gap.
+        for _ in 0..=DAY {
+            if let Some(end) = self.zone.from_local_datetime(&naive).earliest() {
+                let end: DateTime<Utc> = end.with_timezone(&Utc);
+                return Some(end.timestamp_millis().max(now_ms + 1));
+            }
+            naive += Duration::minutes(1);
+        }
+        None
+    }
+}
+
+trait HourMinute {
+    fn hour_minute(&self) -> u32;
+}
+
+impl HourMinute for NaiveTime {
+    fn hour_minute(&self) -> u32 {
+        use chrono::Timelike;
+        self.hour() * 60 + self.minute()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(zone: Tz, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
+        zone.with_ymd_and_hms(y, mo, d, h, mi, 0)
+            .single()
+            .unwrap()
+            .timestamp_millis()
+    }
+
+    #[test]
+    fn a_window_past_midnight_holds_the_night_and_ends_in_the_morning() {
+        let lisbon: Tz = "Europe/Lisbon".parse().unwrap();
+        let quiet = QuietHours::parse("22:00-07:00", lisbon).unwrap();
+        assert_eq!(quiet.ends_after(at(lisbon, 2026, 11, 27, 21, 59)), None);
+        assert_eq!(
+            quiet.ends_after(at(lisbon, 2026, 11, 27, 23, 30)),
+            Some(at(lisbon, 2026, 11, 28, 7, 0))
+        );
+        assert_eq!(
+            quiet.ends_after(at(lisbon, 2026, 11, 28, 3, 0)),
+            Some(at(lisbon, 2026, 11, 28, 7, 0))
+        );
+        assert_eq!(quiet.ends_after(at(lisbon, 2026, 11, 28, 7, 0)), None);
+    }
+
+    #[test]
+    fn a_window_within_a_day_ends_that_day() {
+        let quiet = QuietHours::parse("12:30-14:00", Tz::UTC).unwrap();
+        assert_eq!(
+            quiet.ends_after(at(Tz::UTC, 2026, 1, 1, 13, 0)),
+            Some(at(Tz::UTC, 2026, 1, 1, 14, 0))
+        );
+        assert_eq!(quiet.ends_after(at(Tz::UTC, 2026, 1, 1, 14, 0)), None);
+        assert_eq!(quiet.ends_after(at(Tz::UTC, 2026, 1, 1, 12, 29)), None);
+    }
+
+    #[test]
+    fn an_end_in_a_clock_change_gap_is_the_gap_end() {
+        // New York skips 02:00-03:00 on 2026-03-08.
+        let ny: Tz = "America/New_York".parse().unwrap();
+        let quiet = QuietHours::parse("01:00-02:30", ny).unwrap();
+        let end = quiet.ends_after(at(ny, 2026, 3, 8, 1, 30)).unwrap();
+        assert_eq!(end, at(ny, 2026, 3, 8, 3, 0));
+    }
+
+    #[test]
+    fn bad_windows_say_what_is_wrong() {
+        for (text, says) in [
+            ("22:00", "not a window"),
+            ("22-07", "not a time of day"),
+            ("24:00-07:00", "00:00 to 23:59"),
+            ("22:60-07:00", "00:00 to 23:59"),
+            ("07:00-07:00", "same time"),
+            ("+7:00-08:00", "not a time of day"),
+            ("", "not a window"),
+        ] {
+            let err = QuietHours::parse(text, Tz::UTC).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    fn zones() -> impl Strategy<Value = Tz> {
+        prop::sample::select(vec![
+            Tz::UTC,
+            "Europe/Lisbon".parse().unwrap(),
+            "America/New_York".parse().unwrap(),
+            "Australia/Lord_Howe".parse().unwrap(),
+            "Asia/Kathmandu".parse().unwrap(),
+            "Pacific/Apia".parse().unwrap(),
+        ])
+    }
+
+    proptest! {
+        /// Any text: a window or an error, never a panic.
+        #[test]
+        fn any_text_parses_or_is_refused(text in "\\PC{0,14}") {
+            let _ = QuietHours::parse(&text, Tz::UTC);
+        }
+
+        /// Any window, zone and instant: outside the window there is no end; inside it,
+        /// the end is later, within a day and an hour, and at it the window is over.
+        #[test]
+        fn the_end_is_after_now_within_a_day_and_outside_the_window(
+            start in 0u32..DAY,
+            end in 0u32..DAY,
+            zone in zones(),
+            now in 0i64..4_102_444_800_000,
+        ) {
+            prop_assume!(start != end);
+            let text = format!("{:02}:{:02}-{:02}:{:02}", start / 60, start % 60, end / 60, end % 60);
+            let quiet = QuietHours::parse(&text, zone).unwrap();
+            let local = Utc.timestamp_millis_opt(now).unwrap().with_timezone(&zone);
+            let inside = quiet.holds(local.time().hour_minute());
+            match quiet.ends_after(now) {
+                None => prop_assert!(!inside, "{text} in {zone} at {local}"),
+                Some(until) => {
+                    prop_assert!(inside);
+                    prop_assert!(until > now);
+                    prop_assert!(until - now <= 25 * 3_600_000, "{text} {zone} {local}");
+                    // Over, unless a clock change skipped the end and moved it on.
+                    let at_end = Utc.timestamp_millis_opt(until).unwrap().with_timezone(&zone);
+                    if at_end.time().hour_minute() == end {
+                        prop_assert_eq!(quiet.ends_after(until), None, "{} {} {}", text, zone, local);
+                    }
+                }
+            }
+        }
+    }
+}
