@@ -72,6 +72,8 @@ async fn main() {
             url: Some(url),
             secret_env: None,
             secret_file: None,
+            quiet_hours: None,
+            timezone: None,
         },
     );
     let memory = open_memory(&config).await.unwrap();

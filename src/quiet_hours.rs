@@ -53,6 +53,21 @@ impl QuietHours {
         Ok(Self { start, end, zone })
     }
 
+    /// A window and the name of its zone as a config gives them (UTC when none): the error
+    /// says which of the two is wrong, as `(key suffix, reason)`.
+    pub fn from_settings(window: &str, zone: Option<&str>) -> Result<Self, (&'static str, String)> {
+        let zone = match zone {
+            Some(name) => name.parse::<Tz>().map_err(|_| {
+                (
+                    "timezone",
+                    format!("unknown time zone `{name}` (use an IANA name such as Europe/Lisbon)"),
+                )
+            })?,
+            None => Tz::UTC,
+        };
+        Self::parse(window, zone).map_err(|reason| ("quiet_hours", reason))
+    }
+
     /// Whether `minute` (after local midnight) falls in the window.
     fn holds(&self, minute: u32) -> bool {
         if self.start < self.end {

@@ -733,6 +733,8 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
                     url: url.map(str::to_string),
                     secret_env: None,
                     secret_file: None,
+                    quiet_hours: None,
+                    timezone: None,
                 },
             );
         }

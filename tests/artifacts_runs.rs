@@ -99,6 +99,8 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
                 url: Some(hook_url),
                 secret_env: None,
                 secret_file: None,
+                quiet_hours: None,
+                timezone: None,
             },
         );
     })
@@ -285,6 +287,8 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
                 url: Some(telegram_url),
                 secret_env: Some("NS_TEST_ARTIFACT_BOT_TOKEN".into()),
                 secret_file: None,
+                quiet_hours: None,
+                timezone: None,
             },
         );
     })

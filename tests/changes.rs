@@ -70,6 +70,8 @@ fn config(dir: &TempDir, url: &str) -> Config {
             url: Some(url.to_string()),
             secret_env: Some("NIGHTSHIFT_TEST_CHANGES_SECRET".into()),
             secret_file: None,
+            quiet_hours: None,
+            timezone: None,
         },
     );
     // Alice's changes go to the hook; nobody else's (no global channel).

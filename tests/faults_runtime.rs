@@ -377,6 +377,8 @@ async fn channelled(
                 url,
                 secret_env,
                 secret_file: None,
+                quiet_hours: None,
+                timezone: None,
             },
         );
     }

@@ -99,6 +99,8 @@ fn channel(kind: ChannelKind, url: &str, secret_env: Option<&str>) -> ChannelCon
         url: Some(url.to_string()),
         secret_env: secret_env.map(Into::into),
         secret_file: None,
+        quiet_hours: None,
+        timezone: None,
     }
 }
 

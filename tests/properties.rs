@@ -106,6 +106,8 @@ secret_env = "NIGHTSHIFT_HOOK_SECRET"
 [channels.slack]
 kind = "slack"
 url = "https://hooks.slack.com/services/x"
+quiet_hours = "20:00-08:00"
+timezone = "Europe/Lisbon"
 
 [channels.telegram]
 kind = "telegram"
@@ -121,6 +123,8 @@ kind = "log"
 [users.alice]
 default_channel = "telegram:123456"
 channels = ["push"]
+timezone = "Europe/Lisbon"
+quiet_hours = "22:00-07:00"
 "#;
 
 /// The shipped file with its examples, as a TOML table; it loads and checks as it is.

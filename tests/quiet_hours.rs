@@ -52,6 +52,8 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
             url: Some(url),
             secret_env: None,
             secret_file: None,
+            quiet_hours: None,
+            timezone: None,
         },
     );
     // 22:00 to 07:00 in Lisbon (UTC+0 in January).
@@ -142,6 +144,7 @@ fn bad_quiet_hours_or_zones_name_the_key() {
         ("22:00-25:00", None, "users.alice.quiet_hours"),
         ("all night", None, "users.alice.quiet_hours"),
         ("22:00-07:00", Some("Mars/Olympus"), "users.alice.timezone"),
+        ("", None, "users.alice.quiet_hours"),
     ] {
         let mut config = common::config_in(&dir);
         config.users.insert(
@@ -155,4 +158,90 @@ fn bad_quiet_hours_or_zones_name_the_key() {
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains(key), "{window}: {err}");
     }
+}
+
+/// A channel's quiet hours (a shared room nobody reads at night) hold what it carries that
+/// can wait, whoever it is for; the user's own window, when later, wins.
+#[tokio::test]
+async fn a_channels_quiet_hours_hold_what_it_carries() {
+    let (url, got) = receiver().await;
+    let dir = TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    for (id, quiet) in [("room", Some("22:00-06:00")), ("hook", None)] {
+        config.channels.insert(
+            id.into(),
+            ChannelConfig {
+                kind: ChannelKind::Webhook,
+                url: Some(url.clone()),
+                secret_env: None,
+                secret_file: None,
+                quiet_hours: quiet.map(Into::into),
+                timezone: None,
+            },
+        );
+    }
+    config.users.insert(
+        "alice".into(),
+        UserConfig {
+            quiet_hours: Some("21:00-07:30".into()),
+            ..Default::default()
+        },
+    );
+    config.validate().unwrap();
+    // 2027-01-15 23:00 UTC.
+    let clock = ManualClock::starting_at(1_800_000_000_000 + 15 * 3_600_000);
+    let app = common::app_with(&config, Some(clock.clone())).await;
+    let db = app.memory().db().clone();
+    let conn = db.conn().await.unwrap();
+    let tx = conn.write_tx().await.unwrap();
+    for (channel, user, summary) in [
+        ("room", "bob", "bob in the room"),
+        ("hook", "bob", "bob on the hook"),
+        ("room", "alice", "alice in the room"),
+    ] {
+        let run_id = format!("run-{summary}");
+        let message = NewMessage {
+            kind: "run",
+            run_id: Some(&run_id),
+            schedule_id: Some("sch-x"),
+            user_id: user,
+            priority: Priority::Normal,
+            payload: json!({"summary": summary}),
+        };
+        let plan = common::notify_plan(channel, 100);
+        enqueue_in(&tx, &plan, message, clock.now_ms())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    drop(conn);
+
+    let sender = Sender {
+        outbox: Outbox::new(db.clone()),
+        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
+        config: config.notify.clone(),
+        owner: "w".into(),
+        clock: clock.clone(),
+        wake: Arc::default(),
+        changes: None,
+        quiet: QuietPolicy::from_config(&config),
+    };
+    sender.deliver_due().await.unwrap();
+    assert_eq!(*got.lock().unwrap(), ["bob on the hook"]);
+    let mut held: Vec<(String, i64)> = Outbox::new(db.clone())
+        .list(Some("pending"), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.user_id, m.next_attempt_at - clock.now_ms()))
+        .collect();
+    held.sort();
+    // Bob waits for the room (06:00), alice for herself (07:30, the later).
+    assert_eq!(
+        held,
+        [
+            ("alice".to_string(), 8 * 3_600_000 + 1_800_000),
+            ("bob".to_string(), 7 * 3_600_000)
+        ]
+    );
 }

@@ -267,6 +267,23 @@ pub struct ChannelConfig {
     /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token.
     pub secret_env: Option<String>,
     pub secret_file: Option<String>,
+    /// `HH:MM-HH:MM` in `timezone`: what this channel carries that can wait is held until
+    /// it ends (a shared room nobody reads at night), as a user's quiet hours are.
+    pub quiet_hours: Option<String>,
+    /// The IANA time zone of `quiet_hours` (UTC when unset).
+    pub timezone: Option<String>,
+}
+
+impl ChannelConfig {
+    /// The channel's quiet hours, when set and well formed (the config check refuses the
+    /// others, naming them).
+    pub fn quiet_hours(&self) -> Option<crate::quiet_hours::QuietHours> {
+        crate::quiet_hours::QuietHours::from_settings(
+            self.quiet_hours.as_deref()?,
+            self.timezone.as_deref(),
+        )
+        .ok()
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -296,12 +313,11 @@ impl UserConfig {
     /// The user's quiet hours, when set and well formed (the config check refuses the
     /// others, naming them).
     pub fn quiet_hours(&self) -> Option<crate::quiet_hours::QuietHours> {
-        let window = self.quiet_hours.as_deref()?;
-        let zone = match self.timezone.as_deref() {
-            Some(name) => name.parse().ok()?,
-            None => chrono_tz::Tz::UTC,
-        };
-        crate::quiet_hours::QuietHours::parse(window, zone).ok()
+        crate::quiet_hours::QuietHours::from_settings(
+            self.quiet_hours.as_deref()?,
+            self.timezone.as_deref(),
+        )
+        .ok()
     }
 }
 

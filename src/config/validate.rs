@@ -500,6 +500,11 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
                 "a telegram channel needs secret_env or secret_file (the bot token)",
             );
         }
+        quiet_hours(
+            &key,
+            channel.quiet_hours.as_deref(),
+            channel.timezone.as_deref(),
+        )?;
         if channel.secret_env.is_some() && channel.secret_file.is_some() {
             return invalid(
                 format!("{key}.secret_env"),
@@ -550,21 +555,31 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
                 );
             }
         }
-        if let Some(name) = &settings.timezone {
-            zone(&format!("{key}.timezone"), name)?;
-        }
-        if let Some(window) = &settings.quiet_hours {
-            let zone = settings
-                .timezone
-                .as_deref()
-                .and_then(|name| name.parse().ok())
-                .unwrap_or(chrono_tz::Tz::UTC);
-            if let Err(reason) = crate::quiet_hours::QuietHours::parse(window, zone) {
-                return invalid(format!("{key}.quiet_hours"), input::printable(&reason));
-            }
-        }
+        quiet_hours(
+            &key,
+            settings.quiet_hours.as_deref(),
+            settings.timezone.as_deref(),
+        )?;
     }
     Ok(())
+}
+
+/// `{key}.quiet_hours` and `{key}.timezone` (of a user or a channel), each named when
+/// wrong; a zone alone is checked too.
+fn quiet_hours(
+    key: &str,
+    window: Option<&str>,
+    zone_name: Option<&str>,
+) -> Result<(), ConfigError> {
+    if let Some(name) = zone_name {
+        zone(&format!("{key}.timezone"), name)?;
+    }
+    match window.map(|window| crate::quiet_hours::QuietHours::from_settings(window, zone_name)) {
+        Some(Err((suffix, reason))) => {
+            invalid(format!("{key}.{suffix}"), input::printable(&reason))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Longest `extraction_instructions`, in bytes.
