@@ -2,7 +2,7 @@
 //! wait do wait (`[users.X] quiet_hours = "22:00-07:00"`). A value type below the config
 //! and the notifier alike, so both read the same window the same way.
 
-use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
+use chrono::{Days, Duration, LocalResult, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// A daily window `start..end`, local to `zone`; past midnight when `start > end`.
@@ -77,8 +77,10 @@ impl QuietHours {
         }
     }
 
-    /// When the window holding `now_ms` ends (Unix ms), or `None` when `now_ms` is outside
-    /// it. A window end that falls in a daylight-saving gap ends at the gap's end.
+    /// When the window holding `now_ms` ends (Unix ms, always later than `now_ms`), or
+    /// `None` when `now_ms` is outside it. An end a clock change skips is the first minute
+    /// after the gap; an end the clock passes twice (set back) is its first pass still to
+    /// come.
     pub fn ends_after(&self, now_ms: i64) -> Option<i64> {
         let now = Utc.timestamp_millis_opt(now_ms).single()?;
         let local = now.with_timezone(&self.zone);
@@ -88,16 +90,27 @@ impl QuietHours {
         }
         // The end is today's, or tomorrow's when it is past midnight from here.
         let days_ahead = if minute < self.end { 0 } else { 1 };
-        let date = local.date_naive() + Duration::days(days_ahead);
+        let date = local.date_naive().checked_add_days(Days::new(days_ahead))?;
         let end_time = NaiveTime::from_hms_opt(self.end / 60, self.end % 60, 0)?;
         let mut naive = date.and_time(end_time);
-        // A local time skipped by a clock change: the first minute after the gap.
         for _ in 0..=DAY {
-            if let Some(end) = self.zone.from_local_datetime(&naive).earliest() {
-                let end: DateTime<Utc> = end.with_timezone(&Utc);
-                return Some(end.timestamp_millis().max(now_ms + 1));
+            // Set back, the end comes twice: its first pass may be behind `now` already
+            // (now is in the repeated hour), and then the second is the one to wait for.
+            let passes = match self.zone.from_local_datetime(&naive) {
+                LocalResult::Single(at) => [Some(at), None],
+                LocalResult::Ambiguous(first, second) => [Some(first), Some(second)],
+                LocalResult::None => [None, None],
+            };
+            if let Some(end) = passes
+                .into_iter()
+                .flatten()
+                .map(|at| at.with_timezone(&Utc).timestamp_millis())
+                .find(|&at| at > now_ms)
+            {
+                return Some(end);
             }
-            naive += Duration::minutes(1);
+            // Skipped by a clock change (or, past any end, as a guard): a minute on.
+            naive = naive.checked_add_signed(Duration::minutes(1))?;
         }
         None
     }
@@ -163,6 +176,19 @@ mod tests {
     }
 
     #[test]
+    fn in_the_hour_a_clock_repeats_the_end_still_to_come_is_waited_for() {
+        // New York sets its clocks back at 02:00 EDT on 2026-11-01: 01:00-02:00 comes twice.
+        let ny: Tz = "America/New_York".parse().unwrap();
+        let quiet = QuietHours::parse("22:00-01:30", ny).unwrap();
+        let utc = |h, m| at(Tz::UTC, 2026, 11, 1, h, m);
+        // 01:10 EDT (05:10 UTC): the first 01:30 is to come.
+        assert_eq!(quiet.ends_after(utc(5, 10)), Some(utc(5, 30)));
+        // 01:10 EST (06:10 UTC): the first 01:30 has passed; the second is to come.
+        assert_eq!(quiet.ends_after(utc(6, 10)), Some(utc(6, 30)));
+        assert_eq!(quiet.ends_after(utc(6, 30)), None);
+    }
+
+    #[test]
     fn bad_windows_say_what_is_wrong() {
         for (text, says) in [
             ("22:00", "not a window"),
@@ -216,10 +242,22 @@ mod tests {
                     prop_assert!(inside);
                     prop_assert!(until > now);
                     prop_assert!(until - now <= 25 * 3_600_000, "{text} {zone} {local}");
-                    // Over, unless a clock change skipped the end and moved it on.
+                    // The end is the window's end on the clock, or the first minute
+                    // after a gap a clock change made there; on the clock's end, it is
+                    // over.
                     let at_end = Utc.timestamp_millis_opt(until).unwrap().with_timezone(&zone);
+                    let end_time = NaiveTime::from_hms_opt(end / 60, end % 60, 0).unwrap();
                     if at_end.time().hour_minute() == end {
                         prop_assert_eq!(quiet.ends_after(until), None, "{} {} {}", text, zone, local);
+                    } else {
+                        let skipped = |date: chrono::NaiveDate| {
+                            zone.from_local_datetime(&date.and_time(end_time)).earliest().is_none()
+                        };
+                        let date = at_end.date_naive();
+                        prop_assert!(
+                            skipped(date) || date.pred_opt().is_some_and(skipped),
+                            "{text} in {zone} at {local}: ends at {at_end}, not on its end"
+                        );
                     }
                 }
             }

@@ -92,7 +92,8 @@ impl Sender {
         }
     }
 
-    /// One pass: claims what is due and delivers it. Returns how many were attempted.
+    /// One pass: claims what is due and delivers it. Returns how many were attempted (a
+    /// message held for quiet hours is not: the pass after it would find it not due).
     pub async fn deliver_due(&self) -> Result<usize, OutboxError> {
         let now = self.clock.now_ms();
         let limit = (self.config.max_in_flight * 4) as i64;
@@ -100,7 +101,7 @@ impl Sender {
             .outbox
             .claim_due(&self.owner, now, self.lease_ms(), limit)
             .await?;
-        let count = messages.len();
+        let mut count = messages.len();
         let slots = Arc::new(Semaphore::new(self.config.max_in_flight));
         let mut tasks = JoinSet::new();
         for message in messages {
@@ -109,6 +110,7 @@ impl Sender {
                 if let Err(err) = self.outbox.hold(&message, &self.owner, until, now).await {
                     tracing::warn!(message_id = %message.message_id, %err, "cannot hold a message for quiet hours");
                 }
+                count -= 1;
                 continue;
             }
             let permit = slots.clone().acquire_owned().await.expect("semaphore open");
