@@ -261,12 +261,17 @@ fn cluster_ca() -> String {
     )
 }
 
+/// The database at `url`, opened as nightshift opens it (not migrated).
+async fn open(url: &str) -> nightshift::db::Db {
+    let target = nightshift::db::DbTarget::parse(url).unwrap();
+    nightshift::db::Db::open(&target, Default::default())
+        .await
+        .unwrap()
+}
+
 /// Whether the connection `url` opens is encrypted, as the server sees it.
 async fn encrypted(url: &str) -> i64 {
-    let target = nightshift::db::DbTarget::parse(url).unwrap();
-    let db = nightshift::db::Db::open(&target, Default::default())
-        .await
-        .unwrap();
+    let db = open(url).await;
     let conn = db.conn().await.unwrap();
     nightshift::db::query_scalar::<i64>(
         &conn,
@@ -449,10 +454,7 @@ async fn outbox_claims_lock_their_own_messages_and_wait_for_no_writer() {
     let Some(url) = common::postgres::database_or_skip() else {
         return;
     };
-    let target = nightshift::db::DbTarget::parse(&url).unwrap();
-    let db = nightshift::db::Db::open(&target, Default::default())
-        .await
-        .unwrap();
+    let db = open(&url).await;
     nightshift::db::migrate::migrate(&db).await.unwrap();
     let plan = common::notify_plan("hook", 10_000);
     let now = 1_000_000;
@@ -505,10 +507,7 @@ async fn a_transaction_with_a_failed_statement_is_not_reported_committed() {
     let Some(url) = common::postgres::database_or_skip() else {
         return;
     };
-    let target = nightshift::db::DbTarget::parse(&url).unwrap();
-    let db = nightshift::db::Db::open(&target, Default::default())
-        .await
-        .unwrap();
+    let db = open(&url).await;
     let conn = db.conn().await.unwrap();
     conn.execute("CREATE TABLE probe (x BIGINT NOT NULL)", ())
         .await

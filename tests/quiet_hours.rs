@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use axum::routing::post;
 use axum::Router;
-use nightshift::config::{ChannelConfig, ChannelKind, UserConfig};
+use nightshift::config::{ChannelConfig, ChannelKind, Config, UserConfig};
 use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::db::Db;
 use nightshift::notify::channels::Channels;
 use nightshift::notify::outbox::{enqueue_in, NewMessage, Outbox, Priority};
 use nightshift::notify::quiet::QuietPolicy;
@@ -38,6 +39,20 @@ async fn receiver() -> (String, Arc<Mutex<Vec<String>>>) {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     (url, got)
+}
+
+/// A worker's sender on `db`, with the quiet hours of `config`.
+fn sender(config: &Config, db: &Db, clock: &Arc<ManualClock>) -> Sender {
+    Sender {
+        outbox: Outbox::new(db.clone()),
+        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
+        config: config.notify.clone(),
+        owner: "w".into(),
+        clock: clock.clone(),
+        wake: Arc::default(),
+        changes: None,
+        quiet: QuietPolicy::from_config(config),
+    }
 }
 
 #[tokio::test]
@@ -96,16 +111,7 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
     tx.commit().await.unwrap();
     drop(conn);
 
-    let sender = Sender {
-        outbox: Outbox::new(db.clone()),
-        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
-        config: config.notify.clone(),
-        owner: "w".into(),
-        clock: clock.clone(),
-        wake: Arc::default(),
-        changes: None,
-        quiet: QuietPolicy::from_config(&config),
-    };
+    let sender = sender(&config, &db, &clock);
     sender.deliver_due().await.unwrap();
     let mut sent = got.lock().unwrap().clone();
     sent.sort();
@@ -216,16 +222,7 @@ async fn a_channels_quiet_hours_hold_what_it_carries() {
     tx.commit().await.unwrap();
     drop(conn);
 
-    let sender = Sender {
-        outbox: Outbox::new(db.clone()),
-        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
-        config: config.notify.clone(),
-        owner: "w".into(),
-        clock: clock.clone(),
-        wake: Arc::default(),
-        changes: None,
-        quiet: QuietPolicy::from_config(&config),
-    };
+    let sender = sender(&config, &db, &clock);
     sender.deliver_due().await.unwrap();
     assert_eq!(*got.lock().unwrap(), ["bob on the hook"]);
     let mut held: Vec<(String, i64)> = Outbox::new(db.clone())
