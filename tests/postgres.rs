@@ -546,3 +546,95 @@ async fn a_transaction_with_a_failed_statement_is_not_reported_committed() {
         .unwrap();
     assert_eq!(stored, Some(1));
 }
+
+/// A schedule's claim locks that schedule's row alone: it goes through while another
+/// process holds the write lock, passes over (without waiting) a schedule whose row
+/// another transaction holds, and moves no change counter, so it wakes no other worker
+/// (a change made by a person still does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_claims_lock_their_own_row_and_wait_for_no_writer() {
+    use nightshift::db::clock::{Clock, ManualClock};
+    let Some(url) = common::postgres::database_or_skip() else {
+        return;
+    };
+    let mut config = Config::default();
+    config.database.path = url.clone();
+    config.consolidation.enabled = false;
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
+    let store = app.schedules();
+    let spec = nightshift::spec::ScheduleSpec {
+        goal: "check the queue".into(),
+        every: Some("1m".into()),
+        ..Default::default()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let s = app
+            .add_schedule(&Actor::Operator, "alice", &spec)
+            .await
+            .unwrap();
+        ids.push(s.schedule_id);
+    }
+    clock.advance_ms(61_000);
+    let due = |id: &str| {
+        let id = id.to_string();
+        let store = store.clone();
+        async move { store.get(&Actor::Operator, &id).await.unwrap() }
+    };
+    let version_before = store.version().await.unwrap();
+
+    // Another process holds the write lock: the claim does not wait for it.
+    let holder = common::postgres::WriteLockHolder::hold(&url).await;
+    let first = tokio::time::timeout(
+        Duration::from_secs(20),
+        store.claim(&due(&ids[0]).await, "worker-a", 60_000),
+    )
+    .await
+    .expect("the claim waited behind the writer holding the write lock")
+    .unwrap();
+    holder.release().await;
+    let first = first.expect("the due occurrence is claimed");
+    assert_eq!(first.schedule.schedule_id, ids[0]);
+    assert_eq!(
+        store.version().await.unwrap(),
+        version_before,
+        "a claim moved the schedules' change counter"
+    );
+
+    // Another transaction holds the second schedule's row: passed over at once, and
+    // claimed once it lets go.
+    let (row_holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    row_holder
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM schedules WHERE schedule_id = '{}' FOR UPDATE",
+            ids[1]
+        ))
+        .await
+        .unwrap();
+    let seen = due(&ids[1]).await;
+    let passed = tokio::time::timeout(
+        Duration::from_secs(20),
+        store.claim(&seen, "worker-b", 60_000),
+    )
+    .await
+    .expect("the claim waited for a row another transaction holds")
+    .unwrap();
+    assert!(passed.is_none(), "claimed a schedule whose row was held");
+    row_holder.batch_execute("ROLLBACK").await.unwrap();
+    let second = store.claim(&seen, "worker-b", 60_000).await.unwrap();
+    assert!(second.is_some(), "not claimed once its row was let go");
+    // Claimed once: the same occurrence again finds it taken.
+    assert!(store
+        .claim(&seen, "worker-c", 60_000)
+        .await
+        .unwrap()
+        .is_none());
+
+    // A person's change still tells the workers.
+    store.pause(&Actor::Operator, &ids[0], None).await.unwrap();
+    assert!(store.version().await.unwrap() > version_before);
+}

@@ -179,16 +179,28 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "run_cancel",
         sql: include_str!("../../migrations/0033_run_cancel.sql"),
     },
+    Migration {
+        version: 34,
+        name: "claims_tell_no_one",
+        sql: include_str!("../../migrations/0034_claims_tell_no_one.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
 /// libSQL's first 33 migrations, so its first is the whole schema as of version 33; each
 /// later one is written for both engines under the same number.
-pub const POSTGRES_MIGRATIONS: &[Migration] = &[Migration {
-    version: 33,
-    name: "schema",
-    sql: include_str!("../../migrations/postgres/0033_schema.sql"),
-}];
+pub const POSTGRES_MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 33,
+        name: "schema",
+        sql: include_str!("../../migrations/postgres/0033_schema.sql"),
+    },
+    Migration {
+        version: 34,
+        name: "claims_tell_no_one",
+        sql: include_str!("../../migrations/postgres/0034_claims_tell_no_one.sql"),
+    },
+];
 
 /// The migrations of `db`'s engine.
 fn migrations(db: &Db) -> &'static [Migration] {

@@ -62,6 +62,10 @@ pub(super) enum Begin {
     /// before it. Where no round trip is saved (a local file, libsql's transaction
     /// through a replica) it begins as [`Begin::Immediate`].
     WritingFirst,
+    /// A claim of rows the transaction locks itself: on PostgreSQL it takes no write lock
+    /// (see `postgres::Session::begin_claiming`); elsewhere, where every writer holds the
+    /// database's one lock, it begins as [`Begin::WritingFirst`].
+    Claiming,
 }
 
 impl WriteTx {
@@ -69,7 +73,10 @@ impl WriteTx {
         let conn = match &on.link {
             super::runner::Link::Libsql(conn) => conn,
             super::runner::Link::Postgres(session) => {
-                session.begin().await?;
+                match begin {
+                    Begin::Claiming => session.begin_claiming().await?,
+                    Begin::Immediate | Begin::WritingFirst => session.begin().await?,
+                }
                 return Ok(Self {
                     runner: Runner::postgres(session.clone()),
                     on: TxOn::Postgres(Some(session.clone())),
@@ -83,7 +90,7 @@ impl WriteTx {
             let write_conn = home.take()?;
             let sql = match begin {
                 Begin::Immediate => "BEGIN IMMEDIATE",
-                Begin::WritingFirst => "BEGIN",
+                Begin::WritingFirst | Begin::Claiming => "BEGIN",
             };
             // On a failed BEGIN the connection is dropped: its stream's state is unknown.
             write_conn.conn.execute(sql, ()).await?;

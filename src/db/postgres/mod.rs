@@ -9,7 +9,8 @@
 //! connection alike, so a killed worker never leaves it held. The one exception is a
 //! queue's claim written for PostgreSQL (the outbox's): `FOR UPDATE SKIP LOCKED` locks
 //! the rows it takes and passes over those another worker's claim holds, so claims run
-//! side by side and never wait behind the other writers.
+//! side by side and never wait behind the other writers. A schedule's claim is one too:
+//! a transaction of its own ([`Session::begin_claiming`]) that locks that schedule's row.
 
 pub mod listen;
 pub mod sql;
@@ -30,6 +31,12 @@ use value::{Cell, Param};
 
 /// The advisory lock every write holds (the bytes of "nightshf").
 pub const WRITE_LOCK: i64 = 0x6e69_6768_7473_6866;
+
+/// The setting a claim's transaction turns on (see [`Session::begin_claiming`]): the
+/// schedules' change trigger passes its changes over (migration 34), as they only move an
+/// occurrence on, which no other worker needs to hear about; counting them on the one
+/// counter row would queue every claim behind the others.
+pub const CLAIMING: &str = "nightshift.claiming";
 
 /// Statements whose settled parameter types are kept, at most.
 const MAX_SETTLED: usize = 16_384;
@@ -384,6 +391,22 @@ impl Session {
 
     /// Begins a write transaction here, holding the write lock until it ends.
     pub async fn begin(&self) -> Result<(), libsql::Error> {
+        self.begin_as(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+        ))
+        .await
+    }
+
+    /// Begins a claim's transaction here (see [`CLAIMING`]): it takes no write lock, so
+    /// it waits behind no other writer. It must write only rows it has locked itself
+    /// first (`FOR UPDATE SKIP LOCKED`, or the row an `UPDATE` of it locks), and take no
+    /// lock another writer may hold while it waits for this one's rows.
+    pub async fn begin_claiming(&self) -> Result<(), libsql::Error> {
+        self.begin_as(&format!("BEGIN; SET LOCAL {CLAIMING} = 'on'"))
+            .await
+    }
+
+    async fn begin_as(&self, begin: &str) -> Result<(), libsql::Error> {
         let _turn = self.turn().await?;
         // As SQLite: PostgreSQL would only warn, and the inner COMMIT would end the outer
         // transaction halfway.
@@ -397,9 +420,7 @@ impl Session {
         self.inner.in_transaction.store(true, Ordering::Release);
         let open = Open(self);
         self.client()
-            .batch_execute(&format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-            ))
+            .batch_execute(begin)
             .await
             .map_err(|e| self.engine.error(e))?;
         std::mem::forget(open);

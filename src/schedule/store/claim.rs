@@ -1,7 +1,9 @@
 //! The claim that makes each occurrence run on exactly one worker: one transaction moves
 //! `next_run_at` on only if it is still what the worker saw, and inserts the run row,
 //! unique per occurrence. Policies (overlap, catch-up) decide here whether the occurrence
-//! runs or is recorded as skipped.
+//! runs or is recorded as skipped. On PostgreSQL the claim locks the schedule's row alone
+//! (`FOR UPDATE SKIP LOCKED`), so workers claim side by side, and it tells no other worker
+//! (migrations/postgres/0034).
 
 use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
 use crate::db::{clock::to_rfc3339, query_scalar, WriteTx};
@@ -44,8 +46,30 @@ impl ScheduleStore {
         let next_due = next.map(|at| schedule.due_at(at));
         let next_nominal = next.filter(|_| schedule.jitter_secs.is_some());
         let conn = self.db.conn().await?;
-        // Its first statement moves the occurrence on: a write.
-        let tx = conn.write_tx_writing_first().await?;
+        // Its first statement moves the occurrence on: a write. It locks the schedule's
+        // row and writes no other but its new runs', so on PostgreSQL it waits behind no
+        // other writer (see `Conn::claim_tx`). But for overlap = "cancel_other": that one
+        // also writes the running run's row, which a finishing run holds while it waits
+        // for the schedule's row; it takes the write lock, as those writers do.
+        let tx = if schedule.overlap == Overlap::CancelOther {
+            conn.write_tx_writing_first().await?
+        } else {
+            conn.claim_tx().await?
+        };
+        // The schedule's row, unless another worker's claim (or a change to the schedule)
+        // holds it: on PostgreSQL that one is passed over at once, not waited for.
+        let claimable = format!(
+            "schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'
+             AND NOT {WAITS_BEHIND_RUNNING}"
+        );
+        let which = if tx.is_postgres() {
+            format!(
+                "schedule_id IN (SELECT schedule_id FROM schedules WHERE {claimable}
+                                 FOR UPDATE SKIP LOCKED)"
+            )
+        } else {
+            claimable
+        };
         // Moving the occurrence on comes first: a worker that lost the race to another, or
         // a schedule whose occurrence waits for its running run, finds out in this one
         // statement. Waiting: with buffer_one, or catch_up = "all" (every occurrence runs,
@@ -57,8 +81,7 @@ impl ScheduleStore {
                 &format!(
                     "UPDATE schedules SET next_run_at = ?3, status = ?4, updated_at = ?5,
                      next_nominal_at = ?6
-                     WHERE schedule_id = ?1 AND next_run_at = ?2 AND status = 'active'
-                     AND NOT {WAITS_BEHIND_RUNNING}"
+                     WHERE {which}"
                 ),
                 libsql::params![
                     schedule.schedule_id.as_str(),

@@ -226,6 +226,17 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
+        if tx.is_postgres() {
+            // A schedule's claim of its occurrence holds no write lock there, only the
+            // schedule's row (see `claim`): that row is taken first, so the two never
+            // start runs side by side, and the read below (a statement of its own, seeing
+            // what committed before it) sees the run such a claim started.
+            tx.execute(
+                "SELECT schedule_id FROM schedules WHERE schedule_id = ?1 FOR UPDATE",
+                [schedule_id],
+            )
+            .await?;
+        }
         // Its status and whether it can take the event now, in one read.
         let state: Option<(String, bool)> = crate::db::query_first_row(
             &tx,

@@ -1,0 +1,5 @@
+-- Nothing changes on SQLite. On PostgreSQL (migrations/postgres/0034) a schedule's claim
+-- locks that schedule's row alone, and its changes no longer move the schedules' change
+-- counter. Here every writer holds the database's one write lock, and a claim moves the
+-- counter as every change to a schedule does: a worker looking again sooner than it had to
+-- finds that occurrence already claimed. The version is kept the same on both engines.
