@@ -52,7 +52,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 27] = [
+const TOOLS: [&str; 28] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -80,6 +80,7 @@ const TOOLS: [&str; 27] = [
     "approval_list",
     "approval_decide",
     "schedule_run_cancel",
+    "schedule_run_rerun",
 ];
 
 #[tokio::test]

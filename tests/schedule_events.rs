@@ -6,14 +6,13 @@ mod common;
 
 use std::sync::Arc;
 
+use common::runs::{claim_events, finish};
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::error::{Error, ErrorKind};
 use nightshift::schedule::store::{MAX_TRIGGER_INPUT_BYTES, MAX_WAITING_EVENTS};
-use nightshift::schedule::types::{
-    Claim, RunOrigin, RunOutcome, RunStatus, Schedule, ScheduleStatus,
-};
+use nightshift::schedule::types::{RunOrigin, RunOutcome, RunStatus, Schedule, ScheduleStatus};
 use nightshift::schedule::view::{ScheduleView, SHOW_NEXT_RUNS};
 use nightshift::spec::{ChainOn, ClearField, Overlap, SchedulePatch, ScheduleSpec};
 use proptest::prelude::*;
@@ -66,36 +65,6 @@ fn following(goal: &str, upstream: &str, on: Option<ChainOn>) -> ScheduleSpec {
 
 async fn get(app: &App, id: &str) -> Schedule {
     app.schedules().get(&op(), id).await.unwrap()
-}
-
-/// Claims every waiting event a worker can take now.
-async fn claim_events(app: &App, worker: &str) -> Vec<Claim> {
-    let mut claims = Vec::new();
-    for event in app.schedules().due_events(100).await.unwrap() {
-        if let Some(claim) = app
-            .schedules()
-            .claim_event(&event, worker, 60_000)
-            .await
-            .unwrap()
-        {
-            claims.push(claim);
-        }
-    }
-    claims
-}
-
-async fn finish(app: &App, claim: &Claim, status: RunStatus, output: &str) {
-    let outcome = RunOutcome {
-        status: Some(status),
-        output: Some(output.into()),
-        error: (!status.is_success()).then(|| "it broke".to_string()),
-        ..Default::default()
-    };
-    assert!(app
-        .schedules()
-        .finish(claim, Some("w"), &outcome, 3)
-        .await
-        .unwrap());
 }
 
 fn kind(err: nightshift::schedule::ScheduleError) -> ErrorKind {

@@ -723,3 +723,63 @@ async fn the_approvals_page_shows_every_waiting_call_and_answers_one() {
     assert!(page.contains("Waiting (249)"), "{page}");
     assert!(page.contains("not today"));
 }
+
+/// An ended run's row has a Rerun button: it needs the form token like every action, and
+/// queues the run once; a run still going or missing has none to press.
+#[tokio::test]
+async fn an_ended_run_is_rerun_from_its_schedules_page() {
+    use nightshift::schedule::types::RunStatus;
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "triage".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let id = schedule.schedule_id;
+    api.app
+        .schedules()
+        .trigger(&Actor::Operator, &id, Some("ticket"), None)
+        .await
+        .unwrap();
+    let claims = common::runs::claim_events(&api.app, "w").await;
+    common::runs::finish(&api.app, &claims[0], RunStatus::Failed, "").await;
+    let run_id = claims[0].run_id.clone();
+    let browser = Browser::logged_in(&api).await;
+
+    let (status, page) = browser.get(&format!("/ui/schedules/{id}")).await;
+    assert_eq!(status, 200);
+    let rerun = format!("/ui/runs/{run_id}/rerun");
+    assert!(page.contains(&rerun), "{page}");
+    let no_token = browser.post(&rerun, &[], None).await;
+    assert_eq!(no_token.status(), 403);
+    assert!(api.app.schedules().due_events(10).await.unwrap().is_empty());
+    let csrf = browser.csrf().await;
+    let done = browser.post(&rerun, &[("csrf", &csrf)], None).await;
+    assert_eq!(done.status(), 303);
+    let queued = api.app.schedules().due_events(10).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].parent_run_id.as_deref(), Some(run_id.as_str()));
+    let missing = browser
+        .post("/ui/runs/run-nope/rerun", &[("csrf", &csrf)], None)
+        .await;
+    assert_eq!(missing.status(), 404);
+    // The rerun's run, once going, has Cancel and no Rerun; once ended, it says whose
+    // rerun it is.
+    let claims = common::runs::claim_events(&api.app, "w").await;
+    let (_, page) = browser.get(&format!("/ui/schedules/{id}")).await;
+    assert!(!page.contains(&format!("/ui/runs/{}/rerun", claims[0].run_id)));
+    common::runs::finish(&api.app, &claims[0], RunStatus::Succeeded, "ok").await;
+    let (_, page) = browser.get(&format!("/ui/schedules/{id}")).await;
+    assert!(
+        page.contains(&format!("rerun of <code>{run_id}</code>")),
+        "{page}"
+    );
+}

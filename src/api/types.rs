@@ -310,6 +310,21 @@ pub struct BackfillBody {
     pub dry_run: bool,
 }
 
+/// A replay: the past range whose runs run again, and which of them.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayBody {
+    /// An instant, or a date (its first moment) in the schedule's zone.
+    pub from: String,
+    /// An instant, or a date (its last moment).
+    pub to: String,
+    /// Only runs that ended so: succeeded, failed, timed_out, cancelled or interrupted.
+    pub status: Option<String>,
+    /// List what would run again, and queue nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 /// A trigger: what the run receives beside its goal, and a key that makes a repeat
 /// harmless.
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -468,6 +468,36 @@ pub enum ScheduleCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Run a past run's occurrence again with the input it had, as a new run linked to it
+    /// (its `parent_run_id`). Exit 5 for a run still going; a skipped run never ran
+    /// (backfill it instead).
+    Rerun {
+        /// The run's id (see `schedule runs`).
+        run_id: String,
+        /// Only if the run's schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Rerun every run of a past range, oldest first (at most 1000): each as `schedule
+    /// rerun` does; a run already rerun is not queued again.
+    Replay {
+        id: String,
+        /// The range's start: an instant, or a date (its first moment) in the schedule's zone.
+        #[arg(long)]
+        from: String,
+        /// The range's end: an instant, or a date (its last moment).
+        #[arg(long)]
+        to: String,
+        /// Only runs that ended so: succeeded, failed, timed_out, cancelled or interrupted.
+        #[arg(long)]
+        status: Option<String>,
+        /// List what would run again, and queue nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only if the schedule belongs to this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
     /// Make a schedule due now; a running worker picks it up within a second.
     RunNow {
         id: String,

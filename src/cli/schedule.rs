@@ -190,9 +190,10 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                             r.run_id,
                             r.scheduled_for,
                             r.status,
-                            match r.origin {
-                                RunOrigin::Cadence => String::new(),
-                                origin => format!(" ({origin})"),
+                            match (&r.parent_run_id, r.origin) {
+                                (Some(parent), _) => format!(" (rerun of {parent})"),
+                                (None, RunOrigin::Cadence) => String::new(),
+                                (None, origin) => format!(" ({origin})"),
                             },
                             r.attempt,
                             r.error
@@ -203,6 +204,50 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     })
                     .collect::<Vec<_>>()
                     .join("\n")
+            })
+        }
+        ScheduleCommand::Rerun { run_id, user } => {
+            let rerun = store.rerun(&actor(user)?, &run_id).await?;
+            print(json, &rerun, || {
+                format!(
+                    "{}: rerun of {} ({}) queued as {}; `schedule runs {}` shows it once it starts",
+                    rerun.schedule_id,
+                    rerun.parent_run_id,
+                    rerun.scheduled_for,
+                    rerun.event_id,
+                    rerun.schedule_id
+                )
+            })
+        }
+        ScheduleCommand::Replay {
+            id,
+            from,
+            to,
+            status,
+            dry_run,
+            user,
+        } => {
+            let replay = store
+                .replay(&actor(user)?, &id, &from, &to, status.as_deref(), dry_run)
+                .await?;
+            print(json, &replay, || {
+                let verb = if replay.dry_run {
+                    "would run again"
+                } else {
+                    "queued to run again"
+                };
+                let mut lines = vec![format!(
+                    "{id}: {verb} {} run(s); {} already rerun",
+                    replay.queued.len(),
+                    replay.already_rerun.len()
+                )];
+                lines.extend(
+                    replay
+                        .queued
+                        .iter()
+                        .map(|r| format!("  {}  {}  {}", r.run_id, r.scheduled_for, r.status)),
+                );
+                lines.join("\n")
             })
         }
         ScheduleCommand::Backfill {

@@ -184,6 +184,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "claims_tell_no_one",
         sql: include_str!("../../migrations/0034_claims_tell_no_one.sql"),
     },
+    Migration {
+        version: 35,
+        name: "reruns",
+        sql: include_str!("../../migrations/0035_reruns.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -199,6 +204,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 34,
         name: "claims_tell_no_one",
         sql: include_str!("../../migrations/postgres/0034_claims_tell_no_one.sql"),
+    },
+    Migration {
+        version: 35,
+        name: "reruns",
+        sql: include_str!("../../migrations/postgres/0035_reruns.sql"),
     },
 ];
 

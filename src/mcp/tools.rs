@@ -602,7 +602,9 @@ pub async fn call(
             };
             done(text, &RunsOut { runs })
         }
-        "schedule_run_cancel" => super::run_tools::call(app, user, name, arguments).await,
+        "schedule_run_cancel" | "schedule_run_rerun" => {
+            super::run_tools::call(app, user, name, arguments).await
+        }
         other if other.starts_with("approval_") => {
             super::approval_tools::call(app, user, other, arguments).await
         }

@@ -222,6 +222,7 @@ pub(crate) const TABLES: &[Table] = &[
             "origin",
             "event_id",
             "cancel_requested_by",
+            "parent_run_id",
         ],
         key: &["run_id"],
         select: "WHERE schedule_id IN (SELECT schedule_id FROM schedules WHERE user_id = ?1)

@@ -257,6 +257,8 @@ pub struct Run {
     pub origin: RunOrigin,
     /// Who asked to stop it (`cli`, `api`, `mcp`, `dashboard`), when someone did.
     pub cancel_requested_by: Option<String>,
+    /// The run this one repeats (`schedule rerun`, `schedule replay`).
+    pub parent_run_id: Option<String>,
 }
 
 /// What a finished attempt produced.

@@ -348,6 +348,8 @@ pub struct RunView {
     /// Who asked to stop it, when someone did (`cli`, `api`, `mcp`, `dashboard`): a
     /// running run with this set is being stopped.
     pub cancel_requested_by: Option<String>,
+    /// The run this one repeats, for a rerun (`schedule rerun`, `schedule replay`).
+    pub parent_run_id: Option<String>,
 }
 
 impl From<&Run> for RunView {
@@ -371,6 +373,7 @@ impl From<&Run> for RunView {
             cost: run.cost,
             notified: run.notified,
             cancel_requested_by: run.cancel_requested_by.clone(),
+            parent_run_id: run.parent_run_id.clone(),
             origin: run.origin,
         }
     }

@@ -6,6 +6,7 @@ pub mod bm25_reference;
 pub mod mcp;
 pub mod model;
 pub mod postgres;
+pub mod runs;
 pub mod skip;
 pub mod sqld;
 

@@ -10,11 +10,11 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::types::{
-    BackfillBody, PauseBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery,
+    BackfillBody, PauseBody, ReplayBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery,
 };
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::store::{Backfill, ScheduleFilter, Triggered};
+use crate::schedule::store::{Backfill, Replay, Rerun, ScheduleFilter, Triggered};
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -32,6 +32,62 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(runs))
         .routes(routes!(show_run))
         .routes(routes!(cancel_run))
+        .routes(routes!(rerun))
+        .routes(routes!(replay))
+}
+
+/// Run a past run's occurrence again with the input it had, as a new run whose
+/// `parent_run_id` names it. 409 for a run still going (or a schedule paused or ended);
+/// 400 for a skipped run, which never ran (backfill it instead).
+#[utoipa::path(post, path = "/v1/runs/{run_id}/rerun", tag = "schedules",
+    params(("run_id" = String, Path), UserQuery),
+    responses((status = 202, body = Rerun), Failures),
+    security(("bearer" = [])))]
+async fn rerun(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(run_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+) -> Result<(StatusCode, Json<Rerun>), ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let rerun = state.app.schedules().rerun(&actor, &run_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(rerun)))
+}
+
+/// Rerun every run of a past range that ran and ended (only those that ended as `status`,
+/// when given), oldest first, at most 1000; a run already rerun is not queued again. 202
+/// when queued, 200 for a dry run.
+#[utoipa::path(post, path = "/v1/schedules/{schedule_id}/replay", tag = "schedules",
+    params(("schedule_id" = String, Path), UserQuery),
+    request_body = ReplayBody,
+    responses((status = 202, body = Replay), (status = 200, body = Replay), Failures),
+    security(("bearer" = [])))]
+async fn replay(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(schedule_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiJson(body): ApiJson<ReplayBody>,
+) -> Result<(StatusCode, Json<Replay>), ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let replay = state
+        .app
+        .schedules()
+        .replay(
+            &actor,
+            &schedule_id,
+            &body.from,
+            &body.to,
+            body.status.as_deref(),
+            body.dry_run,
+        )
+        .await?;
+    let status = if replay.dry_run {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(replay)))
 }
 
 /// Stop a run: one waiting for an approval is `cancelled` at once; a running one comes

@@ -47,6 +47,7 @@ pub fn router() -> Router<ApiState> {
             post(schedule_action),
         )
         .route("/ui/runs/{run_id}/cancel", post(cancel_run))
+        .route("/ui/runs/{run_id}/rerun", post(rerun))
         .route("/ui/approvals", get(approvals::list))
         .route(
             "/ui/approvals/{approval_id}/{action}",
@@ -317,6 +318,25 @@ async fn cancel_run(
         Ok(run) => see_other(&format!(
             "/ui/schedules/{}",
             views::urlencode(&run.schedule_id)
+        )),
+        Err(err) => failure(err),
+    }
+}
+
+async fn rerun(
+    State(state): State<ApiState>,
+    session: UiSession,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = checked(&state, &session, &headers, &form) {
+        return refused.into_response();
+    }
+    match state.app.schedules().rerun(&Actor::Operator, &run_id).await {
+        Ok(rerun) => see_other(&format!(
+            "/ui/schedules/{}",
+            views::urlencode(&rerun.schedule_id)
         )),
         Err(err) => failure(err),
     }

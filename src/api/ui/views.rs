@@ -212,6 +212,12 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                             @if r.status.as_str() == "waiting" || (r.status.as_str() == "running" && r.cancel_requested_by.is_none()) {
                                 " " (action_button(&format!("/ui/runs/{}/cancel", urlencode(&r.run_id)), "Cancel", csrf))
                             }
+                            @if !matches!(r.status.as_str(), "running" | "waiting" | "skipped") {
+                                " " (action_button(&format!("/ui/runs/{}/rerun", urlencode(&r.run_id)), "Rerun", csrf))
+                            }
+                            @if let Some(parent) = &r.parent_run_id {
+                                br; small { "rerun of " code { (parent) } }
+                            }
                         }
                         td { (r.attempt) }
                         td { (r.finished_at.as_deref().unwrap_or("—")) }

@@ -61,10 +61,13 @@ pub struct PendingEvent {
     pub input: Option<String>,
     pub scheduled_for: i64,
     pub schedule_id: String,
+    /// The run a rerun repeats (see `rerun`).
+    pub parent_run_id: Option<String>,
 }
 
 impl FromRow for PendingEvent {
-    const COLUMNS: &'static str = "e.event_id, e.kind, e.input, e.scheduled_for, e.schedule_id";
+    const COLUMNS: &'static str =
+        "e.event_id, e.kind, e.input, e.scheduled_for, e.schedule_id, e.parent_run_id";
 
     fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
         Ok(Self {
@@ -73,6 +76,7 @@ impl FromRow for PendingEvent {
             input: row.get(2)?,
             scheduled_for: row.get(3)?,
             schedule_id: row.get(4)?,
+            parent_run_id: row.get(5)?,
         })
     }
 }
@@ -119,33 +123,8 @@ impl ScheduleStore {
             if let Some(seen) = existing(&tx, schedule_id, &event_key).await? {
                 return Ok(seen);
             }
-            let status: Option<String> = query_scalar(
-                &tx,
-                "SELECT status FROM schedules WHERE schedule_id = ?1",
-                [schedule_id],
-            )
-            .await?;
-            match status.as_deref().map(str::parse::<ScheduleStatus>) {
-                Some(Ok(ScheduleStatus::Active)) => {}
-                Some(Ok(status)) => {
-                    return Err(ScheduleError::State(format!(
-                        "schedule `{schedule_id}` is {status}; {}",
-                        if status == ScheduleStatus::Paused {
-                            "resume it first"
-                        } else {
-                            "it runs no more"
-                        }
-                    )))
-                }
-                _ => return Err(ScheduleError::NotFound(schedule_id.to_string())),
-            }
-            let waiting: i64 = query_scalar(
-                &tx,
-                "SELECT count(*) FROM schedule_events WHERE schedule_id = ?1 AND run_id IS NULL",
-                [schedule_id],
-            )
-            .await?
-            .unwrap_or(0);
+            check_takes_events(&tx, schedule_id).await?;
+            let waiting = waiting_events(&tx, schedule_id).await?;
             if waiting >= MAX_WAITING_EVENTS {
                 return Err(ScheduleError::State(format!(
                     "schedule `{schedule_id}` already has {waiting} triggered runs waiting \
@@ -293,8 +272,8 @@ impl ScheduleStore {
         let inserted = tx
             .execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, attempt, status,
-                 worker_id, lease_expires_at, started_at, origin, event_id)
-                 VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7, ?8)
+                 worker_id, lease_expires_at, started_at, origin, event_id, parent_run_id)
+                 VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7, ?8, ?9)
                  ON CONFLICT DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
@@ -304,7 +283,8 @@ impl ScheduleStore {
                     now + lease_ms,
                     now,
                     event.kind.as_str(),
-                    event_id
+                    event_id,
+                    event.parent_run_id.as_deref()
                 ],
             )
             .await?;
@@ -343,6 +323,40 @@ impl ScheduleStore {
             resume: None,
         }))
     }
+}
+
+/// Checks, inside the transaction that queues an event, that the schedule takes new ones:
+/// it is active (one paused or ended is a conflict saying so) and still there.
+pub(super) async fn check_takes_events(tx: &WriteTx, schedule_id: &str) -> Result<()> {
+    let status: Option<String> = query_scalar(
+        tx,
+        "SELECT status FROM schedules WHERE schedule_id = ?1",
+        [schedule_id],
+    )
+    .await?;
+    match status.as_deref().map(str::parse::<ScheduleStatus>) {
+        Some(Ok(ScheduleStatus::Active)) => Ok(()),
+        Some(Ok(status)) => Err(ScheduleError::State(format!(
+            "schedule `{schedule_id}` is {status}; {}",
+            if status == ScheduleStatus::Paused {
+                "resume it first"
+            } else {
+                "it runs no more"
+            }
+        ))),
+        _ => Err(ScheduleError::NotFound(schedule_id.to_string())),
+    }
+}
+
+/// How many of the schedule's events wait for their run.
+pub(super) async fn waiting_events(tx: &WriteTx, schedule_id: &str) -> Result<i64> {
+    Ok(query_scalar(
+        tx,
+        "SELECT count(*) FROM schedule_events WHERE schedule_id = ?1 AND run_id IS NULL",
+        [schedule_id],
+    )
+    .await?
+    .unwrap_or(0))
 }
 
 /// The trigger already made with `event_key`, if there is one.

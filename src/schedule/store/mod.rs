@@ -28,6 +28,7 @@ mod imported;
 pub mod overview;
 mod query;
 mod recovery;
+mod rerun;
 mod wait;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub use events::{
 pub use finish::Transcript;
 pub use follow_up::{FollowUp, FollowUpOrigin};
 pub use query::{NextWake, ScheduleFilter};
+pub use rerun::{Replay, ReplayedRun, Rerun, MAX_REPLAY};
 pub use wait::{Paused, Waiting};
 
 use super::bounds::Bounds;
@@ -167,7 +169,7 @@ impl FromRow for Schedule {
 impl FromRow for Run {
     const COLUMNS: &'static str = "run_id, schedule_id, scheduled_for, attempt, status, worker_id,
         started_at, finished_at, output_summary, output, error, turn_count, prompt_tokens,
-        completion_tokens, cost, notified, origin, cancel_requested_by";
+        completion_tokens, cost, notified, origin, cancel_requested_by, parent_run_id";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(Run {
@@ -189,6 +191,7 @@ impl FromRow for Run {
             notified: row.get::<i64>(15)? != 0,
             origin: text_column(row, 16, "run origin")?,
             cancel_requested_by: row.get(17)?,
+            parent_run_id: row.get(18)?,
         })
     }
 }
