@@ -130,6 +130,17 @@ pub struct ScheduleSpec {
     /// None: no call needs approval (a server's own `approve` patterns still apply).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approve: Vec<String>,
+    /// Tell the owner when a run has not started this long after its time (`15m`), and
+    /// again when it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_late: Option<String>,
+    /// Tell the owner when this many runs in a row failed, and again at the next success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_failures: Option<i64>,
+    /// Tell the owner when no run succeeded for this long (`2d`), and again at the next
+    /// success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_silent: Option<String>,
 }
 
 impl ScheduleSpec {
@@ -163,6 +174,9 @@ text_enum!(
         Agent => "agent",
         Tools => "tools",
         Approve => "approve",
+        AlertLate => "alert_late",
+        AlertFailures => "alert_failures",
+        AlertSilent => "alert_silent",
     }
 );
 
@@ -237,6 +251,12 @@ pub struct SchedulePatch {
     /// Replaces the approval patterns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_late: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_failures: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_silent: Option<String>,
     /// Optional settings to take away.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clear: Vec<ClearField>,

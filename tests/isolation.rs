@@ -137,6 +137,9 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("POST", "/v1/schedules/{schedule_id}/backfill") => {
             json!({"from": "2020-01-01", "to": "2020-01-02"})
         }
+        ("POST", "/v1/schedules/{schedule_id}/replay") => {
+            json!({"from": "2020-01-01", "to": "2099-01-02"})
+        }
         ("POST", "/v1/schedules/{schedule_id}/pause") => json!({"note": "bob was here"}),
         ("POST", "/v1/schedules/{schedule_id}/trigger") => json!({"input": "bob was here"}),
         ("POST", "/v1/approvals/{approval_id}/approve" | "/v1/approvals/{approval_id}/deny") => {

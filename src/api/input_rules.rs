@@ -167,6 +167,13 @@ fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
         "status" if scope == "/v1/schedules" => {
             one_of(&["active", "paused", "completed", "failed"])
         }
+        "status" if scope == "ReplayBody" => one_of(&[
+            "succeeded",
+            "failed",
+            "timed_out",
+            "cancelled",
+            "interrupted",
+        ]),
         "source" => one_of(&["tool", "consolidation"]),
         "status" if scope == "/v1/admin/outbox" => one_of(&["pending", "delivered", "dead"]),
         "passes" => {
@@ -180,7 +187,10 @@ fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
         // (the schedule's parsers say what is wrong); what the document can say is that
         // each is one line of text.
         "cron" | "every" | "at" | "when" | "tz" | "jitter" | "skip" | "starts_at" | "ends_at"
-        | "catch_up_window" | "approve" | "tools" => line(MAX_QUERY_BYTES),
+        | "catch_up_window" | "approve" | "tools" | "alert_late" | "alert_silent" => {
+            line(MAX_QUERY_BYTES)
+        }
+        "alert_failures" => range(1, crate::schedule::validate::MAX_ALERT_FAILURES),
         // A folder of Markdown files is imported by the CLI alone.
         "format" if scope == "/v1/import" => one_of(&["nightshift", "mem0"]),
         "limit" if scope.ends_with("/events") => range(1, crate::memory::MAX_RECALL as i64),

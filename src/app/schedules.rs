@@ -104,6 +104,9 @@ impl App {
                 ClearField::Agent => patch.agent.is_some(),
                 ClearField::Tools => patch.tools.is_some(),
                 ClearField::Approve => patch.approve.is_some(),
+                ClearField::AlertLate => patch.alert_late.is_some(),
+                ClearField::AlertFailures => patch.alert_failures.is_some(),
+                ClearField::AlertSilent => patch.alert_silent.is_some(),
             };
             if set {
                 return Err(InputError::new(
@@ -240,6 +243,16 @@ impl App {
             new.catch_up_window_secs =
                 Some(parse_duration(window).map_err(bound_error("catch_up_window"))?);
         }
+        if let Some(late) = &patch.alert_late {
+            new.alerts.late_secs = Some(parse_duration(late).map_err(bound_error("alert_late"))?);
+        }
+        if patch.alert_failures.is_some() {
+            new.alerts.failures = patch.alert_failures;
+        }
+        if let Some(silent) = &patch.alert_silent {
+            new.alerts.silent_secs =
+                Some(parse_duration(silent).map_err(bound_error("alert_silent"))?);
+        }
         for cleared in &patch.clear {
             match cleared {
                 ClearField::Name => new.name = None,
@@ -261,6 +274,9 @@ impl App {
                 ClearField::Agent => new.agent_id = None,
                 ClearField::Tools => new.tools.clear(),
                 ClearField::Approve => new.approve.clear(),
+                ClearField::AlertLate => new.alerts.late_secs = None,
+                ClearField::AlertFailures => new.alerts.failures = None,
+                ClearField::AlertSilent => new.alerts.silent_secs = None,
             }
         }
         // A schedule with no times has nothing to spread: a jitter it had (the configured

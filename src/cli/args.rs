@@ -568,7 +568,7 @@ pub struct EditArgs {
     pub fields: ScheduleFlags,
     /// Take an optional setting away: name, channel, timeout_secs, max_turns, max_cost,
     /// starts_at, ends_at, max_runs, skip, calendars, jitter, catch_up_window, after,
-    /// agent, tools or approve (repeatable).
+    /// agent, tools, approve, alert_late, alert_failures or alert_silent (repeatable).
     #[arg(long, value_name = "FIELD")]
     pub clear: Vec<String>,
 }
@@ -653,6 +653,17 @@ pub struct ScheduleFlags {
     /// none do, unless their MCP server's own `approve` says so.
     #[arg(long = "approve", value_name = "PATTERN")]
     pub approve: Vec<String>,
+    /// Tell its owner when a run has not started this long after its time (15m), and
+    /// again when it has.
+    #[arg(long)]
+    pub alert_late: Option<String>,
+    /// Tell its owner when this many runs in a row failed, and again at the next success.
+    #[arg(long)]
+    pub alert_failures: Option<i64>,
+    /// Tell its owner when no run succeeded for this long (2d), and again at the next
+    /// success.
+    #[arg(long)]
+    pub alert_silent: Option<String>,
     /// No cadence of its own: runs only when triggered (`schedule trigger`) or after the
     /// schedule given by --after.
     #[arg(long, group = "cadence")]

@@ -345,6 +345,9 @@ fn spec(args: AddArgs) -> Result<ScheduleSpec, Error> {
         agent: f.agent,
         tools: f.tools,
         approve: f.approve,
+        alert_late: f.alert_late,
+        alert_failures: f.alert_failures,
+        alert_silent: f.alert_silent,
     })
 }
 
@@ -388,6 +391,9 @@ fn patch(args: EditArgs) -> Result<SchedulePatch, Error> {
         agent: f.agent,
         tools: (!f.tools.is_empty()).then_some(f.tools),
         approve: (!f.approve.is_empty()).then_some(f.approve),
+        alert_late: f.alert_late,
+        alert_failures: f.alert_failures,
+        alert_silent: f.alert_silent,
         clear,
     })
 }

@@ -189,6 +189,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "reruns",
         sql: include_str!("../../migrations/0035_reruns.sql"),
     },
+    Migration {
+        version: 36,
+        name: "alerts",
+        sql: include_str!("../../migrations/0036_alerts.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -209,6 +214,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 35,
         name: "reruns",
         sql: include_str!("../../migrations/postgres/0035_reruns.sql"),
+    },
+    Migration {
+        version: 36,
+        name: "alerts",
+        sql: include_str!("../../migrations/postgres/0036_alerts.sql"),
     },
 ];
 

@@ -31,6 +31,9 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("run", "cancel_requested_by"),
     ("schedule", "approve_json"),
     ("event", "name"),
+    ("run", "parent_run_id"),
+    ("schedule", "alerts_json"),
+    ("schedule", "last_success_at"),
 ];
 
 /// Names, by line type: a string or null, one line within `input::MAX_NAME_BYTES`, as the
@@ -191,6 +194,8 @@ pub(crate) const TABLES: &[Table] = &[
             "made_by_run",
             "tools_json",
             "approve_json",
+            "alerts_json",
+            "last_success_at",
         ],
         key: &["schedule_id"],
         select: "WHERE user_id = ?1 ORDER BY schedule_id",

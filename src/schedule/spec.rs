@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 
 use super::bounds::{parse_bound, Bounds};
 use super::cadence::{parse_duration, parse_instant, parse_zone, Cadence, CadenceError};
-use super::types::{NewSchedule, Source, Upstream};
+use super::types::{Alerts, NewSchedule, Source, Upstream};
 use super::{Result, ScheduleError};
 use crate::input::printable;
 use crate::notify::router::split_channel;
@@ -129,6 +129,19 @@ pub fn to_new_schedule(
     new.agent_id = spec.agent.clone();
     new.tools = spec.tools.clone();
     new.approve = spec.approve.clone();
+    new.alerts = Alerts {
+        late_secs: spec
+            .alert_late
+            .as_deref()
+            .map(|d| parse_duration(d).map_err(bound_error("alert_late")))
+            .transpose()?,
+        failures: spec.alert_failures,
+        silent_secs: spec
+            .alert_silent
+            .as_deref()
+            .map(|d| parse_duration(d).map_err(bound_error("alert_silent")))
+            .transpose()?,
+    };
     let tz = new.cadence.zone();
     new.bounds = Bounds {
         starts_at: spec

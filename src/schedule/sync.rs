@@ -150,6 +150,7 @@ fn same_definition(existing: &Schedule, new: &NewSchedule) -> bool {
         && existing.agent_id == new.agent_id
         && existing.tools == new.tools
         && existing.approve == new.approve
+        && existing.alerts == new.alerts
 }
 
 /// Brings the database's config schedules in line with `entries`, all or nothing.

@@ -1,6 +1,6 @@
 //! The records the scheduler stores, and the small closed vocabularies they use.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::bounds::Bounds;
 use super::Cadence;
@@ -69,6 +69,26 @@ impl PartialEq for Upstream {
     }
 }
 
+/// When a schedule's owner is told it needs them (see `store::alerts`): its run has not
+/// started this long after its time, this many runs in a row failed, or no run succeeded
+/// for this long. Each incident is told once, and its end once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Alerts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_secs: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silent_secs: Option<i64>,
+}
+
+impl Alerts {
+    pub fn is_empty(&self) -> bool {
+        *self == Alerts::default()
+    }
+}
+
 /// A schedule to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewSchedule {
@@ -105,6 +125,8 @@ pub struct NewSchedule {
     /// Patterns over the tool names its runs' model sees choosing the calls that need a
     /// person's approval (see `mcp_client::ApproveFilter`); empty: none do.
     pub approve: Vec<String>,
+    /// When its owner is told it needs them.
+    pub alerts: Alerts,
 }
 
 impl NewSchedule {
@@ -137,6 +159,7 @@ impl NewSchedule {
             agent_id: None,
             tools: Vec::new(),
             approve: Vec::new(),
+            alerts: Alerts::default(),
         }
     }
 }
@@ -167,6 +190,7 @@ impl From<&Schedule> for NewSchedule {
             agent_id: s.agent_id.clone(),
             tools: s.tools.clone(),
             approve: s.approve.clone(),
+            alerts: s.alerts,
         }
     }
 }
@@ -216,6 +240,10 @@ pub struct Schedule {
     pub tools: Vec<String>,
     /// See [`NewSchedule::approve`].
     pub approve: Vec<String>,
+    /// See [`NewSchedule::alerts`].
+    pub alerts: Alerts,
+    /// When a run of it last succeeded (what `alerts.silent_secs` counts from).
+    pub last_success_at: Option<i64>,
 }
 
 impl Schedule {
@@ -287,6 +315,8 @@ pub struct Claim {
     /// A run resumed after its approval was answered: the answer, and what the runtime
     /// kept to go on from the call it waited on.
     pub resume: Option<crate::approval::Resume>,
+    /// The run this one repeats (a rerun: see `store::rerun`).
+    pub parent_run_id: Option<String>,
 }
 
 impl Claim {
@@ -305,6 +335,7 @@ impl Claim {
             origin: RunOrigin::Cadence,
             input: None,
             resume: None,
+            parent_run_id: None,
         }
     }
 

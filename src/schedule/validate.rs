@@ -17,6 +17,8 @@ pub const MAX_TIMEOUT_SECS: i64 = 86_400;
 pub const MAX_TURNS: i64 = 1000;
 /// Highest cost limit accepted.
 pub const MAX_COST: f64 = 1_000_000.0;
+/// Most failed runs in a row `alert_failures` may wait for.
+pub const MAX_ALERT_FAILURES: i64 = 1000;
 
 /// Limits the store enforces.
 #[derive(Debug, Clone)]
@@ -68,6 +70,15 @@ pub fn check_fields(new: &NewSchedule) -> Result<()> {
     input::check_range("max_attempts", new.max_attempts, 1..=MAX_ATTEMPTS)?;
     if let Some(window) = new.catch_up_window_secs {
         input::check_range("catch_up_window", window, 1..=input::MAX_DURATION_SECS)?;
+    }
+    if let Some(late) = new.alerts.late_secs {
+        input::check_range("alert_late", late, 1..=input::MAX_DURATION_SECS)?;
+    }
+    if let Some(failures) = new.alerts.failures {
+        input::check_range("alert_failures", failures, 1..=MAX_ALERT_FAILURES)?;
+    }
+    if let Some(silent) = new.alerts.silent_secs {
+        input::check_range("alert_silent", silent, 60..=input::MAX_DURATION_SECS)?;
     }
     if new.overlap == super::types::Overlap::CancelOther
         && new.catch_up == super::types::CatchUp::All
@@ -122,6 +133,7 @@ pub fn check_cadence(new: &NewSchedule, now_ms: i64, limits: &StoreLimits) -> Re
             ("calendars", !new.bounds.calendars.is_empty()),
             ("jitter", new.jitter_secs.is_some()),
             ("catch_up_window", new.catch_up_window_secs.is_some()),
+            ("alert_late", new.alerts.late_secs.is_some()),
         ];
         if let Some((field, _)) = timed.iter().find(|(_, set)| *set) {
             return Err(input::InputError::new(

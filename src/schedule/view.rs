@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::bounds::Bounds;
 use super::cadence::{format_duration, render};
 use super::types::{
-    CatchUp, ChainOn, NewSchedule, NotifyPolicy, Overlap, Run, RunOrigin, RunStatus, Schedule,
-    ScheduleStatus, Source, Upstream,
+    Alerts, CatchUp, ChainOn, NewSchedule, NotifyPolicy, Overlap, Run, RunOrigin, RunStatus,
+    Schedule, ScheduleStatus, Source, Upstream,
 };
 use super::Cadence;
 
@@ -153,6 +153,9 @@ pub struct ScheduleView {
     /// none do.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub approve: Vec<String>,
+    /// When its owner is told it needs them; absent: never.
+    #[serde(skip_serializing_if = "Alerts::is_empty")]
+    pub alerts: Alerts,
 }
 
 /// The schedule a schedule follows, as `show` tells it.
@@ -252,6 +255,7 @@ impl ScheduleView {
             made_by_run: schedule.made_by_run.clone(),
             tools: schedule.tools.clone(),
             approve: schedule.approve.clone(),
+            alerts: schedule.alerts,
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use super::executor::Executor;
 use super::systemd;
-use crate::schedule::store::{NextWake, ScheduleStore};
+use crate::schedule::store::{NextWake, ScheduleStore, ALERT_CHECK_EVERY};
 use crate::schedule::types::{Claim, RunOrigin};
 
 /// Longest sleep without looking at the database again.
@@ -64,6 +64,8 @@ impl Scheduler {
         let mut last_db_error: Option<Instant> = None;
         // The earliest lease expiry the last look found, and when it looked.
         let mut leases_seen: Option<(Instant, Option<i64>)> = None;
+        // When runs gone late and schedules gone silent were last looked for.
+        let mut alerts_checked = Instant::now();
         loop {
             let may_recover = last_db_error.is_none_or(|at| at.elapsed() >= lease)
                 && self.a_lease_may_have_expired(leases_seen, lease);
@@ -99,6 +101,12 @@ impl Scheduler {
                     _ = ticker.tick() => {
                         systemd::watchdog();
                         self.liveness.tick();
+                        if alerts_checked.elapsed() >= ALERT_CHECK_EVERY {
+                            alerts_checked = Instant::now();
+                            if let Err(err) = self.store.check_alerts().await {
+                                tracing::warn!(%err, "cannot look for late or silent schedules");
+                            }
+                        }
                         match self.store.version().await {
                             Ok(version) if version != seen_version => {
                                 seen_version = version;
@@ -306,6 +314,8 @@ impl Scheduler {
         let due = match claim.origin {
             // A resumed run started long ago; it waited for a person, not for a slot.
             _ if claim.resume.is_some() => None,
+            // A rerun repeats a past occurrence on purpose, as a backfill does.
+            _ if claim.parent_run_id.is_some() => None,
             RunOrigin::Cadence => Some(claim.schedule.due_at(claim.scheduled_for)),
             RunOrigin::Trigger | RunOrigin::Chain => Some(claim.scheduled_for),
             RunOrigin::Backfill => None,

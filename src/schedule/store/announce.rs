@@ -117,7 +117,11 @@ impl ScheduleStore {
             enqueue_in(tx, plan, message("run", priority, payload), now).await?;
             written = true;
         }
-        if !status.is_success() && failures == plan.failure_notice_after {
+        // A schedule with an `alert_failures` of its own is told by that alert instead.
+        if !status.is_success()
+            && failures == plan.failure_notice_after
+            && schedule.alerts.failures.is_none()
+        {
             let summary = format!("{name} has failed {failures} times in a row");
             let last = outcome.error.clone().unwrap_or_default();
             enqueue_in(

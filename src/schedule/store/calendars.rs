@@ -42,6 +42,12 @@ impl ScheduleStore {
     pub async fn refresh_calendars(&self, changed: &[String]) -> Result<usize> {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
+        super::lock_schedules(
+            &tx,
+            "calendars_json IS NOT NULL AND status IN ('active', 'paused')",
+            (),
+        )
+        .await?;
         let schedules: Vec<Schedule> = fetch_all(
             &tx,
             &format!(

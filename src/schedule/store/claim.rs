@@ -2,7 +2,7 @@
 //! `next_run_at` on only if it is still what the worker saw, and inserts the run row,
 //! unique per occurrence. Policies (overlap, catch-up) decide here whether the occurrence
 //! runs or is recorded as skipped. On PostgreSQL the claim locks the schedule's row alone
-//! (`FOR UPDATE SKIP LOCKED`), so workers claim side by side, and it tells no other worker
+//! (`FOR NO KEY UPDATE SKIP LOCKED`), so workers claim side by side, and it tells no other worker
 //! (migrations/postgres/0034).
 
 use super::{ScheduleStore, WAITS_BEHIND_RUNNING};
@@ -65,7 +65,7 @@ impl ScheduleStore {
         let which = if tx.is_postgres() {
             format!(
                 "schedule_id IN (SELECT schedule_id FROM schedules WHERE {claimable}
-                                 FOR UPDATE SKIP LOCKED)"
+                                 FOR NO KEY UPDATE SKIP LOCKED)"
             )
         } else {
             claimable
@@ -97,6 +97,22 @@ impl ScheduleStore {
         if moved == 0 {
             tx.rollback().await?;
             return Ok(None);
+        }
+        // On PostgreSQL the statement above looked for a running run in the snapshot it
+        // began with, before it had the row: an event's claim that held the row then may
+        // have started one since. Looked for again now, in a statement of its own.
+        if tx.is_postgres() && waits_behind_running(schedule) {
+            let running: i64 = query_scalar(
+                &tx,
+                "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
+                [schedule.schedule_id.as_str()],
+            )
+            .await?
+            .unwrap_or(0);
+            if running > 0 {
+                tx.rollback().await?;
+                return Ok(None);
+            }
         }
         if let Some(passed) = passed_over {
             record_skipped(
@@ -239,6 +255,13 @@ impl ScheduleStore {
         .await?;
         Ok(up == Some(1))
     }
+}
+
+/// Whether the schedule's next occurrence waits for its running run (see
+/// `WAITS_BEHIND_RUNNING`).
+fn waits_behind_running(schedule: &Schedule) -> bool {
+    matches!(schedule.overlap, Overlap::BufferOne | Overlap::BufferAll)
+        || schedule.catch_up == CatchUp::All
 }
 
 /// Records the occurrence `scheduled_for` as skipped by policy, for `reason`; an
@@ -536,6 +559,8 @@ mod tests {
             made_by_run: None,
             tools: Vec::new(),
             approve: Vec::new(),
+            alerts: Default::default(),
+            last_success_at: None,
         }
     }
 

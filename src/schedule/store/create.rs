@@ -15,10 +15,11 @@ const INSERT: &str = "INSERT INTO schedules (schedule_id, user_id, name, goal, c
     max_cost, status, status_reason, created_at, updated_at, next_run_at, last_run_at,
     last_run_status, consecutive_failures, channel_id, channel_context_id, starts_at, ends_at,
     max_runs, skip_json, jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id,
-    after_on, calendars_json, calendar_dates_json, agent_id, tools_json, approve_json)
+    after_on, calendars_json, calendar_dates_json, agent_id, tools_json, approve_json,
+    alerts_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'active', NULL, ?15,
     ?15, ?16, NULL, NULL, 0, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-    ?30, ?31, ?32)";
+    ?30, ?31, ?32, ?33)";
 
 impl ScheduleStore {
     /// Validates and stores a schedule for the actor; its first run is the cadence's next
@@ -118,7 +119,8 @@ impl ScheduleStore {
                 calendar_dates_json(&new.bounds),
                 new.agent_id.as_deref(),
                 tools_json(&new.tools)?,
-                approve_json(&new.approve)?
+                approve_json(&new.approve)?,
+                alerts_json(&new.alerts)?
             ],
         )
         .await?;
@@ -174,6 +176,16 @@ pub(super) fn approve_json(approve: &[String]) -> Result<Option<String>> {
     serde_json::to_string(approve)
         .map(Some)
         .map_err(|e| InputError::new("approve", format!("cannot be stored: {e}")).into())
+}
+
+/// The alert settings as stored: NULL when there are none.
+pub(super) fn alerts_json(alerts: &crate::schedule::types::Alerts) -> Result<Option<String>> {
+    if alerts.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(alerts)
+        .map(Some)
+        .map_err(|e| InputError::new("alerts", format!("cannot be stored: {e}")).into())
 }
 
 /// The calendars' dates as stored with the schedule, or NULL when it names none.

@@ -23,7 +23,7 @@ const UPDATE: &str = "UPDATE schedules SET name = ?2, goal = ?3, cadence_json = 
     channel_context_id = ?14, updated_at = ?15, starts_at = ?18, ends_at = ?19,
     max_runs = ?20, skip_json = ?21, jitter_secs = ?22, catch_up_window_secs = ?24,
     after_schedule_id = ?27, after_on = ?28, calendars_json = ?29, calendar_dates_json = ?30,
-    agent_id = ?31, tools_json = ?32, approve_json = ?33,
+    agent_id = ?31, tools_json = ?32, approve_json = ?33, alerts_json = ?34,
     next_nominal_at = CASE WHEN ?16 THEN ?23 ELSE next_nominal_at END,
     runs_started = CASE WHEN CAST(?20 AS BIGINT) IS NULL OR max_runs IS NULL THEN 0 ELSE runs_started END,
     next_run_at = CASE WHEN ?16 THEN ?17 ELSE next_run_at END,
@@ -52,6 +52,7 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let applied = async {
+            super::lock_schedules(&tx, "schedule_id = ?1", [schedule_id]).await?;
             let current: Schedule = fetch_optional(
                 &tx,
                 &format!(
@@ -184,7 +185,8 @@ impl ScheduleStore {
                 super::create::calendar_dates_json(&new.bounds),
                 new.agent_id.as_deref(),
                 super::create::tools_json(&new.tools)?,
-                super::create::approve_json(&new.approve)?
+                super::create::approve_json(&new.approve)?,
+                super::create::alerts_json(&new.alerts)?
             ],
         )
         .await?;

@@ -205,17 +205,9 @@ impl ScheduleStore {
             tx.rollback().await?;
             return Ok(None);
         }
-        if tx.is_postgres() {
-            // A schedule's claim of its occurrence holds no write lock there, only the
-            // schedule's row (see `claim`): that row is taken first, so the two never
-            // start runs side by side, and the read below (a statement of its own, seeing
-            // what committed before it) sees the run such a claim started.
-            tx.execute(
-                "SELECT schedule_id FROM schedules WHERE schedule_id = ?1 FOR UPDATE",
-                [schedule_id],
-            )
-            .await?;
-        }
+        // The schedule's row first (see `lock_schedules`): the read below, a statement of
+        // its own, then sees the run an occurrence's claim started.
+        super::lock_schedules(&tx, "schedule_id = ?1", [schedule_id]).await?;
         // Its status and whether it can take the event now, in one read.
         let state: Option<(String, bool)> = crate::db::query_first_row(
             &tx,
@@ -237,8 +229,8 @@ impl ScheduleStore {
             // The schedule ended before the event's run could start: recorded, not run.
             tx.execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status,
-                 worker_id, started_at, finished_at, error, origin, event_id)
-                 VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6, ?7, ?8)
+                 worker_id, started_at, finished_at, error, origin, event_id, parent_run_id)
+                 VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6, ?7, ?8, ?9)
                  ON CONFLICT DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
@@ -248,7 +240,8 @@ impl ScheduleStore {
                     now,
                     format!("not run: the schedule is {status}"),
                     event.kind.as_str(),
-                    (event.kind != RunOrigin::Backfill).then_some(event.event_id.as_str())
+                    (event.kind != RunOrigin::Backfill).then_some(event.event_id.as_str()),
+                    event.parent_run_id.as_deref()
                 ],
             )
             .await?;
@@ -321,6 +314,7 @@ impl ScheduleStore {
             origin: event.kind,
             input: event.input.clone(),
             resume: None,
+            parent_run_id: event.parent_run_id.clone(),
         }))
     }
 }

@@ -61,6 +61,14 @@ impl ScheduleStore {
         let conn = self.db.conn().await?;
         // Its first statement records the run: a write.
         let tx = conn.write_tx_writing_first().await?;
+        // The schedule's row before the run's, in the order a claim takes them: a claim
+        // inserting this very occurrence (a backfilled one) waits for this run's row.
+        super::lock_schedules(
+            &tx,
+            "schedule_id = ?1",
+            [claim.schedule.schedule_id.as_str()],
+        )
+        .await?;
         // Usage recorded while the run waited for an approval is kept if this attempt
         // lost its own (a cancel drops it): counters only grow.
         // A waiting run is finished here only by a cancel.
@@ -187,11 +195,23 @@ impl ScheduleStore {
                     now,
                 )
                 .await?;
+            let alerted = super::alerts::on_finish(
+                &tx,
+                &plan,
+                claim,
+                status,
+                failures,
+                outcome.error.as_deref(),
+                now,
+            )
+            .await?;
+            announced |= alerted;
         }
         tx.execute(
             // The last run ends the schedule only if it still has no next occurrence: an
             // edit may have given it a new cadence while this run went on.
             "UPDATE schedules SET last_run_at = ?2, last_run_status = ?3, consecutive_failures = ?4,
+             last_success_at = CASE WHEN ?3 = 'succeeded' THEN ?2 ELSE last_success_at END,
              status = CASE WHEN ?5 IS NOT NULL AND status = 'active'
                            AND (?7 = 0 OR (next_run_at IS NULL
                                 AND json_extract(cadence_json, '$.kind') != 'triggered'))

@@ -12,6 +12,7 @@
 //! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered;
 //! - [`cancel`](self::cancel): stopping a running or waiting run by hand.
 
+mod alerts;
 mod announce;
 mod backfill;
 mod calendars;
@@ -33,6 +34,7 @@ mod wait;
 
 use std::sync::Arc;
 
+pub use alerts::{AlertsChecked, ALERT_CHECK_EVERY};
 pub use backfill::{Backfill, MAX_BACKFILL};
 pub use edit::Edited;
 pub use events::{
@@ -83,7 +85,8 @@ impl FromRow for Schedule {
         channel_id, channel_context_id, starts_at, ends_at, max_runs, skip_json, runs_started,
         jitter_secs, next_nominal_at, catch_up_window_secs, after_schedule_id, after_on,
         (SELECT u.status FROM schedules u WHERE u.schedule_id = schedules.after_schedule_id),
-        calendars_json, calendar_dates_json, agent_id, made_by_run, tools_json, approve_json";
+        calendars_json, calendar_dates_json, agent_id, made_by_run, tools_json, approve_json,
+        alerts_json, last_success_at";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         let last: Option<String> = row.get(20)?;
@@ -162,6 +165,11 @@ impl FromRow for Schedule {
                 Some(_) => json_column(row, 40, "approval patterns")?,
                 None => Vec::new(),
             },
+            alerts: match row.get::<Option<String>>(41)? {
+                Some(_) => json_column(row, 41, "alert settings")?,
+                None => Default::default(),
+            },
+            last_success_at: row.get(42)?,
         })
     }
 }
@@ -194,6 +202,27 @@ impl FromRow for Run {
             parent_run_id: row.get(18)?,
         })
     }
+}
+
+/// On PostgreSQL, locks the rows of the schedules `condition` selects (SQL over
+/// `schedules`, with `params`) until `tx` ends. A claim of an occurrence there holds its
+/// schedule's row and no write lock (see `claim`): a transaction that reads a schedule to
+/// change it, or locks another row before the schedule's, takes the row first, so it sees
+/// every claim that committed and none slips in between, and the two always lock in the
+/// same order. Elsewhere the write lock already orders them.
+pub(super) async fn lock_schedules(
+    tx: &crate::db::WriteTx,
+    condition: &str,
+    params: impl libsql::params::IntoParams,
+) -> Result<()> {
+    if tx.is_postgres() {
+        tx.execute(
+            &format!("SELECT schedule_id FROM schedules WHERE {condition} FOR NO KEY UPDATE"),
+            params,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 impl ScheduleStore {

@@ -11,7 +11,10 @@ use crate::schedule::Result;
 /// The columns of a running run [`HeldRun::from_row`] reads (`r`: the run, `e`: the event
 /// that started it, if one did).
 pub(super) const HELD_RUN: &str =
-    "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input";
+    "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input, r.parent_run_id";
+
+/// How many columns [`HELD_RUN`] names: a query's own columns after them start here.
+pub(super) const AFTER_HELD_RUN: i32 = 7;
 
 /// A running run as recovery and shutdown find it.
 pub(super) struct HeldRun {
@@ -21,6 +24,7 @@ pub(super) struct HeldRun {
     attempt: i64,
     origin: RunOrigin,
     input: Option<String>,
+    parent_run_id: Option<String>,
 }
 
 impl HeldRun {
@@ -32,6 +36,7 @@ impl HeldRun {
             attempt: row.get(3)?,
             origin: text_column(row, 4, "run origin")?,
             input: row.get(5)?,
+            parent_run_id: row.get(6)?,
         })
     }
 
@@ -44,6 +49,7 @@ impl HeldRun {
             origin: self.origin,
             input: self.input,
             resume: None,
+            parent_run_id: self.parent_run_id,
         }
     }
 }
@@ -70,8 +76,8 @@ impl ScheduleStore {
         while let Some(row) = rows.next().await? {
             expired.push((
                 HeldRun::from_row(&row)?,
-                row.get::<i64>(6)?,
-                row.get::<Option<String>>(7)?,
+                row.get::<i64>(AFTER_HELD_RUN)?,
+                row.get::<Option<String>>(AFTER_HELD_RUN + 1)?,
             ));
         }
         drop(rows);
@@ -177,7 +183,10 @@ impl ScheduleStore {
             .await?;
         let mut held = Vec::new();
         while let Some(row) = rows.next().await? {
-            held.push((HeldRun::from_row(&row)?, row.get::<Option<String>>(6)?));
+            held.push((
+                HeldRun::from_row(&row)?,
+                row.get::<Option<String>>(AFTER_HELD_RUN)?,
+            ));
         }
         drop(rows);
         let mut interrupted = 0;

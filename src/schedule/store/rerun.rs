@@ -286,15 +286,20 @@ async fn runs_in_range(
 /// Returns the event's id.
 async fn queue_rerun(tx: &WriteTx, run_id: &str, now: i64) -> Result<String> {
     let event_id = ids::new_id("evt");
-    tx.execute(
-        "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
+    let queued = tx
+        .execute(
+            "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
          scheduled_for, created_at, parent_run_id)
          SELECT ?1, r.schedule_id, 'trigger', ?2,
                 (SELECT e.input FROM schedule_events e WHERE e.event_id = r.event_id),
                 r.scheduled_for, ?3, r.run_id
          FROM schedule_runs r WHERE r.run_id = ?4",
-        libsql::params![event_id.as_str(), format!("rerun:{event_id}"), now, run_id],
-    )
-    .await?;
+            libsql::params![event_id.as_str(), format!("rerun:{event_id}"), now, run_id],
+        )
+        .await?;
+    // Pruned from the history since it was read.
+    if queued == 0 {
+        return Err(ScheduleError::RunNotFound(run_id.to_string()));
+    }
     Ok(event_id)
 }

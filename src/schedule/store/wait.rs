@@ -6,7 +6,7 @@
 //! each exactly once: the run goes from `waiting` to `running` in the same transaction
 //! that marks its approval resumed.
 
-use super::recovery::{HeldRun, HELD_RUN};
+use super::recovery::{HeldRun, AFTER_HELD_RUN, HELD_RUN};
 use super::{ScheduleStore, Transcript};
 use crate::approval::{LinkAction, Resume, WaitFor};
 use crate::db::clock::to_rfc3339;
@@ -234,8 +234,8 @@ impl ScheduleStore {
         let mut answered = Vec::new();
         while let Some(row) = rows.next().await? {
             let held = HeldRun::from_row(&row)?;
-            let approval_id: String = row.get(6)?;
-            let saved: Option<String> = row.get(7)?;
+            let approval_id: String = row.get(AFTER_HELD_RUN)?;
+            let saved: Option<String> = row.get(AFTER_HELD_RUN + 1)?;
             answered.push((held, approval_id, saved));
         }
         drop(rows);
