@@ -21,7 +21,7 @@ EXPECTED_TOOLS = {
     "schedule_edit", "schedule_pause", "schedule_resume", "schedule_delete", "schedule_runs",
     "schedule_run_now", "schedule_trigger", "schedule_backfill",
     "state_get", "state_set", "state_delete", "state_list", "memory_history", "memory_restore",
-    "approval_list", "approval_decide", "schedule_run_cancel",
+    "approval_list", "approval_decide", "schedule_run_cancel", "schedule_run_rerun",
 }
 
 

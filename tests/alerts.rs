@@ -400,3 +400,107 @@ async fn alert_settings_are_checked_named_and_taken_away() {
     .unwrap();
     assert_eq!(open, 0, "the incident ended");
 }
+
+#[tokio::test]
+async fn a_late_one_shot_is_told_when_its_run_starts_though_the_schedule_then_ends() {
+    let (_dir, _config, app, clock) = setup().await;
+    let id = add(
+        &app,
+        ScheduleSpec {
+            every: None,
+            at: Some("2027-01-15T10:00:00Z".into()),
+            alert_late: Some("5m".into()),
+            ..hourly()
+        },
+    )
+    .await
+    .unwrap();
+    let due = app
+        .schedules()
+        .get(&Actor::Operator, &id)
+        .await
+        .unwrap()
+        .next_run_at
+        .unwrap();
+    clock.advance_ms(due + 6 * MINUTE - clock.now_ms());
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(1, 0));
+    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
+    let claim = app
+        .schedules()
+        .claim(&schedule, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("due");
+    finish(&app, &claim, RunStatus::Succeeded, "ok").await;
+    let ended = app.schedules().get(&Actor::Operator, &id).await.unwrap();
+    assert_eq!(ended.status.as_str(), "completed");
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 1));
+    assert_eq!(
+        summaries(&alerts(&app).await),
+        [
+            "check the queue: a run is late",
+            "check the queue: no longer late"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_backlog_draining_one_late_occurrence_after_another_is_one_incident() {
+    let (_dir, _config, app, clock) = setup().await;
+    let id = add(
+        &app,
+        ScheduleSpec {
+            catch_up: Some(nightshift::spec::CatchUp::All),
+            alert_late: Some("10m".into()),
+            ..hourly()
+        },
+    )
+    .await
+    .unwrap();
+    // Five hours with no worker: five occurrences missed, each to run in turn.
+    clock.advance_ms(5 * HOUR + 30 * MINUTE);
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(1, 0));
+    for _ in 0..4 {
+        let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
+        let claim = app
+            .schedules()
+            .claim(&schedule, "w", 60_000)
+            .await
+            .unwrap()
+            .expect("a missed occurrence");
+        finish(&app, &claim, RunStatus::Succeeded, "ok").await;
+        assert_eq!(
+            app.schedules().check_alerts().await.unwrap(),
+            checked(0, 0),
+            "the next occurrence is late too: the same incident"
+        );
+    }
+    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
+    let claim = app
+        .schedules()
+        .claim(&schedule, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("the last missed occurrence");
+    finish(&app, &claim, RunStatus::Succeeded, "ok").await;
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 1));
+    assert_eq!(alerts(&app).await.len(), 2, "one incident, told and ended");
+}
+
+#[tokio::test]
+async fn silence_counts_from_when_the_schedule_starts() {
+    let (_dir, _config, app, clock) = setup().await;
+    add(
+        &app,
+        ScheduleSpec {
+            starts_at: Some("2027-01-20T00:00:00Z".into()),
+            alert_silent: Some("1d".into()),
+            ..hourly()
+        },
+    )
+    .await
+    .unwrap();
+    // START is 2027-01-15; a day later it has not started yet: nothing to tell.
+    clock.advance_ms(2 * 24 * HOUR);
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 0));
+}

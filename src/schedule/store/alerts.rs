@@ -6,16 +6,17 @@
 //! ([`on_finish`]); lateness and silence open with time, found by [`ScheduleStore::check_alerts`],
 //! which every worker runs every [`ALERT_CHECK_EVERY`].
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::ScheduleStore;
-use crate::db::{clock::to_rfc3339, fetch_all, query_first_row, FromRow, WriteTx};
+use crate::db::{clock::to_rfc3339, fetch_all, fetch_readable, query_first_row, FromRow, WriteTx};
 use crate::notify::outbox::{enqueue_keyed_in, NewMessage, NotifyPlan, Priority};
 use crate::notify::router::Recipient;
 use crate::schedule::cadence::format_duration;
-use crate::schedule::types::{Claim, RunStatus, Schedule};
+use crate::schedule::types::{Claim, RunStatus, Schedule, ScheduleStatus};
 use crate::schedule::Result;
 
 /// How often a worker looks for runs gone late and schedules gone silent.
@@ -49,24 +50,49 @@ impl FromRow for Incident {
     }
 }
 
+/// What the checker does with an open incident.
+enum Next {
+    /// It goes on.
+    Keep,
+    /// It ends, and the owner is told.
+    Told,
+    /// It ends without a word: the schedule was paused, ended or deleted, or its alert
+    /// taken away.
+    Quietly,
+    /// The late occurrence was taken, and the next one is late too (a backlog draining
+    /// under `catch_up = "all"` or `buffer_all`): the same incident, now about that one.
+    MovedTo(i64),
+}
+
+/// Where silence is counted from: the last success, or when the schedule was added or
+/// starts, whichever is latest (SQL over `schedules`).
+const SILENT_SINCE: &str = "CASE WHEN starts_at > coalesce(last_success_at, created_at)
+    THEN starts_at ELSE coalesce(last_success_at, created_at) END";
+
 impl ScheduleStore {
     /// Opens the incidents time has made (a run `alert_late` past its time, no success
     /// for `alert_silent`) and ends those time has ended (the late occurrence was taken),
-    /// telling each once. Incidents of a schedule no longer active, or whose alert was
-    /// taken away, end without a word. Nothing to do without notifications.
+    /// telling each once. Incidents of a schedule paused, ended or deleted, or whose alert
+    /// was taken away, end without a word. Reads only the schedules past a threshold or
+    /// with an incident open. Nothing to do without notifications.
     pub async fn check_alerts(&self) -> Result<AlertsChecked> {
         let Some((router, _)) = &self.notifications else {
             return Ok(AlertsChecked::default());
         };
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
-        let watched: Vec<Schedule> = fetch_all(
+        let (schedules, unreadable) = fetch_readable::<Schedule>(
             &conn,
             &format!(
-                "SELECT {} FROM schedules WHERE status = 'active' AND alerts_json IS NOT NULL",
+                "SELECT {} FROM schedules
+                 WHERE schedule_id IN (SELECT schedule_id FROM schedule_alerts)
+                 OR (status = 'active' AND alerts_json IS NOT NULL AND (
+                     next_run_at <= ?1 - 1000 * CAST(json_extract(alerts_json, '$.late_secs') AS BIGINT)
+                     OR {SILENT_SINCE}
+                        <= ?1 - 1000 * CAST(json_extract(alerts_json, '$.silent_secs') AS BIGINT)))",
                 Schedule::COLUMNS
             ),
-            (),
+            [now],
         )
         .await?;
         let open: Vec<Incident> = fetch_all(
@@ -76,77 +102,105 @@ impl ScheduleStore {
         )
         .await?;
         drop(conn);
+        // A schedule that cannot be read is paused by the scheduler's due read; its
+        // incidents wait, and the others go on.
+        for bad in &unreadable {
+            tracing::warn!(schedule_id = %bad.id, reason = %bad.reason,
+                "a stored schedule cannot be read; its alerts are not looked at");
+        }
+        let by_id: HashMap<&str, &Schedule> = schedules
+            .iter()
+            .map(|s| (s.schedule_id.as_str(), s))
+            .collect();
+        let is_open: HashSet<(&str, &str)> = open
+            .iter()
+            .map(|i| (i.schedule_id.as_str(), i.kind.as_str()))
+            .collect();
         let mut checked = AlertsChecked::default();
         for incident in &open {
-            let schedule = watched
-                .iter()
-                .find(|s| s.schedule_id == incident.schedule_id);
-            let ended = match (incident.kind.as_str(), schedule) {
-                (_, None) => Some(None),
-                ("late", Some(s)) if s.alerts.late_secs.is_none() => Some(None),
-                ("late", Some(s)) if s.next_run_at != Some(incident.since) => Some(Some(s)),
-                ("failures", Some(s)) if s.alerts.failures.is_none() => Some(None),
-                ("silent", Some(s)) if s.alerts.silent_secs.is_none() => Some(None),
-                _ => None,
-            };
-            let Some(told) = ended else { continue };
+            if unreadable.iter().any(|bad| bad.id == incident.schedule_id) {
+                continue;
+            }
+            let schedule = by_id.get(incident.schedule_id.as_str()).copied();
+            let next = next_for(incident, schedule, now);
+            if matches!(next, Next::Keep) {
+                continue;
+            }
             let conn = self.db.conn().await?;
             let tx = conn.write_tx().await?;
-            let closed = close(&tx, &incident.schedule_id, &incident.kind, incident.since).await?;
-            if closed {
-                if let Some(schedule) = told {
-                    let text = self.late_ended(&tx, schedule, incident.since).await?;
-                    let plan = router.plan(&recipient(schedule));
-                    tell(
-                        &tx,
-                        &plan,
-                        schedule,
-                        Told::Ended("late", incident.since, text),
-                        now,
+            match (next, schedule) {
+                (Next::MovedTo(due), _) => {
+                    tx.execute(
+                        "UPDATE schedule_alerts SET since = ?4
+                         WHERE schedule_id = ?1 AND kind = ?2 AND since = ?3",
+                        libsql::params![
+                            incident.schedule_id.as_str(),
+                            incident.kind.as_str(),
+                            incident.since,
+                            due
+                        ],
                     )
                     .await?;
-                    checked.ended += 1;
+                }
+                (Next::Told, Some(schedule)) => {
+                    if close(&tx, &incident.schedule_id, &incident.kind, incident.since).await? {
+                        let text = self.late_ended(&tx, schedule, incident.since).await?;
+                        let plan = router.plan(&recipient(schedule));
+                        let told = Told::Ended("late", incident.since, text);
+                        tell(&tx, &plan, schedule, told, now).await?;
+                        checked.ended += 1;
+                    }
+                }
+                _ => {
+                    close(&tx, &incident.schedule_id, &incident.kind, incident.since).await?;
                 }
             }
             tx.commit().await?;
         }
-        for schedule in &watched {
-            let is_open = |kind: &str| {
-                open.iter()
-                    .any(|i| i.schedule_id == schedule.schedule_id && i.kind == kind)
-            };
+        for schedule in schedules
+            .iter()
+            .filter(|s| s.status == ScheduleStatus::Active)
+        {
+            let id = schedule.schedule_id.as_str();
             let late = schedule
                 .alerts
                 .late_secs
                 .zip(schedule.next_run_at)
                 .filter(|&(late, due)| now.saturating_sub(due) >= late.saturating_mul(1000));
-            if let Some((late, due)) = late.filter(|_| !is_open("late")) {
+            if let Some((late, due)) = late.filter(|_| !is_open.contains(&(id, "late"))) {
                 let text = format!(
                     "its run due at {} has not started ({} after its time; alert_late = {})",
                     to_rfc3339(due),
                     format_duration((now - due) / 1000),
                     format_duration(late)
                 );
-                checked.opened += usize::from(
-                    self.open_told(router, schedule, "late", due, text, now)
-                        .await?,
-                );
+                // Only if it is still waiting for that occurrence.
+                let still = "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
+                             AND status = 'active' AND next_run_at = ?4)";
+                let opened = self
+                    .open_told(router, schedule, "late", due, still, text, now)
+                    .await?;
+                checked.opened += usize::from(opened);
             }
-            let since = schedule.last_success_at.unwrap_or(schedule.created_at);
+            let since = silent_since(schedule);
             let silent = schedule
                 .alerts
                 .silent_secs
                 .filter(|&silent| now.saturating_sub(since) >= silent.saturating_mul(1000));
-            if let Some(silent) = silent.filter(|_| !is_open("silent")) {
+            if let Some(silent) = silent.filter(|_| !is_open.contains(&(id, "silent"))) {
                 let text = format!(
                     "no run has succeeded since {} (alert_silent = {})",
                     to_rfc3339(since),
                     format_duration(silent)
                 );
-                checked.opened += usize::from(
-                    self.open_told(router, schedule, "silent", since, text, now)
-                        .await?,
-                );
+                // Only if no run has succeeded since it was read.
+                let still = "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
+                             AND status = 'active'
+                             AND (last_success_at IS NULL OR last_success_at <= ?4))";
+                let opened = self
+                    .open_told(router, schedule, "silent", since, still, text, now)
+                    .await?;
+                checked.opened += usize::from(opened);
             }
         }
         if checked != AlertsChecked::default() {
@@ -162,20 +216,23 @@ impl ScheduleStore {
         Ok(checked)
     }
 
-    /// Opens the incident `kind` of `schedule` and tells it, in one transaction; false
-    /// when another worker opened it first.
+    /// Opens the incident `kind` of `schedule` since `since` if `still` (SQL over the
+    /// parameters schedule id, kind, now, since) holds, and tells it, in one transaction;
+    /// false when another worker opened it first, or it no longer holds.
+    #[allow(clippy::too_many_arguments)]
     async fn open_told(
         &self,
         router: &crate::notify::router::Router,
         schedule: &Schedule,
         kind: &'static str,
         since: i64,
+        still: &str,
         text: String,
         now: i64,
     ) -> Result<bool> {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let opened = open(&tx, &schedule.schedule_id, kind, since, now).await?;
+        let opened = open(&tx, &schedule.schedule_id, kind, since, still, now).await?;
         if opened {
             let plan = router.plan(&recipient(schedule));
             tell(&tx, &plan, schedule, Told::Opened(kind, since, text), now).await?;
@@ -211,6 +268,48 @@ impl ScheduleStore {
     }
 }
 
+/// What becomes of `incident`, with its schedule as it is now (`None`: deleted).
+fn next_for(incident: &Incident, schedule: Option<&Schedule>, now: i64) -> Next {
+    let Some(schedule) = schedule else {
+        return Next::Quietly;
+    };
+    let alerts = schedule.alerts;
+    let configured = match incident.kind.as_str() {
+        "late" => alerts.late_secs.is_some(),
+        "failures" => alerts.failures.is_some(),
+        _ => alerts.silent_secs.is_some(),
+    };
+    if !configured || schedule.status == ScheduleStatus::Paused {
+        return Next::Quietly;
+    }
+    let active = schedule.status == ScheduleStatus::Active;
+    if incident.kind != "late" {
+        // Failures and silence end at a success (`on_finish`); a schedule that ended
+        // has no more runs to succeed.
+        return if active { Next::Keep } else { Next::Quietly };
+    }
+    if active && schedule.next_run_at == Some(incident.since) {
+        return Next::Keep;
+    }
+    // The late occurrence was taken (or the schedule ended with it): told, unless the
+    // next one is late already, which the same incident goes on about.
+    match (active, schedule.next_run_at, alerts.late_secs) {
+        (true, Some(next), Some(late)) if now.saturating_sub(next) >= late.saturating_mul(1000) => {
+            Next::MovedTo(next)
+        }
+        _ => Next::Told,
+    }
+}
+
+/// Where silence is counted from (see [`SILENT_SINCE`]).
+fn silent_since(schedule: &Schedule) -> i64 {
+    let base = schedule.last_success_at.unwrap_or(schedule.created_at);
+    schedule
+        .bounds
+        .starts_at
+        .map_or(base, |starts| starts.max(base))
+}
+
 /// Inside the transaction that records a run of `claim`'s schedule that ended as
 /// `status`, after `failures` failed runs in a row: a success ends the schedule's
 /// failures and silence incidents; a failure that makes `alert_failures` in a row opens
@@ -226,7 +325,8 @@ pub(super) async fn on_finish(
 ) -> Result<bool> {
     let schedule = &claim.schedule;
     let alerts = schedule.alerts;
-    if status.is_success() && (alerts.failures.is_some() || alerts.silent_secs.is_some()) {
+    // Any success ends them, whatever the alerts were when the run was claimed.
+    if status.is_success() {
         let mut rows = tx
             .query(
                 "DELETE FROM schedule_alerts WHERE schedule_id = ?1
@@ -259,7 +359,7 @@ pub(super) async fn on_finish(
     let reached = alerts
         .failures
         .is_some_and(|n| failures >= n && status != RunStatus::Cancelled && !status.is_success());
-    if !reached || !open(tx, &schedule.schedule_id, "failures", now, now).await? {
+    if !reached || !open(tx, &schedule.schedule_id, "failures", now, "true", now).await? {
         return Ok(false);
     }
     let text = format!(
@@ -270,12 +370,22 @@ pub(super) async fn on_finish(
     Ok(true)
 }
 
-/// Opens an incident; false when it is open already.
-async fn open(tx: &WriteTx, schedule_id: &str, kind: &str, since: i64, now: i64) -> Result<bool> {
+/// Opens an incident if `still` (SQL over ?1 the schedule's id, ?2 the kind, ?3 now, ?4
+/// since) holds; false when it is open already, or `still` no longer holds.
+async fn open(
+    tx: &WriteTx,
+    schedule_id: &str,
+    kind: &str,
+    since: i64,
+    still: &str,
+    now: i64,
+) -> Result<bool> {
     let inserted = tx
         .execute(
-            "INSERT INTO schedule_alerts (schedule_id, kind, opened_at, since)
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+            &format!(
+                "INSERT INTO schedule_alerts (schedule_id, kind, opened_at, since)
+                 SELECT ?1, ?2, ?3, ?4 WHERE {still} ON CONFLICT DO NOTHING"
+            ),
             libsql::params![schedule_id, kind, now, since],
         )
         .await?;
