@@ -504,3 +504,59 @@ async fn silence_counts_from_when_the_schedule_starts() {
     clock.advance_ms(2 * 24 * HOUR);
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 0));
 }
+
+#[tokio::test]
+async fn after_an_outage_each_person_gets_one_message_for_all_their_late_schedules() {
+    let (_dir, _config, app, clock) = setup().await;
+    let late = || ScheduleSpec {
+        alert_late: Some("10m".into()),
+        ..hourly()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(add(&app, late()).await.unwrap());
+    }
+    let bobs = app
+        .add_schedule(&Actor::Operator, "bob", &late())
+        .await
+        .unwrap()
+        .schedule_id;
+    ids.push(bobs);
+    // No worker for two hours.
+    clock.advance_ms(2 * HOUR);
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(4, 0));
+    let told = alerts(&app).await;
+    assert_eq!(
+        told.len(),
+        2,
+        "one message per person: {:?}",
+        summaries(&told)
+    );
+    let alices = told.iter().find(|m| m.user_id == "alice").unwrap();
+    assert_eq!(alices.payload["summary"], "3 schedules need you");
+    assert_eq!(alices.payload["alerts"].as_array().unwrap().len(), 3);
+    assert_eq!(alices.priority, "high");
+    let bobs = told.iter().find(|m| m.user_id == "bob").unwrap();
+    assert_eq!(bobs.payload["summary"], "check the queue: a run is late");
+    assert!(
+        !bobs.payload.to_string().contains(&ids[0]),
+        "bob's message names none of alice's schedules"
+    );
+    // The worker is back and runs them all: one message each for their end.
+    for id in &ids {
+        let schedule = app.schedules().get(&Actor::Operator, id).await.unwrap();
+        let claim = app
+            .schedules()
+            .claim(&schedule, "w", 60_000)
+            .await
+            .unwrap()
+            .expect("due");
+        finish(&app, &claim, RunStatus::Succeeded, "ok").await;
+    }
+    assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 4));
+    let told = alerts(&app).await;
+    assert_eq!(told.len(), 4);
+    assert!(told
+        .iter()
+        .any(|m| m.user_id == "alice" && m.payload["summary"] == "3 schedules are back to normal"));
+}

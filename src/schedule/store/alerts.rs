@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::alert_messages::tell_all;
 use super::ScheduleStore;
 use crate::db::{clock::to_rfc3339, fetch_all, fetch_readable, query_first_row, FromRow, WriteTx};
-use crate::notify::outbox::{enqueue_keyed_in, NewMessage, NotifyPlan, Priority};
+use crate::notify::outbox::NotifyPlan;
 use crate::notify::router::Recipient;
 use crate::schedule::cadence::format_duration;
 use crate::schedule::types::{Claim, RunStatus, Schedule, ScheduleStatus};
@@ -117,6 +118,11 @@ impl ScheduleStore {
             .map(|i| (i.schedule_id.as_str(), i.kind.as_str()))
             .collect();
         let mut checked = AlertsChecked::default();
+        // Late incidents whose occurrence was taken, and incidents to open: each told
+        // with the others of the same person and channel, one message for several
+        // (after an outage, one for everything it held up, not one per schedule).
+        let mut ending: Vec<(&Schedule, i64)> = Vec::new();
+        let mut opening: Vec<ToOpen> = Vec::new();
         for incident in &open {
             if unreadable.iter().any(|bad| bad.id == incident.schedule_id) {
                 continue;
@@ -143,13 +149,8 @@ impl ScheduleStore {
                     .await?;
                 }
                 (Next::Told, Some(schedule)) => {
-                    if close(&tx, &incident.schedule_id, &incident.kind, incident.since).await? {
-                        let text = self.late_ended(&tx, schedule, incident.since).await?;
-                        let plan = router.plan(&recipient(schedule));
-                        let told = Told::Ended("late", incident.since, text);
-                        tell(&tx, &plan, schedule, told, now).await?;
-                        checked.ended += 1;
-                    }
+                    // Told below, with the others of the same person and channel.
+                    ending.push((schedule, incident.since));
                 }
                 _ => {
                     close(&tx, &incident.schedule_id, &incident.kind, incident.since).await?;
@@ -174,13 +175,15 @@ impl ScheduleStore {
                     format_duration((now - due) / 1000),
                     format_duration(late)
                 );
-                // Only if it is still waiting for that occurrence.
-                let still = "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
-                             AND status = 'active' AND next_run_at = ?4)";
-                let opened = self
-                    .open_told(router, schedule, "late", due, still, text, now)
-                    .await?;
-                checked.opened += usize::from(opened);
+                opening.push(ToOpen {
+                    schedule,
+                    kind: "late",
+                    since: due,
+                    // Only if it is still waiting for that occurrence.
+                    still: "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
+                            AND status = 'active' AND next_run_at = ?4)",
+                    text,
+                });
             }
             let since = silent_since(schedule);
             let silent = schedule
@@ -193,15 +196,23 @@ impl ScheduleStore {
                     to_rfc3339(since),
                     format_duration(silent)
                 );
-                // Only if no run has succeeded since it was read.
-                let still = "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
-                             AND status = 'active'
-                             AND (last_success_at IS NULL OR last_success_at <= ?4))";
-                let opened = self
-                    .open_told(router, schedule, "silent", since, still, text, now)
-                    .await?;
-                checked.opened += usize::from(opened);
+                opening.push(ToOpen {
+                    schedule,
+                    kind: "silent",
+                    since,
+                    // Only if no run has succeeded since it was read.
+                    still: "EXISTS (SELECT 1 FROM schedules WHERE schedule_id = ?1
+                            AND status = 'active'
+                            AND (last_success_at IS NULL OR last_success_at <= ?4))",
+                    text,
+                });
             }
+        }
+        for group in by_recipient(ending, |(schedule, _)| *schedule) {
+            checked.ended += self.end_told(router, &group, now).await?;
+        }
+        for group in by_recipient(opening, |item| item.schedule) {
+            checked.opened += self.open_told(router, &group, now).await?;
         }
         if checked != AlertsChecked::default() {
             tracing::info!(
@@ -216,29 +227,56 @@ impl ScheduleStore {
         Ok(checked)
     }
 
-    /// Opens the incident `kind` of `schedule` since `since` if `still` (SQL over the
-    /// parameters schedule id, kind, now, since) holds, and tells it, in one transaction;
-    /// false when another worker opened it first, or it no longer holds.
-    #[allow(clippy::too_many_arguments)]
+    /// Opens the incidents of one person and channel that still hold, and tells them in
+    /// one message (or the one alone), in one transaction. Returns how many opened: those
+    /// another worker opened first are not told again.
     async fn open_told(
         &self,
         router: &crate::notify::router::Router,
-        schedule: &Schedule,
-        kind: &'static str,
-        since: i64,
-        still: &str,
-        text: String,
+        group: &[ToOpen<'_>],
         now: i64,
-    ) -> Result<bool> {
+    ) -> Result<usize> {
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        let opened = open(&tx, &schedule.schedule_id, kind, since, still, now).await?;
-        if opened {
+        let mut opened = Vec::new();
+        for item in group {
+            let id = &item.schedule.schedule_id;
+            if open(&tx, id, item.kind, item.since, item.still, now).await? {
+                opened.push((item.schedule, item.kind, item.since, item.text.clone()));
+            }
+        }
+        if let Some((schedule, ..)) = opened.first() {
             let plan = router.plan(&recipient(schedule));
-            tell(&tx, &plan, schedule, Told::Opened(kind, since, text), now).await?;
+            tell_all(&tx, &plan, opened.clone(), false, now).await?;
         }
         tx.commit().await?;
-        Ok(opened)
+        Ok(opened.len())
+    }
+
+    /// Ends the late incidents of one person and channel whose occurrence was taken, and
+    /// tells them in one message (or the one alone), in one transaction. Returns how
+    /// many ended: those another worker ended first are not told again.
+    async fn end_told(
+        &self,
+        router: &crate::notify::router::Router,
+        group: &[(&Schedule, i64)],
+        now: i64,
+    ) -> Result<usize> {
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let mut ended = Vec::new();
+        for &(schedule, since) in group {
+            if close(&tx, &schedule.schedule_id, "late", since).await? {
+                let text = self.late_ended(&tx, schedule, since).await?;
+                ended.push((schedule, "late", since, text));
+            }
+        }
+        if let Some((schedule, ..)) = ended.first() {
+            let plan = router.plan(&recipient(schedule));
+            tell_all(&tx, &plan, ended.clone(), true, now).await?;
+        }
+        tx.commit().await?;
+        Ok(ended.len())
     }
 
     /// What became of the occurrence due at `due` that was late: its run's start, or its
@@ -266,6 +304,38 @@ impl ScheduleStore {
             _ => format!("the occurrence due at {due_at} is no longer waiting"),
         })
     }
+}
+
+/// An incident this look found, to open if it still holds.
+struct ToOpen<'a> {
+    schedule: &'a Schedule,
+    kind: &'static str,
+    since: i64,
+    /// SQL that must still hold when it opens (see [`open`]).
+    still: &'static str,
+    /// What the message says of it.
+    text: String,
+}
+
+/// Who a schedule's messages go to: its user, channel and channel context.
+type RecipientKey = (String, Option<String>, Option<String>);
+
+/// `items` in groups of one person and channel, in the order first met.
+fn by_recipient<T>(items: Vec<T>, schedule: impl Fn(&T) -> &Schedule) -> Vec<Vec<T>> {
+    let mut groups: Vec<(RecipientKey, Vec<T>)> = Vec::new();
+    for item in items {
+        let s = schedule(&item);
+        let key = (
+            s.user_id.clone(),
+            s.channel_id.clone(),
+            s.channel_context_id.clone(),
+        );
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(item),
+            None => groups.push((key, vec![item])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
 }
 
 /// What becomes of `incident`, with its schedule as it is now (`None`: deleted).
@@ -352,7 +422,7 @@ pub(super) async fn on_finish(
             } else {
                 "silent"
             };
-            tell(tx, plan, schedule, Told::Ended(kind, *since, text), now).await?;
+            tell_all(tx, plan, vec![(schedule, kind, *since, text)], true, now).await?;
         }
         return Ok(!ended.is_empty());
     }
@@ -366,7 +436,14 @@ pub(super) async fn on_finish(
         "{failures} runs in a row failed; the last: {}",
         crate::text::truncate_chars(error.unwrap_or("no error given"), 500)
     );
-    tell(tx, plan, schedule, Told::Opened("failures", now, text), now).await?;
+    tell_all(
+        tx,
+        plan,
+        vec![(schedule, "failures", now, text)],
+        false,
+        now,
+    )
+    .await?;
     Ok(true)
 }
 
@@ -410,80 +487,4 @@ fn recipient(schedule: &Schedule) -> Recipient<'_> {
         channel_id: schedule.channel_id.as_deref(),
         channel_context_id: schedule.channel_context_id.as_deref(),
     }
-}
-
-/// A message about an incident: its kind, since when, and what to say.
-enum Told {
-    Opened(&'static str, i64, String),
-    Ended(&'static str, i64, String),
-}
-
-/// Writes the message about an incident into the outbox. An alert is urgent (quiet hours
-/// do not hold it); its end is not.
-async fn tell(
-    tx: &WriteTx,
-    plan: &NotifyPlan,
-    schedule: &Schedule,
-    told: Told,
-    now: i64,
-) -> Result<()> {
-    let name = schedule.name.as_deref().unwrap_or(&schedule.schedule_id);
-    let (kind, since, text, ended) = match told {
-        Told::Opened(kind, since, text) => (kind, since, text, false),
-        Told::Ended(kind, since, text) => (kind, since, text, true),
-    };
-    let (event, priority, summary) = if ended {
-        let what = match kind {
-            "late" => "no longer late",
-            "failures" => "no longer failing",
-            _ => "no longer silent",
-        };
-        (
-            "schedule.recovered",
-            Priority::Normal,
-            format!("{name}: {what}"),
-        )
-    } else {
-        let what = match kind {
-            "late" => "a run is late",
-            "failures" => "runs keep failing",
-            _ => "no run has succeeded for too long",
-        };
-        (
-            match kind {
-                "late" => "schedule.late",
-                "failures" => "schedule.failures",
-                _ => "schedule.silent",
-            },
-            Priority::High,
-            format!("{name}: {what}"),
-        )
-    };
-    let payload = serde_json::json!({
-        "event": event,
-        "alert": kind,
-        "schedule_id": schedule.schedule_id,
-        "schedule_name": schedule.name,
-        "user_id": schedule.user_id,
-        "since": to_rfc3339(since),
-        "summary": summary,
-        "output": text,
-    });
-    // Told once by the incident's row, written in the same transaction: the key need
-    // only be new (an incident may open again at the same instant on a clock held still).
-    let key = format!(
-        "alert:{}:{kind}:{}",
-        schedule.schedule_id,
-        crate::ids::new_id(if ended { "ended" } else { "opened" })
-    );
-    let message = NewMessage {
-        kind: "alert",
-        run_id: None,
-        schedule_id: Some(&schedule.schedule_id),
-        user_id: &schedule.user_id,
-        priority,
-        payload,
-    };
-    enqueue_keyed_in(tx, plan, &key, message, now).await?;
-    Ok(())
 }

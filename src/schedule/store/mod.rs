@@ -12,6 +12,7 @@
 //! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered;
 //! - [`cancel`](self::cancel): stopping a running or waiting run by hand.
 
+mod alert_messages;
 mod alerts;
 mod announce;
 mod backfill;
