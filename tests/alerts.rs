@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::runs::{claim_events, finish};
+use common::runs::{claim_due, claim_events, finish};
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::config::{ChannelConfig, ChannelKind, Config};
@@ -130,13 +130,7 @@ async fn a_late_run_is_told_once_by_whichever_worker_looks_and_its_start_once() 
 
     // Its run starts 5 minutes later: the end is told once.
     clock.advance_ms(5 * MINUTE);
-    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-    let claim = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("due");
+    let claim = claim_due(&app, &id).await;
     assert_eq!(
         other.schedules().check_alerts().await.unwrap(),
         checked(0, 1)
@@ -229,13 +223,7 @@ async fn silence_is_told_once_and_ended_by_a_success() {
     .unwrap();
     // Half a day, a failed run (which ends no silence), and the rest of the day.
     clock.advance_ms(12 * HOUR);
-    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-    let failed = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("due");
+    let failed = claim_due(&app, &id).await;
     finish(&app, &failed, RunStatus::Failed, "").await;
     clock.advance_ms(12 * HOUR - MINUTE);
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 0));
@@ -243,13 +231,7 @@ async fn silence_is_told_once_and_ended_by_a_success() {
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(1, 0));
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 0));
     clock.advance_ms(HOUR);
-    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-    let claim = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("due");
+    let claim = claim_due(&app, &id).await;
     finish(&app, &claim, RunStatus::Succeeded, "ok").await;
     let told = alerts(&app).await;
     assert_eq!(
@@ -424,13 +406,7 @@ async fn a_late_one_shot_is_told_when_its_run_starts_though_the_schedule_then_en
         .unwrap();
     clock.advance_ms(due + 6 * MINUTE - clock.now_ms());
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(1, 0));
-    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-    let claim = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("due");
+    let claim = claim_due(&app, &id).await;
     finish(&app, &claim, RunStatus::Succeeded, "ok").await;
     let ended = app.schedules().get(&Actor::Operator, &id).await.unwrap();
     assert_eq!(ended.status.as_str(), "completed");
@@ -461,13 +437,7 @@ async fn a_backlog_draining_one_late_occurrence_after_another_is_one_incident() 
     clock.advance_ms(5 * HOUR + 30 * MINUTE);
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(1, 0));
     for _ in 0..4 {
-        let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-        let claim = app
-            .schedules()
-            .claim(&schedule, "w", 60_000)
-            .await
-            .unwrap()
-            .expect("a missed occurrence");
+        let claim = claim_due(&app, &id).await;
         finish(&app, &claim, RunStatus::Succeeded, "ok").await;
         assert_eq!(
             app.schedules().check_alerts().await.unwrap(),
@@ -475,13 +445,7 @@ async fn a_backlog_draining_one_late_occurrence_after_another_is_one_incident() 
             "the next occurrence is late too: the same incident"
         );
     }
-    let schedule = app.schedules().get(&Actor::Operator, &id).await.unwrap();
-    let claim = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("the last missed occurrence");
+    let claim = claim_due(&app, &id).await;
     finish(&app, &claim, RunStatus::Succeeded, "ok").await;
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 1));
     assert_eq!(alerts(&app).await.len(), 2, "one incident, told and ended");
@@ -544,13 +508,7 @@ async fn after_an_outage_each_person_gets_one_message_for_all_their_late_schedul
     );
     // The worker is back and runs them all: one message each for their end.
     for id in &ids {
-        let schedule = app.schedules().get(&Actor::Operator, id).await.unwrap();
-        let claim = app
-            .schedules()
-            .claim(&schedule, "w", 60_000)
-            .await
-            .unwrap()
-            .expect("due");
+        let claim = claim_due(&app, id).await;
         finish(&app, &claim, RunStatus::Succeeded, "ok").await;
     }
     assert_eq!(app.schedules().check_alerts().await.unwrap(), checked(0, 4));

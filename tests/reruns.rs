@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::api::TestApi;
-use common::runs::{claim_events, finish};
+use common::runs::{claim_due, claim_events, finish};
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::db::clock::{Clock, ManualClock};
@@ -120,13 +120,7 @@ async fn a_rerun_of_an_occurrence_of_the_cadence_runs_that_occurrence_again() {
     };
     let id = add(&app, "alice", spec).await;
     clock.advance_ms(HOUR);
-    let schedule = app.schedules().get(&user("alice"), &id).await.unwrap();
-    let claim = app
-        .schedules()
-        .claim(&schedule, "w", 60_000)
-        .await
-        .unwrap()
-        .expect("due");
+    let claim = claim_due(&app, &id).await;
     finish(&app, &claim, RunStatus::TimedOut, "").await;
 
     app.schedules()

@@ -20,6 +20,21 @@ pub async fn claim_events(app: &App, worker: &str) -> Vec<Claim> {
     claims
 }
 
+/// Claims the due occurrence of the schedule `id` for the worker `w`; panics when none
+/// is due.
+pub async fn claim_due(app: &App, id: &str) -> Claim {
+    let schedule = app
+        .schedules()
+        .get(&nightshift::access::Actor::Operator, id)
+        .await
+        .unwrap();
+    app.schedules()
+        .claim(&schedule, "w", 60_000)
+        .await
+        .unwrap()
+        .expect("an occurrence is due")
+}
+
 /// Records the claimed run as ended with `status` and `output` (and an error, unless it
 /// succeeded), by the worker `w`.
 pub async fn finish(app: &App, claim: &Claim, status: RunStatus, output: &str) {

@@ -139,20 +139,7 @@ impl ScheduleStore {
             Ok::<_, ScheduleError>((queued, already_run))
         }
         .await;
-        let (queued, already_run) = match done {
-            Ok(found) if !dry_run => {
-                tx.commit().await?;
-                found
-            }
-            Ok(found) => {
-                tx.rollback().await?;
-                found
-            }
-            Err(err) => {
-                tx.rollback().await?;
-                return Err(err);
-            }
-        };
+        let (queued, already_run) = super::settle(tx, done, !dry_run).await?;
         let show = |times: Vec<i64>| times.into_iter().map(|t| render(t, tz)).collect();
         Ok(Backfill {
             schedule_id: schedule_id.to_string(),

@@ -76,13 +76,7 @@ impl ScheduleStore {
             self.update_in(&tx, &current, &edited, now).await
         }
         .await;
-        match applied {
-            Ok(()) => tx.commit().await?,
-            Err(err) => {
-                tx.rollback().await?;
-                return Err(err);
-            }
-        }
+        super::settle(tx, applied, true).await?;
         self.load(schedule_id).await
     }
 

@@ -151,16 +151,7 @@ impl ScheduleStore {
             })
         }
         .await;
-        match outcome {
-            Ok(triggered) => {
-                tx.commit().await?;
-                Ok(triggered)
-            }
-            Err(err) => {
-                tx.rollback().await?;
-                Err(err)
-            }
-        }
+        super::settle(tx, outcome, true).await
     }
 
     /// Events waiting for a run whose schedule can take one now, oldest first (a

@@ -205,6 +205,25 @@ impl FromRow for Run {
     }
 }
 
+/// Ends `tx` as `result` says: committed when it is `Ok` and `keep` (a dry run keeps
+/// nothing), rolled back otherwise; the result is passed on.
+pub(super) async fn settle<T>(tx: crate::db::WriteTx, result: Result<T>, keep: bool) -> Result<T> {
+    match result {
+        Ok(value) if keep => {
+            tx.commit().await?;
+            Ok(value)
+        }
+        Ok(value) => {
+            tx.rollback().await?;
+            Ok(value)
+        }
+        Err(err) => {
+            tx.rollback().await?;
+            Err(err)
+        }
+    }
+}
+
 /// On PostgreSQL, locks the rows of the schedules `condition` selects (SQL over
 /// `schedules`, with `params`) until `tx` ends. A claim of an occurrence there holds its
 /// schedule's row and no write lock (see `claim`): a transaction that reads a schedule to

@@ -89,16 +89,7 @@ impl ScheduleStore {
             queue_rerun(&tx, &run.run_id, now).await
         }
         .await;
-        let event_id = match queued {
-            Ok(event_id) => {
-                tx.commit().await?;
-                event_id
-            }
-            Err(err) => {
-                tx.rollback().await?;
-                return Err(err);
-            }
-        };
+        let event_id = super::settle(tx, queued, true).await?;
         Ok(Rerun {
             event_id,
             schedule_id: run.schedule_id,
@@ -153,20 +144,7 @@ impl ScheduleStore {
             Ok::<_, ScheduleError>((queued, already))
         }
         .await;
-        let (queued, already) = match done {
-            Ok(found) if !dry_run => {
-                tx.commit().await?;
-                found
-            }
-            Ok(found) => {
-                tx.rollback().await?;
-                found
-            }
-            Err(err) => {
-                tx.rollback().await?;
-                return Err(err);
-            }
-        };
+        let (queued, already) = super::settle(tx, done, !dry_run).await?;
         let show = |runs: Vec<FoundRun>| {
             runs.into_iter()
                 .map(|run| ReplayedRun {
