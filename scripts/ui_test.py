@@ -82,6 +82,17 @@ with sync_playwright() as p:
     until("the run appearing, failed", run_failed)
     expect(page.locator("#runs tbody tr").first).to_contain_text("no agent runtime is configured")
 
+    # Rerun it: a new run of the same occurrence appears, naming the run it repeats.
+    first_run = page.locator("#runs tbody tr").first.get_attribute("data-run")
+    page.locator(f"tr[data-run='{first_run}'] button", has_text="Rerun").click()
+    expect(page).to_have_url(f"{base}/ui/schedules/{sid}")
+
+    def rerun_shown():
+        page.reload()
+        return page.locator("#runs tbody tr", has_text=f"rerun of {first_run}").count() > 0
+
+    until("the rerun appearing", rerun_shown)
+
     # The run's notification could not be delivered (max_attempts = 1): a dead letter.
     def dead_letter():
         page.goto(f"{base}/ui/outbox?status=dead")

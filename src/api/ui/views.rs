@@ -199,24 +199,20 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
         h2 { "Runs" }
         @if runs.is_empty() { p #no-runs { "No runs yet." } }
         table #runs {
-            thead { tr { th { "Scheduled for" } th { "Status" } th { "Attempt" } th { "Finished" } th { "Output or error" } } }
+            thead { tr { th { "Scheduled for" } th { "Status" } th { "Attempt" } th { "Finished" } th { "Output or error" } th { "Actions" } } }
             tbody {
                 @for r in runs {
                     tr data-run=(r.run_id) {
-                        td { (r.scheduled_for) }
+                        td {
+                            (r.scheduled_for)
+                            @if let Some(parent) = &r.parent_run_id {
+                                br; small { "rerun of " code { (parent) } }
+                            }
+                        }
                         td.status {
                             (r.status.as_str())
                             @if let Some(by) = r.cancel_requested_by.as_deref().filter(|_| r.status.as_str() == "running") {
                                 " (stopping, asked by " (by) ")"
-                            }
-                            @if r.status.as_str() == "waiting" || (r.status.as_str() == "running" && r.cancel_requested_by.is_none()) {
-                                " " (action_button(&format!("/ui/runs/{}/cancel", urlencode(&r.run_id)), "Cancel", csrf))
-                            }
-                            @if !matches!(r.status.as_str(), "running" | "waiting" | "skipped") {
-                                " " (action_button(&format!("/ui/runs/{}/rerun", urlencode(&r.run_id)), "Rerun", csrf))
-                            }
-                            @if let Some(parent) = &r.parent_run_id {
-                                br; small { "rerun of " code { (parent) } }
                             }
                         }
                         td { (r.attempt) }
@@ -225,6 +221,14 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                             @if let Some(error) = &r.error { p.error { (visible(error)) } }
                             @if let Some(output) = &r.output {
                                 details { summary { (visible(r.output_summary.as_deref().unwrap_or("output"))) } pre { (visible(output)) } }
+                            }
+                        }
+                        td.actions {
+                            @if r.status.as_str() == "waiting" || (r.status.as_str() == "running" && r.cancel_requested_by.is_none()) {
+                                (action_button(&format!("/ui/runs/{}/cancel", urlencode(&r.run_id)), "Cancel", csrf))
+                            }
+                            @if !matches!(r.status.as_str(), "running" | "waiting" | "skipped") {
+                                (action_button(&format!("/ui/runs/{}/rerun", urlencode(&r.run_id)), "Rerun", csrf))
                             }
                         }
                     }
