@@ -134,8 +134,8 @@ impl Conn {
         WriteTx::begin(self.runner_ref(), Begin::WritingFirst).await
     }
 
-    /// A claim's transaction, whose first statement locks the rows it takes with `FOR
-    /// UPDATE SKIP LOCKED` and which writes no other: on PostgreSQL it waits behind no
+    /// A claim's transaction, whose first statement locks the rows it takes with `… SKIP
+    /// LOCKED` and which writes no other: on PostgreSQL it waits behind no
     /// other writer, and its changes to the schedules tell no worker (see
     /// `postgres::CLAIMING`); elsewhere it is [`Conn::write_tx_writing_first`].
     pub async fn claim_tx(&self) -> Result<WriteTx, libsql::Error> {

@@ -399,7 +399,7 @@ impl Session {
 
     /// Begins a claim's transaction here (see [`CLAIMING`]): it takes no write lock, so
     /// it waits behind no other writer. It must write only rows it has locked itself
-    /// first (`FOR UPDATE SKIP LOCKED`, or the row an `UPDATE` of it locks), and take no
+    /// first (`FOR [NO KEY] UPDATE SKIP LOCKED`, or the row an `UPDATE` of it locks), and take no
     /// lock another writer may hold while it waits for this one's rows.
     pub async fn begin_claiming(&self) -> Result<(), libsql::Error> {
         self.begin_as(&format!("BEGIN; SET LOCAL {CLAIMING} = 'on'"))
