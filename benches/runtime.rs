@@ -90,6 +90,7 @@ fn request() -> GoalRequest {
         resume: None,
         max_turns: 4,
         max_cost: None,
+        progress: Default::default(),
     }
 }
 

@@ -143,6 +143,7 @@ fn goal() -> GoalRequest {
         approve: Vec::new(),
         resume: None,
         max_cost: None,
+        progress: Default::default(),
     }
 }
 

@@ -79,6 +79,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         approve: Vec::new(),
         resume: None,
         max_cost: None,
+        progress: Default::default(),
         input: None,
         agent_id: None,
     }

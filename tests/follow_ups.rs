@@ -78,6 +78,7 @@ fn request(schedule: &Schedule, run_id: &str) -> GoalRequest {
         resume: None,
         max_turns: 8,
         max_cost: None,
+        progress: Default::default(),
     }
 }
 

@@ -467,6 +467,7 @@ fn goal(user: &str) -> GoalRequest {
         approve: Vec::new(),
         resume: None,
         max_cost: None,
+        progress: Default::default(),
     }
 }
 

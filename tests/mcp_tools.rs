@@ -80,6 +80,7 @@ fn request(user: &str) -> GoalRequest {
         resume: None,
         max_turns: 4,
         max_cost: None,
+        progress: Default::default(),
     }
 }
 

@@ -38,6 +38,7 @@ fn request(user: &str) -> GoalRequest {
         approve: Vec::new(),
         resume: None,
         max_cost: None,
+        progress: Default::default(),
         input: None,
         agent_id: None,
     }

@@ -201,6 +201,14 @@ fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
         "created_at" => range(crate::input::MIN_INSTANT_MS, crate::input::MAX_INSTANT_MS),
         "importance" => json!({ "type": "number", "minimum": 0, "maximum": 1 }),
         "budget" => range(1, crate::input::MAX_CONTEXT_BUDGET as i64),
+        // A header: the id of the last event a stream's client saw.
+        "Last-Event-ID" => json!({
+            "type": "string",
+            "pattern": format!(
+                "^[0-9]{{1,{}}}$",
+                crate::schedule::progress::MAX_EVENT_ID_DIGITS
+            ),
+        }),
         _ => return None,
     })
 }

@@ -37,6 +37,8 @@ pub struct ApiState {
     pub worker_expected: bool,
     /// The OpenAPI document, as served.
     pub openapi: Arc<String>,
+    /// Cancelled when the server shuts down: open event streams end.
+    pub stop: CancellationToken,
 }
 
 #[derive(OpenApi)]
@@ -86,6 +88,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::sessions::router())
         .merge(routes::state::router())
         .merge(routes::schedules::router())
+        .merge(routes::run_events::router())
         .merge(routes::approvals::router())
         .merge(routes::macros::router())
         .merge(routes::admin::router())
@@ -126,6 +129,7 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
         )),
         worker_expected,
         openapi: Arc::new(openapi),
+        stop: stop.child_token(),
     };
     let mcp = routes::mcp::router(&state, stop.child_token());
     // `Router::layer` wraps every route (and the fallback) by itself: a plain concurrency

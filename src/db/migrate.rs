@@ -194,6 +194,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "alerts",
         sql: include_str!("../../migrations/0036_alerts.sql"),
     },
+    Migration {
+        version: 37,
+        name: "run_progress",
+        sql: include_str!("../../migrations/0037_run_progress.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -219,6 +224,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 36,
         name: "alerts",
         sql: include_str!("../../migrations/postgres/0036_alerts.sql"),
+    },
+    Migration {
+        version: 37,
+        name: "run_progress",
+        sql: include_str!("../../migrations/postgres/0037_run_progress.sql"),
     },
 ];
 

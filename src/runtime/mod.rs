@@ -139,6 +139,10 @@ pub struct GoalRequest {
     pub max_turns: i64,
     #[serde(skip)]
     pub max_cost: Option<f64>,
+    /// Where the runtime tells of the run while it goes (each turn, each tool call and
+    /// its result), for its live view.
+    #[serde(skip)]
+    pub progress: crate::schedule::progress::Progress,
 }
 
 /// The run's first turns, as its transcript keeps them: the goal, then its input.

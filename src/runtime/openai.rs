@@ -339,9 +339,14 @@ impl AgentRuntime for OpenAiRuntime {
             // This turn's calls, in order. One that needs approval pauses the run here,
             // keeping the place; the answer makes it (or tells the model it may not).
             while let Some(call) = place.pending.front().cloned() {
+                let name = call["function"]["name"].as_str().unwrap_or_default();
+                let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
                 let result = match answer.take() {
                     Some(resume) if !resume.approved() => resume.refusal().to_string(),
-                    Some(_) => self.call_tool(request, memory, &mcp, &call).await,
+                    Some(_) => {
+                        request.progress.tool_call(name, arguments).await;
+                        self.call_tool(request, memory, &mcp, &call).await
+                    }
                     None if self.needs_approval(request, &mcp, &call) => {
                         let paused = Paused {
                             messages: std::mem::take(&mut place.messages),
@@ -353,23 +358,20 @@ impl AgentRuntime for OpenAiRuntime {
                             tool_calls: place.tool_calls,
                         };
                         outcome.wait = Some(WaitFor {
-                            tool_name: call["function"]["name"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_string(),
-                            arguments: call["function"]["arguments"]
-                                .as_str()
-                                .unwrap_or("{}")
-                                .to_string(),
+                            tool_name: name.to_string(),
+                            arguments: arguments.to_string(),
                             saved: serde_json::to_value(&paused).unwrap_or(Value::Null),
                         });
                         return outcome;
                     }
-                    None => self.call_tool(request, memory, &mcp, &call).await,
+                    None => {
+                        request.progress.tool_call(name, arguments).await;
+                        self.call_tool(request, memory, &mcp, &call).await
+                    }
                 };
+                request.progress.tool_result(name, &result).await;
                 place.pending.pop_front();
                 let id = call["id"].as_str().unwrap_or_default();
-                let name = call["function"]["name"].as_str().unwrap_or_default();
                 let mut event = NewEvent::new(Role::Tool, result.clone());
                 event.payload = Some(json!({"tool_call_id": id, "name": name}));
                 outcome.transcript.push(event);
@@ -438,6 +440,10 @@ impl AgentRuntime for OpenAiRuntime {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
+            request
+                .progress
+                .turn(outcome.turn_count, &content, &calls)
+                .await;
             if calls.is_empty() {
                 if !content.is_empty() {
                     outcome

@@ -7,6 +7,7 @@
 //! - [`calendar`]: named lists of dates to skip, kept once in the configuration;
 //! - [`validate`]: the checks a schedule passes before it is stored or changed;
 //! - [`store`]: schedules and runs in the database, claims, leases and run records;
+//! - [`progress`]: a run's progress while it goes, as its live view follows it;
 //! - [`sync`]: the config file's `[[schedules]]` brought into the database;
 //! - [`view`]: schedules and runs as the front doors show them.
 
@@ -18,6 +19,7 @@ pub(crate) mod cron;
 mod error;
 pub mod jitter;
 pub(crate) mod natural;
+pub mod progress;
 pub mod spec;
 pub mod store;
 pub mod sync;

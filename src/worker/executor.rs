@@ -16,6 +16,7 @@ use crate::memory::{
     Summarizer, SummaryPolicy,
 };
 use crate::runtime::{AgentRuntime, GoalOutcome, GoalRequest, RuntimeError};
+use crate::schedule::progress::Progress;
 use crate::schedule::store::{Paused, ScheduleStore, Transcript};
 use crate::schedule::types::{Claim, RunOutcome, RunStatus, ScheduleStatus};
 use crate::schedule::ScheduleError;
@@ -188,6 +189,7 @@ impl Executor {
             tools: schedule.tools.clone(),
             approve: schedule.approve.clone(),
             resume: claim.resume.take(),
+            progress: Progress::to(Arc::new(self.store.clone()), &claim.run_id),
         };
         let deadline = Duration::from_secs(
             schedule
@@ -195,13 +197,21 @@ impl Executor {
                 .unwrap_or(self.scheduler.default_timeout_secs) as u64,
         );
         loop {
+            request.progress.running(claim.attempt).await;
             let (status, outcome) = match tokio::time::timeout(
                 deadline,
                 self.runtime.run_goal(&request, &memory),
             )
             .await
             {
-                Ok(outcome) if outcome.wait.is_some() => return (RunStatus::Waiting, outcome),
+                Ok(outcome) if outcome.wait.is_some() => {
+                    let tool = outcome.wait.as_ref().map(|w| w.tool_name.as_str());
+                    request
+                        .progress
+                        .waiting(claim.attempt, tool.unwrap_or_default())
+                        .await;
+                    return (RunStatus::Waiting, outcome);
+                }
                 Ok(outcome) if outcome.error.is_none() => (RunStatus::Succeeded, outcome),
                 Ok(outcome) => (RunStatus::Failed, outcome),
                 Err(_) => (
@@ -229,6 +239,11 @@ impl Executor {
                 retry_in_secs = backoff,
                 "attempt failed; retrying"
             );
+            let error = outcome.error.as_ref().map(ToString::to_string);
+            request
+                .progress
+                .retrying(claim.attempt, &error.unwrap_or_default(), backoff)
+                .await;
             tokio::time::sleep(Duration::from_secs(backoff as u64)).await;
             match self
                 .store

@@ -7,6 +7,7 @@ pub mod macros;
 pub mod mcp;
 pub mod notes;
 pub mod portable;
+pub mod run_events;
 pub mod schedules;
 pub mod search;
 pub mod sessions;

@@ -259,6 +259,8 @@ impl ScheduleStore {
             appended = Some((transcript.memory, stored));
         }
         tx.commit().await?;
+        // Its live views end now.
+        self.progress_moved();
         if let Some((memory, stored)) = appended {
             memory.appended(&stored);
         }

@@ -10,7 +10,8 @@
 //! - [`finish`](self::finish): recording a finished attempt, its transcript and messages;
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown;
 //! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered;
-//! - [`cancel`](self::cancel): stopping a running or waiting run by hand.
+//! - [`cancel`](self::cancel): stopping a running or waiting run by hand;
+//! - [`progress`](self::progress): a run's progress while it goes, for its live view.
 
 mod alert_messages;
 mod alerts;
@@ -28,6 +29,7 @@ mod finish;
 mod follow_up;
 mod imported;
 pub mod overview;
+mod progress;
 mod query;
 mod recovery;
 mod rerun;
@@ -44,6 +46,7 @@ pub use events::{
 };
 pub use finish::Transcript;
 pub use follow_up::{FollowUp, FollowUpOrigin};
+pub use progress::{Follow, RunProgress, FOLLOW_POLL, PROGRESS_PAGE};
 pub use query::{NextWake, ScheduleFilter};
 pub use rerun::{Replay, ReplayedRun, Rerun, MAX_REPLAY};
 pub use wait::{Paused, Waiting};
@@ -66,6 +69,9 @@ pub struct ScheduleStore {
     notifications: Option<(Arc<Router>, Arc<tokio::sync::Notify>)>,
     /// This process's scheduler loop, woken when a run is asked to stop.
     wake: Option<Arc<tokio::sync::Notify>>,
+    /// Moved when this process records a run's progress or finishes a run (see
+    /// `progress`).
+    progress: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 /// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
@@ -253,6 +259,7 @@ impl ScheduleStore {
             limits,
             notifications: None,
             wake: None,
+            progress: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 

@@ -184,6 +184,8 @@ impl ScheduleStore {
             appended = Some((transcript.memory, stored));
         }
         tx.commit().await?;
+        // Its live views show it waiting now.
+        self.progress_moved();
         if let Some((memory, stored)) = appended {
             memory.appended(&stored);
         }

@@ -1,0 +1,90 @@
+//! `GET /v1/runs/{run_id}/events`: a run's progress live, as Server-Sent Events. Each event
+//! is `id: SEQ`, `event: KIND` (status, turn, tool_call, tool_result, end) and one line of
+//! JSON data; the stream ends after `end`. A client that lost its connection sends the
+//! last id it saw as `Last-Event-ID` and gets what came after; one that already saw the
+//! end gets 204, which tells a browser's `EventSource` to stop reconnecting. Another
+//! user's run is a missing one (404).
+
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, Failures};
+use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::types::UserQuery;
+use crate::api::ApiState;
+use crate::input::InputError;
+use crate::schedule::progress::{parse_last_event_id, ProgressEvent};
+use crate::schedule::store::Follow;
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(run_events))
+}
+
+/// Follow a run live: its progress so far (after `Last-Event-ID`), then each status change,
+/// turn, tool call and result as it happens, then its end; as `text/event-stream`. 204
+/// when the client already saw the end.
+#[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "schedules",
+    params(("run_id" = String, Path), UserQuery,
+        ("Last-Event-ID" = Option<String>, Header,
+         description = "The id of the last event seen, to resume after it (a whole number)")),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = ProgressEvent,
+         description = "One SSE event per progress event; its data is the event as JSON"),
+        (status = 204, description = "The client already saw the run's end"),
+        Failures),
+    security(("bearer" = [])))]
+async fn run_events(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(run_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<UserQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => parse_last_event_id(value.to_str().map_err(|_| {
+            InputError::new("Last-Event-ID", "is not text: ids are whole numbers from 0")
+        })?)?,
+    };
+    let follow = state.app.schedules().follow(&actor, &run_id, after).await?;
+    Ok(match follow {
+        Some(follow) => stream(follow, state.stop.clone()).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    })
+}
+
+/// The SSE response following `follow` until the run's end, an error, or `stop` (the
+/// server shutting down: a client reconnects with its last id).
+pub fn stream(follow: Follow, stop: CancellationToken) -> impl IntoResponse {
+    let events = futures_util::stream::unfold((follow, stop), |(mut follow, stop)| async move {
+        let next = tokio::select! {
+            next = follow.next() => next,
+            _ = stop.cancelled() => return None,
+        };
+        match next {
+            Ok(Some(event)) => Some((Ok::<_, Infallible>(sse_event(&event)), (follow, stop))),
+            Ok(None) => None,
+            Err(err) => {
+                tracing::warn!(%err, "a run's live view ended early");
+                None
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+fn sse_event(event: &ProgressEvent) -> Event {
+    Event::default()
+        .id(event.seq.to_string())
+        .event(event.kind.as_str())
+        .data(serde_json::to_string(event).unwrap_or_default())
+}

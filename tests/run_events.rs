@@ -1,0 +1,346 @@
+//! A run's live progress (issue 47, item 5): `GET /v1/runs/{id}/events` as Server-Sent
+//! Events against a real worker and a real server on 127.0.0.1, the model a scripted
+//! OpenAI-compatible peer that holds its second answer until the test lets it go. The
+//! stream sends what happened so far, then each event as it happens, then the end; a
+//! client resumes after the last id it saw; one that saw the end is told 204; another
+//! process (reading the database, no wake-up from the worker) sees the same events;
+//! another user's run is a missing one, and a bad `Last-Event-ID` is refused, naming it.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::IntoResponse;
+use axum::routing::post;
+use axum::{Json, Router};
+use common::api::TestApi;
+use nightshift::access::Actor;
+use nightshift::config::{RuntimeConfig, RuntimeKind};
+use nightshift::schedule::progress::ProgressKind;
+use nightshift::schedule::types::NewSchedule;
+use nightshift::schedule::Cadence;
+use serde_json::{json, Value};
+
+/// A model that asks for one `memory_search`, then (once `release` is notified) answers.
+async fn held_model(release: Arc<tokio::sync::Notify>) -> (String, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post({
+            let asked = asked.clone();
+            move |Json(_body): Json<Value>| {
+                let asked = asked.clone();
+                let release = release.clone();
+                async move {
+                    let n = asked.fetch_add(1, Ordering::SeqCst) + 1;
+                    if n == 1 {
+                        return common::model::tool_call(
+                            "call-1",
+                            "memory_search",
+                            json!({"query": "plants"}),
+                        );
+                    }
+                    release.notified().await;
+                    Json(json!({
+                        "choices": [{"message": {"role": "assistant",
+                            "content": "watered the ferns"}}],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 2}
+                    }))
+                    .into_response()
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), asked)
+}
+
+/// One SSE event as a client reads it.
+#[derive(Debug, Clone, PartialEq)]
+struct Sse {
+    id: i64,
+    event: String,
+    data: Value,
+}
+
+/// An open event stream, read event by event.
+struct Stream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Stream {
+    /// The next event; `None` when the server ended the stream.
+    async fn next(&mut self) -> Option<Sse> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, None, None);
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = Some(v.parse().expect("a numeric id"));
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        event = Some(v.to_string());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data = Some(serde_json::from_str(v).expect("JSON data"));
+                    }
+                }
+                // A keep-alive comment has none of them.
+                if let (Some(id), Some(event), Some(data)) = (id, event, data) {
+                    return Some(Sse { id, event, data });
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
+                .await
+                .expect("the stream went quiet")
+                .expect("read the stream")?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Events until one of `kind` (included).
+    async fn until(&mut self, kind: &str) -> Vec<Sse> {
+        let mut seen = Vec::new();
+        while let Some(event) = self.next().await {
+            let done = event.event == kind;
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+        panic!("the stream ended before a `{kind}` event: {seen:?}");
+    }
+}
+
+async fn open(api: &TestApi, run_id: &str, token: &str, last: Option<&str>) -> reqwest::Response {
+    let mut request = api
+        .client
+        .get(format!("{}/v1/runs/{run_id}/events", api.base))
+        .bearer_auth(token);
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last);
+    }
+    request.send().await.unwrap()
+}
+
+async fn stream(api: &TestApi, run_id: &str, token: &str, last: Option<&str>) -> Stream {
+    let response = open(api, run_id, token, last).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    Stream {
+        response,
+        buffer: String::new(),
+    }
+}
+
+async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..400 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("never: {what}");
+}
+
+#[tokio::test]
+async fn a_runs_progress_streams_live_resumes_after_the_last_event_and_ends() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (model, asked) = held_model(release.clone()).await;
+    let api = TestApi::start(|config| {
+        config.runtime = RuntimeConfig {
+            kind: RuntimeKind::Openai,
+            base_url: model.clone(),
+            model: "m".into(),
+            max_retries: 0,
+            ..Default::default()
+        };
+        config.scheduler.change_check_ms = 50;
+    })
+    .await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn({
+        let app = api.app.clone();
+        async move {
+            nightshift::worker::run(&app, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap()
+        }
+    });
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "ana",
+                "water the plants",
+                Cadence::Once {
+                    at: nightshift::db::clock::now_ms() + 1000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    // The model has asked for its tool and waits to give its answer.
+    until("the model is asked twice", async || {
+        asked.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    let runs = api
+        .app
+        .schedules()
+        .runs(&Actor::Operator, &schedule.schedule_id, 5)
+        .await
+        .unwrap();
+    let run_id = runs[0].run_id.clone();
+    let ana = api.token(Some("ana")).await;
+
+    // What happened so far comes at once, in order.
+    let mut live = stream(&api, &run_id, &ana, None).await;
+    let so_far = live.until("tool_result").await;
+    let kinds: Vec<&str> = so_far.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(kinds, ["status", "turn", "tool_call", "tool_result"]);
+    assert_eq!(so_far[0].data["data"]["status"], "running");
+    assert_eq!(so_far[0].data["data"]["attempt"], 1);
+    assert_eq!(
+        so_far[1].data["data"]["tool_calls"],
+        json!(["memory_search"])
+    );
+    assert_eq!(so_far[2].data["data"]["name"], "memory_search");
+    assert!(so_far[2].data["data"]["arguments"]
+        .as_str()
+        .unwrap()
+        .contains("plants"));
+    assert_eq!(so_far[3].data["data"]["name"], "memory_search");
+
+    // Then the rest as it happens: the answer, the end.
+    release.notify_one();
+    let rest = live.until("end").await;
+    let kinds: Vec<&str> = rest.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(kinds, ["turn", "end"]);
+    assert_eq!(rest[0].data["data"]["text"], "watered the ferns");
+    assert_eq!(rest[1].data["data"]["status"], "succeeded");
+    assert_eq!(rest[1].data["data"]["output_summary"], "watered the ferns");
+    assert!(live.next().await.is_none(), "the stream ends after `end`");
+    let all: Vec<Sse> = so_far.into_iter().chain(rest).collect();
+    let ids: Vec<i64> = all.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=6).collect::<Vec<_>>(),
+        "ids count from 1, no gaps"
+    );
+    for event in &all {
+        assert_eq!(event.data["seq"], event.id, "the data names its own id");
+        assert_eq!(event.data["kind"], event.event.as_str());
+    }
+
+    // A client that lost its connection after event 2 gets exactly what followed.
+    let mut resumed = stream(&api, &run_id, &ana, Some("2")).await;
+    let again = resumed.until("end").await;
+    assert_eq!(again, all[2..].to_vec());
+    // One that saw the end is told there is nothing more (an EventSource stops there).
+    let done = open(&api, &run_id, &ana, Some("6")).await;
+    assert_eq!(done.status(), 204);
+
+    // Another process, with no wake-up from this worker, follows the same events.
+    let other = common::app_with(&api.config, None).await;
+    let mut follow = other
+        .schedules()
+        .follow(&Actor::User("ana".into()), &run_id, 0)
+        .await
+        .unwrap()
+        .expect("the run has events to send");
+    let mut read = Vec::new();
+    while let Some(event) = follow.next().await.unwrap() {
+        read.push((event.seq, event.kind));
+    }
+    let expected: Vec<(i64, ProgressKind)> = all
+        .iter()
+        .map(|e| (e.id, e.event.parse().unwrap()))
+        .collect();
+    assert_eq!(read, expected);
+
+    let _ = stop.send(());
+    worker.await.unwrap();
+}
+
+#[tokio::test]
+async fn another_users_run_is_missing_and_a_bad_last_event_id_is_refused_naming_it() {
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new(
+                "ana",
+                "water the plants",
+                Cadence::Interval {
+                    every_secs: 86_400,
+                    anchor: 4_000_000_000_000,
+                    tz: "UTC".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, output)
+         VALUES ('run-a1', ?1, 1, 'succeeded', 'ana secret output 4711')",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    conn.execute(
+        "INSERT INTO run_progress (run_id, seq, kind, body, at)
+         VALUES ('run-a1', 1, 'turn', '{\"text\": \"ana secret 4711\"}', 1)",
+        (),
+    )
+    .await
+    .unwrap();
+    let ana = api.token(Some("ana")).await;
+    let bob = api.token(Some("bob")).await;
+
+    let theirs = api
+        .call("GET", "/v1/runs/run-a1/events", Some(&bob), None)
+        .await;
+    let missing = api
+        .call("GET", "/v1/runs/run-nope/events", Some(&bob), None)
+        .await;
+    assert_eq!(theirs.status, 404);
+    assert_eq!(
+        theirs.body.to_string().replace("run-a1", "ID"),
+        missing.body.to_string().replace("run-nope", "ID")
+    );
+    assert!(!theirs.body.to_string().contains("4711"));
+
+    for bad in ["-1", "abc", "1.5", "9999999999999999999", "+3"] {
+        let response = open(&api, "run-a1", &ana, Some(bad)).await;
+        assert_eq!(response.status(), 400, "Last-Event-ID {bad:?}");
+        let body: Value = response.json().await.unwrap();
+        assert!(
+            body.to_string().contains("Last-Event-ID"),
+            "{bad:?}: {body}"
+        );
+    }
+
+    // Her own ended run: its one event, then its end, numbered after it.
+    let mut own = stream(&api, "run-a1", &ana, Some("0")).await;
+    let events = own.until("end").await;
+    assert_eq!(events.iter().map(|e| e.id).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(events[1].data["data"]["status"], "succeeded");
+    assert!(own.next().await.is_none());
+}
