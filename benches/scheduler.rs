@@ -12,6 +12,12 @@
 //! runtime call never answers is cancelled through `POST /v1/runs/{id}/cancel`, 100
 //! times; `cancel_p99_ms` runs from the request to the run recorded `cancelled`.
 //!
+//! Live views: 1,000 runs of the openai runtime (one memory search, then an answer, the
+//! fake model taking 10 ms a turn), 8 at a time, each followed through
+//! `GET /v1/runs/{id}/events` from as soon as its run exists; `sse_first_event_p99_ms`
+//! runs from the request to the first event, and `sse_dropped_runs` counts the streams
+//! that missed or repeated an event or did not end with `end`.
+//!
 //! Overload: 800 schedules every 2 s with `catch_up = "skip"` against 16 slots of 200 ms
 //! goals (five times more due than can run), the worker up before the first comes due;
 //! `overload_capacity_share` is the runs started in 20 s (after 5 s) over the 1,600 the
@@ -62,12 +68,30 @@ async fn fake_runtime() -> String {
         std::future::pending::<()>().await;
         Json(json!({"output": "never"}))
     }
+    // An OpenAI-compatible model: one memory search, then its answer, each after a
+    // little thought, so a live view opens while the run is going.
+    async fn model(Json(body): Json<Value>) -> Json<Value> {
+        tokio::time::sleep(MODEL_THINKS).await;
+        let searched = body["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        let message = if searched {
+            json!({"role": "assistant", "content": "done"})
+        } else {
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+                "type": "function", "function": {"name": "memory_search",
+                "arguments": "{\"query\": \"plants\"}"}}]})
+        };
+        Json(json!({"choices": [{"message": message}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}}))
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let routes = Router::new()
         .route("/goal", post(goal))
         .route("/slow", post(slow))
-        .route("/hang", post(hang));
+        .route("/hang", post(hang))
+        .route("/v1/chat/completions", post(model));
     tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
     format!("http://{addr}/goal")
 }
@@ -184,6 +208,158 @@ async fn cancels(config: &Config, url: &str) -> Vec<f64> {
     stop.cancel();
     times.sort_by(f64::total_cmp);
     times
+}
+
+/// Runs followed live, in all; by this many viewers at once, each with a schedule of its
+/// own.
+const LIVE_RUNS: usize = 1000;
+const LIVE_VIEWERS: usize = 8;
+/// The fake model's time to answer each turn.
+const MODEL_THINKS: Duration = Duration::from_millis(10);
+
+/// What the live views saw: the times from each stream's request to its first event (ms,
+/// sorted), the runs whose stream missed or repeated an event or did not end with `end`,
+/// and the events received.
+struct LiveViews {
+    first_event_ms: Vec<f64>,
+    dropped: usize,
+    events: usize,
+}
+
+/// Follows [`LIVE_RUNS`] runs through `GET /v1/runs/{id}/events`, each opened as soon as
+/// its run exists, `config`'s schedules loaded, the openai runtime against the fake model.
+async fn live_views(config: &Config, url: &str) -> LiveViews {
+    let mut config = config.clone();
+    config.runtime.kind = RuntimeKind::Openai;
+    config.runtime.base_url = url.replace("/goal", "/v1");
+    config.runtime.model = "m".into();
+    config.server.listen = String::new();
+    let app = nightshift::app::App::open(&config).await.unwrap();
+    let token = app
+        .tokens()
+        .create(&nightshift::tokens::NewToken {
+            user_id: Some("viewer".into()),
+            name: None,
+            expires_in_secs: None,
+        })
+        .await
+        .unwrap()
+        .secret;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let api = nightshift::api::router(&app, true, &stop);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, api).await.unwrap() });
+    let (stop_worker, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker_app = app.clone();
+    let worker = tokio::spawn(async move {
+        run_with(&worker_app, WorkerParts::default(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    let mut viewers = Vec::new();
+    for v in 0..LIVE_VIEWERS {
+        let app = app.clone();
+        let (api_url, token) = (api_url.clone(), token.clone());
+        viewers.push(tokio::spawn(async move {
+            let store = app.schedules().clone();
+            let schedule = store
+                .create(
+                    &Actor::Operator,
+                    &NewSchedule::new("viewer", "water", Cadence::Triggered { tz: "UTC".into() }),
+                )
+                .await
+                .unwrap();
+            let conn = app.memory().db().conn().await.unwrap();
+            let client = reqwest::Client::new();
+            let mut seen = LiveViews {
+                first_event_ms: Vec::new(),
+                dropped: 0,
+                events: 0,
+            };
+            for i in 0..LIVE_RUNS / LIVE_VIEWERS {
+                let event = store
+                    .trigger(
+                        &Actor::Operator,
+                        &schedule.schedule_id,
+                        None,
+                        Some(&format!("v{v}-{i}")),
+                    )
+                    .await
+                    .unwrap()
+                    .event_id;
+                let run_id = loop {
+                    let run = nightshift::db::query_scalar::<String>(
+                        &conn,
+                        "SELECT run_id FROM schedule_runs WHERE event_id = ?1",
+                        [event.as_str()],
+                    )
+                    .await
+                    .unwrap();
+                    if let Some(run_id) = run {
+                        break run_id;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                };
+                let asked = Instant::now();
+                let mut response = client
+                    .get(format!("{api_url}/v1/runs/{run_id}/events"))
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 200);
+                let (mut text, mut first, mut ids, mut ended) =
+                    (String::new(), None, Vec::new(), false);
+                while let Some(chunk) = response.chunk().await.unwrap() {
+                    first.get_or_insert_with(|| asked.elapsed().as_secs_f64() * 1000.0);
+                    text.push_str(std::str::from_utf8(&chunk).unwrap());
+                    while let Some(end) = text.find("\n\n") {
+                        let block: String = text.drain(..end + 2).collect();
+                        for line in block.lines() {
+                            if let Some(id) = line.strip_prefix("id: ") {
+                                ids.push(id.parse::<i64>().unwrap());
+                            }
+                            ended |= line == "event: end";
+                        }
+                    }
+                }
+                let recorded = nightshift::db::query_scalar::<i64>(
+                    &conn,
+                    "SELECT count(*) FROM run_progress WHERE run_id = ?1",
+                    [run_id.as_str()],
+                )
+                .await
+                .unwrap()
+                .unwrap_or(0);
+                let whole = ended
+                    && ids.len() as i64 == recorded + 1
+                    && ids.iter().enumerate().all(|(n, id)| *id == n as i64 + 1);
+                seen.dropped += usize::from(!whole);
+                seen.events += ids.len();
+                seen.first_event_ms.extend(first);
+            }
+            seen
+        }));
+    }
+    let mut all = LiveViews {
+        first_event_ms: Vec::new(),
+        dropped: 0,
+        events: 0,
+    };
+    for viewer in viewers {
+        let seen = viewer.await.unwrap();
+        all.first_event_ms.extend(seen.first_event_ms);
+        all.dropped += seen.dropped;
+        all.events += seen.events;
+    }
+    stop_worker.send(()).unwrap();
+    worker.await.unwrap();
+    stop.cancel();
+    all.first_event_ms.sort_by(f64::total_cmp);
+    all
 }
 
 /// Runs the overload scenario; returns (share of capacity used, runs, skips recorded).
@@ -395,6 +571,16 @@ async fn main() {
     let cancel_at = |p: f64| cancel_times[((cancel_times.len() as f64 - 1.0) * p).round() as usize];
     let (cancel_p50, cancel_p99) = (cancel_at(0.5), cancel_at(0.99));
 
+    eprintln!(
+        "following {LIVE_RUNS} runs live, {LIVE_VIEWERS} at a time, {schedules} schedules loaded…"
+    );
+    let live = live_views(&idle_config, &url).await;
+    let live_at = |p: f64| {
+        live.first_event_ms[((live.first_event_ms.len() as f64 - 1.0) * p).round() as usize]
+    };
+    let (sse_p50, sse_p99) = (live_at(0.5), live_at(0.99));
+    let sse_dropped = live.dropped;
+
     println!("{:<46} {:>14}  note", "measure", "value");
     println!("{}", "-".repeat(84));
     for (name, value, note) in [
@@ -443,6 +629,16 @@ async fn main() {
             format!("{CANCELS} runs, runtime call in flight; goal p99 ≤ 200 ms"),
         ),
         (
+            "live view: request → first event, p50 / p99",
+            format!("{sse_p50:.1} / {sse_p99:.1} ms"),
+            format!("{LIVE_RUNS} runs, {LIVE_VIEWERS} followed at once; goal p99 ≤ 50 ms"),
+        ),
+        (
+            "live view: runs missing an event",
+            format!("{sse_dropped}"),
+            format!("{} events received; goal 0", live.events),
+        ),
+        (
             "idle CPU, nothing due",
             format!("{idle_cpu_pct:.2} %"),
             "goal about 0".into(),
@@ -451,7 +647,7 @@ async fn main() {
         println!("{name:<46} {value:>14}  {note}");
     }
     println!(
-        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2} cancel_p99_ms{suffix}={cancel_p99:.1}",
+        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2} cancel_p99_ms{suffix}={cancel_p99:.1} sse_first_event_p99_ms{suffix}={sse_p99:.1} sse_dropped_runs{suffix}={sse_dropped}",
         percentile(&lateness, 0.5),
         percentile(&lateness, 0.99),
     );
