@@ -1,6 +1,7 @@
 """The dashboard in a real headless browser (Debian's chromium, driven by Playwright):
 log in with an admin token, see a schedule added through the CLI appear, pause and resume
-it, make it run now and watch its run appear, retry the dead letter the run's
+it, make it run now and watch its run appear (the page brings itself up to date), open
+the run's page, retry the dead letter the run's
 notification became, search a user's memory, log out.
 
 Usage: ui_test.py BASE_URL ADMIN_TOKEN NIGHTSHIFT_BINARY CONFIG_PATH
@@ -37,6 +38,9 @@ with sync_playwright() as p:
         args=["--no-sandbox", "--disable-background-networking", "--disable-dev-shm-usage"],
     )
     page = browser.new_page()
+    # A script the page's policy refused would be reported here.
+    refused = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
 
     # Logging in.
     page.goto(f"{base}/ui")
@@ -74,13 +78,16 @@ with sync_playwright() as p:
         page.locator("button", has_text="Run now").click()
     expect(page).to_have_url(f"{base}/ui/schedules/{sid}")
 
-    def run_failed():
-        page.reload()
-        runs = page.locator("#runs tbody tr td.status")
-        return runs.count() > 0 and runs.first.inner_text() == "failed"
-
-    until("the run appearing, failed", run_failed)
+    # The page brings itself up to date (its script, every 10 s): no reload here.
+    expect(page.locator("#runs tbody tr td.status").first).to_have_text("failed", timeout=40_000)
     expect(page.locator("#runs tbody tr").first).to_contain_text("no agent runtime is configured")
+
+    # The run's page tells its story: it started, and how it ended.
+    page.locator("#runs tbody tr").first.locator("td a").first.click()
+    expect(page.locator("h1")).to_contain_text("Run ")
+    expect(page.locator("#run-status")).to_have_text("failed")
+    expect(page.locator("#progress tbody tr").first).to_contain_text("running (attempt 1)")
+    page.go_back()
 
     # Rerun it: a new run of the same occurrence appears, naming the run it repeats.
     first_run = page.locator("#runs tbody tr").first.get_attribute("data-run")
@@ -120,7 +127,9 @@ with sync_playwright() as p:
     expect(page).to_have_url(f"{base}/ui/login")
     page.goto(f"{base}/ui")
     expect(page).to_have_url(f"{base}/ui/login")
+    assert not refused, f"the browser refused a script: {refused}"
     browser.close()
 
-print("ui-test: logged in, schedule appeared, paused and resumed, a run appeared, "
+print("ui-test: logged in, schedule appeared, paused and resumed, a run appeared by "
+      "itself and its page told its story, "
       "a dead letter retried, search answered, logged out")

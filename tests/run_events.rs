@@ -344,3 +344,39 @@ async fn another_users_run_is_missing_and_a_bad_last_event_id_is_refused_naming_
     assert_eq!(events[1].data["data"]["status"], "succeeded");
     assert!(own.next().await.is_none());
 }
+
+#[tokio::test]
+async fn streams_open_at_once_are_bounded_so_followers_cannot_hold_every_connection() {
+    // Two connections: one event stream at most.
+    let api = TestApi::start(|config| config.server.max_connections = 2).await;
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         lease_expires_at)
+         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    let ana = api.token(Some("ana")).await;
+    let first = open(&api, "run-live", &ana, None).await;
+    assert_eq!(first.status(), 200);
+    let second = open(&api, "run-live", &ana, None).await;
+    assert_eq!(second.status(), 503);
+    assert_eq!(second.headers()["retry-after"], "1");
+    let body: Value = second.json().await.unwrap();
+    assert!(body.to_string().contains("event streams"), "{body}");
+    // Other requests still go through.
+    let run = api.call("GET", "/v1/runs/run-live", Some(&ana), None).await;
+    assert_eq!(run.status, 200);
+    drop(first);
+}

@@ -783,3 +783,215 @@ async fn an_ended_run_is_rerun_from_its_schedules_page() {
         "{page}"
     );
 }
+
+/// Reads an event stream until `until` appears in it (or it ends); what it read.
+async fn read_stream_until(response: &mut reqwest::Response, until: &str) -> String {
+    let mut text = String::new();
+    while !text.contains(until) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(20), response.chunk())
+            .await
+            .expect("the stream went quiet")
+            .unwrap();
+        match chunk {
+            Some(chunk) => text.push_str(std::str::from_utf8(&chunk).unwrap()),
+            None => break,
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_runs_page_shows_its_progress_and_follows_it_live_with_its_own_script_alone() {
+    use nightshift::schedule::progress::ProgressKind;
+    use nightshift::schedule::types::RunStatus;
+    use serde_json::json;
+    let api = TestApi::start(|_| {}).await;
+    let id = a_schedule_triggered(&api).await;
+    api.app
+        .schedules()
+        .trigger(&Actor::Operator, &id, Some("ticket"), None)
+        .await
+        .unwrap();
+    let claims = common::runs::claim_events(&api.app, "w").await;
+    let run_id = claims[0].run_id.clone();
+    let store = api.app.schedules();
+    for (kind, data) in [
+        (
+            ProgressKind::Status,
+            json!({"status": "running", "attempt": 1}),
+        ),
+        (
+            ProgressKind::Turn,
+            json!({"turn": 1, "text": "<b>looking</b>", "tool_calls": ["memory_search"]}),
+        ),
+        (
+            ProgressKind::ToolCall,
+            json!({"name": "memory_search", "arguments": "{\"query\":\"printer\"}"}),
+        ),
+    ] {
+        store.record_progress(&run_id, kind, &data).await.unwrap();
+    }
+    let browser = Browser::logged_in(&api).await;
+
+    // The schedule's page links to the run's.
+    let (_, schedule_page) = browser.get(&format!("/ui/schedules/{id}")).await;
+    assert!(schedule_page.contains(&format!("href=\"/ui/runs/{run_id}\"")));
+    let response = browser
+        .client
+        .get(format!("{}/ui/runs/{run_id}", api.base))
+        .header(COOKIE, &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let policy = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let page = response.text().await.unwrap();
+    let nonce = nonce_of(&policy);
+    assert!(policy.contains("connect-src 'self'"), "{policy}");
+    assert!(
+        page.contains(&format!("src=\"/ui/run-live.js\" nonce=\"{nonce}\"")),
+        "{page}"
+    );
+    for seq in 1..=3 {
+        assert!(page.contains(&format!("data-seq=\"{seq}\"")), "{page}");
+    }
+    assert!(page.contains("turn 1: &lt;b&gt;looking&lt;/b&gt; (calls memory_search)"));
+    assert!(page.contains("memory_search({&quot;query&quot;:&quot;printer&quot;})"));
+    assert!(page.contains(&format!("data-follow=\"/ui/runs/{run_id}/events?after=3\"")));
+    let (status, script) = browser.get("/ui/run-live.js").await;
+    assert_eq!(status, 200);
+    assert!(script.contains("new EventSource(table.dataset.follow)"));
+
+    // The page's stream: what came after the page, each event in words, then the end.
+    let mut stream = browser
+        .client
+        .get(format!("{}/ui/runs/{run_id}/events?after=3", api.base))
+        .header(COOKIE, &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    store
+        .record_progress(
+            &run_id,
+            ProgressKind::ToolResult,
+            &json!({"name": "memory_search", "result": "[]"}),
+        )
+        .await
+        .unwrap();
+    let text = read_stream_until(&mut stream, "id: 4").await;
+    assert!(!text.contains("id: 3"), "{text}");
+    common::runs::finish(&api.app, &claims[0], RunStatus::Succeeded, "printer fixed").await;
+    let text = read_stream_until(&mut stream, "event: end").await;
+    assert!(text.contains("id: 5"), "{text}");
+    assert!(text.contains("ended succeeded: printer fixed"), "{text}");
+    assert!(text.contains("\"status\":\"succeeded\""), "{text}");
+
+    // A browser that reconnects after the end is told to stop; a bad id is refused; no
+    // session, no stream.
+    let after_end = browser
+        .client
+        .get(format!("{}/ui/runs/{run_id}/events", api.base))
+        .header(COOKIE, &browser.cookie)
+        .header("Last-Event-ID", "5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after_end.status(), 204);
+    let (status, page) = browser
+        .get(&format!("/ui/runs/{run_id}/events?after=x"))
+        .await;
+    assert_eq!(status, 400);
+    assert!(page.contains("Last-Event-ID"), "{page}");
+    let anonymous = no_redirects()
+        .get(format!("{}/ui/runs/{run_id}/events", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 303);
+    let (status, _) = browser.get("/ui/runs/run-nope").await;
+    assert_eq!(status, 404);
+
+    // The ended run's page runs no script and says so.
+    let (_, page) = browser.get(&format!("/ui/runs/{run_id}")).await;
+    assert!(!page.contains("run-live.js"), "{page}");
+    assert!(page.contains("The run ended."));
+    assert!(page.contains("data-seq=\"4\""));
+}
+
+async fn a_schedule_triggered(api: &TestApi) -> String {
+    api.app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "triage".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .schedule_id
+}
+
+/// The script nonce a page's policy names.
+fn nonce_of(policy: &str) -> String {
+    let at = policy.find("script-src 'nonce-").expect("a script nonce") + 18;
+    policy[at..].split('\'').next().unwrap().to_string()
+}
+
+async fn page_and_policy(browser: &Browser, path: &str) -> (String, String) {
+    let response = browser
+        .client
+        .get(format!("{}{path}", browser.base))
+        .header(COOKIE, &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{path}");
+    let policy = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    (response.text().await.unwrap(), policy)
+}
+
+#[tokio::test]
+async fn pages_that_change_refresh_in_place_by_a_script_their_answer_alone_allows() {
+    let api = TestApi::start(|_| {}).await;
+    let id = a_schedule_triggered(&api).await;
+    let browser = Browser::logged_in(&api).await;
+    let mut nonces = Vec::new();
+    for path in ["/ui", &format!("/ui/schedules/{id}"), "/ui"] {
+        let (page, policy) = page_and_policy(&browser, path).await;
+        // No page reloads itself under its reader any more.
+        assert!(!page.contains("http-equiv=\"refresh\""), "{path}: {page}");
+        let nonce = nonce_of(&policy);
+        assert_eq!(nonce.len(), 32, "{policy}");
+        assert!(
+            page.contains(&format!(
+                "<script src=\"/ui/refresh.js\" nonce=\"{nonce}\" defer>"
+            )),
+            "{path}: {page}"
+        );
+        assert!(page.contains("<main data-refresh=\"10\">"), "{path}");
+        assert!(policy.contains("default-src 'none'") && policy.contains("connect-src 'self'"));
+        nonces.push(nonce);
+    }
+    nonces.sort();
+    nonces.dedup();
+    assert_eq!(nonces.len(), 3, "a nonce serves one answer alone");
+    // Pages that do not change on their own run nothing.
+    for path in ["/ui/outbox", "/ui/search", "/ui/approvals"] {
+        let (page, policy) = page_and_policy(&browser, path).await;
+        assert!(!policy.contains("script-src"), "{path}: {policy}");
+        assert!(!page.contains("<script"), "{path}");
+    }
+    let (status, script) = browser.get("/ui/refresh.js").await;
+    assert_eq!(status, 200);
+    assert!(script.contains("querySelector(\"main[data-refresh]\")"));
+}

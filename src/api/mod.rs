@@ -39,6 +39,9 @@ pub struct ApiState {
     pub openapi: Arc<String>,
     /// Cancelled when the server shuts down: open event streams end.
     pub stop: CancellationToken,
+    /// Event streams open at once (a run followed live): at most half of
+    /// `server.max_connections`, so followers cannot hold every connection.
+    pub streams: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(OpenApi)]
@@ -130,6 +133,9 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
         worker_expected,
         openapi: Arc::new(openapi),
         stop: stop.child_token(),
+        streams: Arc::new(tokio::sync::Semaphore::new(
+            (config.max_connections / 2).max(1),
+        )),
     };
     let mcp = routes::mcp::router(&state, stop.child_token());
     // `Router::layer` wraps every route (and the fallback) by itself: a plain concurrency

@@ -44,6 +44,52 @@ pub struct ProgressEvent {
     pub data: Value,
 }
 
+impl ProgressEvent {
+    /// The event in words, one line for a person following the run (the dashboard).
+    pub fn describe(&self) -> String {
+        let d = &self.data;
+        let text = |key: &str| d[key].as_str().unwrap_or_default().to_string();
+        match self.kind {
+            ProgressKind::Status => match d["status"].as_str().unwrap_or_default() {
+                "retrying" => format!(
+                    "attempt {} failed: {}; retrying in {} s",
+                    d["attempt"],
+                    text("error"),
+                    d["retry_in_secs"]
+                ),
+                "waiting" => format!("waiting for approval of a call to {}", text("tool")),
+                status => format!("{status} (attempt {})", d["attempt"]),
+            },
+            ProgressKind::Turn => {
+                let calls: Vec<&str> = d["tool_calls"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                match (text("text").as_str(), calls.is_empty()) {
+                    (said, true) => format!("turn {}: {said}", d["turn"]),
+                    ("", false) => format!("turn {}: calls {}", d["turn"], calls.join(", ")),
+                    (said, false) => {
+                        format!("turn {}: {said} (calls {})", d["turn"], calls.join(", "))
+                    }
+                }
+            }
+            ProgressKind::ToolCall => format!("{}({})", text("name"), text("arguments")),
+            ProgressKind::ToolResult => format!("{} answered: {}", text("name"), text("result")),
+            ProgressKind::End => {
+                let mut line = format!("ended {}", text("status"));
+                for key in ["error", "output_summary"] {
+                    if let Some(more) = d[key].as_str().filter(|m| !m.is_empty()) {
+                        line.push_str(": ");
+                        line.push_str(more);
+                        break;
+                    }
+                }
+                line
+            }
+        }
+    }
+}
+
 /// Where a run's progress is recorded (the schedule store). Recording never fails a run:
 /// an event that cannot be stored is logged and the run goes on.
 #[async_trait]

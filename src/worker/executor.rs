@@ -166,6 +166,10 @@ impl Executor {
                 self.memory.clone()
             }
         };
+        // Told before the context is assembled (a search): a follower sees the run start
+        // as soon as it does.
+        let progress = Progress::to(Arc::new(self.store.clone()), &claim.run_id);
+        progress.running(claim.attempt).await;
         let mut request = GoalRequest {
             run_id: claim.run_id.clone(),
             schedule_id: schedule.schedule_id.clone(),
@@ -189,15 +193,19 @@ impl Executor {
             tools: schedule.tools.clone(),
             approve: schedule.approve.clone(),
             resume: claim.resume.take(),
-            progress: Progress::to(Arc::new(self.store.clone()), &claim.run_id),
+            progress,
         };
         let deadline = Duration::from_secs(
             schedule
                 .timeout_secs
                 .unwrap_or(self.scheduler.default_timeout_secs) as u64,
         );
+        let mut retry = false;
         loop {
-            request.progress.running(claim.attempt).await;
+            if retry {
+                request.progress.running(claim.attempt).await;
+            }
+            retry = true;
             let (status, outcome) = match tokio::time::timeout(
                 deadline,
                 self.runtime.run_goal(&request, &memory),

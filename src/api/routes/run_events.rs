@@ -3,7 +3,8 @@
 //! JSON data; the stream ends after `end`. A client that lost its connection sends the
 //! last id it saw as `Last-Event-ID` and gets what came after; one that already saw the
 //! end gets 204, which tells a browser's `EventSource` to stop reconnecting. Another
-//! user's run is a missing one (404).
+//! user's run is a missing one (404). Streams open at once are bounded (see
+//! [`stream_slot`]).
 
 use std::convert::Infallible;
 
@@ -11,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -49,29 +51,65 @@ async fn run_events(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
-    let after = match headers.get("last-event-id") {
-        None => 0,
-        Some(value) => parse_last_event_id(value.to_str().map_err(|_| {
-            InputError::new("Last-Event-ID", "is not text: ids are whole numbers from 0")
-        })?)?,
-    };
+    let after = last_seen(&headers, None)?;
+    let slot = stream_slot(&state)?;
     let follow = state.app.schedules().follow(&actor, &run_id, after).await?;
     Ok(match follow {
-        Some(follow) => stream(follow, state.stop.clone()).into_response(),
+        Some(follow) => stream(follow, slot, state.stop.clone(), |event| {
+            serde_json::to_string(event).unwrap_or_default()
+        })
+        .into_response(),
         None => StatusCode::NO_CONTENT.into_response(),
     })
 }
 
+/// The id of the last event the client saw: its `Last-Event-ID` header (a reconnecting
+/// `EventSource` sends it), else `fallback` (a page's first connection), else 0.
+pub fn last_seen(headers: &HeaderMap, fallback: Option<&str>) -> Result<i64, InputError> {
+    let header = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(value.to_str().map_err(|_| {
+            InputError::new("Last-Event-ID", "is not text: ids are whole numbers from 0")
+        })?),
+    };
+    header.or(fallback).map_or(Ok(0), parse_last_event_id)
+}
+
+/// A place for one more open event stream, held while it is open: 503 (try again) when
+/// half of `server.max_connections` are streams already.
+pub fn stream_slot(state: &ApiState) -> Result<OwnedSemaphorePermit, ApiError> {
+    state.streams.clone().try_acquire_owned().map_err(|_| {
+        let mut err = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "too many event streams are open (at most half of server.max_connections); \
+             try again",
+        );
+        err.retry_after_secs = Some(1);
+        err
+    })
+}
+
 /// The SSE response following `follow` until the run's end, an error, or `stop` (the
-/// server shutting down: a client reconnects with its last id).
-pub fn stream(follow: Follow, stop: CancellationToken) -> impl IntoResponse {
-    let events = futures_util::stream::unfold((follow, stop), |(mut follow, stop)| async move {
+/// server shutting down: a client reconnects with its last id), holding `slot` while it
+/// is open; each event's data is `render`'s.
+pub fn stream(
+    follow: Follow,
+    slot: OwnedSemaphorePermit,
+    stop: CancellationToken,
+    render: fn(&ProgressEvent) -> String,
+) -> impl IntoResponse {
+    let state = (follow, stop, slot);
+    let events = futures_util::stream::unfold(state, move |(mut follow, stop, slot)| async move {
         let next = tokio::select! {
             next = follow.next() => next,
             _ = stop.cancelled() => return None,
         };
         match next {
-            Ok(Some(event)) => Some((Ok::<_, Infallible>(sse_event(&event)), (follow, stop))),
+            Ok(Some(event)) => Some((
+                Ok::<_, Infallible>(sse_event(&event, render)),
+                (follow, stop, slot),
+            )),
             Ok(None) => None,
             Err(err) => {
                 tracing::warn!(%err, "a run's live view ended early");
@@ -82,9 +120,9 @@ pub fn stream(follow: Follow, stop: CancellationToken) -> impl IntoResponse {
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
-fn sse_event(event: &ProgressEvent) -> Event {
+fn sse_event(event: &ProgressEvent, render: fn(&ProgressEvent) -> String) -> Event {
     Event::default()
         .id(event.seq.to_string())
         .event(event.kind.as_str())
-        .data(serde_json::to_string(event).unwrap_or_default())
+        .data(render(event))
 }

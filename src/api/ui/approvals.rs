@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 
 use super::session::{same_origin, UiSession};
-use super::views::{layout, urlencode};
+use super::views::{layout, urlencode, Page, Script};
 use super::{checked, failure, see_other, CsrfForm};
 use crate::access::Actor;
 use crate::api::ApiState;
@@ -103,20 +103,20 @@ fn link_failure(err: ApprovalError) -> Response {
             layout(
                 "Already answered",
                 None,
-                false,
+                Script::None,
                 html! { p role="status" { "This request was already answered: " strong { (state) } " (" (by) ")." } },
             ),
         )
             .into_response(),
         ApprovalError::Link(reason) => (
             StatusCode::NOT_FOUND,
-            layout("Link not valid", None, false, html! { p.error role="alert" { (reason.to_string()) } }),
+            layout("Link not valid", None, Script::None, html! { p.error role="alert" { (reason.to_string()) } }),
         )
             .into_response(),
         // The link verified, so its approval existed; gone with its schedule since.
         ApprovalError::NotFound(_) => (
             StatusCode::NOT_FOUND,
-            layout("Link not valid", None, false, html! { p.error role="alert" { "This request no longer exists." } }),
+            layout("Link not valid", None, Script::None, html! { p.error role="alert" { "This request no longer exists." } }),
         )
             .into_response(),
         _ => failure(err),
@@ -136,7 +136,7 @@ fn call(approval: &Approval) -> Markup {
     }
 }
 
-fn link_page(approval: &Approval, claims: &LinkClaims, token: &str) -> Markup {
+fn link_page(approval: &Approval, claims: &LinkClaims, token: &str) -> Page {
     let (title, label) = match claims.action.decision() {
         Decision::Approve => ("Approve this call?", "Approve"),
         Decision::Deny => ("Deny this call?", "Deny"),
@@ -145,7 +145,7 @@ fn link_page(approval: &Approval, claims: &LinkClaims, token: &str) -> Markup {
     layout(
         title,
         None,
-        false,
+        Script::None,
         html! {
             (call(approval))
             @if approval.state == ApprovalState::Pending {
@@ -159,22 +159,22 @@ fn link_page(approval: &Approval, claims: &LinkClaims, token: &str) -> Markup {
     )
 }
 
-fn answered_page(approval: &Approval) -> Markup {
+fn answered_page(approval: &Approval) -> Page {
     layout(
         "Answered",
         None,
-        false,
+        Script::None,
         html! {
             p role="status" { "The call to " code { (visible(&approval.tool_name)) } " was " strong { (approval.state) } ". The run goes on." }
         },
     )
 }
 
-fn page(pending: &[Approval], answered: &[Approval], csrf: &str) -> Markup {
+fn page(pending: &[Approval], answered: &[Approval], csrf: &str) -> Page {
     layout(
         "Approvals",
         Some(csrf),
-        false,
+        Script::None,
         html! {
             h2 { "Waiting (" (pending.len()) ")" }
             @if pending.len() as i64 >= MAX_LIST {

@@ -1,11 +1,14 @@
 //! The web dashboard under `/ui`, served by `nightshift run` on the API's listener: the
 //! overview (health, workers, runs, the outbox, every schedule with pause, resume and run
-//! now), a schedule's runs with their output and errors, the outbox with its dead letters
+//! now), a schedule's runs with their output and errors, a run's page following its
+//! progress live, the outbox with its dead letters
 //! to retry, and a search box over one user's memory. Server-rendered HTML with its one
 //! stylesheet embedded; it works through the same library operations as the CLI and the
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod approvals;
+mod runs;
+mod scripts;
 mod session;
 mod views;
 
@@ -15,7 +18,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use maud::Markup;
 use serde::Deserialize;
 
 use self::session::{check_csrf, same_origin, secure, session_cookie, Refused, UiSession};
@@ -46,8 +48,11 @@ pub fn router() -> Router<ApiState> {
             "/ui/schedules/{schedule_id}/{action}",
             post(schedule_action),
         )
-        .route("/ui/runs/{run_id}/cancel", post(cancel_run))
-        .route("/ui/runs/{run_id}/rerun", post(rerun))
+        .route("/ui/runs/{run_id}", get(runs::page))
+        .route("/ui/runs/{run_id}/events", get(runs::events))
+        .route("/ui/runs/{run_id}/{action}", post(runs::action))
+        .route("/ui/run-live.js", get(scripts::run_live))
+        .route("/ui/refresh.js", get(scripts::refresh))
         .route("/ui/approvals", get(approvals::list))
         .route(
             "/ui/approvals/{approval_id}/{action}",
@@ -64,18 +69,27 @@ pub fn router() -> Router<ApiState> {
         .layer(axum::middleware::map_response(page_headers))
 }
 
-/// What every dashboard answer carries: nothing cached, nothing framed, no script, no
-/// resource from elsewhere, no referrer sent to another site. (Not `no-referrer`: with it
-/// a browser sends `Origin: null` on the dashboard's own forms, which look forged then.)
+/// What every dashboard answer carries: nothing cached, nothing framed, no script but the
+/// one its page names by the nonce made for it (see `views::Page`), no resource from
+/// elsewhere, no referrer sent to another site. (Not `no-referrer`: with it a browser
+/// sends `Origin: null` on the dashboard's own forms, which look forged then.)
 async fn page_headers(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; form-action 'self'; \
-             frame-ancestors 'none'; base-uri 'none'",
-        ),
+    let scripts = match response.extensions().get::<views::ScriptNonce>() {
+        // The script fetches its page again, or follows a run's stream: both this site's.
+        Some(nonce) => format!("; script-src 'nonce-{}'; connect-src 'self'", nonce.0),
+        None => String::new(),
+    };
+    let policy = format!(
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+         base-uri 'none'{scripts}"
     );
+    let headers = response.headers_mut();
+    // A nonce is hex, so the policy is a valid value; were it not, no script runs.
+    let policy = HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static(
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+         base-uri 'none'",
+    ));
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -92,7 +106,7 @@ async fn page_headers(mut response: Response) -> Response {
 }
 
 /// A library error as a page, with the status the API gives its kind.
-fn failure(err: impl Into<Error>) -> Response {
+pub(super) fn failure(err: impl Into<Error>) -> Response {
     let err: Error = err.into();
     let (status, _) = ApiError::status_of(err.kind());
     (
@@ -107,7 +121,7 @@ fn public_url(state: &ApiState) -> Option<&str> {
     state.app.config().server.public_url.as_deref()
 }
 
-fn see_other(to: &str) -> Response {
+pub(super) fn see_other(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, to.to_string())]).into_response()
 }
 
@@ -122,7 +136,7 @@ async fn style() -> Response {
         .into_response()
 }
 
-async fn login_page() -> Markup {
+async fn login_page() -> views::Page {
     views::login(None)
 }
 
@@ -173,7 +187,7 @@ async fn login(
 }
 
 #[derive(Deserialize)]
-struct CsrfForm {
+pub(super) struct CsrfForm {
     #[serde(default)]
     csrf: String,
     #[serde(default)]
@@ -200,7 +214,7 @@ async fn logout(
 }
 
 /// A change's checks: from this site, with this session's form token.
-fn checked(
+pub(super) fn checked(
     state: &ApiState,
     session: &UiSession,
     headers: &HeaderMap,
@@ -295,49 +309,6 @@ async fn schedule_action(
     };
     match done {
         Ok(_) => see_other(&format!("/ui/schedules/{}", views::urlencode(&schedule_id))),
-        Err(err) => failure(err),
-    }
-}
-
-async fn cancel_run(
-    State(state): State<ApiState>,
-    session: UiSession,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-    Form(form): Form<CsrfForm>,
-) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
-        return refused.into_response();
-    }
-    match state
-        .app
-        .schedules()
-        .cancel_run(&Actor::Operator, &run_id, "dashboard")
-        .await
-    {
-        Ok(run) => see_other(&format!(
-            "/ui/schedules/{}",
-            views::urlencode(&run.schedule_id)
-        )),
-        Err(err) => failure(err),
-    }
-}
-
-async fn rerun(
-    State(state): State<ApiState>,
-    session: UiSession,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-    Form(form): Form<CsrfForm>,
-) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
-        return refused.into_response();
-    }
-    match state.app.schedules().rerun(&Actor::Operator, &run_id).await {
-        Ok(rerun) => see_other(&format!(
-            "/ui/schedules/{}",
-            views::urlencode(&rerun.schedule_id)
-        )),
         Err(err) => failure(err),
     }
 }

@@ -1,9 +1,12 @@
 //! The dashboard's pages as HTML (maud escapes every value it is given, so stored text,
 //! a goal or a note with markup in it, is shown as text; stored text goes through
 //! `visible` first, so a control character or a bidirectional override in a run's output
-//! or a conversation is shown as `\u{…}` instead of vanishing or reordering the line). No
-//! script: forms post, pages that change on their own refresh themselves.
+//! or a conversation is shown as `\u{…}` instead of vanishing or reordering the line).
+//! Forms post; a page that changes on its own, or a running run's, loads one small script
+//! of the dashboard's own that brings it up to date in place (see [`Script`]), and works
+//! without it.
 
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 use crate::app::overview::Overview;
@@ -14,15 +17,64 @@ use crate::memory::SearchResponse;
 use crate::notify::outbox::Message;
 use crate::schedule::view::{RunView, ScheduleView};
 
+/// What a page runs: nothing, or one of the dashboard's own scripts (in the binary),
+/// allowed by a nonce made for that one answer (see [`Page`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    None,
+    /// The page brings its content up to date every [`REFRESH_SECS`] (`refresh.js`).
+    Refresh,
+    /// A run's page follows the run while it goes (`run-live.js`).
+    FollowRun,
+}
+
+/// How often a page that changes on its own is brought up to date.
+pub const REFRESH_SECS: u32 = 10;
+
+/// A page, and the nonce its script carries: the answer's policy allows that script
+/// alone (`page_headers` reads it).
+pub struct Page {
+    markup: Markup,
+    nonce: Option<ScriptNonce>,
+}
+
+/// The nonce of the one script a page runs.
+#[derive(Debug, Clone)]
+pub struct ScriptNonce(pub String);
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        let mut response = self.markup.into_response();
+        if let Some(nonce) = self.nonce {
+            response.extensions_mut().insert(nonce);
+        }
+        response
+    }
+}
+
+/// A fresh nonce: 128 random bits. Without randomness the page runs no script (it still
+/// works: every page does without).
+fn nonce() -> Option<ScriptNonce> {
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).ok()?;
+    Some(ScriptNonce(hex::encode(random)))
+}
+
 /// The page around every view; `csrf` when logged in (the logout form needs it).
-pub fn layout(title: &str, csrf: Option<&str>, refresh: bool, body: Markup) -> Markup {
-    html! {
+pub fn layout(title: &str, csrf: Option<&str>, script: Script, body: Markup) -> Page {
+    let source = match script {
+        Script::None => None,
+        Script::Refresh => Some("/ui/refresh.js"),
+        Script::FollowRun => Some("/ui/run-live.js"),
+    };
+    let nonce = source.and_then(|_| nonce());
+    let refresh = (script == Script::Refresh).then_some(REFRESH_SECS);
+    let markup = html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                @if refresh { meta http-equiv="refresh" content="10"; }
                 title { (title) " · nightshift" }
                 link rel="stylesheet" href="/ui/style.css";
             }
@@ -42,17 +94,21 @@ pub fn layout(title: &str, csrf: Option<&str>, refresh: bool, body: Markup) -> M
                         }
                     }
                 }
-                main { h1 { (title) } (body) }
+                main data-refresh=[refresh] { h1 { (title) } (body) }
+                @if let (Some(source), Some(nonce)) = (source, &nonce) {
+                    script src=(source) nonce=(nonce.0) defer {}
+                }
             }
         }
-    }
+    };
+    Page { markup, nonce }
 }
 
-pub fn login(error: Option<&str>) -> Markup {
+pub fn login(error: Option<&str>) -> Page {
     layout(
         "Log in",
         None,
-        false,
+        Script::None,
         html! {
             @if let Some(error) = error { p.error role="alert" { (error) } }
             form method="post" action="/ui/login" {
@@ -65,11 +121,11 @@ pub fn login(error: Option<&str>) -> Markup {
     )
 }
 
-pub fn error(message: &str) -> Markup {
+pub fn error(message: &str) -> Page {
     layout(
         "Something went wrong",
         None,
-        false,
+        Script::None,
         html! { p.error role="alert" { (message) } p { a href="/ui" { "Back to the overview" } } },
     )
 }
@@ -79,7 +135,7 @@ fn when(ms: i64) -> String {
 }
 
 /// A button that posts to `action` with the form token.
-fn action_button(action: &str, label: &str, csrf: &str) -> Markup {
+pub(super) fn action_button(action: &str, label: &str, csrf: &str) -> Markup {
     html! {
         form method="post" action=(action) class="inline" {
             input type="hidden" name="csrf" value=(csrf);
@@ -121,7 +177,7 @@ pub struct SchedulePage<'a> {
     pub pages: i64,
 }
 
-pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str) -> Markup {
+pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str) -> Page {
     let count = |k: &str| o.schedules.by_status.get(k).copied().unwrap_or(0);
     let body = html! {
         section.cards {
@@ -180,10 +236,10 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
             }
         }
     };
-    layout("Overview", Some(csrf), true, body)
+    layout("Overview", Some(csrf), Script::Refresh, body)
 }
 
-pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
+pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
     let title = visible(s.name.as_deref().unwrap_or(&s.schedule_id)).into_owned();
     let body = html! {
         dl {
@@ -204,7 +260,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
                 @for r in runs {
                     tr data-run=(r.run_id) {
                         td {
-                            (r.scheduled_for)
+                            a href=(format!("/ui/runs/{}", urlencode(&r.run_id))) { (r.scheduled_for) }
                             @if let Some(parent) = &r.parent_run_id {
                                 br; small { "rerun of " code { (parent) } }
                             }
@@ -236,10 +292,10 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Markup {
             }
         }
     };
-    layout(&title, Some(csrf), true, body)
+    layout(&title, Some(csrf), Script::Refresh, body)
 }
 
-pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Markup {
+pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Page {
     let body = html! {
         p.filters {
             a href="/ui/outbox" { "all" } " · "
@@ -268,7 +324,7 @@ pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Markup 
             }
         }
     };
-    layout("Outbox", Some(csrf), false, body)
+    layout("Outbox", Some(csrf), Script::None, body)
 }
 
 pub fn search(
@@ -276,7 +332,7 @@ pub fn search(
     query: &str,
     result: Option<Result<SearchResponse, String>>,
     csrf: &str,
-) -> Markup {
+) -> Page {
     let body = html! {
         form #search method="get" action="/ui/search" {
             label for="user" { "User" }
@@ -307,7 +363,7 @@ pub fn search(
             }
         }
     };
-    layout("Search a user's memory", Some(csrf), false, body)
+    layout("Search a user's memory", Some(csrf), Script::None, body)
 }
 
 /// The stylesheet, embedded in the binary.
