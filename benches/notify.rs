@@ -74,6 +74,7 @@ async fn main() {
             secret_file: None,
             quiet_hours: None,
             timezone: None,
+            signing: None,
         },
     );
     let memory = open_memory(&config).await.unwrap();

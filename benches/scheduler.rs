@@ -248,11 +248,19 @@ async fn live_views(config: &Config, url: &str) -> LiveViews {
         .await
         .unwrap()
         .secret;
+    // The server `nightshift run` serves (its accept loop, its socket options).
     let stop = tokio_util::sync::CancellationToken::new();
-    let api = nightshift::api::router(&app, true, &stop);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let api_url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, api).await.unwrap() });
+    let mut server = config.server.clone();
+    server.listen = "127.0.0.1:0".into();
+    let listening =
+        nightshift::api::Listening::bind(&server, nightshift::api::router(&app, true, &stop))
+            .await
+            .unwrap();
+    let api_url = format!("http://{}", listening.local_addr().unwrap());
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { listening.serve(stop, Duration::from_secs(1)).await }
+    });
     let (stop_worker, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker_app = app.clone();
     let worker = tokio::spawn(async move {

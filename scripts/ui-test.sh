@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The dashboard in a real headless browser: Debian's chromium (installed with apt when
 # missing) driven by Playwright (pinned, in a venv under the target dir), against a real
-# `nightshift run` with a channel that refuses every delivery.
+# `nightshift run` with a channel that refuses every delivery. Every page is audited by
+# axe-core (no serious or critical violation) and kept as a screenshot under
+# target/ui-screenshots/ for a person to look at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ! -x /usr/bin/chromium ]]; then
@@ -18,6 +20,13 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import playwright' 
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "playwright==1.65.2"
 fi
+# axe-core (pinned, from npm) audits each page for accessibility.
+axe="$target/ui-test-npm/node_modules/axe-core/axe.min.js"
+if [[ ! -f "$axe" ]]; then
+    npm install --silent --no-save --no-audit --no-fund --prefix "$target/ui-test-npm" "axe-core@4.14.1" >/dev/null
+fi
+screenshots="$target/ui-screenshots"
+mkdir -p "$screenshots"
 cargo build --locked --quiet --bin nightshift
 bin="$(cd "$target" && pwd)/debug/nightshift"
 work="$(mktemp -d)"
@@ -49,7 +58,8 @@ for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
     sleep 0.1
 done
-if ! "$venv/bin/python" scripts/ui_test.py "http://127.0.0.1:$port" "$token" "$bin" "$work/nightshift.toml"; then
+if ! "$venv/bin/python" scripts/ui_test.py "http://127.0.0.1:$port" "$token" "$bin" "$work/nightshift.toml" \
+    "$axe" "$screenshots"; then
     echo "ui-test: the browser test failed (worker log below)" >&2
     tail -n 40 "$work/run.log" >&2
     exit 1

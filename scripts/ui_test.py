@@ -4,7 +4,10 @@ it, make it run now and watch its run appear (the page brings itself up to date)
 the run's page, retry the dead letter the run's
 notification became, search a user's memory, log out.
 
-Usage: ui_test.py BASE_URL ADMIN_TOKEN NIGHTSHIFT_BINARY CONFIG_PATH
+Then every page, logged in and out, is audited by axe-core (0 serious or critical
+violations) and kept as a full-page screenshot, at a desktop width and a 390 px phone's.
+
+Usage: ui_test.py BASE_URL ADMIN_TOKEN NIGHTSHIFT_BINARY CONFIG_PATH AXE_JS SCREENSHOT_DIR
 """
 
 import json
@@ -14,13 +17,39 @@ import time
 
 from playwright.sync_api import expect, sync_playwright
 
-base, token, binary, config = sys.argv[1:5]
+base, token, binary, config, axe_js, screenshots = sys.argv[1:7]
 
 
 def cli(*args):
     out = subprocess.run([binary, "--config", config, "--json", *args],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout) if out.stdout.strip() else None
+
+
+def audit(browser, state, pages):
+    """Each of `pages` (name, path) with axe-core, in a context of its own that lets the
+    audit's script in (the dashboard's policy refuses any other), logged in as `state`
+    says; a full-page screenshot of each, desktop and phone. Fails listing every serious
+    or critical violation."""
+    found = []
+    for width, height, suffix in [(1280, 900, ""), (390, 844, "-phone")]:
+        context = browser.new_context(bypass_csp=True, storage_state=state,
+                                      viewport={"width": width, "height": height})
+        page = context.new_page()
+        for name, path in pages:
+            page.goto(f"{base}{path}")
+            page.screenshot(path=f"{screenshots}/{name}{suffix}.png", full_page=True)
+            if suffix:
+                continue
+            page.add_script_tag(path=axe_js)
+            result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+            for v in result["violations"]:
+                if v["impact"] in ("serious", "critical"):
+                    where = [n["target"] for n in v["nodes"]][:3]
+                    found.append(f"{name}: {v['id']} ({v['impact']}): {v['help']} at {where}")
+        context.close()
+    if found:
+        raise SystemExit("ui-test: FAILED: accessibility violations:\n  " + "\n  ".join(found))
 
 
 def until(what, check, timeout=60):
@@ -122,6 +151,19 @@ with sync_playwright() as p:
     page.click("#search button[type=submit]")
     expect(page.locator("#hits")).to_contain_text("Alice likes jasmine tea")
 
+    # Every page, audited and kept as a screenshot.
+    page.goto(f"{base}/ui/schedules/{sid}")
+    first_run_id = page.locator("#runs tbody tr").last.get_attribute("data-run")
+    audit(browser, page.context.storage_state(), [
+        ("overview", "/ui"),
+        ("schedule", f"/ui/schedules/{sid}"),
+        ("run", f"/ui/runs/{first_run_id}"),
+        ("approvals", "/ui/approvals"),
+        ("outbox", "/ui/outbox"),
+        ("search", "/ui/search?user=alice&q=jasmine+tea"),
+    ])
+    audit(browser, None, [("login", "/ui/login")])
+
     # Log out: the dashboard asks for a token again.
     page.locator("button", has_text="Log out").click()
     expect(page).to_have_url(f"{base}/ui/login")
@@ -131,5 +173,5 @@ with sync_playwright() as p:
     browser.close()
 
 print("ui-test: logged in, schedule appeared, paused and resumed, a run appeared by "
-      "itself and its page told its story, "
+      "itself and its page told its story, every page passed axe-core, "
       "a dead letter retried, search answered, logged out")

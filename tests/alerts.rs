@@ -34,6 +34,7 @@ fn config(dir: &TempDir) -> Config {
             secret_file: None,
             quiet_hours: None,
             timezone: None,
+            signing: None,
         },
     );
     config

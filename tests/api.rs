@@ -735,6 +735,7 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
                     secret_file: None,
                     quiet_hours: None,
                     timezone: None,
+                    signing: None,
                 },
             );
         }

@@ -101,6 +101,7 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
                 secret_file: None,
                 quiet_hours: None,
                 timezone: None,
+                signing: None,
             },
         );
     })
@@ -290,6 +291,7 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
                 secret_file: None,
                 quiet_hours: None,
                 timezone: None,
+                signing: None,
             },
         );
     })

@@ -72,6 +72,7 @@ fn config(dir: &TempDir, url: &str) -> Config {
             secret_file: None,
             quiet_hours: None,
             timezone: None,
+            signing: None,
         },
     );
     // Alice's changes go to the hook; nobody else's (no global channel).

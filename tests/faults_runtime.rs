@@ -380,6 +380,7 @@ async fn channelled(
                 secret_file: None,
                 quiet_hours: None,
                 timezone: None,
+                signing: None,
             },
         );
     }

@@ -101,6 +101,7 @@ fn channel(kind: ChannelKind, url: &str, secret_env: Option<&str>) -> ChannelCon
         secret_file: None,
         quiet_hours: None,
         timezone: None,
+        signing: None,
     }
 }
 

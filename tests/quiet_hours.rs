@@ -69,6 +69,7 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
             secret_file: None,
             quiet_hours: None,
             timezone: None,
+            signing: None,
         },
     );
     // 22:00 to 07:00 in Lisbon (UTC+0 in January).
@@ -183,6 +184,7 @@ async fn a_channels_quiet_hours_hold_what_it_carries() {
                 secret_file: None,
                 quiet_hours: quiet.map(Into::into),
                 timezone: None,
+                signing: None,
             },
         );
     }

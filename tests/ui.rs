@@ -995,3 +995,178 @@ async fn pages_that_change_refresh_in_place_by_a_script_their_answer_alone_allow
     assert_eq!(status, 200);
     assert!(script.contains("querySelector(\"main[data-refresh]\")"));
 }
+
+/// A run of `schedule` at `scheduled_for` that ended as `status`, stored as a worker
+/// would leave it.
+async fn a_run(api: &TestApi, schedule: &str, run_id: &str, scheduled_for: i64, status: &str) {
+    let conn = api.app.db().conn().await.unwrap();
+    let error = (status == "failed").then_some("the printer caught fire");
+    let summary = (status == "succeeded").then_some("all well");
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, started_at,
+         finished_at, error, output_summary)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        libsql::params![
+            run_id,
+            schedule,
+            scheduled_for,
+            status,
+            scheduled_for,
+            scheduled_for + 1000,
+            error,
+            summary
+        ],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_runs_page_answers_what_failed_last_night_by_filters_and_pages() {
+    use nightshift::schedule::store::RunFilter;
+    const DAY: i64 = 86_400_000;
+    let night = 1_795_000_000_000; // 2026-11-18
+    let api = TestApi::start(|_| {}).await;
+    let alices = a_schedule_triggered(&api).await;
+    let bobs = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "bob",
+            &ScheduleSpec {
+                goal: "report".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .schedule_id;
+    a_run(&api, &alices, "run-a-old", night - 3 * DAY, "failed").await;
+    a_run(&api, &alices, "run-a-ok", night, "succeeded").await;
+    a_run(&api, &alices, "run-a-bad", night + 1000, "failed").await;
+    a_run(&api, &bobs, "run-b-bad", night + 2000, "failed").await;
+    let browser = Browser::logged_in(&api).await;
+
+    let rows = |page: &str| -> Vec<String> {
+        page.match_indices("data-run=\"")
+            .map(|(at, _)| page[at + 10..].split('"').next().unwrap().to_string())
+            .collect()
+    };
+    let (status, page) = browser.get("/ui/runs").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        rows(&page),
+        ["run-b-bad", "run-a-bad", "run-a-ok", "run-a-old"]
+    );
+    assert!(page.contains("4 run(s)"));
+    assert!(page.contains("href=\"/ui/runs/run-a-bad\""));
+
+    // What failed last night, anyone's; then only alice's.
+    let since = "2026-11-18";
+    let (_, page) = browser
+        .get(&format!(
+            "/ui/runs?status=failed&since={since}&until={since}"
+        ))
+        .await;
+    assert_eq!(rows(&page), ["run-b-bad", "run-a-bad"], "{page}");
+    let (_, page) = browser
+        .get(&format!("/ui/runs?status=failed&user=alice&since={since}"))
+        .await;
+    assert_eq!(rows(&page), ["run-a-bad"]);
+    let (_, page) = browser.get(&format!("/ui/runs?schedule={bobs}")).await;
+    assert_eq!(rows(&page), ["run-b-bad"]);
+    assert!(page.contains("the printer caught fire"));
+
+    // A bad filter is refused naming it, with the form to mend it; nothing is listed.
+    for (query, field) in [
+        ("status=exploded", "status"),
+        ("since=yesterday-ish", "since"),
+        ("user=a%0Ab", "user"),
+    ] {
+        let (status, page) = browser.get(&format!("/ui/runs?{query}")).await;
+        assert_eq!(status, 400, "{query}");
+        assert!(
+            page.contains(&format!("invalid {field}")),
+            "{query}: {page}"
+        );
+        assert!(page.contains("id=\"run-filters\""));
+        assert!(rows(&page).is_empty());
+    }
+
+    // Pages of 50, newest first, the filters kept from page to page.
+    for n in 0..55 {
+        a_run(
+            &api,
+            &alices,
+            &format!("run-p{n:02}"),
+            night + 10 * DAY + n,
+            "failed",
+        )
+        .await;
+    }
+    let (_, first) = browser.get("/ui/runs?status=failed&user=alice").await;
+    assert_eq!(rows(&first).len(), 50);
+    assert_eq!(rows(&first)[0], "run-p54");
+    assert!(first.contains("href=\"/ui/runs?status=failed&amp;user=alice&amp;page=2\""));
+    let (_, second) = browser
+        .get("/ui/runs?status=failed&user=alice&page=2")
+        .await;
+    assert_eq!(
+        rows(&second),
+        [
+            "run-p04",
+            "run-p03",
+            "run-p02",
+            "run-p01",
+            "run-p00",
+            "run-a-bad",
+            "run-a-old"
+        ]
+    );
+
+    // A user's list is theirs alone: naming another user lists nothing of theirs.
+    let store = api.app.schedules();
+    let mut filter = RunFilter::parse(None, Some("bob"), None, None, None).unwrap();
+    let (theirs, total) = store
+        .list_runs(&Actor::User("alice".into()), &filter)
+        .await
+        .unwrap();
+    assert!(theirs.is_empty() && total == 0);
+    filter.user_id = None;
+    let (own, total) = store
+        .list_runs(&Actor::User("bob".into()), &filter)
+        .await
+        .unwrap();
+    assert_eq!((own.len(), total), (1, 1));
+    filter.limit = 0;
+    assert!(store.list_runs(&Actor::Operator, &filter).await.is_err());
+
+    // The API's door to the same list: a user's token lists theirs alone.
+    let alice = api.token(Some("alice")).await;
+    let admin = api.token(None).await;
+    let path = format!("/v1/runs?status=failed&since={since}&until={since}");
+    let mine = api.call("GET", &path, Some(&alice), None).await;
+    assert_eq!(mine.status, 200);
+    assert_eq!(mine.body["total"], 1);
+    assert_eq!(mine.body["runs"][0]["run_id"], "run-a-bad");
+    let everyone = api.call("GET", &path, Some(&admin), None).await;
+    assert_eq!(everyone.body["total"], 2);
+    let bobs_for_admin = api
+        .call("GET", &format!("{path}&user=bob"), Some(&admin), None)
+        .await;
+    assert_eq!(bobs_for_admin.body["runs"][0]["run_id"], "run-b-bad");
+    assert_eq!(bobs_for_admin.body["total"], 1);
+    for bad in [
+        "limit=201",
+        "limit=0",
+        "offset=-1",
+        "status=exploded",
+        "since=soon",
+    ] {
+        let refused = api
+            .call("GET", &format!("/v1/runs?{bad}"), Some(&alice), None)
+            .await;
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
+    }
+}

@@ -11,3 +11,6 @@ CREATE TABLE run_progress (
     at     BIGINT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+
+-- Runs across schedules, newest occurrence first (the dashboard's run list).
+CREATE INDEX schedule_runs_by_time ON schedule_runs (scheduled_for DESC);

@@ -176,6 +176,8 @@ fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
         ]),
         "source" => one_of(&["tool", "consolidation"]),
         "status" if scope == "/v1/admin/outbox" => one_of(&["pending", "delivered", "dead"]),
+        "status" if scope == "/v1/runs" => one_of(crate::schedule::types::RunStatus::ALL),
+        "schedule" => id(),
         "passes" => {
             let names: Vec<&str> = crate::consolidate::Pass::ALL
                 .iter()
@@ -194,6 +196,7 @@ fn rule(scope: &str, name: &str, config: &Config) -> Option<Value> {
         // A folder of Markdown files is imported by the CLI alone.
         "format" if scope == "/v1/import" => one_of(&["nightshift", "mem0"]),
         "limit" if scope.ends_with("/events") => range(1, crate::memory::MAX_RECALL as i64),
+        "limit" if scope == "/v1/runs" => range(1, crate::schedule::store::MAX_RUN_PAGE),
         "limit" => range(1, 1000),
         "offset" | "expected_version" => range(0, i64::MAX),
         "top_k" => range(1, config.search.max_top_k as i64),

@@ -154,6 +154,11 @@ impl Listening {
                     }
                 },
             };
+            // Answers go out as they are written: an event stream's small writes would
+            // otherwise wait for the client's delayed acknowledgement (up to 40 ms each).
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(%err, "cannot set TCP_NODELAY on a connection");
+            }
             let Ok(permit) = open.clone().try_acquire_owned() else {
                 if let Some(times) = refused.tick() {
                     tracing::warn!(

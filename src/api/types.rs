@@ -290,6 +290,27 @@ pub struct RunsQuery {
     pub limit: Option<i64>,
 }
 
+/// `GET /v1/runs`: runs across schedules; each filter given narrows the list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RunListQuery {
+    /// With an admin token: the user to act for (without it, every user's runs).
+    pub user: Option<String>,
+    /// Only runs that ended (or stand) so.
+    pub status: Option<String>,
+    /// Only this schedule's runs.
+    pub schedule: Option<String>,
+    /// Occurrences from this instant (UTC ms, RFC 3339 or a date: its first moment).
+    pub since: Option<String>,
+    /// Occurrences until this instant, included (a date: its last moment).
+    pub until: Option<String>,
+    /// 1..=200 (default 50).
+    pub limit: Option<i64>,
+    /// Runs to pass over (default 0).
+    pub offset: Option<i64>,
+}
+
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PauseBody {

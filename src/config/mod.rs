@@ -255,6 +255,18 @@ pub enum ChannelKind {
     Log,
 }
 
+/// How a webhook channel signs its deliveries (see `notify::channels::signing`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookSigning {
+    /// `X-Nightshift-Signature: sha256=HEX` of the body.
+    #[default]
+    Nightshift,
+    /// The Standard Webhooks scheme: `webhook-id`, `webhook-timestamp`,
+    /// `webhook-signature`, under a `whsec_…` secret.
+    Standard,
+}
+
 /// A `[channels.<id>]` entry. Secrets are never written here: only the names of the
 /// environment variables or files that hold them.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -272,6 +284,9 @@ pub struct ChannelConfig {
     pub quiet_hours: Option<String>,
     /// The IANA time zone of `quiet_hours` (UTC when unset).
     pub timezone: Option<String>,
+    /// webhook: how deliveries are signed with the secret (`nightshift`, the default, or
+    /// `standard`: Standard Webhooks, the secret a `whsec_…` one).
+    pub signing: Option<WebhookSigning>,
 }
 
 impl ChannelConfig {

@@ -505,6 +505,24 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
             channel.quiet_hours.as_deref(),
             channel.timezone.as_deref(),
         )?;
+        if let Some(signing) = channel.signing {
+            if channel.kind != ChannelKind::Webhook {
+                return invalid(
+                    format!("{key}.signing"),
+                    "only a webhook channel signs its deliveries",
+                );
+            }
+            if signing == crate::config::WebhookSigning::Standard
+                && channel.secret_env.is_none()
+                && channel.secret_file.is_none()
+            {
+                return invalid(
+                    format!("{key}.signing"),
+                    "signing = \"standard\" needs the channel's secret (secret_env or \
+                     secret_file, a whsec_… secret)",
+                );
+            }
+        }
         if channel.secret_env.is_some() && channel.secret_file.is_some() {
             return invalid(
                 format!("{key}.secret_env"),

@@ -1,14 +1,14 @@
-//! Channel adapters, each speaking its service's public API: a signed JSON webhook, a
+//! Channel adapters, each speaking its service's public API: a signed JSON webhook (its
+//! signature nightshift's own or Standard Webhooks', see [`signing`]), a
 //! Slack incoming webhook, the Telegram Bot API, ntfy, and the log.
 
 mod documents;
+pub mod signing;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{json, Value};
-use sha2::Sha256;
 
 use super::outbox::Message;
 use crate::artifact::ArtifactStore;
@@ -41,6 +41,8 @@ pub enum ChannelError {
         path: String,
         reason: String,
     },
+    #[error("channel `{channel}`: {reason}")]
+    BadSecret { channel: String, reason: String },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
 }
@@ -48,9 +50,9 @@ pub enum ChannelError {
 impl crate::error::Kind for ChannelError {
     fn kind(&self) -> crate::error::ErrorKind {
         match self {
-            ChannelError::MissingEnv { .. } | ChannelError::SecretFile { .. } => {
-                crate::error::ErrorKind::Config
-            }
+            ChannelError::MissingEnv { .. }
+            | ChannelError::SecretFile { .. }
+            | ChannelError::BadSecret { .. } => crate::error::ErrorKind::Config,
             ChannelError::Client(_) => crate::error::ErrorKind::Internal,
         }
     }
@@ -84,6 +86,8 @@ struct Channel {
     kind: ChannelKind,
     url: Option<String>,
     secret: Option<Secret>,
+    /// A webhook's signer (its key from `secret`).
+    signer: signing::Signer,
 }
 
 /// The configured channels, secrets loaded.
@@ -218,12 +222,25 @@ impl Channels {
     ) -> Result<Self, ChannelError> {
         let mut loaded = BTreeMap::new();
         for (id, config) in channels {
+            let secret = load_secret(id, config)?;
+            let signer = match config.kind {
+                ChannelKind::Webhook => signing::Signer::new(
+                    config.signing.unwrap_or_default(),
+                    secret.as_ref().map(|Secret(s)| s.as_str()),
+                )
+                .map_err(|reason| ChannelError::BadSecret {
+                    channel: id.clone(),
+                    reason,
+                })?,
+                _ => signing::Signer::None,
+            };
             loaded.insert(
                 id.clone(),
                 Channel {
                     kind: config.kind,
                     url: config.url.clone(),
-                    secret: load_secret(id, config)?,
+                    secret,
+                    signer,
                 },
             );
         }
@@ -285,15 +302,9 @@ impl Channels {
         payload["context"] = json!(message.channel_context_id);
         let body = payload.to_string();
         let mut headers = vec![("Idempotency-Key", message.idempotency_key.clone())];
-        if let Some(Secret(secret)) = &channel.secret {
-            let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-                .expect("HMAC takes any key length");
-            mac.update(body.as_bytes());
-            headers.push((
-                "X-Nightshift-Signature",
-                format!("sha256={}", hex::encode(mac.finalize().into_bytes())),
-            ));
-        }
+        // Signed at this attempt: a retry carries a fresh timestamp, the same id.
+        let now_secs = crate::db::clock::now_ms() / 1000;
+        headers.extend(channel.signer.headers(&message.message_id, &body, now_secs));
         self.send(
             self.client
                 .post(channel.url.as_deref().unwrap_or_default())

@@ -10,11 +10,12 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::types::{
-    BackfillBody, PauseBody, ReplayBody, RunsQuery, ScheduleListQuery, TriggerBody, UserQuery,
+    BackfillBody, PauseBody, ReplayBody, RunListQuery, RunsQuery, ScheduleListQuery, TriggerBody,
+    UserQuery,
 };
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::store::{Backfill, Replay, Rerun, ScheduleFilter, Triggered};
+use crate::schedule::store::{Backfill, Replay, Rerun, RunFilter, ScheduleFilter, Triggered};
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -30,6 +31,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(trigger))
         .routes(routes!(backfill))
         .routes(routes!(runs))
+        .routes(routes!(list_runs))
         .routes(routes!(show_run))
         .routes(routes!(cancel_run))
         .routes(routes!(rerun))
@@ -371,6 +373,42 @@ async fn runs(
         .runs(&actor, &schedule_id, query.limit.unwrap_or(20))
         .await?;
     Ok(Json(runs.iter().map(RunView::from).collect()))
+}
+
+/// Runs across the caller's schedules (an admin's: every user's, or `?user=`'s), newest
+/// occurrence first, filtered by status, schedule and a range of occurrence times; a page
+/// at a time, with how many match in all.
+#[utoipa::path(get, path = "/v1/runs", tag = "schedules",
+    params(RunListQuery),
+    responses((status = 200, body = RunList), Failures),
+    security(("bearer" = [])))]
+async fn list_runs(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<RunListQuery>,
+) -> Result<Json<RunList>, ApiError> {
+    let actor = caller.actor_for(query.user.as_deref())?;
+    let mut filter = RunFilter::parse(
+        query.status.as_deref(),
+        None,
+        query.schedule.as_deref(),
+        query.since.as_deref(),
+        query.until.as_deref(),
+    )?;
+    filter.limit = query.limit.unwrap_or(filter.limit);
+    filter.offset = query.offset.unwrap_or(0);
+    let (runs, total) = state.app.schedules().list_runs(&actor, &filter).await?;
+    Ok(Json(RunList {
+        runs: runs.iter().map(RunView::from).collect(),
+        total,
+    }))
+}
+
+/// A page of runs, and how many the filters match in all.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RunList {
+    pub runs: Vec<RunView>,
+    pub total: i64,
 }
 
 /// One run, with its output and error.

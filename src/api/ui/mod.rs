@@ -7,6 +7,7 @@
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod approvals;
+mod run_list;
 mod runs;
 mod scripts;
 mod session;
@@ -48,6 +49,7 @@ pub fn router() -> Router<ApiState> {
             "/ui/schedules/{schedule_id}/{action}",
             post(schedule_action),
         )
+        .route("/ui/runs", get(run_list::list))
         .route("/ui/runs/{run_id}", get(runs::page))
         .route("/ui/runs/{run_id}/events", get(runs::events))
         .route("/ui/runs/{run_id}/{action}", post(runs::action))

@@ -21,6 +21,7 @@
     if (event.kind === "end") {
       source.close();
       status.textContent = event.status;
+      status.className = "badge s-" + event.status;
       live.textContent = "The run ended.";
     }
   }

@@ -142,7 +142,7 @@ fn view(run: &RunView, events: &[ProgressEvent], live: bool, csrf: &str) -> Page
             @if let Some(parent) = &run.parent_run_id {
                 dt { "Rerun of" } dd { a href=(format!("/ui/runs/{}", urlencode(parent))) { code { (parent) } } }
             }
-            dt { "Status" } dd #run-status.status { (run.status.as_str()) }
+            dt { "Status" } dd.status { span #run-status class={ "badge s-" (run.status.as_str()) } { (run.status.as_str()) } }
             dt { "Attempt" } dd { (run.attempt) }
             dt { "Turns" } dd { (run.turn_count) }
             dt { "Tokens" } dd { (run.prompt_tokens) " in, " (run.completion_tokens) " out" }

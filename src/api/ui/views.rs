@@ -84,6 +84,7 @@ pub fn layout(title: &str, csrf: Option<&str>, script: Script, body: Markup) -> 
                     @if let Some(csrf) = csrf {
                         nav {
                             a href="/ui" { "Overview" }
+                            a href="/ui/runs" { "Runs" }
                             a href="/ui/approvals" { "Approvals" }
                             a href="/ui/outbox" { "Outbox" }
                             a href="/ui/search" { "Search" }
@@ -142,6 +143,13 @@ pub(super) fn action_button(action: &str, label: &str, csrf: &str) -> Markup {
             button type="submit" { (label) }
         }
     }
+}
+
+/// A status by its word and its colour (never colour alone): green for what went well,
+/// red for what failed, blue for what is going, amber for what stopped or waits on a
+/// person.
+pub(super) fn badge(status: &str) -> Markup {
+    html! { span class={ "badge s-" (status) } { (status) } }
 }
 
 fn schedule_buttons(s: &ScheduleView, csrf: &str) -> Markup {
@@ -220,8 +228,8 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
                         td { (visible(&s.user_id)) }
                         td.goal { (visible(&s.goal)) }
                         td { (s.description) }
-                        td.status { (s.status.as_str())
-                            @if s.consecutive_failures > 0 { " (" (s.consecutive_failures) " failed)" } }
+                        td.status { (badge(s.status.as_str()))
+                            @if s.consecutive_failures > 0 { " " span.bad { "(" (s.consecutive_failures) " failed)" } } }
                         td { (s.next_run_at.as_deref().unwrap_or("—")) }
                         td.actions { (schedule_buttons(s, csrf)) }
                     }
@@ -247,13 +255,13 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
             dt { "User" } dd { (visible(&s.user_id)) }
             dt { "Goal" } dd.goal { (visible(&s.goal)) }
             dt { "Cadence" } dd { (s.description) " (" (s.timezone) ")" }
-            dt { "Status" } dd.status { (s.status.as_str())
+            dt { "Status" } dd.status { (badge(s.status.as_str()))
                 @if let Some(reason) = &s.status_reason { " — " (visible(reason)) } }
             dt { "Next runs" } dd { @for run in &s.next_runs { (run) br; } }
         }
         p.actions { (schedule_buttons(s, csrf)) }
         h2 { "Runs" }
-        @if runs.is_empty() { p #no-runs { "No runs yet." } }
+        @if runs.is_empty() { p #no-runs { "No runs yet." } } @else {
         table #runs {
             thead { tr { th { "Scheduled for" } th { "Status" } th { "Attempt" } th { "Finished" } th { "Output or error" } th { "Actions" } } }
             tbody {
@@ -266,7 +274,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
                             }
                         }
                         td.status {
-                            (r.status.as_str())
+                            (badge(r.status.as_str()))
                             @if let Some(by) = r.cancel_requested_by.as_deref().filter(|_| r.status.as_str() == "running") {
                                 " (stopping, asked by " (by) ")"
                             }
@@ -291,6 +299,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
                 }
             }
         }
+        }
     };
     layout(&title, Some(csrf), Script::Refresh, body)
 }
@@ -312,7 +321,7 @@ pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Page {
                         td { code { (m.message_id) } br; (m.kind) }
                         td { (visible(&m.user_id)) }
                         td { (m.channel_id) }
-                        td.status { (m.status) }
+                        td.status { (badge(&m.status)) }
                         td { (m.attempts) }
                         td { (visible(m.last_error.as_deref().unwrap_or(""))) }
                         td { (when(m.created_at)) }

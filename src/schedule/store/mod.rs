@@ -11,7 +11,8 @@
 //! - [`recovery`](self::recovery): leases — renewal, takeover, interruption at shutdown;
 //! - [`wait`](self::wait): a run paused for an approval, and resumed once it is answered;
 //! - [`cancel`](self::cancel): stopping a running or waiting run by hand;
-//! - [`progress`](self::progress): a run's progress while it goes, for its live view.
+//! - [`progress`](self::progress): a run's progress while it goes, for its live view;
+//! - [`run_list`](self::run_list): runs across schedules, filtered and paged.
 
 mod alert_messages;
 mod alerts;
@@ -33,6 +34,7 @@ mod progress;
 mod query;
 mod recovery;
 mod rerun;
+mod run_list;
 mod wait;
 
 use std::sync::Arc;
@@ -49,6 +51,7 @@ pub use follow_up::{FollowUp, FollowUpOrigin};
 pub use progress::{Follow, RunProgress, FOLLOW_POLL, PROGRESS_PAGE};
 pub use query::{NextWake, ScheduleFilter};
 pub use rerun::{Replay, ReplayedRun, Rerun, MAX_REPLAY};
+pub use run_list::{RunFilter, MAX_RUN_PAGE};
 pub use wait::{Paused, Waiting};
 
 use super::bounds::Bounds;

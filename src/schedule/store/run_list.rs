@@ -1,0 +1,126 @@
+//! Runs across schedules, filtered and paged: "what failed last night?" in one question.
+//! The operator lists everyone's runs; a user only their own (another user's filter names
+//! nothing of theirs).
+
+use super::ScheduleStore;
+use crate::access::Actor;
+use crate::db::{fetch_all, query_scalar, FromRow};
+use crate::input;
+use crate::schedule::types::{Run, RunStatus};
+use crate::schedule::Result;
+
+/// The most runs one page lists.
+pub const MAX_RUN_PAGE: i64 = 200;
+
+/// Which runs a list holds: each filter given narrows it. Times are the occurrences'
+/// (`scheduled_for`), from `since` to `until`, both included (a date as `until` is its
+/// last moment, so a date as both keeps that whole day).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    pub status: Option<RunStatus>,
+    pub user_id: Option<String>,
+    pub schedule_id: Option<String>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+    /// 1 to [`MAX_RUN_PAGE`].
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl RunFilter {
+    /// The filter read from text, as a form or a query string gives it (blank: not given).
+    /// Each bad field is refused naming it.
+    pub fn parse(
+        status: Option<&str>,
+        user: Option<&str>,
+        schedule: Option<&str>,
+        since: Option<&str>,
+        until: Option<&str>,
+    ) -> Result<Self> {
+        fn given(text: Option<&str>) -> Option<&str> {
+            text.map(str::trim).filter(|t| !t.is_empty())
+        }
+        let status = given(status)
+            .map(|s| {
+                s.parse::<RunStatus>()
+                    .map_err(|reason| input::InputError::new("status", reason))
+            })
+            .transpose()?;
+        let user_id = given(user).map(str::to_string);
+        if let Some(user) = &user_id {
+            input::check_id("user", user)?;
+        }
+        let schedule_id = given(schedule).map(str::to_string);
+        if let Some(schedule) = &schedule_id {
+            input::check_id("schedule", schedule)?;
+        }
+        let since = crate::memory::parse_time_opt("since", given(since), false)?;
+        let until = crate::memory::parse_time_opt("until", given(until), true)?;
+        Ok(Self {
+            status,
+            user_id,
+            schedule_id,
+            since,
+            until,
+            limit: 50,
+            offset: 0,
+        })
+    }
+}
+
+impl ScheduleStore {
+    /// The runs `filter` selects that `actor` may see, newest occurrence first, a page at a
+    /// time; and how many it selects in all.
+    pub async fn list_runs(&self, actor: &Actor, filter: &RunFilter) -> Result<(Vec<Run>, i64)> {
+        if !(1..=MAX_RUN_PAGE).contains(&filter.limit) {
+            return Err(input::InputError::new(
+                "limit",
+                format!("must be 1..={MAX_RUN_PAGE}, got {}", filter.limit),
+            )
+            .into());
+        }
+        if filter.offset < 0 {
+            return Err(input::InputError::new("offset", "must not be negative").into());
+        }
+        // A user's list is theirs whatever user it names: another's names nothing.
+        let user = match (actor.user_id(), filter.user_id.as_deref()) {
+            (Some(own), Some(named)) if own != named => return Ok((Vec::new(), 0)),
+            (Some(own), _) => Some(own),
+            (None, named) => named,
+        };
+        let conditions = "(?1 IS NULL OR schedule_id IN (SELECT schedule_id FROM schedules
+                                                          WHERE user_id = ?1))
+             AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3)
+             AND (?4 IS NULL OR scheduled_for >= ?4) AND (?5 IS NULL OR scheduled_for <= ?5)";
+        let params = || {
+            libsql::params![
+                user,
+                filter.status.map(RunStatus::as_str),
+                filter.schedule_id.as_deref(),
+                filter.since,
+                filter.until
+            ]
+        };
+        let conn = self.db.conn().await?;
+        let runs = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM schedule_runs WHERE {conditions}
+                 ORDER BY scheduled_for DESC, run_id DESC LIMIT {} OFFSET {}",
+                Run::COLUMNS,
+                filter.limit,
+                filter.offset
+            ),
+            params(),
+        )
+        .await?;
+        let total = query_scalar(
+            &conn,
+            &format!("SELECT count(*) FROM schedule_runs WHERE {conditions}"),
+            params(),
+        )
+        .await?
+        .unwrap_or(0);
+        Ok((runs, total))
+    }
+}
