@@ -296,6 +296,20 @@ impl TokenStore {
         .ok_or_else(|| TokenError::NotFound(token_id.to_string()))
     }
 
+    /// Whether the token `token_id` can still be used: not revoked, not expired, not gone
+    /// (an open event stream asks, now and then, so that revoking a token ends it).
+    pub async fn is_usable(&self, token_id: &str) -> Result<bool, TokenError> {
+        let conn = self.db.conn().await?;
+        let found: Option<i64> = crate::db::query_scalar(
+            &conn,
+            "SELECT 1 FROM api_tokens WHERE token_id = ?1 AND revoked_at IS NULL
+             AND (expires_at IS NULL OR expires_at > ?2)",
+            libsql::params![token_id, self.clock.now_ms()],
+        )
+        .await?;
+        Ok(found.is_some())
+    }
+
     /// Whether any token that can still be used exists (the server says how to make one
     /// when none does).
     pub async fn any_usable(&self) -> Result<bool, TokenError> {

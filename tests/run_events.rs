@@ -337,6 +337,23 @@ async fn another_users_run_is_missing_and_a_bad_last_event_id_is_refused_naming_
         );
     }
 
+    // An event that comes after the run's end (an attempt cut short, still writing) is
+    // not stored: the end stays the last.
+    api.app
+        .schedules()
+        .record_progress("run-a1", ProgressKind::Turn, &json!({"text": "late"}))
+        .await
+        .unwrap();
+    let stored: i64 = nightshift::db::query_scalar(
+        &conn,
+        "SELECT count(*) FROM run_progress WHERE run_id = 'run-a1'",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(stored, 1);
+
     // Her own ended run: its one event, then its end, numbered after it.
     let mut own = stream(&api, "run-a1", &ana, Some("0")).await;
     let events = own.until("end").await;
@@ -379,4 +396,56 @@ async fn streams_open_at_once_are_bounded_so_followers_cannot_hold_every_connect
     let run = api.call("GET", "/v1/runs/run-live", Some(&ana), None).await;
     assert_eq!(run.status, 200);
     drop(first);
+}
+
+#[tokio::test]
+async fn one_caller_holds_its_share_of_streams_and_an_id_past_the_last_counts_as_the_last() {
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         lease_expires_at)
+         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    let store = api.app.schedules();
+    for turn in 1..=2 {
+        store
+            .record_progress("run-live", ProgressKind::Turn, &json!({"turn": turn}))
+            .await
+            .unwrap();
+    }
+    let ana = api.token(Some("ana")).await;
+    // A client that claims to have seen event 999 of a run with 2 is caught up from 2.
+    let mut ahead = stream(&api, "run-live", &ana, Some("999")).await;
+    store
+        .record_progress("run-live", ProgressKind::Turn, &json!({"turn": 3}))
+        .await
+        .unwrap();
+    let next = ahead.next().await.unwrap();
+    assert_eq!((next.id, next.data["data"]["turn"].as_i64()), (3, Some(3)));
+
+    // Sixteen streams at most for one caller; another user still gets one.
+    let mut open_streams = vec![ahead];
+    for _ in 1..16 {
+        open_streams.push(stream(&api, "run-live", &ana, None).await);
+    }
+    let refused = open(&api, "run-live", &ana, None).await;
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert!(body.to_string().contains("16 event streams"), "{body}");
+    let admin = api.token(None).await;
+    assert_eq!(open(&api, "run-live", &admin, None).await.status(), 200);
+    drop(open_streams);
 }

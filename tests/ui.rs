@@ -1170,3 +1170,60 @@ async fn the_runs_page_answers_what_failed_last_night_by_filters_and_pages() {
         assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
     }
 }
+
+#[tokio::test]
+async fn the_overview_shows_each_schedules_last_run_its_week_and_times_relative_to_now() {
+    const DAY: i64 = 86_400_000;
+    let now = 1_800_000_000_000; // 2027-01-15T08:00:00Z
+    let clock = ManualClock::starting_at(now);
+    let api = api_on(clock.clone()).await;
+    let id = a_schedule_triggered(&api).await;
+    let quiet = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "never ran".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .schedule_id;
+    a_run(&api, &id, "run-1", now - 3 * DAY, "succeeded").await;
+    a_run(&api, &id, "run-2", now - 2 * DAY, "failed").await;
+    a_run(&api, &id, "run-3", now - 3 * 3_600_000, "succeeded").await;
+    // Older than a week: not counted.
+    a_run(&api, &id, "run-0", now - 9 * DAY, "failed").await;
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "UPDATE schedules SET last_run_status = 'succeeded', last_run_at = ?2
+         WHERE schedule_id = ?1",
+        libsql::params![id.as_str(), now - 3 * 3_600_000],
+    )
+    .await
+    .unwrap();
+    let browser = Browser::logged_in(&api).await;
+    let (_, page) = browser.get("/ui").await;
+    let row = |schedule: &str| {
+        let at = page
+            .find(&format!("data-schedule=\"{schedule}\""))
+            .expect("the schedule's row");
+        page[at..at + page[at..].find("</tr>").unwrap()].to_string()
+    };
+    let ran = row(&id);
+    assert!(ran.contains("2 of 3 ok (66 %)"), "{ran}");
+    assert!(ran.contains("class=\"badge s-succeeded\""), "{ran}");
+    assert!(
+        ran.contains("title=\"2027-01-15T05:00:00Z\">3 h ago</time>"),
+        "{ran}"
+    );
+    assert!(ran.contains("took 1 s"), "{ran}");
+    let never = row(&quiet);
+    assert!(
+        never.contains("not yet") && never.contains("no runs"),
+        "{never}"
+    );
+}

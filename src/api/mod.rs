@@ -10,6 +10,7 @@ mod input_rules;
 mod middleware;
 mod routes;
 pub mod server;
+mod stream_slots;
 pub mod types;
 mod ui;
 
@@ -39,9 +40,8 @@ pub struct ApiState {
     pub openapi: Arc<String>,
     /// Cancelled when the server shuts down: open event streams end.
     pub stop: CancellationToken,
-    /// Event streams open at once (a run followed live): at most half of
-    /// `server.max_connections`, so followers cannot hold every connection.
-    pub streams: Arc<tokio::sync::Semaphore>,
+    /// Places for open event streams (a run followed live; see `stream_slots`).
+    pub streams: Arc<stream_slots::StreamSlots>,
 }
 
 #[derive(OpenApi)]
@@ -133,9 +133,7 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
         worker_expected,
         openapi: Arc::new(openapi),
         stop: stop.child_token(),
-        streams: Arc::new(tokio::sync::Semaphore::new(
-            (config.max_connections / 2).max(1),
-        )),
+        streams: stream_slots::StreamSlots::new(server::served_connections(config.max_connections)),
     };
     let mcp = routes::mcp::router(&state, stop.child_token());
     // `Router::layer` wraps every route (and the fallback) by itself: a plain concurrency

@@ -210,8 +210,7 @@ fn connection_cap(configured: usize, files: Option<u64>) -> usize {
     let Some(files) = files else {
         return configured;
     };
-    let room = files.saturating_sub(RESERVED_FILES.min(files / 2)).max(1);
-    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    let room = room_for(files);
     if room < configured {
         tracing::warn!(
             max_connections = configured,
@@ -222,6 +221,19 @@ fn connection_cap(configured: usize, files: Option<u64>) -> usize {
         );
     }
     configured.min(room)
+}
+
+/// Connections that fit beside the files the rest of the process needs, under a limit of
+/// `files`.
+fn room_for(files: u64) -> usize {
+    let room = files.saturating_sub(RESERVED_FILES.min(files / 2)).max(1);
+    usize::try_from(room).unwrap_or(usize::MAX)
+}
+
+/// The connections the server holds open at most with `server.max_connections` set to
+/// `configured`: fewer where the open-file limit leaves no room for them.
+pub fn served_connections(configured: usize) -> usize {
+    open_file_limit().map_or(configured, |files| configured.min(room_for(files)))
 }
 
 /// The process's soft limit on open files, where the system says it (Linux); `None`

@@ -4,15 +4,17 @@
 //! last id it saw as `Last-Event-ID` and gets what came after; one that already saw the
 //! end gets 204, which tells a browser's `EventSource` to stop reconnecting. Another
 //! user's run is a missing one (404). Streams open at once are bounded (see
-//! [`stream_slot`]).
+//! `api::stream_slots`), and one whose token is revoked ends within [`REAUTHORIZE`].
 
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::OwnedSemaphorePermit;
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -20,11 +22,19 @@ use utoipa_axum::routes;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiPath, ApiQuery};
+use crate::api::stream_slots::{Full, StreamSlot, PER_CALLER};
 use crate::api::types::UserQuery;
 use crate::api::ApiState;
 use crate::input::InputError;
 use crate::schedule::progress::{parse_last_event_id, ProgressEvent};
 use crate::schedule::store::Follow;
+
+/// How often an open stream checks that its caller may still follow it (a revoked token,
+/// a dashboard session logged out).
+pub const REAUTHORIZE: Duration = Duration::from_secs(30);
+
+/// Whether a stream's caller may still follow it.
+pub type Allowed = Arc<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(run_events))
@@ -52,10 +62,17 @@ async fn run_events(
 ) -> Result<Response, ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
     let after = last_seen(&headers, None)?;
-    let slot = stream_slot(&state)?;
+    let slot = stream_slot(&state, actor.user_id().unwrap_or("operator"))?;
     let follow = state.app.schedules().follow(&actor, &run_id, after).await?;
+    let allowed: Allowed = {
+        let (tokens, token_id) = (state.app.tokens().clone(), caller.token_id.clone());
+        Arc::new(move || {
+            let (tokens, token_id) = (tokens.clone(), token_id.clone());
+            Box::pin(async move { tokens.is_usable(&token_id).await.unwrap_or(false) })
+        })
+    };
     Ok(match follow {
-        Some(follow) => stream(follow, slot, state.stop.clone(), |event| {
+        Some(follow) => stream(follow, slot, state.stop.clone(), allowed, |event| {
             serde_json::to_string(event).unwrap_or_default()
         })
         .into_response(),
@@ -75,44 +92,66 @@ pub fn last_seen(headers: &HeaderMap, fallback: Option<&str>) -> Result<i64, Inp
     header.or(fallback).map_or(Ok(0), parse_last_event_id)
 }
 
-/// A place for one more open event stream, held while it is open: 503 (try again) when
-/// half of `server.max_connections` are streams already.
-pub fn stream_slot(state: &ApiState) -> Result<OwnedSemaphorePermit, ApiError> {
-    state.streams.clone().try_acquire_owned().map_err(|_| {
-        let mut err = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "too many event streams are open (at most half of server.max_connections); \
-             try again",
-        );
+/// A place for one more of `caller`'s open streams, held while it is open: 503 (try
+/// again) when the server's are taken, 429 when the caller holds its share.
+pub fn stream_slot(state: &ApiState, caller: &str) -> Result<StreamSlot, ApiError> {
+    state.streams.take(caller).map_err(|full| {
+        let mut err = match full {
+            Full::Server => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "too many event streams are open (at most half the connections the server \
+                 holds); try again",
+            ),
+            Full::Caller => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "you have {PER_CALLER} event streams open, the most one caller may; close \
+                     one first"
+                ),
+            ),
+        };
         err.retry_after_secs = Some(1);
         err
     })
 }
 
-/// The SSE response following `follow` until the run's end, an error, or `stop` (the
-/// server shutting down: a client reconnects with its last id), holding `slot` while it
-/// is open; each event's data is `render`'s.
+/// The SSE response following `follow` until the run's end, an error, `stop` (the server
+/// shutting down: a client reconnects with its last id) or its caller no longer
+/// `allowed`, holding `slot` while it is open; each event's data is `render`'s.
 pub fn stream(
     follow: Follow,
-    slot: OwnedSemaphorePermit,
+    slot: StreamSlot,
     stop: CancellationToken,
+    allowed: Allowed,
     render: fn(&ProgressEvent) -> String,
 ) -> impl IntoResponse {
-    let state = (follow, stop, slot);
-    let events = futures_util::stream::unfold(state, move |(mut follow, stop, slot)| async move {
-        let next = tokio::select! {
-            next = follow.next() => next,
-            _ = stop.cancelled() => return None,
+    let state = (follow, stop, slot, allowed);
+    let events = futures_util::stream::unfold(state, move |state| async move {
+        let (mut follow, stop, slot, allowed) = state;
+        let next = loop {
+            tokio::select! {
+                next = follow.next() => break next,
+                _ = stop.cancelled() => return None,
+                // A read cut short here loses nothing: the view moves on only with what
+                // it sent.
+                _ = tokio::time::sleep(REAUTHORIZE) => {
+                    if !allowed().await {
+                        return None;
+                    }
+                }
+            }
         };
         match next {
             Ok(Some(event)) => Some((
                 Ok::<_, Infallible>(sse_event(&event, render)),
-                (follow, stop, slot),
+                (follow, stop, slot, allowed),
             )),
             Ok(None) => None,
             Err(err) => {
-                tracing::warn!(%err, "a run's live view ended early");
+                // A run deleted while followed: the client's next try is told it is gone.
+                tracing::debug!(%err, "a run's live view ended early");
                 None
             }
         }

@@ -7,6 +7,7 @@
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod approvals;
+mod moments;
 mod run_list;
 mod runs;
 mod scripts;
@@ -256,11 +257,20 @@ async fn overview(
         .iter()
         .map(|s| ScheduleView::new(s, LIST_NEXT_RUNS))
         .collect();
+    let now = state.app.clock().now_ms();
+    let ids: Vec<String> = schedules.iter().map(|s| s.schedule_id.clone()).collect();
+    let since = now.saturating_sub(crate::schedule::store::overview::STATS_WINDOW_MS);
+    let stats = match state.app.schedules().run_stats(&ids, since).await {
+        Ok(stats) => stats,
+        Err(err) => return failure(err),
+    };
     let list = SchedulePage {
         schedules: &views,
         total,
         page,
         pages: (total + PAGE - 1) / PAGE,
+        stats: &stats,
+        now,
     };
     views::overview(&overview, &ready, &list, &session.csrf).into_response()
 }
@@ -284,6 +294,7 @@ async fn schedule(
         &ScheduleView::new(&found, SHOW_NEXT_RUNS),
         &runs,
         &session.csrf,
+        state.app.clock().now_ms(),
     )
     .into_response()
 }

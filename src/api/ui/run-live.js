@@ -18,13 +18,21 @@
     [event.seq, event.kind, event.at, event.text].forEach(function (value) {
       row.insertCell().textContent = value;
     });
-    if (event.kind === "end") {
-      source.close();
+    if (event.kind === "status" || event.kind === "end") {
       status.textContent = event.status;
       status.className = "badge s-" + event.status;
+    }
+    if (event.kind === "end") {
+      source.close();
       live.textContent = "The run ended.";
     }
   }
+  // A stream refused (no place for it, the run gone) or closed for good: say so.
+  source.onerror = function () {
+    if (source.readyState === EventSource.CLOSED) {
+      live.textContent = "No longer following the run: reload the page to see where it stands.";
+    }
+  };
   ["status", "turn", "tool_call", "tool_result", "end"].forEach(function (kind) {
     source.addEventListener(kind, add);
   });

@@ -9,6 +9,7 @@ use maud::html;
 use serde::Deserialize;
 
 use super::failure;
+use super::moments::moment;
 use super::session::UiSession;
 use super::views::{badge, layout, urlencode, Page, Script};
 use crate::access::Actor;
@@ -57,12 +58,16 @@ pub async fn list(
     session: UiSession,
     Query(query): Query<RunListQuery>,
 ) -> Response {
+    // A form sends every field: a blank one is not a filter.
+    fn given(text: &Option<String>) -> Option<&str> {
+        text.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
     let filter = RunFilter::parse(
-        query.status.as_deref(),
-        query.user.as_deref(),
-        query.schedule.as_deref(),
-        query.since.as_deref(),
-        query.until.as_deref(),
+        given(&query.status),
+        given(&query.user),
+        given(&query.schedule),
+        given(&query.since),
+        given(&query.until),
     );
     let page = query.page.unwrap_or(1).clamp(1, i64::MAX / PAGE);
     let found = match filter {
@@ -78,11 +83,14 @@ pub async fn list(
         Err(err) => Err(err),
     };
     match found {
-        Ok(found) => view(&query, page, Ok(found), &session.csrf).into_response(),
+        Ok(found) => {
+            let now = state.app.clock().now_ms();
+            view(&query, page, Ok(found), &session.csrf, now).into_response()
+        }
         // A bad filter is shown on the page, with the form to mend it.
         Err(err) if err.kind() == ErrorKind::BadInput => {
             let message = crate::input::printable(&err.to_string()).into_owned();
-            let mut response = view(&query, page, Err(message), &session.csrf).into_response();
+            let mut response = view(&query, page, Err(message), &session.csrf, 0).into_response();
             *response.status_mut() = StatusCode::BAD_REQUEST;
             response
         }
@@ -95,6 +103,7 @@ fn view(
     page: i64,
     found: Result<(Vec<crate::schedule::types::Run>, i64), String>,
     csrf: &str,
+    now: i64,
 ) -> Page {
     let value = |v: &Option<String>| v.clone().unwrap_or_default();
     let status = value(&query.status);
@@ -130,7 +139,7 @@ fn view(
                                     td { a href={ "/ui/schedules/" (urlencode(&r.schedule_id)) } { code { (r.schedule_id) } } }
                                     td.status { (badge(r.status.as_str())) }
                                     td { (r.attempt) }
-                                    td { (r.finished_at.as_deref().unwrap_or("—")) }
+                                    td { @if let Some(finished) = r.finished_at.as_deref() { (moment(finished, now)) } @else { "—" } }
                                     td {
                                         @if let Some(error) = &r.error { span.error { (visible(crate::text::truncate_chars(error, 200))) } }
                                         @else if let Some(summary) = &r.output_summary { (visible(summary)) }

@@ -3,13 +3,17 @@
 //! the stream `GET /v1/runs/{id}/events` sends, each event in words). Cancel and Rerun
 //! post to `/ui/runs/{id}/{action}`.
 
+use std::sync::Arc;
+
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+
 use maud::html;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::moments::moment;
 use super::session::UiSession;
 use super::views::{action_button, layout, urlencode, Page, Script};
 use super::{checked, failure, see_other, CsrfForm};
@@ -49,8 +53,18 @@ pub async fn page(
         }
     }
     let run = read.run;
+    let hidden = read.last_seq - events.last().map_or(0, |e| e.seq);
     let live = matches!(run.status, RunStatus::Running | RunStatus::Waiting);
-    view(&RunView::from(&run), &events, live, &session.csrf).into_response()
+    let now = state.app.clock().now_ms();
+    view(
+        &RunView::from(&run),
+        &events,
+        hidden,
+        live,
+        &session.csrf,
+        now,
+    )
+    .into_response()
 }
 
 #[derive(Deserialize)]
@@ -61,7 +75,7 @@ pub struct EventsQuery {
 
 pub async fn events(
     State(state): State<ApiState>,
-    _session: UiSession,
+    session: UiSession,
     Path(run_id): Path<String>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
@@ -70,30 +84,40 @@ pub async fn events(
         Ok(after) => after,
         Err(err) => return failure(err),
     };
-    let slot = match run_events::stream_slot(&state) {
+    let slot = match run_events::stream_slot(&state, "operator") {
         Ok(slot) => slot,
         Err(err) => return err.into_response(),
     };
-    match state
+    let follow = match state
         .app
         .schedules()
         .follow(&Actor::Operator, &run_id, after)
         .await
     {
-        Ok(Some(follow)) => run_events::stream(follow, slot, state.stop.clone(), |event| {
-            json!({
-                "seq": event.seq,
-                "kind": event.kind,
-                "at": to_rfc3339(event.at),
-                "text": visible(&event.describe()),
-                "status": event.data["status"],
-            })
-            .to_string()
+        Ok(Some(follow)) => follow,
+        Ok(None) => return StatusCode::NO_CONTENT.into_response(),
+        Err(err) => return failure(err),
+    };
+    // Logging out (or the session's token revoked) ends the stream.
+    let session = Arc::new(session);
+    let allowed: run_events::Allowed = {
+        let state = state.clone();
+        Arc::new(move || {
+            let (state, session) = (state.clone(), session.clone());
+            Box::pin(async move { session.still_open(&state).await })
         })
-        .into_response(),
-        Ok(None) => StatusCode::NO_CONTENT.into_response(),
-        Err(err) => failure(err),
-    }
+    };
+    run_events::stream(follow, slot, state.stop.clone(), allowed, |event| {
+        json!({
+            "seq": event.seq,
+            "kind": event.kind,
+            "at": to_rfc3339(event.at),
+            "text": visible(&event.describe()),
+            "status": event.data["status"],
+        })
+        .to_string()
+    })
+    .into_response()
 }
 
 /// Cancel or rerun a run; back to its schedule's page.
@@ -131,7 +155,15 @@ pub async fn action(
     }
 }
 
-fn view(run: &RunView, events: &[ProgressEvent], live: bool, csrf: &str) -> Page {
+/// `hidden`: the run's events after those shown (a page shows [`SHOWN`] at most).
+fn view(
+    run: &RunView,
+    events: &[ProgressEvent],
+    hidden: i64,
+    live: bool,
+    csrf: &str,
+    now: i64,
+) -> Page {
     let last = events.last().map_or(0, |e| e.seq);
     let follow = live.then(|| format!("/ui/runs/{}/events?after={last}", urlencode(&run.run_id)));
     let body = html! {
@@ -147,8 +179,8 @@ fn view(run: &RunView, events: &[ProgressEvent], live: bool, csrf: &str) -> Page
             dt { "Turns" } dd { (run.turn_count) }
             dt { "Tokens" } dd { (run.prompt_tokens) " in, " (run.completion_tokens) " out" }
             dt { "Cost" } dd { (format!("{:.6}", run.cost)) }
-            @if let Some(started) = &run.started_at { dt { "Started" } dd { (started) } }
-            @if let Some(finished) = &run.finished_at { dt { "Finished" } dd { (finished) } }
+            @if let Some(started) = &run.started_at { dt { "Started" } dd { (moment(started, now)) } }
+            @if let Some(finished) = &run.finished_at { dt { "Finished" } dd { (moment(finished, now)) } }
             @if let Some(error) = &run.error { dt { "Error" } dd.error { (visible(error)) } }
             @if let Some(output) = &run.output { dt { "Output" } dd { pre { (visible(output)) } } }
         }
@@ -163,6 +195,10 @@ fn view(run: &RunView, events: &[ProgressEvent], live: bool, csrf: &str) -> Page
         h2 { "Progress" }
         p #live role="status" {
             @if live { "Following the run as it goes." } @else if events.is_empty() { "No progress was recorded." } @else { "The run ended." }
+        }
+        @if hidden > 0 && !live {
+            p.hint { "The first " (events.len()) " events; " (hidden) " more are in the run's transcript and at "
+                code { "GET /v1/runs/" (run.run_id) "/events" } "." }
         }
         table #progress data-follow=[follow] {
             thead { tr { th { "#" } th { "Kind" } th { "At" } th { "What happened" } } }

@@ -26,6 +26,18 @@ pub struct UiSession {
 }
 
 impl UiSession {
+    /// Whether the session is still open (not logged out, not expired, its token usable):
+    /// an open event stream asks now and then.
+    pub async fn still_open(&self, state: &ApiState) -> bool {
+        state
+            .app
+            .tokens()
+            .ui_sessions()
+            .open(&self.secret)
+            .await
+            .is_ok()
+    }
+
     /// Logs out: the session is deleted on the server, so its cookie opens nothing again.
     pub async fn end(&self, state: &ApiState) -> Result<(), UiSessionError> {
         state.app.tokens().ui_sessions().end(&self.secret).await

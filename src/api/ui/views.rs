@@ -9,12 +9,14 @@
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
+use super::moments::{duration, moment};
 use crate::app::overview::Overview;
 use crate::app::status::Readiness;
 use crate::db::clock::to_rfc3339;
 use crate::input::visible;
 use crate::memory::SearchResponse;
 use crate::notify::outbox::Message;
+use crate::schedule::store::overview::RunStats;
 use crate::schedule::view::{RunView, ScheduleView};
 
 /// What a page runs: nothing, or one of the dashboard's own scripts (in the binary),
@@ -183,6 +185,24 @@ pub struct SchedulePage<'a> {
     pub total: i64,
     pub page: i64,
     pub pages: i64,
+    /// How each schedule's runs went over the last week.
+    pub stats: &'a std::collections::BTreeMap<String, RunStats>,
+    /// The time the page's relative times count from.
+    pub now: i64,
+}
+
+/// A week's runs of one schedule in words: "5 of 6 ok (83 %)".
+fn week(stats: Option<&RunStats>) -> Markup {
+    let Some(stats) = stats.filter(|s| s.succeeded + s.failed > 0) else {
+        return html! { span.hint { "no runs" } };
+    };
+    let ended = stats.succeeded + stats.failed;
+    let share = stats.succeeded * 100 / ended;
+    html! {
+        span class=(if stats.failed > 0 { "warn" } else { "ok" }) {
+            (stats.succeeded) " of " (ended) " ok (" (share) " %)"
+        }
+    }
 }
 
 pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str) -> Page {
@@ -220,7 +240,7 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
         p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
             " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }
         table #schedules {
-            thead { tr { th { "Schedule" } th { "User" } th { "Goal" } th { "Cadence" } th { "Status" } th { "Next run" } th { "" } } }
+            thead { tr { th { "Schedule" } th { "User" } th { "Goal" } th { "Cadence" } th { "Status" } th { "Last run" } th { "Last 7 days" } th { "Next run" } th { "Actions" } } }
             tbody {
                 @for s in list.schedules {
                     tr data-schedule=(s.schedule_id) {
@@ -230,7 +250,16 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
                         td { (s.description) }
                         td.status { (badge(s.status.as_str()))
                             @if s.consecutive_failures > 0 { " " span.bad { "(" (s.consecutive_failures) " failed)" } } }
-                        td { (s.next_run_at.as_deref().unwrap_or("—")) }
+                        td.last {
+                            @if let (Some(status), Some(at)) = (s.last_run_status, s.last_run_at.as_deref()) {
+                                (badge(status.as_str())) " " (moment(at, list.now))
+                                @if let Some(took) = list.stats.get(&s.schedule_id).and_then(|t| t.last_duration_ms) {
+                                    br; small { "took " (duration(took)) }
+                                }
+                            } @else { span.hint { "not yet" } }
+                        }
+                        td { (week(list.stats.get(&s.schedule_id))) }
+                        td { @if let Some(next) = s.next_run_at.as_deref() { (moment(next, list.now)) } @else { "—" } }
                         td.actions { (schedule_buttons(s, csrf)) }
                     }
                 }
@@ -247,7 +276,7 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
     layout("Overview", Some(csrf), Script::Refresh, body)
 }
 
-pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
+pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str, now: i64) -> Page {
     let title = visible(s.name.as_deref().unwrap_or(&s.schedule_id)).into_owned();
     let body = html! {
         dl {
@@ -257,7 +286,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
             dt { "Cadence" } dd { (s.description) " (" (s.timezone) ")" }
             dt { "Status" } dd.status { (badge(s.status.as_str()))
                 @if let Some(reason) = &s.status_reason { " — " (visible(reason)) } }
-            dt { "Next runs" } dd { @for run in &s.next_runs { (run) br; } }
+            dt { "Next runs" } dd { @for run in &s.next_runs { (moment(run, now)) " · " (run) br; } }
         }
         p.actions { (schedule_buttons(s, csrf)) }
         h2 { "Runs" }
@@ -280,7 +309,7 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str) -> Page {
                             }
                         }
                         td { (r.attempt) }
-                        td { (r.finished_at.as_deref().unwrap_or("—")) }
+                        td { @if let Some(finished) = r.finished_at.as_deref() { (moment(finished, now)) } @else { "—" } }
                         td {
                             @if let Some(error) = &r.error { p.error { (visible(error)) } }
                             @if let Some(output) = &r.output {

@@ -260,7 +260,7 @@ impl ScheduleStore {
         }
         tx.commit().await?;
         // Its live views end now.
-        self.progress_moved();
+        self.progress_moved(Some(&claim.run_id));
         if let Some((memory, stored)) = appended {
             memory.appended(&stored);
         }

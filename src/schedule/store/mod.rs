@@ -48,7 +48,7 @@ pub use events::{
 };
 pub use finish::Transcript;
 pub use follow_up::{FollowUp, FollowUpOrigin};
-pub use progress::{Follow, RunProgress, FOLLOW_POLL, PROGRESS_PAGE};
+pub use progress::{Follow, Moved, RunProgress, FOLLOW_POLL, FOLLOW_POLL_WAITING, PROGRESS_PAGE};
 pub use query::{NextWake, ScheduleFilter};
 pub use rerun::{Replay, ReplayedRun, Rerun, MAX_REPLAY};
 pub use run_list::{RunFilter, MAX_RUN_PAGE};
@@ -74,7 +74,7 @@ pub struct ScheduleStore {
     wake: Option<Arc<tokio::sync::Notify>>,
     /// Moved when this process records a run's progress or finishes a run (see
     /// `progress`).
-    progress: Arc<tokio::sync::watch::Sender<u64>>,
+    progress: Arc<tokio::sync::watch::Sender<progress::Moved>>,
 }
 
 /// A schedule (row of `schedules`) whose next occurrence must wait for the run it has
@@ -262,7 +262,7 @@ impl ScheduleStore {
             limits,
             notifications: None,
             wake: None,
-            progress: Arc::new(tokio::sync::watch::channel(0).0),
+            progress: Arc::new(tokio::sync::watch::channel(progress::Moved::default()).0),
         }
     }
 

@@ -95,6 +95,92 @@ impl ScheduleStore {
     }
 }
 
+/// How one schedule's runs went over a window (see [`ScheduleStore::run_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Runs that succeeded.
+    pub succeeded: i64,
+    /// Runs that failed (a time-out and an interruption count).
+    pub failed: i64,
+    /// How long its last finished run took, start to end.
+    pub last_duration_ms: Option<i64>,
+}
+
+/// The window [`ScheduleStore::run_stats`] is read over by the overview: a week.
+pub const STATS_WINDOW_MS: i64 = 7 * 86_400_000;
+
+/// At most this many schedules' figures are read at once (a page of the overview).
+const STATS_BATCH: usize = 200;
+
+impl ScheduleStore {
+    /// For each of `schedule_ids` (the operator's view, a page at a time), how its runs of
+    /// occurrences since `since` went, and how long its last finished run took. A schedule
+    /// without runs is left out.
+    pub async fn run_stats(
+        &self,
+        schedule_ids: &[String],
+        since: i64,
+    ) -> Result<BTreeMap<String, RunStats>> {
+        let mut stats: BTreeMap<String, RunStats> = BTreeMap::new();
+        let conn = self.db.conn().await?;
+        for batch in schedule_ids.chunks(STATS_BATCH) {
+            // `?1` is `since` in the first query; the ids follow it in both.
+            let ids = (2..batch.len() + 2)
+                .map(|n| format!("?{n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let params = || {
+                let mut values = vec![libsql::Value::Integer(since)];
+                values.extend(batch.iter().map(|id| libsql::Value::Text(id.clone())));
+                libsql::params::Params::Positional(values)
+            };
+            let rows: Vec<Tally> = fetch_all(
+                &conn,
+                &format!(
+                    "SELECT schedule_id,
+                        sum(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END),
+                        sum(CASE WHEN status IN ('failed', 'timed_out', 'interrupted')
+                                 THEN 1 ELSE 0 END)
+                     FROM schedule_runs WHERE scheduled_for >= ?1 AND schedule_id IN ({ids})
+                     GROUP BY schedule_id"
+                ),
+                params(),
+            )
+            .await?;
+            for Tally(id, succeeded, failed) in rows {
+                let entry = stats.entry(id).or_default();
+                entry.succeeded = succeeded;
+                entry.failed = failed;
+            }
+            let rows: Vec<Count> = fetch_all(
+                &conn,
+                &format!(
+                    "SELECT schedule_id, finished_at - started_at FROM schedule_runs r
+                     WHERE schedule_id IN ({ids}) AND finished_at >= ?1 AND started_at IS NOT NULL
+                     AND finished_at = (SELECT max(finished_at) FROM schedule_runs x
+                                        WHERE x.schedule_id = r.schedule_id)"
+                ),
+                params(),
+            )
+            .await?;
+            for Count(id, took) in rows {
+                stats.entry(id).or_default().last_duration_ms = Some(took);
+            }
+        }
+        Ok(stats)
+    }
+}
+
+struct Tally(String, i64, i64);
+
+impl FromRow for Tally {
+    const COLUMNS: &'static str = "";
+
+    fn from_row(row: &libsql::Row) -> std::result::Result<Self, crate::db::DbError> {
+        Ok(Tally(row.get(0)?, row.get(1)?, row.get(2)?))
+    }
+}
+
 struct Count(String, i64);
 
 impl FromRow for Count {

@@ -3,13 +3,15 @@
 //! a run or records an event in this process moves [`ScheduleStore::progress_changes`],
 //! so a view here follows at once; a view in another process reads again at its own pace.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::ScheduleStore;
 use crate::access::Actor;
 use crate::db::{fetch_all, query_scalar, text_column, DbError, FromRow};
 use crate::schedule::progress::{ProgressEvent, ProgressKind, ProgressSink};
-use crate::schedule::types::Run;
+use crate::schedule::types::{Run, RunStatus};
 use crate::schedule::Result;
 
 /// The most events one read returns: a view reads again for the rest.
@@ -40,7 +42,9 @@ impl FromRow for ProgressEvent {
 }
 
 impl ScheduleStore {
-    /// Appends one event to run `run_id`'s progress, numbered after its last.
+    /// Appends one event to run `run_id`'s progress, numbered after its last, while the
+    /// run is running or waiting: an event that comes after its end (from an attempt cut
+    /// short, still writing) is dropped, so a run's events all precede its end.
     pub async fn record_progress(
         &self,
         run_id: &str,
@@ -48,17 +52,31 @@ impl ScheduleStore {
         data: &Value,
     ) -> Result<()> {
         let conn = self.db.conn().await?;
-        // The worker holding a run is its only writer: numbering by the run's highest
-        // `seq` in the insert itself cannot collide.
-        conn.execute(
-            "INSERT INTO run_progress (run_id, seq, kind, body, at)
-             SELECT CAST(?1 AS TEXT), coalesce(max(seq), 0) + 1, CAST(?2 AS TEXT),
-                    CAST(?3 AS TEXT), CAST(?4 AS BIGINT)
-             FROM run_progress WHERE run_id = ?1",
-            libsql::params![run_id, kind.as_str(), data.to_string(), self.clock.now_ms()],
-        )
-        .await?;
-        self.progress_moved();
+        let body = data.to_string();
+        // Numbered in the insert itself. Two inserts of one run may race (an attempt cut
+        // short still writing as the next begins); the loser collides on the key and is
+        // numbered again.
+        let mut tries = 0;
+        loop {
+            let inserted = conn
+                .execute(
+                    "INSERT INTO run_progress (run_id, seq, kind, body, at)
+                     SELECT CAST(?1 AS TEXT), n.seq, CAST(?2 AS TEXT), CAST(?3 AS TEXT),
+                            CAST(?4 AS BIGINT)
+                     FROM (SELECT coalesce(max(seq), 0) + 1 AS seq FROM run_progress
+                           WHERE run_id = ?1) n
+                     WHERE EXISTS (SELECT 1 FROM schedule_runs WHERE run_id = ?1
+                                   AND status IN ('running', 'waiting'))",
+                    libsql::params![run_id, kind.as_str(), body.as_str(), self.clock.now_ms()],
+                )
+                .await;
+            match inserted {
+                Ok(_) => break,
+                Err(_) if tries < RECORD_TRIES => tries += 1,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        self.progress_moved(Some(run_id));
         Ok(())
     }
 
@@ -68,22 +86,8 @@ impl ScheduleStore {
     pub async fn progress(&self, actor: &Actor, run_id: &str, after: i64) -> Result<RunProgress> {
         let run = self.run(actor, run_id).await?;
         let conn = self.db.conn().await?;
-        let events = fetch_all(
-            &conn,
-            &format!(
-                "SELECT {} FROM run_progress WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-                ProgressEvent::COLUMNS
-            ),
-            libsql::params![run_id, after, PROGRESS_PAGE],
-        )
-        .await?;
-        let last_seq: i64 = query_scalar(
-            &conn,
-            "SELECT coalesce(max(seq), 0) FROM run_progress WHERE run_id = ?1",
-            [run_id],
-        )
-        .await?
-        .unwrap_or(0);
+        let events = events_after(&conn, run_id, after).await?;
+        let last_seq = last_seq(&conn, run_id).await?;
         Ok(RunProgress {
             run,
             events,
@@ -91,16 +95,62 @@ impl ScheduleStore {
         })
     }
 
-    /// Moves whenever this process records a run's progress or finishes a run: a live
-    /// view waits on it before reading again.
-    pub fn progress_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+    /// Moves whenever this process records a run's progress or finishes a run, naming the
+    /// run: a live view waits on it before reading again.
+    pub fn progress_changes(&self) -> tokio::sync::watch::Receiver<Moved> {
         self.progress.subscribe()
     }
 
-    pub(super) fn progress_moved(&self) {
-        self.progress
-            .send_modify(|moves| *moves = moves.wrapping_add(1));
+    pub(super) fn progress_moved(&self, run_id: Option<&str>) {
+        self.progress.send_modify(|moved| {
+            moved.count = moved.count.wrapping_add(1);
+            moved.run_id = run_id.map(Arc::from);
+        });
     }
+}
+
+/// The last change [`ScheduleStore::progress_changes`] tells of: its run (`None`: any).
+/// Changes that come together are told as the last of them: a view that missed its own
+/// run's reads again at its next look (see [`FOLLOW_POLL`]).
+#[derive(Debug, Clone, Default)]
+pub struct Moved {
+    count: u64,
+    run_id: Option<Arc<str>>,
+}
+
+impl Moved {
+    fn concerns(&self, run_id: &str) -> bool {
+        self.run_id.as_deref().is_none_or(|moved| moved == run_id)
+    }
+}
+
+/// Tries of an event's insert that collided with another of the same run's.
+const RECORD_TRIES: u32 = 3;
+
+async fn events_after(
+    conn: &crate::db::Conn,
+    run_id: &str,
+    after: i64,
+) -> Result<Vec<ProgressEvent>> {
+    Ok(fetch_all(
+        conn,
+        &format!(
+            "SELECT {} FROM run_progress WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            ProgressEvent::COLUMNS
+        ),
+        libsql::params![run_id, after, PROGRESS_PAGE],
+    )
+    .await?)
+}
+
+async fn last_seq(conn: &crate::db::Conn, run_id: &str) -> Result<i64> {
+    Ok(query_scalar(
+        conn,
+        "SELECT coalesce(max(seq), 0) FROM run_progress WHERE run_id = ?1",
+        [run_id],
+    )
+    .await?
+    .unwrap_or(0))
 }
 
 #[async_trait::async_trait]
@@ -122,6 +172,8 @@ impl ProgressSink for ScheduleStore {
 /// How often a live view reads again when nothing in this process told it to: for a run
 /// held by another worker, or a process that only serves the API.
 pub const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+/// The same, for a run waiting for a person's approval (it may wait for days).
+pub const FOLLOW_POLL_WAITING: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A live view of one run: its progress after the client's last event, then each event as
 /// it is recorded, then the run's end (kind `end`, numbered after its last event).
@@ -131,26 +183,32 @@ pub struct Follow {
     run_id: String,
     after: i64,
     pending: std::collections::VecDeque<ProgressEvent>,
-    changes: tokio::sync::watch::Receiver<u64>,
+    changes: tokio::sync::watch::Receiver<Moved>,
     ended: bool,
 }
 
 impl ScheduleStore {
-    /// Follows the actor's run `run_id` from after event `after` (0: from its start).
-    /// Another user's run is a missing one. `None` when the client already saw the run's
-    /// end: there is nothing more to send.
+    /// Follows the actor's run `run_id` from after event `after` (0: from its start; an
+    /// id past a going run's last event counts as its last). Another user's run is a
+    /// missing one. `None` when the client already saw the run's end: there is nothing
+    /// more to send.
     pub async fn follow(&self, actor: &Actor, run_id: &str, after: i64) -> Result<Option<Follow>> {
         let mut changes = self.progress_changes();
         changes.borrow_and_update();
         let first = self.progress(actor, run_id, after).await?;
-        if first.events.is_empty() && !is_live(&first.run) && after > first.last_seq {
+        let live = is_live(&first.run);
+        if !live && first.events.is_empty() && after > first.last_seq {
             return Ok(None);
         }
         Ok(Some(Follow {
             store: self.clone(),
             actor: actor.clone(),
             run_id: run_id.to_string(),
-            after,
+            after: if live {
+                after.min(first.last_seq)
+            } else {
+                after
+            },
             pending: std::collections::VecDeque::new(),
             changes,
             ended: false,
@@ -160,10 +218,7 @@ impl ScheduleStore {
 
 /// Whether a run may still record progress: it is running or waiting for an approval.
 fn is_live(run: &Run) -> bool {
-    matches!(
-        run.status,
-        crate::schedule::types::RunStatus::Running | crate::schedule::types::RunStatus::Waiting
-    )
+    matches!(run.status, RunStatus::Running | RunStatus::Waiting)
 }
 
 impl Follow {
@@ -180,19 +235,18 @@ impl Follow {
             }
             // Marked seen before reading: a change during the read wakes the next wait.
             self.changes.borrow_and_update();
-            let read = self
-                .store
-                .progress(&self.actor, &self.run_id, self.after)
-                .await?;
-            if !read.events.is_empty() {
-                self.pending.extend(read.events);
+            let run = self.store.run(&self.actor, &self.run_id).await?;
+            let conn = self.store.db.conn().await?;
+            let events = events_after(&conn, &self.run_id, self.after).await?;
+            if !events.is_empty() {
+                self.pending.extend(events);
                 continue;
             }
-            if !is_live(&read.run) {
+            if !is_live(&run) {
                 self.ended = true;
-                let run = read.run;
+                let last = last_seq(&conn, &self.run_id).await?;
                 return Ok(Some(ProgressEvent {
-                    seq: read.last_seq.max(self.after) + 1,
+                    seq: last.max(self.after) + 1,
                     kind: ProgressKind::End,
                     at: run.finished_at.unwrap_or_else(|| self.store.clock.now_ms()),
                     data: serde_json::json!({
@@ -202,9 +256,23 @@ impl Follow {
                     }),
                 }));
             }
-            tokio::select! {
-                _ = self.changes.changed() => {}
-                _ = tokio::time::sleep(FOLLOW_POLL) => {}
+            drop(conn);
+            let poll = if run.status == RunStatus::Waiting {
+                FOLLOW_POLL_WAITING
+            } else {
+                FOLLOW_POLL
+            };
+            let deadline = tokio::time::Instant::now() + poll;
+            // Changes to other runs are passed over without a read.
+            loop {
+                tokio::select! {
+                    changed = self.changes.changed() => {
+                        if changed.is_err() || self.changes.borrow().concerns(&self.run_id) {
+                            break;
+                        }
+                    }
+                    _ = tokio::time::sleep_until(deadline) => break,
+                }
             }
         }
     }

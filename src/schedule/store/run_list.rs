@@ -28,8 +28,8 @@ pub struct RunFilter {
 }
 
 impl RunFilter {
-    /// The filter read from text, as a form or a query string gives it (blank: not given).
-    /// Each bad field is refused naming it.
+    /// The filter read from text, as a query string gives it: each field given must be
+    /// valid as it is (an empty one too is refused, naming it).
     pub fn parse(
         status: Option<&str>,
         user: Option<&str>,
@@ -37,29 +37,24 @@ impl RunFilter {
         since: Option<&str>,
         until: Option<&str>,
     ) -> Result<Self> {
-        fn given(text: Option<&str>) -> Option<&str> {
-            text.map(str::trim).filter(|t| !t.is_empty())
-        }
-        let status = given(status)
+        let status = status
             .map(|s| {
                 s.parse::<RunStatus>()
                     .map_err(|reason| input::InputError::new("status", reason))
             })
             .transpose()?;
-        let user_id = given(user).map(str::to_string);
-        if let Some(user) = &user_id {
+        if let Some(user) = user {
             input::check_id("user", user)?;
         }
-        let schedule_id = given(schedule).map(str::to_string);
-        if let Some(schedule) = &schedule_id {
+        if let Some(schedule) = schedule {
             input::check_id("schedule", schedule)?;
         }
-        let since = crate::memory::parse_time_opt("since", given(since), false)?;
-        let until = crate::memory::parse_time_opt("until", given(until), true)?;
+        let since = crate::memory::parse_time_opt("since", since, false)?;
+        let until = crate::memory::parse_time_opt("until", until, true)?;
         Ok(Self {
             status,
-            user_id,
-            schedule_id,
+            user_id: user.map(str::to_string),
+            schedule_id: schedule.map(str::to_string),
             since,
             until,
             limit: 50,

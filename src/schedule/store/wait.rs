@@ -185,7 +185,7 @@ impl ScheduleStore {
         }
         tx.commit().await?;
         // Its live views show it waiting now.
-        self.progress_moved();
+        self.progress_moved(Some(&claim.run_id));
         if let Some((memory, stored)) = appended {
             memory.appended(&stored);
         }
