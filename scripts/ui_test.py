@@ -151,6 +151,15 @@ with sync_playwright() as p:
     page.click("#search button[type=submit]")
     expect(page.locator("#hits")).to_contain_text("Alice likes jasmine tea")
 
+    # Every run in one list: what failed, by the filter form.
+    page.click("nav >> text=Runs")
+    expect(page).to_have_url(f"{base}/ui/runs")
+    page.select_option("#status", "failed")
+    page.fill("#user", "alice")
+    page.click("#run-filters button[type=submit]")
+    expect(page.locator("#runs tbody tr td.status").first).to_have_text("failed")
+    assert page.locator("#runs tbody tr").count() >= 2, "the run and its rerun, both failed"
+
     # Every page, audited and kept as a screenshot.
     page.goto(f"{base}/ui/schedules/{sid}")
     first_run_id = page.locator("#runs tbody tr").last.get_attribute("data-run")
@@ -158,6 +167,7 @@ with sync_playwright() as p:
         ("overview", "/ui"),
         ("schedule", f"/ui/schedules/{sid}"),
         ("run", f"/ui/runs/{first_run_id}"),
+        ("runs", "/ui/runs?status=failed"),
         ("approvals", "/ui/approvals"),
         ("outbox", "/ui/outbox"),
         ("search", "/ui/search?user=alice&q=jasmine+tea"),

@@ -1123,3 +1123,135 @@ fn schedule_cancel_stops_a_waiting_run_once() {
     let missing = run(d, &["schedule", "cancel", "run-nope"]);
     assert_eq!(missing.status.code(), Some(3));
 }
+
+/// A schedule of `user` with a run that ended as `status`, with two progress events,
+/// written through the library into the CLI's database; the run's id.
+fn a_run_with_progress(dir: &Path, user: &str, status: &str) -> String {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        use nightshift::access::Actor;
+        use nightshift::schedule::progress::ProgressKind;
+        let mut config = nightshift::config::Config::default();
+        config.database.path = dir.join("cli.db").display().to_string();
+        let app = nightshift::app::App::open(&config).await.unwrap();
+        let schedule = app
+            .schedules()
+            .create(
+                &Actor::Operator,
+                &nightshift::schedule::types::NewSchedule::new(
+                    user,
+                    "water the plants",
+                    nightshift::schedule::Cadence::Triggered { tz: "UTC".into() },
+                ),
+            )
+            .await
+            .unwrap();
+        let run_id = format!("run-{user}-{status}");
+        let conn = app.db().conn().await.unwrap();
+        conn.execute(
+            "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, started_at)
+             VALUES (?1, ?2, 1800000000000, 'running', 1800000000000)",
+            libsql::params![run_id.as_str(), schedule.schedule_id.as_str()],
+        )
+        .await
+        .unwrap();
+        let store = app.schedules();
+        store
+            .record_progress(
+                &run_id,
+                ProgressKind::Status,
+                &serde_json::json!({"status": "running", "attempt": 1}),
+            )
+            .await
+            .unwrap();
+        store
+            .record_progress(
+                &run_id,
+                ProgressKind::ToolCall,
+                &serde_json::json!({"name": "memory_search", "arguments": "{}"}),
+            )
+            .await
+            .unwrap();
+        conn.execute(
+            "UPDATE schedule_runs SET status = ?2, finished_at = 1800000001000, error = 'it broke'
+             WHERE run_id = ?1",
+            libsql::params![run_id.as_str(), status],
+        )
+        .await
+        .unwrap();
+        run_id
+    })
+}
+
+#[test]
+fn runs_are_listed_across_schedules_and_followed_to_their_end() {
+    let dir = TempDir::new().unwrap();
+    let d = dir.path();
+    let failed = a_run_with_progress(d, "ana", "failed");
+    let fine = a_run_with_progress(d, "bob", "succeeded");
+
+    let all = json(d, &["schedule", "runs"]);
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+    let what_failed = json(
+        d,
+        &[
+            "schedule",
+            "runs",
+            "--status",
+            "failed",
+            "--since",
+            "2027-01-15",
+        ],
+    );
+    let ids: Vec<&str> = what_failed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [failed.as_str()]);
+    // A user sees their own alone.
+    let bobs = json(
+        d,
+        &["schedule", "runs", "--user", "bob", "--status", "failed"],
+    );
+    assert_eq!(bobs, Value::Array(vec![]));
+
+    // Its story, then its end, a JSON object a line.
+    let out = run(d, &["--json", "schedule", "follow", &failed]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["status", "tool_call", "end"]);
+    assert_eq!(events[2]["seq"], 3);
+    assert_eq!(events[2]["data"]["error"], "it broke");
+    // In words, after the first event.
+    let out = run(d, &["schedule", "follow", &failed, "--after", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("memory_search({})") && text.contains("ended failed: it broke"),
+        "{text}"
+    );
+    assert!(!text.contains("running (attempt 1)"), "{text}");
+    // Past its end there is nothing more: a quiet success.
+    let out = run(d, &["schedule", "follow", &failed, "--after", "3"]);
+    assert!(out.status.success() && out.stdout.is_empty());
+
+    // Bad input and other users' runs.
+    let out = run(d, &["schedule", "follow", &failed, "--after=-2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--after"), "{}", stderr(&out));
+    let out = run(d, &["schedule", "follow", &fine, "--user", "ana"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = run(d, &["schedule", "runs", "--status", "exploded"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("status"), "{}", stderr(&out));
+    let out = run(
+        d,
+        &["schedule", "runs", "sch-missing", "--status", "failed"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+}

@@ -13,6 +13,7 @@ mod memory;
 mod output;
 mod portable;
 mod schedule;
+mod schedule_args;
 mod state;
 mod status;
 mod versions;

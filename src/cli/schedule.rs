@@ -4,7 +4,7 @@ use nightshift::app::App;
 use nightshift::error::Error;
 use nightshift::input::InputError;
 use nightshift::schedule::spec::ScheduleSpec;
-use nightshift::schedule::store::ScheduleFilter;
+use nightshift::schedule::store::{RunFilter, ScheduleFilter};
 use nightshift::schedule::types::RunOrigin;
 use nightshift::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, SchedulePreview, ScheduleView, LIST_NEXT_RUNS,
@@ -15,7 +15,7 @@ use nightshift::spec::{ClearField, SchedulePatch};
 use super::args::{AddArgs, EditArgs, ScheduleCommand};
 use super::input::{file_arg, text_arg};
 use super::memory::actor;
-use super::output::print;
+use super::output::{line, print};
 
 fn human(view: &ScheduleView) -> String {
     let note = view
@@ -179,8 +179,65 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                 status => format!("{} {status}", view.run_id),
             })
         }
-        ScheduleCommand::Runs { id, limit, user } => {
-            let runs = store.runs(&actor(user)?, &id, limit).await?;
+        ScheduleCommand::Follow {
+            run_id,
+            after,
+            user,
+        } => {
+            let after = nightshift::schedule::progress::parse_last_event_id(&after)
+                .map_err(|e| InputError::new("--after", e.reason))?;
+            let Some(mut follow) = store.follow(&actor(user)?, &run_id, after).await? else {
+                // Past the run's end: nothing more to tell.
+                return Ok(());
+            };
+            while let Some(event) = follow.next().await? {
+                if json {
+                    let text = serde_json::to_string(&event).map_err(|e| {
+                        Error::new(
+                            nightshift::error::ErrorKind::Internal,
+                            format!("cannot write JSON: {e}"),
+                        )
+                    })?;
+                    line(&text)?;
+                } else {
+                    let at = nightshift::db::clock::to_rfc3339(event.at);
+                    let text = nightshift::input::printable(&event.describe()).into_owned();
+                    line(&format!(
+                        "{:>4}  {at}  {:<11}  {text}",
+                        event.seq, event.kind
+                    ))?;
+                }
+            }
+            Ok(())
+        }
+        ScheduleCommand::Runs {
+            id,
+            limit,
+            status,
+            since,
+            until,
+            user,
+        } => {
+            let actor = actor(user.clone())?;
+            let filtered = status.is_some() || since.is_some() || until.is_some();
+            let runs = match id {
+                Some(id) if !filtered => store.runs(&actor, &id, limit).await?,
+                id => {
+                    if let Some(id) = &id {
+                        // A missing schedule (or another user's) is said so, not listed empty.
+                        store.get(&actor, id).await?;
+                    }
+                    let mut filter = RunFilter::parse(
+                        status.as_deref(),
+                        user.as_deref(),
+                        id.as_deref(),
+                        since.as_deref(),
+                        until.as_deref(),
+                    )?;
+                    filter.limit = limit;
+                    store.list_runs(&actor, &filter).await?.0
+                }
+            };
             let out: Vec<RunView> = runs.iter().map(RunView::from).collect();
             print(json, &out, || {
                 out.iter()
