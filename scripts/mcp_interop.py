@@ -22,6 +22,7 @@ EXPECTED_TOOLS = {
     "schedule_run_now", "schedule_trigger", "schedule_backfill",
     "state_get", "state_set", "state_delete", "state_list", "memory_history", "memory_restore",
     "approval_list", "approval_decide", "schedule_run_cancel", "schedule_run_rerun",
+    "schedule_run_events",
 }
 
 

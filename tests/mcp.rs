@@ -52,7 +52,7 @@ async fn read(client: &Client, uri: &str) -> Result<String, ServiceError> {
     Ok(value["text"].as_str().unwrap_or_default().to_string())
 }
 
-const TOOLS: [&str; 28] = [
+const TOOLS: [&str; 29] = [
     "memory_search",
     "memory_save",
     "memory_update",
@@ -81,6 +81,7 @@ const TOOLS: [&str; 28] = [
     "approval_decide",
     "schedule_run_cancel",
     "schedule_run_rerun",
+    "schedule_run_events",
 ];
 
 #[tokio::test]

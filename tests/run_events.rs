@@ -449,3 +449,102 @@ async fn one_caller_holds_its_share_of_streams_and_an_id_past_the_last_counts_as
     assert_eq!(open(&api, "run-live", &admin, None).await.status(), 200);
     drop(open_streams);
 }
+
+#[tokio::test]
+async fn an_agent_reads_a_runs_progress_over_mcp_after_the_last_event_it_saw() {
+    use common::mcp::{call, connect, text};
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         lease_expires_at)
+         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    let store = api.app.schedules();
+    store
+        .record_progress(
+            "run-live",
+            ProgressKind::Status,
+            &json!({"status": "running", "attempt": 1}),
+        )
+        .await
+        .unwrap();
+    store
+        .record_progress(
+            "run-live",
+            ProgressKind::ToolCall,
+            &json!({"name": "memory_search", "arguments": "{}"}),
+        )
+        .await
+        .unwrap();
+    let ana = api.token(Some("ana")).await;
+    let client = connect(&api, &ana).await;
+
+    let all = call(
+        &client,
+        "schedule_run_events",
+        json!({"run_id": "run-live"}),
+    )
+    .await;
+    let out = all.structured_content.clone().unwrap();
+    assert_eq!(out["events"].as_array().unwrap().len(), 2, "{out}");
+    assert_eq!(out["ended"], false);
+    assert!(
+        text(&all).contains("2. memory_search({})"),
+        "{}",
+        text(&all)
+    );
+    let after = call(
+        &client,
+        "schedule_run_events",
+        json!({"run_id": "run-live", "after": 1}),
+    )
+    .await;
+    let out = after.structured_content.clone().unwrap();
+    assert_eq!(out["events"][0]["seq"], 2);
+    assert_eq!(out["events"].as_array().unwrap().len(), 1);
+
+    // Once it ended, nothing after the last event, and it says so.
+    conn.execute(
+        "UPDATE schedule_runs SET status = 'succeeded', finished_at = 2 WHERE run_id = 'run-live'",
+        (),
+    )
+    .await
+    .unwrap();
+    let end = call(
+        &client,
+        "schedule_run_events",
+        json!({"run_id": "run-live", "after": 2}),
+    )
+    .await;
+    let out = end.structured_content.clone().unwrap();
+    assert_eq!(
+        (
+            out["ended"].as_bool(),
+            out["events"].as_array().unwrap().len()
+        ),
+        (Some(true), 0)
+    );
+    assert!(text(&end).contains("The run ended: succeeded."));
+    let bad = call(
+        &client,
+        "schedule_run_events",
+        json!({"run_id": "run-live", "after": -1}),
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).contains("after"), "{}", text(&bad));
+    client.cancel().await.unwrap();
+}

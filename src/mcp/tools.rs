@@ -602,7 +602,7 @@ pub async fn call(
             };
             done(text, &RunsOut { runs })
         }
-        "schedule_run_cancel" | "schedule_run_rerun" => {
+        "schedule_run_cancel" | "schedule_run_rerun" | "schedule_run_events" => {
             super::run_tools::call(app, user, name, arguments).await
         }
         other if other.starts_with("approval_") => {
