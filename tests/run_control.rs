@@ -8,7 +8,6 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::routing::post;
 use axum::Router;
@@ -58,16 +57,6 @@ async fn hanging_model() -> (String, Arc<Hanging>) {
     (format!("http://{addr}/v1"), seen)
 }
 
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..400 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("never: {what}");
-}
-
 fn config(dir: &TempDir, model: &str) -> Config {
     let mut config = common::config_in(dir);
     config.runtime = RuntimeConfig {
@@ -113,7 +102,7 @@ async fn a_running_run_is_stopped_by_its_worker_when_another_process_cancels_it(
             .unwrap()
         }
     });
-    until("the model is asked", async || {
+    common::until("the model is asked", async || {
         seen.started.load(Ordering::SeqCst) == 1
     })
     .await;
@@ -142,11 +131,11 @@ async fn a_running_run_is_stopped_by_its_worker_when_another_process_cancels_it(
     assert_eq!(asked.status, RunStatus::Running);
     assert_eq!(asked.cancel_requested_by.as_deref(), Some("cli"));
     let store = cli.schedules().clone();
-    until("the run is recorded cancelled", async || {
+    common::until("the run is recorded cancelled", async || {
         store.run(&Actor::Operator, &run_id).await.unwrap().status == RunStatus::Cancelled
     })
     .await;
-    until("the model's request is dropped", async || {
+    common::until("the model's request is dropped", async || {
         seen.dropped.load(Ordering::SeqCst) == 1
     })
     .await;

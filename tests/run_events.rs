@@ -141,14 +141,28 @@ async fn stream(api: &TestApi, run_id: &str, token: &str, last: Option<&str>) ->
     }
 }
 
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..400 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("never: {what}");
+/// `run-live`, ana's run held by a worker `w` that is still going; a connection to the
+/// database.
+async fn a_live_run(api: &TestApi) -> nightshift::db::Conn {
+    let schedule = api
+        .app
+        .schedules()
+        .create(
+            &Actor::Operator,
+            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
+        )
+        .await
+        .unwrap();
+    let conn = api.app.db().conn().await.unwrap();
+    conn.execute(
+        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
+         lease_expires_at)
+         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
+        [schedule.schedule_id.as_str()],
+    )
+    .await
+    .unwrap();
+    conn
 }
 
 #[tokio::test]
@@ -194,7 +208,7 @@ async fn a_runs_progress_streams_live_resumes_after_the_last_event_and_ends() {
         .await
         .unwrap();
     // The model has asked for its tool and waits to give its answer.
-    until("the model is asked twice", async || {
+    common::until("the model is asked twice", async || {
         asked.load(Ordering::SeqCst) == 2
     })
     .await;
@@ -366,24 +380,7 @@ async fn another_users_run_is_missing_and_a_bad_last_event_id_is_refused_naming_
 async fn streams_open_at_once_are_bounded_so_followers_cannot_hold_every_connection() {
     // Two connections: one event stream at most.
     let api = TestApi::start(|config| config.server.max_connections = 2).await;
-    let schedule = api
-        .app
-        .schedules()
-        .create(
-            &Actor::Operator,
-            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
-        )
-        .await
-        .unwrap();
-    let conn = api.app.db().conn().await.unwrap();
-    conn.execute(
-        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
-         lease_expires_at)
-         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
-        [schedule.schedule_id.as_str()],
-    )
-    .await
-    .unwrap();
+    a_live_run(&api).await;
     let ana = api.token(Some("ana")).await;
     let first = open(&api, "run-live", &ana, None).await;
     assert_eq!(first.status(), 200);
@@ -401,24 +398,7 @@ async fn streams_open_at_once_are_bounded_so_followers_cannot_hold_every_connect
 #[tokio::test]
 async fn one_caller_holds_its_share_of_streams_and_an_id_past_the_last_counts_as_the_last() {
     let api = TestApi::start(|_| {}).await;
-    let schedule = api
-        .app
-        .schedules()
-        .create(
-            &Actor::Operator,
-            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
-        )
-        .await
-        .unwrap();
-    let conn = api.app.db().conn().await.unwrap();
-    conn.execute(
-        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
-         lease_expires_at)
-         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
-        [schedule.schedule_id.as_str()],
-    )
-    .await
-    .unwrap();
+    a_live_run(&api).await;
     let store = api.app.schedules();
     for turn in 1..=2 {
         store
@@ -454,24 +434,7 @@ async fn one_caller_holds_its_share_of_streams_and_an_id_past_the_last_counts_as
 async fn an_agent_reads_a_runs_progress_over_mcp_after_the_last_event_it_saw() {
     use common::mcp::{call, connect, text};
     let api = TestApi::start(|_| {}).await;
-    let schedule = api
-        .app
-        .schedules()
-        .create(
-            &Actor::Operator,
-            &NewSchedule::new("ana", "think", Cadence::Triggered { tz: "UTC".into() }),
-        )
-        .await
-        .unwrap();
-    let conn = api.app.db().conn().await.unwrap();
-    conn.execute(
-        "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status, worker_id,
-         lease_expires_at)
-         VALUES ('run-live', ?1, 1, 'running', 'w', 9999999999999)",
-        [schedule.schedule_id.as_str()],
-    )
-    .await
-    .unwrap();
+    let conn = a_live_run(&api).await;
     let store = api.app.schedules();
     store
         .record_progress(

@@ -260,3 +260,15 @@ pub fn notify_plan(channel_id: &str, max_pending: i64) -> nightshift::notify::ou
         max_pending_per_channel: max_pending,
     }
 }
+
+/// Waits until `check` holds, looking every 25 ms for 10 s, for what another task or
+/// process does in real time (a worker's run, a server's answer); fails naming `what`.
+pub async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..400 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("never: {what}");
+}
