@@ -15,7 +15,7 @@ use nightshift::spec::{ClearField, SchedulePatch};
 use super::args::{AddArgs, EditArgs, ScheduleCommand};
 use super::input::{file_arg, text_arg};
 use super::memory::actor;
-use super::output::{line, print};
+use super::output::{line, print, stdout_closed};
 
 fn human(view: &ScheduleView) -> String {
     let note = view
@@ -190,7 +190,11 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                 // Past the run's end: nothing more to tell.
                 return Ok(());
             };
-            while let Some(event) = follow.next().await? {
+            // A closed stdout (`| head`) ends the view: nobody reads what follows.
+            while !stdout_closed() {
+                let Some(event) = follow.next().await? else {
+                    break;
+                };
                 if json {
                     let text = serde_json::to_string(&event).map_err(|e| {
                         Error::new(
