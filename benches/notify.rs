@@ -88,6 +88,7 @@ async fn main() {
         public_url: None,
         ttl_ms: [86_400_000; 3],
         max_pending_per_channel: config.notify.max_pending_per_channel,
+        digest_at: nightshift::time_of_day::DailyTime::MORNING_UTC,
     };
     let wake = Arc::new(Notify::new());
     let sender = Sender {
@@ -99,6 +100,7 @@ async fn main() {
         wake: wake.clone(),
         changes: None,
         quiet: Default::default(),
+        digests: None,
     };
 
     // Throughput: a backlog drained by the sender loop.

@@ -63,6 +63,7 @@ pub mod state;
 pub mod strict_json;
 pub mod telemetry;
 pub mod text;
+pub mod time_of_day;
 pub mod tokens;
 pub mod usage;
 pub mod worker;

@@ -2,20 +2,18 @@
 //! wait do wait (`[users.X] quiet_hours = "22:00-07:00"`). A value type below the config
 //! and the notifier alike, so both read the same window the same way.
 
-use chrono::{Days, Duration, LocalResult, NaiveTime, TimeZone, Utc};
+use chrono::{TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
+
+use crate::time_of_day::TimeOfDay;
 
 /// A daily window `start..end`, local to `zone`; past midnight when `start > end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuietHours {
-    /// Minutes after local midnight.
-    start: u32,
-    end: u32,
+    start: TimeOfDay,
+    end: TimeOfDay,
     zone: Tz,
 }
-
-/// Minutes in a day.
-const DAY: u32 = 24 * 60;
 
 impl QuietHours {
     /// Reads `HH:MM-HH:MM` (24-hour, local to `zone`). The two ends differ: a window of
@@ -25,26 +23,7 @@ impl QuietHours {
         let (start, end) = window
             .split_once('-')
             .ok_or_else(|| format!("`{window}` is not a window: {form}"))?;
-        let minutes = |text: &str| -> Result<u32, String> {
-            let text = text.trim();
-            let (hours, mins) = text
-                .split_once(':')
-                .filter(|(h, m)| {
-                    (1..=2).contains(&h.len())
-                        && m.len() == 2
-                        && h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit())
-                })
-                .ok_or_else(|| format!("`{text}` is not a time of day: {form}"))?;
-            let (hours, mins): (u32, u32) = (
-                hours.parse().map_err(|_| format!("`{text}`: {form}"))?,
-                mins.parse().map_err(|_| format!("`{text}`: {form}"))?,
-            );
-            if hours > 23 || mins > 59 {
-                return Err(format!("`{text}` is not a time of day (00:00 to 23:59)"));
-            }
-            Ok(hours * 60 + mins)
-        };
-        let (start, end) = (minutes(start)?, minutes(end)?);
+        let (start, end) = (TimeOfDay::parse(start)?, TimeOfDay::parse(end)?);
         if start == end {
             return Err(format!(
                 "`{window}` starts and ends at the same time: {form}"
@@ -70,10 +49,11 @@ impl QuietHours {
 
     /// Whether `minute` (after local midnight) falls in the window.
     fn holds(&self, minute: u32) -> bool {
-        if self.start < self.end {
-            (self.start..self.end).contains(&minute)
+        let (start, end) = (self.start.minute(), self.end.minute());
+        if start < end {
+            (start..end).contains(&minute)
         } else {
-            minute >= self.start || minute < self.end
+            minute >= start || minute < end
         }
     }
 
@@ -82,54 +62,22 @@ impl QuietHours {
     /// after the gap; an end the clock passes twice (set back) is its first pass still to
     /// come.
     pub fn ends_after(&self, now_ms: i64) -> Option<i64> {
-        let now = Utc.timestamp_millis_opt(now_ms).single()?;
-        let local = now.with_timezone(&self.zone);
-        let minute = local.time().hour_minute();
-        if !self.holds(minute) {
+        let local = Utc
+            .timestamp_millis_opt(now_ms)
+            .single()?
+            .with_timezone(&self.zone);
+        if !self.holds(local.hour() * 60 + local.minute()) {
             return None;
         }
-        // The end is today's, or tomorrow's when it is past midnight from here.
-        let days_ahead = if minute < self.end { 0 } else { 1 };
-        let date = local.date_naive().checked_add_days(Days::new(days_ahead))?;
-        let end_time = NaiveTime::from_hms_opt(self.end / 60, self.end % 60, 0)?;
-        let mut naive = date.and_time(end_time);
-        for _ in 0..=DAY {
-            // Set back, the end comes twice: its first pass may be behind `now` already
-            // (now is in the repeated hour), and then the second is the one to wait for.
-            let passes = match self.zone.from_local_datetime(&naive) {
-                LocalResult::Single(at) => [Some(at), None],
-                LocalResult::Ambiguous(first, second) => [Some(first), Some(second)],
-                LocalResult::None => [None, None],
-            };
-            if let Some(end) = passes
-                .into_iter()
-                .flatten()
-                .map(|at| at.with_timezone(&Utc).timestamp_millis())
-                .find(|&at| at > now_ms)
-            {
-                return Some(end);
-            }
-            // Skipped by a clock change (or, past any end, as a guard): a minute on.
-            naive = naive.checked_add_signed(Duration::minutes(1))?;
-        }
-        None
-    }
-}
-
-trait HourMinute {
-    fn hour_minute(&self) -> u32;
-}
-
-impl HourMinute for NaiveTime {
-    fn hour_minute(&self) -> u32 {
-        use chrono::Timelike;
-        self.hour() * 60 + self.minute()
+        self.end.next_after(self.zone, now_ms)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time_of_day::DAY_MINUTES as DAY;
+    use chrono::NaiveTime;
     use proptest::prelude::*;
 
     fn at(zone: Tz, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
@@ -235,7 +183,7 @@ mod tests {
             let text = format!("{:02}:{:02}-{:02}:{:02}", start / 60, start % 60, end / 60, end % 60);
             let quiet = QuietHours::parse(&text, zone).unwrap();
             let local = Utc.timestamp_millis_opt(now).unwrap().with_timezone(&zone);
-            let inside = quiet.holds(local.time().hour_minute());
+            let inside = quiet.holds(local.hour() * 60 + local.minute());
             match quiet.ends_after(now) {
                 None => prop_assert!(!inside, "{text} in {zone} at {local}"),
                 Some(until) => {
@@ -247,7 +195,7 @@ mod tests {
                     // over.
                     let at_end = Utc.timestamp_millis_opt(until).unwrap().with_timezone(&zone);
                     let end_time = NaiveTime::from_hms_opt(end / 60, end % 60, 0).unwrap();
-                    if at_end.time().hour_minute() == end {
+                    if at_end.hour() * 60 + at_end.minute() == end {
                         prop_assert_eq!(quiet.ends_after(until), None, "{} {} {}", text, zone, local);
                     } else {
                         let skipped = |date: chrono::NaiveDate| {

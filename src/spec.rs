@@ -24,13 +24,15 @@ text_enum!(
     ChainOn { Succeeded => "succeeded", Failed => "failed", Finished => "finished" }
 );
 text_enum!(
-    /// When the user is told about a run.
+    /// When the user is told about a run. `digest` folds every run's result into one
+    /// message a day, at the user's `digest_at`.
     NotifyPolicy {
         Always => "always",
         OnFailure => "on_failure",
         OnChange => "on_change",
         Never => "never",
         Conditional => "conditional",
+        Digest => "digest",
     }
 );
 

@@ -400,6 +400,7 @@ async fn channelled(
         wake: Arc::default(),
         changes: None,
         quiet: Default::default(),
+        digests: None,
     };
     let mut schedules = Vec::new();
     for (channel, path) in [

@@ -135,6 +135,7 @@ impl Harness {
             wake: Arc::new(Notify::new()),
             changes: None,
             quiet: Default::default(),
+            digests: None,
         }
     }
 

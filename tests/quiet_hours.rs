@@ -52,6 +52,7 @@ fn sender(config: &Config, db: &Db, clock: &Arc<ManualClock>) -> Sender {
         wake: Arc::default(),
         changes: None,
         quiet: QuietPolicy::from_config(config),
+        digests: None,
     }
 }
 

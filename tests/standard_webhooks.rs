@@ -133,6 +133,7 @@ impl Harness {
             wake: Arc::new(tokio::sync::Notify::new()),
             changes: None,
             quiet: Default::default(),
+            digests: None,
         }
     }
 

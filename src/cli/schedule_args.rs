@@ -228,7 +228,7 @@ pub struct ScheduleFlags {
     /// Where to tell the user: ID or ID:CONTEXT.
     #[arg(long)]
     pub channel: Option<String>,
-    /// always, on_failure, on_change, never or conditional.
+    /// always, on_failure, on_change, never, conditional or digest (one message a day).
     #[arg(long)]
     pub notify: Option<String>,
     /// skip, allow, buffer_one, buffer_all or cancel_other.

@@ -140,6 +140,9 @@ pub struct NotifyConfig {
     /// Where every user's memory changes go as events (`ID` or `ID:CONTEXT`); off when
     /// unset. A user's own `memory_changes_channel` takes precedence.
     pub memory_changes_channel: Option<String>,
+    /// `HH:MM`: when the day's digest of `notify = "digest"` schedules goes out, on each
+    /// user's own clock (their `timezone`); a user's own `digest_at` takes precedence.
+    pub digest_at: String,
 }
 
 impl NotifyConfig {
@@ -171,6 +174,7 @@ impl Default for NotifyConfig {
             max_message_chars: 3500,
             max_pending_per_channel: 10_000,
             memory_changes_channel: None,
+            digest_at: "08:00".to_string(),
         }
     }
 }
@@ -322,9 +326,28 @@ pub struct UserConfig {
     /// `HH:MM-HH:MM` in `timezone`: notifications that can wait are held until it ends;
     /// urgent ones (failures, approvals) go at once.
     pub quiet_hours: Option<String>,
+    /// `HH:MM` in `timezone`: when this user's daily digest goes out, instead of
+    /// `[notify] digest_at`.
+    pub digest_at: Option<String>,
 }
 
 impl UserConfig {
+    /// When this user's digest goes out: their `digest_at`, else `default` (the
+    /// `[notify]` one), on their clock. Ill-formed settings read as 08:00 UTC (the config
+    /// check refuses them, naming them).
+    pub fn digest_time(&self, default: &str) -> crate::time_of_day::DailyTime {
+        use crate::time_of_day::{DailyTime, TimeOfDay};
+        let zone = match self.timezone.as_deref().map(str::parse) {
+            Some(Ok(zone)) => zone,
+            Some(Err(_)) => return DailyTime::MORNING_UTC,
+            None => chrono_tz::Tz::UTC,
+        };
+        match TimeOfDay::parse(self.digest_at.as_deref().unwrap_or(default)) {
+            Ok(at) => DailyTime { at, zone },
+            Err(_) => DailyTime::MORNING_UTC,
+        }
+    }
+
     /// The user's quiet hours, when set and well formed (the config check refuses the
     /// others, naming them).
     pub fn quiet_hours(&self) -> Option<crate::quiet_hours::QuietHours> {

@@ -435,6 +435,7 @@ fn notify(config: &Config) -> Result<(), ConfigError> {
             );
         }
     }
+    time_of_day("notify.digest_at", &n.digest_at)?;
     input::check_text("notify.marker", &n.marker, 64, Lines::One)
         .or_else(|e| invalid("notify.marker", e.reason))?;
     range(
@@ -578,6 +579,9 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
             settings.quiet_hours.as_deref(),
             settings.timezone.as_deref(),
         )?;
+        if let Some(at) = &settings.digest_at {
+            time_of_day(&format!("{key}.digest_at"), at)?;
+        }
     }
     Ok(())
 }
@@ -597,6 +601,14 @@ fn quiet_hours(
             invalid(format!("{key}.{suffix}"), input::printable(&reason))
         }
         _ => Ok(()),
+    }
+}
+
+/// `HH:MM`, named by `key` when it is not one.
+fn time_of_day(key: &str, text: &str) -> Result<(), ConfigError> {
+    match crate::time_of_day::TimeOfDay::parse(text) {
+        Ok(_) => Ok(()),
+        Err(reason) => invalid(key, input::printable(&reason)),
     }
 }
 

@@ -199,6 +199,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "run_progress",
         sql: include_str!("../../migrations/0037_run_progress.sql"),
     },
+    Migration {
+        version: 38,
+        name: "digests",
+        sql: include_str!("../../migrations/0038_digests.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -229,6 +234,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 37,
         name: "run_progress",
         sql: include_str!("../../migrations/postgres/0037_run_progress.sql"),
+    },
+    Migration {
+        version: 38,
+        name: "digests",
+        sql: include_str!("../../migrations/postgres/0038_digests.sql"),
     },
 ];
 

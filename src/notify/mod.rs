@@ -4,6 +4,7 @@
 
 pub mod changes;
 pub mod channels;
+pub mod digest;
 pub mod grants;
 pub mod outbox;
 pub(crate) mod policy;

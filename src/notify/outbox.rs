@@ -41,6 +41,8 @@ pub struct NotifyPlan {
     /// Messages that may wait for delivery on one channel
     /// (`notify.max_pending_per_channel`); one more is kept as a dead letter instead.
     pub max_pending_per_channel: i64,
+    /// When the recipient's daily digest goes out (`notify = "digest"` schedules).
+    pub digest_at: crate::time_of_day::DailyTime,
 }
 
 impl NotifyPlan {

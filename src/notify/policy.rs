@@ -15,7 +15,8 @@ pub fn run_message(
     let output = output.unwrap_or_default();
     match policy {
         NotifyPolicy::Never => None,
-        NotifyPolicy::Always => Some(output.to_string()),
+        // A digest tells every run, later and folded with the day's others.
+        NotifyPolicy::Always | NotifyPolicy::Digest => Some(output.to_string()),
         NotifyPolicy::OnFailure => (!success).then(|| output.to_string()),
         NotifyPolicy::OnChange => {
             // A failure is always news; a success only when it differs from the last one.
@@ -52,6 +53,8 @@ mod tests {
         let cases: &[Case] = &[
             (Always, SUCCEEDED, "ok", None, Some("ok")),
             (Always, FAILED, "", None, Some("")),
+            (Digest, SUCCEEDED, "ok", Some("ok"), Some("ok")),
+            (Digest, FAILED, "boom", None, Some("boom")),
             (Never, FAILED, "boom", None, None),
             (OnFailure, SUCCEEDED, "ok", None, None),
             (OnFailure, FAILED, "", None, Some("")),

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::outbox::NotifyPlan;
-use crate::config::{Config, NotifyConfig};
+use crate::config::{Config, NotifyConfig, UserConfig};
+use crate::time_of_day::DailyTime;
 
 /// `ID` or `ID:CONTEXT` (the context may itself contain colons, as `chat:thread` does).
 pub fn split_channel(channel: &str) -> (String, Option<String>) {
@@ -29,6 +30,8 @@ pub struct Router {
     public_url: Option<String>,
     channels: BTreeSet<String>,
     user_defaults: BTreeMap<String, String>,
+    /// When each configured user's digest goes out; others' at `[notify] digest_at` UTC.
+    digest_times: BTreeMap<String, DailyTime>,
     notify: NotifyConfig,
 }
 
@@ -46,6 +49,13 @@ impl Router {
                 .iter()
                 .filter_map(|(user, settings)| {
                     Some((user.clone(), settings.default_channel.clone()?))
+                })
+                .collect(),
+            digest_times: config
+                .users
+                .iter()
+                .map(|(user, settings)| {
+                    (user.clone(), settings.digest_time(&config.notify.digest_at))
                 })
                 .collect(),
             notify: config.notify.clone(),
@@ -92,6 +102,11 @@ impl Router {
                 self.notify.ttl_low_secs * 1000,
             ],
             max_pending_per_channel: self.notify.max_pending_per_channel,
+            digest_at: self
+                .digest_times
+                .get(to.user_id)
+                .copied()
+                .unwrap_or_else(|| UserConfig::default().digest_time(&self.notify.digest_at)),
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct Sender {
     pub changes: Option<super::changes::ChangeForwarder>,
     /// Users whose notifications wait out their quiet hours.
     pub quiet: super::quiet::QuietPolicy,
+    /// Folds the lines of `notify = "digest"` schedules into messages when their time
+    /// comes, before each pass.
+    pub digests: Option<super::digest::DigestFolder>,
 }
 
 /// When to try again after `attempts` failures: exponential, with a jitter of ±50% that
@@ -60,6 +63,11 @@ impl Sender {
             if let Some(changes) = &self.changes {
                 if let Err(err) = changes.forward(self.clock.now_ms()).await {
                     tracing::warn!(%err, "cannot move memory changes into the outbox");
+                }
+            }
+            if let Some(digests) = &self.digests {
+                if let Err(err) = digests.fold(self.clock.now_ms()).await {
+                    tracing::warn!(%err, "cannot fold digests into the outbox");
                 }
             }
             let (sent, failed) = match self.deliver_due().await {

@@ -177,6 +177,10 @@ async fn start(
             config,
         ),
         quiet: crate::notify::quiet::QuietPolicy::from_config(config),
+        digests: Some(crate::notify::digest::DigestFolder::new(
+            memory.db().clone(),
+            app.router().clone(),
+        )),
     };
     let (stop, hard_stop, sender_stop) = (
         CancellationToken::new(),

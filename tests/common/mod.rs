@@ -258,6 +258,7 @@ pub fn notify_plan(channel_id: &str, max_pending: i64) -> nightshift::notify::ou
         public_url: None,
         ttl_ms: [3_600_000; 3],
         max_pending_per_channel: max_pending,
+        digest_at: nightshift::time_of_day::DailyTime::MORNING_UTC,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::ScheduleStore;
 use crate::db::{clock::to_rfc3339, query_scalar, WriteTx};
+use crate::notify::digest::{DigestItem, HeldLine, LINE_CHARS};
 use crate::notify::outbox::{enqueue_in, NewMessage, NotifyPlan, Priority};
 use crate::notify::policy::run_message;
 use crate::schedule::types::{Claim, NotifyPolicy, RunOutcome, RunStatus};
@@ -107,14 +108,41 @@ impl ScheduleStore {
             } else {
                 Priority::High
             };
-            let mut payload = payload("run.finished", summary, text);
-            // The files the run produced, stored before this transaction.
-            let artifacts = crate::artifact::of_run_in(tx, &claim.run_id).await?;
-            if !artifacts.is_empty() {
-                payload["artifacts"] =
-                    crate::artifact::notice_json(&artifacts, plan.public_url.as_deref());
+            if schedule.notify == NotifyPolicy::Digest {
+                let line = if status.is_success() {
+                    text.lines()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("done")
+                } else {
+                    error.lines().next().unwrap_or_default()
+                };
+                let item = DigestItem {
+                    run_id: claim.run_id.clone(),
+                    schedule_name: name.clone(),
+                    status: status.as_str().to_string(),
+                    scheduled_for: to_rfc3339(claim.scheduled_for),
+                    line: truncate_chars(line.trim(), LINE_CHARS).to_string(),
+                    run_url: plan
+                        .public_url
+                        .as_ref()
+                        .map(|base| format!("{base}/v1/runs/{}", claim.run_id)),
+                };
+                let held = HeldLine {
+                    schedule_id: &schedule.schedule_id,
+                    user_id: &schedule.user_id,
+                    item: &item,
+                };
+                crate::notify::digest::hold_in(tx, plan, held, now).await?;
+            } else {
+                let mut payload = payload("run.finished", summary, text);
+                // The files the run produced, stored before this transaction.
+                let artifacts = crate::artifact::of_run_in(tx, &claim.run_id).await?;
+                if !artifacts.is_empty() {
+                    payload["artifacts"] =
+                        crate::artifact::notice_json(&artifacts, plan.public_url.as_deref());
+                }
+                enqueue_in(tx, plan, message("run", priority, payload), now).await?;
             }
-            enqueue_in(tx, plan, message("run", priority, payload), now).await?;
             written = true;
         }
         // A schedule with an `alert_failures` of its own is told by that alert instead.
