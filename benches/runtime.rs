@@ -91,6 +91,7 @@ fn request() -> GoalRequest {
         max_turns: 4,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     }
 }
 

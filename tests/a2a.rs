@@ -144,6 +144,7 @@ fn goal() -> GoalRequest {
         resume: None,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     }
 }
 

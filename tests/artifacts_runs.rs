@@ -199,6 +199,7 @@ async fn an_artifact_that_is_not_base64_is_left_out_and_the_run_stands() {
         resume: None,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     };
     let outcome = runtime.run_goal(&request, app.memory()).await;
     assert_eq!(outcome.error, None);

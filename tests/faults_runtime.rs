@@ -80,6 +80,7 @@ fn goal(max_turns: i64) -> GoalRequest {
         resume: None,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
         input: None,
         agent_id: None,
     }

@@ -79,6 +79,7 @@ fn request(schedule: &Schedule, run_id: &str) -> GoalRequest {
         max_turns: 8,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     }
 }
 

@@ -468,6 +468,7 @@ fn goal(user: &str) -> GoalRequest {
         resume: None,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     }
 }
 

@@ -81,6 +81,7 @@ fn request(user: &str) -> GoalRequest {
         max_turns: 4,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
     }
 }
 

@@ -13,7 +13,7 @@ use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::error::{Error, ErrorKind};
-use nightshift::schedule::store::MAX_WAITING_EVENTS;
+use nightshift::schedule::store::{ReplayAsk, RerunMemory, MAX_WAITING_EVENTS};
 use nightshift::schedule::types::{RunOrigin, RunStatus};
 use nightshift::spec::ScheduleSpec;
 use serde_json::json;
@@ -28,6 +28,18 @@ async fn setup() -> (TempDir, App, Arc<ManualClock>) {
     let clock = ManualClock::starting_at(START);
     let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
     (dir, app, clock)
+}
+
+/// A replay of `from..to`, only of runs that ended as `status` when given, seeing memory
+/// as it is.
+fn ask<'a>(from: &'a str, to: &'a str, status: Option<&'a str>, dry_run: bool) -> ReplayAsk<'a> {
+    ReplayAsk {
+        from,
+        to,
+        status,
+        dry_run,
+        memory: RerunMemory::Now,
+    }
 }
 
 fn user(name: &str) -> Actor {
@@ -75,7 +87,7 @@ async fn a_rerun_runs_the_occurrence_again_with_its_input_linked_to_the_original
 
     let rerun = app
         .schedules()
-        .rerun(&user("alice"), &failed)
+        .rerun(&user("alice"), &failed, RerunMemory::Now)
         .await
         .unwrap();
     assert_eq!(rerun.parent_run_id, failed);
@@ -124,7 +136,7 @@ async fn a_rerun_of_an_occurrence_of_the_cadence_runs_that_occurrence_again() {
     finish(&app, &claim, RunStatus::TimedOut, "").await;
 
     app.schedules()
-        .rerun(&user("alice"), &claim.run_id)
+        .rerun(&user("alice"), &claim.run_id, RerunMemory::Now)
         .await
         .unwrap();
     let reruns = claim_events(&app, "w").await;
@@ -153,11 +165,19 @@ async fn a_rerun_is_refused_for_a_run_going_skipped_hidden_or_paused_and_changes
 
     // Another user's run is a missing one; so is a run that does not exist.
     assert_eq!(
-        kind(app.schedules().rerun(&user("bob"), &ended).await),
+        kind(
+            app.schedules()
+                .rerun(&user("bob"), &ended, RerunMemory::Now)
+                .await
+        ),
         ErrorKind::NotFound
     );
     assert_eq!(
-        kind(app.schedules().rerun(&user("alice"), "run-nope").await),
+        kind(
+            app.schedules()
+                .rerun(&user("alice"), "run-nope", RerunMemory::Now)
+                .await
+        ),
         ErrorKind::NotFound
     );
     // A run still going is a conflict.
@@ -169,7 +189,7 @@ async fn a_rerun_is_refused_for_a_run_going_skipped_hidden_or_paused_and_changes
     assert_eq!(
         kind(
             app.schedules()
-                .rerun(&user("alice"), &going[0].run_id)
+                .rerun(&user("alice"), &going[0].run_id, RerunMemory::Now)
                 .await
         ),
         ErrorKind::Conflict
@@ -181,16 +201,27 @@ async fn a_rerun_is_refused_for_a_run_going_skipped_hidden_or_paused_and_changes
         .await
         .unwrap();
     assert_eq!(
-        kind(app.schedules().rerun(&user("alice"), &ended).await),
+        kind(
+            app.schedules()
+                .rerun(&user("alice"), &ended, RerunMemory::Now)
+                .await
+        ),
         ErrorKind::Conflict
     );
     app.schedules().resume(&user("alice"), &id).await.unwrap();
     // At most MAX_WAITING_EVENTS wait.
     for _ in 0..MAX_WAITING_EVENTS {
-        app.schedules().rerun(&user("alice"), &ended).await.unwrap();
+        app.schedules()
+            .rerun(&user("alice"), &ended, RerunMemory::Now)
+            .await
+            .unwrap();
     }
     assert_eq!(
-        kind(app.schedules().rerun(&user("alice"), &ended).await),
+        kind(
+            app.schedules()
+                .rerun(&user("alice"), &ended, RerunMemory::Now)
+                .await
+        ),
         ErrorKind::Conflict
     );
     assert_eq!(
@@ -232,7 +263,10 @@ async fn a_skipped_run_is_refused_as_never_run() {
         .iter()
         .find(|r| r.status == RunStatus::Skipped)
         .expect("the second occurrence was skipped");
-    let refused = app.schedules().rerun(&user("alice"), &skipped.run_id).await;
+    let refused = app
+        .schedules()
+        .rerun(&user("alice"), &skipped.run_id, RerunMemory::Now)
+        .await;
     assert_eq!(kind(refused), ErrorKind::BadInput);
     finish(&app, &first, RunStatus::Succeeded, "ok").await;
 }
@@ -258,7 +292,7 @@ async fn a_replay_reruns_a_range_once_oldest_first_filtered_by_status() {
     let (from, to) = ("2027-01-01", "2027-12-31");
     let dry = app
         .schedules()
-        .replay(&user("alice"), &id, from, to, Some("failed"), true)
+        .replay(&user("alice"), &id, &ask(from, to, Some("failed"), true))
         .await
         .unwrap();
     let ids = |list: &[nightshift::schedule::store::ReplayedRun]| {
@@ -271,14 +305,14 @@ async fn a_replay_reruns_a_range_once_oldest_first_filtered_by_status() {
     );
     let replay = app
         .schedules()
-        .replay(&user("alice"), &id, from, to, Some("failed"), false)
+        .replay(&user("alice"), &id, &ask(from, to, Some("failed"), false))
         .await
         .unwrap();
     assert_eq!(ids(&replay.queued), ids(&dry.queued));
     // Asked again: each was rerun already.
     let again = app
         .schedules()
-        .replay(&user("alice"), &id, from, to, Some("failed"), false)
+        .replay(&user("alice"), &id, &ask(from, to, Some("failed"), false))
         .await
         .unwrap();
     assert!(again.queued.is_empty());
@@ -296,7 +330,7 @@ async fn a_replay_reruns_a_range_once_oldest_first_filtered_by_status() {
     // Without a status: every run that ran and has not been rerun, the reruns included.
     let all = app
         .schedules()
-        .replay(&user("alice"), &id, from, to, None, true)
+        .replay(&user("alice"), &id, &ask(from, to, None, true))
         .await
         .unwrap();
     assert_eq!(all.queued.len(), 4, "{all:?}");
@@ -335,14 +369,18 @@ async fn a_bad_replay_is_refused_and_queues_nothing() {
     for (from, to, status, expected) in cases {
         let refused = app
             .schedules()
-            .replay(&user("alice"), &id, from, to, status, false)
+            .replay(&user("alice"), &id, &ask(from, to, status, false))
             .await;
         assert_eq!(kind(refused), expected, "{from} {to} {status:?}");
     }
     // Another user's schedule is a missing one.
     let hidden = app
         .schedules()
-        .replay(&user("bob"), &id, "2027-01-01", "2027-12-31", None, true)
+        .replay(
+            &user("bob"),
+            &id,
+            &ask("2027-01-01", "2027-12-31", None, true),
+        )
         .await;
     assert_eq!(kind(hidden), ErrorKind::NotFound);
     assert!(app.schedules().due_events(10).await.unwrap().is_empty());
@@ -418,4 +456,57 @@ async fn the_http_doors_rerun_and_replay_a_users_own_runs_only() {
         )
         .await;
     assert_eq!(shown.body["parent_run_id"], run_id.as_str());
+    assert_eq!(shown.body["memory_as_of"], json!(null));
+    finish(&api.app, &claims[0], RunStatus::Succeeded, "rerun").await;
+
+    // With memory as of the original: the instant its run started, on the event, the
+    // answer and the rerun's run; a value that is not a boolean is refused, naming it.
+    let original = api
+        .app
+        .schedules()
+        .run(&Actor::Operator, &run_id)
+        .await
+        .unwrap();
+    let started = nightshift::db::clock::to_rfc3339(original.started_at.unwrap());
+    let bad = api
+        .call(
+            "POST",
+            &format!("/v1/runs/{run_id}/rerun?memory_as_of_original=perhaps"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{:?}", bad.body);
+    assert!(
+        bad.body.to_string().contains("memory_as_of_original"),
+        "{:?}",
+        bad.body
+    );
+    let as_of = api
+        .call(
+            "POST",
+            &format!("/v1/runs/{run_id}/rerun?memory_as_of_original=true"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(as_of.status, 202, "{:?}", as_of.body);
+    assert_eq!(as_of.body["memory_as_of"], started.as_str());
+    let claims = claim_events(&api.app, "w").await;
+    assert_eq!(claims.len(), 1);
+    assert_eq!(claims[0].memory_as_of, original.started_at);
+    // A rerun of that rerun sees the same moment, not its own start.
+    finish(&api.app, &claims[0], RunStatus::Succeeded, "again").await;
+    let again = api
+        .call(
+            "POST",
+            &format!(
+                "/v1/runs/{}/rerun?memory_as_of_original=true",
+                claims[0].run_id
+            ),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(again.body["memory_as_of"], started.as_str());
 }

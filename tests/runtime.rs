@@ -39,6 +39,7 @@ fn request(user: &str) -> GoalRequest {
         resume: None,
         max_cost: None,
         progress: Default::default(),
+        memory_as_of: None,
         input: None,
         agent_id: None,
     }

@@ -782,6 +782,24 @@ async fn an_ended_run_is_rerun_from_its_schedules_page() {
         page.contains(&format!("rerun of <code>{run_id}</code>")),
         "{page}"
     );
+    // From the run's page, a rerun that sees memory as the original saw it; its page
+    // says as of when.
+    let (_, page) = browser.get(&format!("/ui/runs/{run_id}")).await;
+    let as_of = format!("/ui/runs/{run_id}/rerun-as-of");
+    assert!(page.contains(&as_of), "{page}");
+    let done = browser.post(&as_of, &[("csrf", &csrf)], None).await;
+    assert_eq!(done.status(), 303);
+    let claims = common::runs::claim_events(&api.app, "w").await;
+    assert_eq!(claims.len(), 1);
+    let original = api
+        .app
+        .schedules()
+        .run(&Actor::Operator, &run_id)
+        .await
+        .unwrap();
+    assert_eq!(claims[0].memory_as_of, original.started_at);
+    let (_, page) = browser.get(&format!("/ui/runs/{}", claims[0].run_id)).await;
+    assert!(page.contains("Memory as of"), "{page}");
 }
 
 /// Reads an event stream until `until` appears in it (or it ends); what it read.

@@ -16,6 +16,19 @@ pub struct UserQuery {
     pub user: Option<String>,
 }
 
+/// `?user=&memory_as_of_original=`: a rerun for whom, seeing which memory.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RerunQuery {
+    /// With an admin token: the user to act for.
+    pub user: Option<String>,
+    /// See memory as it was when the run started (its notes' versions and conversation
+    /// of then), changing none; default false: memory as it is.
+    #[serde(default)]
+    pub memory_as_of_original: bool,
+}
+
 /// `?user=&agent=`: whose notes, as which of the user's agents sees them.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -344,6 +357,9 @@ pub struct ReplayBody {
     /// List what would run again, and queue nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Each run sees memory as it was when the run it repeats started, and changes none.
+    #[serde(default)]
+    pub memory_as_of_original: bool,
 }
 
 /// A trigger: what the run receives beside its goal, and a key that makes a repeat

@@ -4,7 +4,7 @@ use nightshift::app::App;
 use nightshift::error::Error;
 use nightshift::input::InputError;
 use nightshift::schedule::spec::ScheduleSpec;
-use nightshift::schedule::store::{RunFilter, ScheduleFilter};
+use nightshift::schedule::store::{ReplayAsk, RerunMemory, RunFilter, ScheduleFilter};
 use nightshift::schedule::types::RunOrigin;
 use nightshift::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, SchedulePreview, ScheduleView, LIST_NEXT_RUNS,
@@ -267,11 +267,21 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
                     .join("\n")
             })
         }
-        ScheduleCommand::Rerun { run_id, user } => {
-            let rerun = store.rerun(&actor(user)?, &run_id).await?;
+        ScheduleCommand::Rerun {
+            run_id,
+            memory_as_of_original,
+            user,
+        } => {
+            let memory = RerunMemory::as_of_original(memory_as_of_original);
+            let rerun = store.rerun(&actor(user)?, &run_id, memory).await?;
             print(json, &rerun, || {
+                let seeing = match &rerun.memory_as_of {
+                    Some(at) => format!(", seeing memory as of {at}"),
+                    None => String::new(),
+                };
                 format!(
-                    "{}: rerun of {} ({}) queued as {}; `schedule runs {}` shows it once it starts",
+                    "{}: rerun of {} ({}) queued as {}{seeing}; `schedule runs {}` shows it \
+                     once it starts",
                     rerun.schedule_id,
                     rerun.parent_run_id,
                     rerun.scheduled_for,
@@ -286,11 +296,17 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
             to,
             status,
             dry_run,
+            memory_as_of_original,
             user,
         } => {
-            let replay = store
-                .replay(&actor(user)?, &id, &from, &to, status.as_deref(), dry_run)
-                .await?;
+            let ask = ReplayAsk {
+                from: &from,
+                to: &to,
+                status: status.as_deref(),
+                dry_run,
+                memory: RerunMemory::as_of_original(memory_as_of_original),
+            };
+            let replay = store.replay(&actor(user)?, &id, &ask).await?;
             print(json, &replay, || {
                 let verb = if replay.dry_run {
                     "would run again"

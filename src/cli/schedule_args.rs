@@ -105,6 +105,10 @@ pub enum ScheduleCommand {
     Rerun {
         /// The run's id (see `schedule runs`).
         run_id: String,
+        /// See memory as it was when the run started: its context and memory tools read
+        /// the notes' versions and the conversation of then, and it changes no memory.
+        #[arg(long)]
+        memory_as_of_original: bool,
         /// Only if the run's schedule belongs to this user.
         #[arg(long)]
         user: Option<String>,
@@ -125,6 +129,10 @@ pub enum ScheduleCommand {
         /// List what would run again, and queue nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Each run sees memory as it was when the run it repeats started (see `schedule
+        /// rerun`).
+        #[arg(long)]
+        memory_as_of_original: bool,
         /// Only if the schedule belongs to this user.
         #[arg(long)]
         user: Option<String>,

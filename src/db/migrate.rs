@@ -204,6 +204,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "digests",
         sql: include_str!("../../migrations/0038_digests.sql"),
     },
+    Migration {
+        version: 39,
+        name: "replay_memory_as_of",
+        sql: include_str!("../../migrations/0039_replay_memory_as_of.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -239,6 +244,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 38,
         name: "digests",
         sql: include_str!("../../migrations/postgres/0038_digests.sql"),
+    },
+    Migration {
+        version: 39,
+        name: "replay_memory_as_of",
+        sql: include_str!("../../migrations/postgres/0039_replay_memory_as_of.sql"),
     },
 ];
 

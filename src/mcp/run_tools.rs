@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::Error;
 use crate::input::InputError;
 use crate::schedule::progress::ProgressEvent;
-use crate::schedule::store::Rerun;
+use crate::schedule::store::{Rerun, RerunMemory};
 use crate::schedule::types::RunStatus;
 use crate::schedule::view::RunView;
 
@@ -19,6 +19,17 @@ use crate::schedule::view::RunView;
 pub struct RunIdIn {
     /// The run's id (see schedule_runs).
     pub run_id: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RerunIn {
+    /// The run's id (see schedule_runs).
+    pub run_id: String,
+    /// See memory as it was when the run started (its notes' versions and conversation of
+    /// then), changing none; default false: memory as it is.
+    #[serde(default)]
+    pub memory_as_of_original: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -55,11 +66,11 @@ pub fn definitions() -> Vec<ToolDef> {
             Effect::Writes,
             "Stop one of the user's runs that is running or waiting for an approval; a run that already ended cannot be cancelled.",
         ),
-        ToolDef::of::<RunIdIn, Rerun>(
+        ToolDef::of::<RerunIn, Rerun>(
             "schedule_run_rerun",
             "Run a past run again",
             Effect::Writes,
-            "Queue one of the user's ended runs to run again: its occurrence, with the input it had, as a new run whose parent_run_id names it. A run still going, or a skipped one (which never ran), cannot be rerun.",
+            "Queue one of the user's ended runs to run again: its occurrence, with the input it had, as a new run whose parent_run_id names it; with memory_as_of_original it sees memory as it was when the run started, and changes none. A run still going, or a skipped one (which never ran), cannot be rerun.",
         ),
     ]
 }
@@ -117,14 +128,22 @@ pub async fn call(
             done(text, &view)
         }
         "schedule_run_rerun" => {
-            let input: RunIdIn = args(arguments)?;
+            let input: RerunIn = args(arguments)?;
             let rerun = app
                 .schedules()
-                .rerun(&Actor::User(user.to_string()), &input.run_id)
+                .rerun(
+                    &Actor::User(user.to_string()),
+                    &input.run_id,
+                    RerunMemory::as_of_original(input.memory_as_of_original),
+                )
                 .await
                 .map_err(Error::from)?;
+            let seeing = match &rerun.memory_as_of {
+                Some(at) => format!(" It sees memory as of {at}."),
+                None => String::new(),
+            };
             let text = format!(
-                "Rerun of {} queued as {}; it starts when a worker takes it.",
+                "Rerun of {} queued as {}; it starts when a worker takes it.{seeing}",
                 rerun.parent_run_id, rerun.event_id
             );
             done(text, &rerun)

@@ -123,12 +123,25 @@ impl Filler {
 impl Memory {
     pub async fn context(&self, request: &ContextRequest) -> Result<Context> {
         let started = std::time::Instant::now();
-        let context = self.assemble_context(request).await;
+        let context = self.assemble_context(request, None).await;
         crate::telemetry::context(started.elapsed());
         context
     }
 
-    async fn assemble_context(&self, request: &ContextRequest) -> Result<Context> {
+    /// The context as it would have been assembled at `at` (Unix ms): the turns recorded
+    /// by then, the rolling summary only when it covers none after them, and relevant
+    /// notes as their versions stood then (keyword search: vectors are of the notes as
+    /// they are now).
+    pub async fn context_as_of(&self, request: &ContextRequest, at: i64) -> Result<Context> {
+        crate::input::check_instant("as of", at)?;
+        self.assemble_context(request, Some(at)).await
+    }
+
+    async fn assemble_context(
+        &self,
+        request: &ContextRequest,
+        as_of: Option<i64>,
+    ) -> Result<Context> {
         check_id("user id", &request.user_id)?;
         check_id("session id", &request.session_id)?;
         // Another user's session is reported exactly like a missing one.
@@ -156,10 +169,21 @@ impl Memory {
             items: Vec::new(),
         };
         let strategy = request.strategy;
-        let recent = self.last_events(&key, RECENT_TURNS * 4).await?;
+        let recent = self
+            .last_events_until(&key, RECENT_TURNS * 4, as_of.unwrap_or(i64::MAX))
+            .await?;
+        // As of an instant, a summary that covers later turns says what was not known then.
+        let last_then = recent.last().map_or(0, |e| e.sequence);
+        let summary_state = match strategy {
+            Strategy::All | Strategy::SummaryBuffer => Some(self.summary_state(&key).await?),
+            _ => None,
+        };
+        let summary = summary_state
+            .filter(|state| as_of.is_none() || state.upper_sequence <= last_then)
+            .and_then(|state| state.summary);
 
         if matches!(strategy, Strategy::All | Strategy::SummaryBuffer) {
-            if let Some(summary) = self.summary_state(&key).await?.summary {
+            if let Some(summary) = summary {
                 // The summary gets a share of the budget (its newest part when longer),
                 // so recent turns and memories keep room.
                 let share = if strategy == Strategy::All {
@@ -239,16 +263,32 @@ impl Memory {
                     .map(|e| e.content.clone())
             });
             if let Some(query) = query.filter(|q| !q.trim().is_empty()) {
-                let request = SearchRequest {
-                    user_id: request.user_id.clone(),
-                    query,
-                    top_k: None,
-                    session_id: Some(request.session_id.clone()),
-                    tags: Vec::new(),
-                    ..Default::default()
+                let hits = match as_of {
+                    Some(at) => {
+                        let top_k = self.search.default_top_k;
+                        self.search_as_of_hits(&request.user_id, &query, at, top_k)
+                            .await?
+                            .hits
+                    }
+                    None => {
+                        let request = SearchRequest {
+                            user_id: request.user_id.clone(),
+                            query,
+                            top_k: None,
+                            session_id: Some(request.session_id.clone()),
+                            tags: Vec::new(),
+                            ..Default::default()
+                        };
+                        self.search_checked(&request, true).await?.hits
+                    }
                 };
-                let hits = self.search_checked(&request, true).await?.hits;
-                for hit in hits.into_iter().filter(|h| h.score >= RELEVANCE_THRESHOLD) {
+                // Scores as of an instant are ranks among keyword matches, each relevant.
+                let threshold = if as_of.is_some() {
+                    0.0
+                } else {
+                    RELEVANCE_THRESHOLD
+                };
+                for hit in hits.into_iter().filter(|h| h.score >= threshold) {
                     let _ = filler.add(ContextItem {
                         kind: "relevant",
                         tokens: estimate_tokens(&hit.text),

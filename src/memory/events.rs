@@ -446,14 +446,26 @@ impl Memory {
 
     /// The last `limit` events of a session the caller has already checked, oldest first.
     pub(super) async fn last_events(&self, key: &SessionKey, limit: usize) -> Result<Vec<Event>> {
+        self.last_events_until(key, limit, i64::MAX).await
+    }
+
+    /// The session's last `limit` events recorded at or before `until` (Unix ms), oldest
+    /// first: its recent turns as they stood then.
+    pub(super) async fn last_events_until(
+        &self,
+        key: &SessionKey,
+        limit: usize,
+        until: i64,
+    ) -> Result<Vec<Event>> {
         let conn = self.db.conn().await?;
         let mut events: Vec<Event> = fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM events WHERE session_id = ?1 ORDER BY sequence DESC LIMIT ?2",
+                "SELECT {} FROM events WHERE session_id = ?1 AND created_at <= ?3
+                 ORDER BY sequence DESC LIMIT ?2",
                 Event::COLUMNS
             ),
-            libsql::params![key.as_str(), limit as i64],
+            libsql::params![key.as_str(), limit as i64, until],
         )
         .await?;
         events.reverse();

@@ -143,6 +143,10 @@ pub struct GoalRequest {
     /// its result), for its live view.
     #[serde(skip)]
     pub progress: crate::schedule::progress::Progress,
+    /// A rerun that sees memory as it was at this instant (Unix ms): its context was
+    /// assembled as of then, and its memory tools read then and change nothing.
+    #[serde(skip)]
+    pub memory_as_of: Option<i64>,
 }
 
 /// The run's first turns, as its transcript keeps them: the goal, then its input.

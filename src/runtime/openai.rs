@@ -299,6 +299,7 @@ impl OpenAiRuntime {
             user_id: &request.user_id,
             session_id: &request.session_id,
             run_id: &request.run_id,
+            memory_as_of: request.memory_as_of,
         };
         tools::call(
             memory,
@@ -328,7 +329,7 @@ impl AgentRuntime for OpenAiRuntime {
                 self.opening(request, &mcp, &mut outcome)
             }
         };
-        let mut tools = tools::definitions();
+        let mut tools = tools::definitions_for(request.memory_as_of);
         if let Some(list) = tools.as_array_mut() {
             if let Some(schedules) = &self.schedules {
                 list.extend(schedules.definitions());

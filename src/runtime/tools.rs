@@ -7,12 +7,19 @@ use crate::db::run_to_completion;
 use crate::memory::{Memory, NewNote, SearchRequest};
 use crate::state::{StateAccess, StateStore};
 
-/// Who a tool call acts for: the schedule's user, the schedule's session, the run.
+/// Who a tool call acts for: the schedule's user, the schedule's session, the run; and,
+/// for a rerun that sees memory as it was, the instant it sees.
 pub(super) struct ToolScope<'a> {
     pub user_id: &'a str,
     pub session_id: &'a str,
     pub run_id: &'a str,
+    pub memory_as_of: Option<i64>,
 }
+
+/// The one tool a run seeing memory as it was is offered: search reads the notes'
+/// versions of then. Writes would change memory as it is from a view of the past, and
+/// state keeps no history to read.
+const AS_OF_TOOLS: &[&str] = &["memory_search"];
 
 /// The names of the tools [`definitions`] offers.
 pub(super) const NAMES: &[&str] = &[
@@ -26,7 +33,21 @@ pub(super) const NAMES: &[&str] = &[
     "state_list",
 ];
 
-pub(super) fn definitions() -> Value {
+/// The tools offered to a run: all of them, or for a run seeing memory as of an instant,
+/// the ones that can read it.
+pub(super) fn definitions_for(memory_as_of: Option<i64>) -> Value {
+    let mut all = definitions();
+    if memory_as_of.is_some() {
+        if let Some(list) = all.as_array_mut() {
+            list.retain(|tool| {
+                AS_OF_TOOLS.contains(&tool["function"]["name"].as_str().unwrap_or_default())
+            });
+        }
+    }
+    all
+}
+
+fn definitions() -> Value {
     json!([
         {"type": "function", "function": {
             "name": "memory_search",
@@ -129,6 +150,16 @@ pub(super) async fn call(
                 arguments.len()
             ));
         }
+        if let Some(at) = scope.memory_as_of {
+            if NAMES.contains(&name) && !AS_OF_TOOLS.contains(&name) {
+                return Err(format!(
+                    "`{name}` is not available: this run sees memory as it was at {} (a \
+                     rerun with memory as of the original) and changes none; memory_search \
+                     reads it",
+                    crate::db::clock::to_rfc3339(at)
+                ));
+            }
+        }
         let args: Value =
             serde_json::from_str(arguments).map_err(|e| format!("arguments are not JSON: {e}"))?;
         match name {
@@ -144,11 +175,14 @@ pub(super) async fn call(
                         .get("top_k")
                         .and_then(Value::as_u64)
                         .map(|k| k.clamp(1, 20) as usize),
-                    // The transcript session exists only after a first run.
+                    // The transcript session exists only after a first run. A search as of
+                    // an instant reads the notes' versions of then, and no session.
                     session_id: (include
+                        && scope.memory_as_of.is_none()
                         && memory.session(session_id, Some(user_id)).await.is_ok())
                     .then(|| session_id.to_string()),
                     tags: Vec::new(),
+                    as_of: scope.memory_as_of,
                     ..Default::default()
                 };
                 let hits = memory.search(&request).await.map_err(|e| e.to_string())?;

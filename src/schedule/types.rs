@@ -287,6 +287,9 @@ pub struct Run {
     pub cancel_requested_by: Option<String>,
     /// The run this one repeats (`schedule rerun`, `schedule replay`).
     pub parent_run_id: Option<String>,
+    /// A rerun that sees memory as it was at this instant (Unix ms): the run it repeats
+    /// started then.
+    pub memory_as_of: Option<i64>,
 }
 
 /// What a finished attempt produced.
@@ -317,6 +320,8 @@ pub struct Claim {
     pub resume: Option<crate::approval::Resume>,
     /// The run this one repeats (a rerun: see `store::rerun`).
     pub parent_run_id: Option<String>,
+    /// Memory as it was at this instant is what the run sees (a rerun asked so).
+    pub memory_as_of: Option<i64>,
 }
 
 impl Claim {
@@ -336,6 +341,7 @@ impl Claim {
             input: None,
             resume: None,
             parent_run_id: None,
+            memory_as_of: None,
         }
     }
 

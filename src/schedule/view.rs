@@ -354,6 +354,9 @@ pub struct RunView {
     pub cancel_requested_by: Option<String>,
     /// The run this one repeats, for a rerun (`schedule rerun`, `schedule replay`).
     pub parent_run_id: Option<String>,
+    /// A rerun that saw memory as it was at this instant (UTC), the start of the run it
+    /// repeats (`--memory-as-of-original`).
+    pub memory_as_of: Option<String>,
 }
 
 impl From<&Run> for RunView {
@@ -378,6 +381,7 @@ impl From<&Run> for RunView {
             notified: run.notified,
             cancel_requested_by: run.cancel_requested_by.clone(),
             parent_run_id: run.parent_run_id.clone(),
+            memory_as_of: run.memory_as_of.map(show),
             origin: run.origin,
         }
     }

@@ -182,6 +182,7 @@ impl Executor {
                     &schedule.user_id,
                     &schedule.goal,
                     &schedule.schedule_id,
+                    claim.memory_as_of,
                 )
                 .await,
             max_turns: schedule
@@ -194,6 +195,7 @@ impl Executor {
             approve: schedule.approve.clone(),
             resume: claim.resume.take(),
             progress,
+            memory_as_of: claim.memory_as_of,
         };
         let deadline = Duration::from_secs(
             schedule
@@ -268,12 +270,14 @@ impl Executor {
     /// What the prompt carries: the schedule session's context (summary, recent and
     /// salient turns, relevant memories) from the same assembly `memory context` uses; on
     /// a first run, the user's notes relevant to the goal. Within the configured budget.
+    /// With `as_of`, memory as it was then (a rerun with memory as of the original).
     async fn context(
         &self,
         memory: &Memory,
         user_id: &str,
         goal: &str,
         schedule_id: &str,
+        as_of: Option<i64>,
     ) -> String {
         let budget = self.runtime_config.context_budget_tokens;
         // A goal may be longer than a query: its start is what memories should be about.
@@ -285,7 +289,11 @@ impl Executor {
             query: Some(query.clone()),
             strategy: Strategy::All,
         };
-        match memory.context(&request).await {
+        let assembled = match as_of {
+            Some(at) => memory.context_as_of(&request, at).await,
+            None => memory.context(&request).await,
+        };
+        match assembled {
             Ok(context) => return context.render(),
             Err(MemoryError::SessionNotFound(_)) => {}
             Err(err) => tracing::warn!(%err, "cannot assemble the run's context"),
@@ -293,6 +301,7 @@ impl Executor {
         let request = SearchRequest {
             user_id: user_id.to_string(),
             query,
+            as_of,
             ..Default::default()
         };
         let mut context = String::new();

@@ -10,12 +10,14 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, Failures};
 use crate::api::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::api::types::{
-    BackfillBody, PauseBody, ReplayBody, RunListQuery, RunsQuery, ScheduleListQuery, TriggerBody,
-    UserQuery,
+    BackfillBody, PauseBody, ReplayBody, RerunQuery, RunListQuery, RunsQuery, ScheduleListQuery,
+    TriggerBody, UserQuery,
 };
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::store::{Backfill, Replay, Rerun, RunFilter, ScheduleFilter, Triggered};
+use crate::schedule::store::{
+    Backfill, Replay, ReplayAsk, Rerun, RerunMemory, RunFilter, ScheduleFilter, Triggered,
+};
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
 };
@@ -42,17 +44,18 @@ pub fn router() -> OpenApiRouter<ApiState> {
 /// `parent_run_id` names it. 409 for a run still going (or a schedule paused or ended);
 /// 400 for a skipped run, which never ran (backfill it instead).
 #[utoipa::path(post, path = "/v1/runs/{run_id}/rerun", tag = "schedules",
-    params(("run_id" = String, Path), UserQuery),
+    params(("run_id" = String, Path), RerunQuery),
     responses((status = 202, body = Rerun), Failures),
     security(("bearer" = [])))]
 async fn rerun(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(run_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<UserQuery>,
+    ApiQuery(query): ApiQuery<RerunQuery>,
 ) -> Result<(StatusCode, Json<Rerun>), ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
-    let rerun = state.app.schedules().rerun(&actor, &run_id).await?;
+    let memory = RerunMemory::as_of_original(query.memory_as_of_original);
+    let rerun = state.app.schedules().rerun(&actor, &run_id, memory).await?;
     Ok((StatusCode::ACCEPTED, Json(rerun)))
 }
 
@@ -78,10 +81,13 @@ async fn replay(
         .replay(
             &actor,
             &schedule_id,
-            &body.from,
-            &body.to,
-            body.status.as_deref(),
-            body.dry_run,
+            &ReplayAsk {
+                from: &body.from,
+                to: &body.to,
+                status: body.status.as_deref(),
+                dry_run: body.dry_run,
+                memory: RerunMemory::as_of_original(body.memory_as_of_original),
+            },
         )
         .await?;
     let status = if replay.dry_run {

@@ -23,6 +23,7 @@ use crate::api::ApiState;
 use crate::db::clock::to_rfc3339;
 use crate::input::visible;
 use crate::schedule::progress::ProgressEvent;
+use crate::schedule::store::RerunMemory;
 use crate::schedule::types::RunStatus;
 use crate::schedule::view::RunView;
 
@@ -137,10 +138,13 @@ pub async fn action(
             .cancel_run(&Actor::Operator, &run_id, "dashboard")
             .await
             .map(|run| run.schedule_id),
-        "rerun" => store
-            .rerun(&Actor::Operator, &run_id)
-            .await
-            .map(|rerun| rerun.schedule_id),
+        "rerun" | "rerun-as-of" => {
+            let memory = RerunMemory::as_of_original(action == "rerun-as-of");
+            store
+                .rerun(&Actor::Operator, &run_id, memory)
+                .await
+                .map(|rerun| rerun.schedule_id)
+        }
         _ => {
             return (
                 StatusCode::NOT_FOUND,
@@ -174,6 +178,9 @@ fn view(
             @if let Some(parent) = &run.parent_run_id {
                 dt { "Rerun of" } dd { a href=(format!("/ui/runs/{}", urlencode(parent))) { code { (parent) } } }
             }
+            @if let Some(at) = &run.memory_as_of {
+                dt { "Memory as of" } dd { (moment(at, now)) " (as the run it repeats saw it)" }
+            }
             dt { "Status" } dd.status { span #run-status class={ "badge s-" (run.status.as_str()) } { (run.status.as_str()) } }
             dt { "Attempt" } dd { (run.attempt) }
             dt { "Turns" } dd { (run.turn_count) }
@@ -190,6 +197,7 @@ fn view(
             }
             @if !matches!(run.status.as_str(), "running" | "waiting" | "skipped") {
                 (action_button(&format!("/ui/runs/{}/rerun", urlencode(&run.run_id)), "Rerun", csrf))
+                (action_button(&format!("/ui/runs/{}/rerun-as-of", urlencode(&run.run_id)), "Rerun with memory as it was", csrf))
             }
         }
         h2 { "Progress" }

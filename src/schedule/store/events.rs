@@ -63,11 +63,14 @@ pub struct PendingEvent {
     pub schedule_id: String,
     /// The run a rerun repeats (see `rerun`).
     pub parent_run_id: Option<String>,
+    /// The instant whose memory a rerun sees (see `rerun`).
+    pub memory_as_of: Option<i64>,
 }
 
 impl FromRow for PendingEvent {
     const COLUMNS: &'static str =
-        "e.event_id, e.kind, e.input, e.scheduled_for, e.schedule_id, e.parent_run_id";
+        "e.event_id, e.kind, e.input, e.scheduled_for, e.schedule_id, e.parent_run_id,
+         e.memory_as_of";
 
     fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
         Ok(Self {
@@ -77,6 +80,7 @@ impl FromRow for PendingEvent {
             scheduled_for: row.get(3)?,
             schedule_id: row.get(4)?,
             parent_run_id: row.get(5)?,
+            memory_as_of: row.get(6)?,
         })
     }
 }
@@ -220,8 +224,9 @@ impl ScheduleStore {
             // The schedule ended before the event's run could start: recorded, not run.
             tx.execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, status,
-                 worker_id, started_at, finished_at, error, origin, event_id, parent_run_id)
-                 VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6, ?7, ?8, ?9)
+                 worker_id, started_at, finished_at, error, origin, event_id, parent_run_id,
+                 memory_as_of)
+                 VALUES (?1, ?2, ?3, 'skipped', ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
@@ -232,7 +237,8 @@ impl ScheduleStore {
                     format!("not run: the schedule is {status}"),
                     event.kind.as_str(),
                     (event.kind != RunOrigin::Backfill).then_some(event.event_id.as_str()),
-                    event.parent_run_id.as_deref()
+                    event.parent_run_id.as_deref(),
+                    event.memory_as_of
                 ],
             )
             .await?;
@@ -256,8 +262,9 @@ impl ScheduleStore {
         let inserted = tx
             .execute(
                 "INSERT INTO schedule_runs (run_id, schedule_id, scheduled_for, attempt, status,
-                 worker_id, lease_expires_at, started_at, origin, event_id, parent_run_id)
-                 VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7, ?8, ?9)
+                 worker_id, lease_expires_at, started_at, origin, event_id, parent_run_id,
+                 memory_as_of)
+                 VALUES (?1, ?2, ?3, 1, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT DO NOTHING",
                 libsql::params![
                     run_id.as_str(),
@@ -268,7 +275,8 @@ impl ScheduleStore {
                     now,
                     event.kind.as_str(),
                     event_id,
-                    event.parent_run_id.as_deref()
+                    event.parent_run_id.as_deref(),
+                    event.memory_as_of
                 ],
             )
             .await?;
@@ -306,6 +314,7 @@ impl ScheduleStore {
             input: event.input.clone(),
             resume: None,
             parent_run_id: event.parent_run_id.clone(),
+            memory_as_of: event.memory_as_of,
         }))
     }
 }

@@ -50,7 +50,7 @@ pub use finish::Transcript;
 pub use follow_up::{FollowUp, FollowUpOrigin};
 pub use progress::{Follow, Moved, RunProgress, FOLLOW_POLL, FOLLOW_POLL_WAITING, PROGRESS_PAGE};
 pub use query::{NextWake, ScheduleFilter};
-pub use rerun::{Replay, ReplayedRun, Rerun, MAX_REPLAY};
+pub use rerun::{Replay, ReplayAsk, ReplayedRun, Rerun, RerunMemory, MAX_REPLAY};
 pub use run_list::{RunFilter, MAX_RUN_PAGE};
 pub use wait::{Paused, Waiting};
 
@@ -187,7 +187,8 @@ impl FromRow for Schedule {
 impl FromRow for Run {
     const COLUMNS: &'static str = "run_id, schedule_id, scheduled_for, attempt, status, worker_id,
         started_at, finished_at, output_summary, output, error, turn_count, prompt_tokens,
-        completion_tokens, cost, notified, origin, cancel_requested_by, parent_run_id";
+        completion_tokens, cost, notified, origin, cancel_requested_by, parent_run_id,
+        memory_as_of";
 
     fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
         Ok(Run {
@@ -210,6 +211,7 @@ impl FromRow for Run {
             origin: text_column(row, 16, "run origin")?,
             cancel_requested_by: row.get(17)?,
             parent_run_id: row.get(18)?,
+            memory_as_of: row.get(19)?,
         })
     }
 }

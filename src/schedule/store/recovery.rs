@@ -11,10 +11,11 @@ use crate::schedule::Result;
 /// The columns of a running run [`HeldRun::from_row`] reads (`r`: the run, `e`: the event
 /// that started it, if one did).
 pub(super) const HELD_RUN: &str =
-    "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input, r.parent_run_id";
+    "r.run_id, r.schedule_id, r.scheduled_for, r.attempt, r.origin, e.input, r.parent_run_id,
+     r.memory_as_of";
 
 /// How many columns [`HELD_RUN`] names: a query's own columns after them start here.
-pub(super) const AFTER_HELD_RUN: i32 = 7;
+pub(super) const AFTER_HELD_RUN: i32 = 8;
 
 /// A running run as recovery and shutdown find it.
 pub(super) struct HeldRun {
@@ -25,6 +26,7 @@ pub(super) struct HeldRun {
     origin: RunOrigin,
     input: Option<String>,
     parent_run_id: Option<String>,
+    memory_as_of: Option<i64>,
 }
 
 impl HeldRun {
@@ -37,6 +39,7 @@ impl HeldRun {
             origin: text_column(row, 4, "run origin")?,
             input: row.get(5)?,
             parent_run_id: row.get(6)?,
+            memory_as_of: row.get(7)?,
         })
     }
 
@@ -50,6 +53,7 @@ impl HeldRun {
             input: self.input,
             resume: None,
             parent_run_id: self.parent_run_id,
+            memory_as_of: self.memory_as_of,
         }
     }
 }

@@ -21,6 +21,28 @@ use crate::schedule::{Result, ScheduleError};
 /// Most runs one replay queues; a range holding more is refused, not cut.
 pub const MAX_REPLAY: usize = MAX_BACKFILL;
 
+/// What memory a rerun sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RerunMemory {
+    /// Memory as it is when the rerun runs.
+    #[default]
+    Now,
+    /// Memory as it was when the run repeated started (a rerun of a rerun that saw an
+    /// earlier moment sees that moment): its context and memory tools read the notes'
+    /// versions and the conversation of then, and it changes no memory.
+    AsOfOriginal,
+}
+
+impl RerunMemory {
+    pub fn as_of_original(yes: bool) -> Self {
+        if yes {
+            Self::AsOfOriginal
+        } else {
+            Self::Now
+        }
+    }
+}
+
 /// A rerun queued: the event its run starts from, and the run it repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Rerun {
@@ -30,6 +52,22 @@ pub struct Rerun {
     pub parent_run_id: String,
     /// The occurrence run again (UTC).
     pub scheduled_for: String,
+    /// The instant whose memory the rerun sees (UTC), with `--memory-as-of-original`.
+    pub memory_as_of: Option<String>,
+}
+
+/// Which runs of a schedule a replay runs again, and how.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayAsk<'a> {
+    /// An instant, or a date in the schedule's zone (its first moment).
+    pub from: &'a str,
+    /// An instant, or a date (its last moment).
+    pub to: &'a str,
+    /// Only runs that ended so.
+    pub status: Option<&'a str>,
+    /// Say what would run again, and queue nothing.
+    pub dry_run: bool,
+    pub memory: RerunMemory,
 }
 
 /// What a replay queued (or, dry, would queue).
@@ -38,6 +76,8 @@ pub struct Replay {
     pub schedule_id: String,
     /// Nothing was queued: this is what would be.
     pub dry_run: bool,
+    /// Each run queued sees memory as it was when the run it repeats started.
+    pub memory_as_of_original: bool,
     /// The runs of the range queued to run again, oldest occurrence first.
     pub queued: Vec<ReplayedRun>,
     /// Runs of the range already rerun (their rerun stands for them): not queued again.
@@ -70,7 +110,7 @@ impl ScheduleStore {
     /// (a running or waiting one is a conflict) and have run (a skipped one is refused:
     /// backfill runs those); its schedule must be active, with fewer than
     /// [`MAX_WAITING_EVENTS`] runs waiting.
-    pub async fn rerun(&self, actor: &Actor, run_id: &str) -> Result<Rerun> {
+    pub async fn rerun(&self, actor: &Actor, run_id: &str, memory: RerunMemory) -> Result<Rerun> {
         let run = self.run(actor, run_id).await?;
         rerunnable(&run)?;
         let now = self.clock.now_ms();
@@ -86,15 +126,16 @@ impl ScheduleStore {
                     run.schedule_id
                 )));
             }
-            queue_rerun(&tx, &run.run_id, now).await
+            queue_rerun(&tx, &run.run_id, memory, now).await
         }
         .await;
-        let event_id = super::settle(tx, queued, true).await?;
+        let (event_id, memory_as_of) = super::settle(tx, queued, true).await?;
         Ok(Rerun {
             event_id,
             schedule_id: run.schedule_id,
             parent_run_id: run.run_id,
             scheduled_for: to_rfc3339(run.scheduled_for),
+            memory_as_of: memory_as_of.map(to_rfc3339),
         })
     }
 
@@ -108,11 +149,15 @@ impl ScheduleStore {
         &self,
         actor: &Actor,
         schedule_id: &str,
-        from: &str,
-        to: &str,
-        status: Option<&str>,
-        dry_run: bool,
+        ask: &ReplayAsk<'_>,
     ) -> Result<Replay> {
+        let ReplayAsk {
+            from,
+            to,
+            status,
+            dry_run,
+            memory,
+        } = *ask;
         let schedule = self.get(actor, schedule_id).await?;
         let tz = schedule.cadence.zone();
         let from_ms = parse_bound(from, tz, false).map_err(bound_error("from"))?;
@@ -138,7 +183,7 @@ impl ScheduleStore {
                     )));
                 }
                 for run in &queued {
-                    queue_rerun(&tx, &run.run_id, now).await?;
+                    queue_rerun(&tx, &run.run_id, memory, now).await?;
                 }
             }
             Ok::<_, ScheduleError>((queued, already))
@@ -157,6 +202,7 @@ impl ScheduleStore {
         Ok(Replay {
             schedule_id: schedule_id.to_string(),
             dry_run,
+            memory_as_of_original: memory == RerunMemory::AsOfOriginal,
             queued: show(queued),
             already_rerun: show(already),
         })
@@ -260,24 +306,38 @@ async fn runs_in_range(
 }
 
 /// Queues the run `run_id` to run again: an event of its schedule for its occurrence,
-/// carrying the input its own event carried (none for an occurrence of the cadence).
-/// Returns the event's id.
-async fn queue_rerun(tx: &WriteTx, run_id: &str, now: i64) -> Result<String> {
+/// carrying the input its own event carried (none for an occurrence of the cadence), and
+/// with [`RerunMemory::AsOfOriginal`] the instant whose memory it sees: the moment the run
+/// repeated saw, or its start. Returns the event's id and that instant.
+async fn queue_rerun(
+    tx: &WriteTx,
+    run_id: &str,
+    memory: RerunMemory,
+    now: i64,
+) -> Result<(String, Option<i64>)> {
     let event_id = ids::new_id("evt");
-    let queued = tx
-        .execute(
+    let memory_as_of = match memory {
+        RerunMemory::AsOfOriginal => "coalesce(r.memory_as_of, r.started_at, r.scheduled_for)",
+        RerunMemory::Now => "NULL",
+    };
+    let queued: Option<Option<i64>> = crate::db::query_first_row(
+        tx,
+        &format!(
             "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
-         scheduled_for, created_at, parent_run_id)
-         SELECT ?1, r.schedule_id, 'trigger', ?2,
-                (SELECT e.input FROM schedule_events e WHERE e.event_id = r.event_id),
-                r.scheduled_for, ?3, r.run_id
-         FROM schedule_runs r WHERE r.run_id = ?4",
-            libsql::params![event_id.as_str(), format!("rerun:{event_id}"), now, run_id],
-        )
-        .await?;
+             scheduled_for, created_at, parent_run_id, memory_as_of)
+             SELECT ?1, r.schedule_id, 'trigger', ?2,
+                    (SELECT e.input FROM schedule_events e WHERE e.event_id = r.event_id),
+                    r.scheduled_for, ?3, r.run_id, {memory_as_of}
+             FROM schedule_runs r WHERE r.run_id = ?4
+             RETURNING memory_as_of"
+        ),
+        libsql::params![event_id.as_str(), format!("rerun:{event_id}"), now, run_id],
+        |row| row.get::<Option<i64>>(0),
+    )
+    .await?;
     // Pruned from the history since it was read.
-    if queued == 0 {
+    let Some(memory_as_of) = queued else {
         return Err(ScheduleError::RunNotFound(run_id.to_string()));
-    }
-    Ok(event_id)
+    };
+    Ok((event_id, memory_as_of))
 }
