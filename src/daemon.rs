@@ -18,6 +18,8 @@ pub enum DaemonError {
     Server(#[from] crate::api::ServerError),
     #[error(transparent)]
     Worker(#[from] WorkerError),
+    #[error(transparent)]
+    Traces(#[from] crate::traces::TracesError),
 }
 
 impl Kind for DaemonError {
@@ -25,6 +27,7 @@ impl Kind for DaemonError {
         match self {
             DaemonError::Server(err) => err.kind(),
             DaemonError::Worker(err) => err.kind(),
+            DaemonError::Traces(_) => ErrorKind::Config,
         }
     }
 }
@@ -40,6 +43,7 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DaemonError> {
     crate::telemetry::install();
+    let traces = crate::traces::install(&app.config().traces)?;
     let grace = Duration::from_secs(app.config().scheduler.shutdown_grace_secs as u64);
     let stop_server = CancellationToken::new();
     let server = match crate::api::bind(app, true, &stop_server).await? {
@@ -71,5 +75,9 @@ pub async fn run_with(
         let _ = server.await;
     }
     app.finish_background(grace).await;
+    // The spans of the last runs, sent before the process goes.
+    if let Some(traces) = &traces {
+        traces.shutdown();
+    }
     Ok(worker?)
 }

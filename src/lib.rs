@@ -65,6 +65,7 @@ pub mod telemetry;
 pub mod text;
 pub mod time_of_day;
 pub mod tokens;
+pub mod traces;
 pub mod usage;
 pub mod worker;
 

@@ -3,11 +3,13 @@
 
 mod artifacts;
 mod mcp_servers;
+mod traces;
 mod validate;
 
 pub use crate::schedule::agent_policy::AgentSchedules;
 pub use artifacts::ArtifactsConfig;
 pub use mcp_servers::{valid_server_name, McpServerConfig, SecretSource};
+pub use traces::TracesConfig;
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +64,8 @@ pub struct Config {
     pub artifacts: ArtifactsConfig,
     /// MCP servers whose tools a run's model may call, by name.
     pub mcp_servers: std::collections::BTreeMap<String, McpServerConfig>,
+    /// OpenTelemetry spans over OTLP/HTTP; off by default.
+    pub traces: TracesConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -93,6 +93,7 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     notify(config)?;
     channels_and_users(config)?;
     super::mcp_servers::validate(&config.mcp_servers, http_url)?;
+    super::traces::validate(&config.traces, http_url)?;
     consolidation(config)?;
     schedules(config)?;
     server(config)?;

@@ -85,6 +85,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("artifacts", "max_artifact_bytes"),
     ("artifacts", "max_bytes_per_user"),
     ("artifacts", "gc_grace_secs"),
+    ("traces", "timeout_secs"),
 ];
 
 proptest! {
@@ -136,6 +137,25 @@ proptest! {
         prop_assert_eq!(value.parse::<RerankMode>().is_ok(), RerankMode::ALL.contains(&value.as_str()));
     }
 
+    /// Any text for the digest's time and any share for the traces' sampling: accepted
+    /// as what it says, or an error naming the key.
+    #[test]
+    fn any_digest_time_or_sample_ratio(
+        time in prop_oneof![any::<String>(), "[0-9]{1,2}:[0-9]{2}", "[0-9: ]{0,6}"],
+        ratio in prop_oneof![any::<f64>(), -1.0f64..2.0],
+    ) {
+        let text = format!("[notify]\ndigest_at = {}\n", toml::Value::String(time.clone()));
+        match Config::from_toml(&text) {
+            Ok(config) => prop_assert!(crate::time_of_day::TimeOfDay::parse(&config.notify.digest_at).is_ok()),
+            Err(err) => prop_assert!(err.to_string().contains("digest_at"), "{err}"),
+        }
+        let text = format!("[traces]\nsample_ratio = {}\n", toml::Value::Float(ratio));
+        match Config::from_toml(&text) {
+            Ok(config) => prop_assert!((0.0..=1.0).contains(&config.traces.sample_ratio)),
+            Err(err) => prop_assert!(err.to_string().contains("sample_ratio"), "{err}"),
+        }
+    }
+
     /// Any text at all is a configuration or an error; never a panic.
     #[test]
     fn any_text_is_a_config_or_an_error(text in any::<String>()) {
@@ -175,4 +195,18 @@ fn an_a2a_runtime_needs_a_url_and_takes_an_auth_header_file() {
         err.to_string().contains("runtime.auth_header_file"),
         "{err}"
     );
+}
+
+#[test]
+fn a_traces_endpoint_that_is_not_an_http_url_is_named() {
+    for endpoint in ["ftp://collector:4318", "collector:4318", "", "http://"] {
+        let text = format!(
+            "[traces]\notlp_endpoint = {}\n",
+            toml::Value::String(endpoint.into())
+        );
+        let err = Config::from_toml(&text).unwrap_err().to_string();
+        assert!(err.contains("traces.otlp_endpoint"), "{endpoint}: {err}");
+    }
+    let text = "[traces]\notlp_endpoint = \"https://otel.example:4318\"\n";
+    assert!(Config::from_toml(text).is_ok());
 }

@@ -233,7 +233,46 @@ impl Consolidator {
         Ok(out)
     }
 
+    /// Runs `pass` in its span (`consolidate {pass}`), whose attributes are the pass's
+    /// counts (`nightshift.pass.NAME`).
     async fn run_pass(
+        &self,
+        pass: Pass,
+        user: Option<&str>,
+        progress: Option<&Progress>,
+    ) -> Result<PassOutcome, ConsolidateError> {
+        use opentelemetry::context::FutureExt as _;
+        let span = crate::traces::SpanScope::start_under(
+            &opentelemetry::Context::new(),
+            format!("consolidate {}", pass.as_str()),
+            opentelemetry::trace::SpanKind::Internal,
+            vec![opentelemetry::KeyValue::new(
+                "nightshift.pass",
+                pass.as_str(),
+            )],
+        );
+        let outcome = self
+            .run_pass_unspanned(pass, user, progress)
+            .with_context(span.context().clone())
+            .await;
+        match &outcome {
+            Ok(outcome) => {
+                for (name, count) in &outcome.counts {
+                    if let Some(count) = count.as_i64() {
+                        span.set_key(format!("nightshift.pass.{name}"), count);
+                    }
+                }
+                if let Some(error) = &outcome.error {
+                    span.fail("pass", error.clone());
+                }
+            }
+            Err(err) => span.fail("pass", err.to_string()),
+        }
+        span.end();
+        outcome
+    }
+
+    async fn run_pass_unspanned(
         &self,
         pass: Pass,
         user: Option<&str>,

@@ -226,8 +226,38 @@ impl Memory {
     }
 
     /// A search whose `session_id`, when `session_owned`, the caller has already found to
-    /// be the user's (context assembly: one read fewer a run).
+    /// be the user's (context assembly: one read fewer a run), in its span (`memory.search`:
+    /// how many hits, whether a leg was left out; never the query).
     pub(super) async fn search_checked(
+        &self,
+        request: &SearchRequest,
+        session_owned: bool,
+    ) -> Result<SearchResults> {
+        use opentelemetry::context::FutureExt as _;
+        let span = crate::traces::SpanScope::start(
+            "memory.search",
+            opentelemetry::trace::SpanKind::Internal,
+            vec![opentelemetry::KeyValue::new(
+                "nightshift.search.as_of",
+                request.as_of.is_some(),
+            )],
+        );
+        let results = self
+            .search_unspanned(request, session_owned)
+            .with_context(span.context().clone())
+            .await;
+        match &results {
+            Ok(results) => {
+                span.set("nightshift.search.hits", results.hits.len() as i64);
+                span.set("nightshift.search.degraded", results.degraded.is_some());
+            }
+            Err(err) => span.fail("search", err.to_string()),
+        }
+        span.end();
+        results
+    }
+
+    async fn search_unspanned(
         &self,
         request: &SearchRequest,
         session_owned: bool,

@@ -305,6 +305,8 @@ impl Channels {
         // Signed at this attempt: a retry carries a fresh timestamp, the same id.
         let now_secs = crate::db::clock::now_ms() / 1000;
         headers.extend(channel.signer.headers(&message.message_id, &body, now_secs));
+        // The delivery's span, for a receiver that traces what it does with the message.
+        headers.extend(crate::traces::trace_headers());
         self.send(
             self.client
                 .post(channel.url.as_deref().unwrap_or_default())

@@ -133,7 +133,32 @@ impl Sender {
     }
 
     async fn deliver_one(&self, message: Message) {
-        let result = self.channels.deliver(&message).await;
+        use opentelemetry::context::FutureExt as _;
+        use opentelemetry::KeyValue;
+        let mut attributes = vec![
+            KeyValue::new("nightshift.channel.id", message.channel_id.clone()),
+            KeyValue::new("nightshift.message.id", message.message_id.clone()),
+            KeyValue::new("nightshift.message.kind", message.kind.clone()),
+            KeyValue::new("nightshift.message.attempt", message.attempts + 1),
+        ];
+        if let Some(run_id) = &message.run_id {
+            attributes.push(KeyValue::new("nightshift.run.id", run_id.clone()));
+        }
+        let span = crate::traces::SpanScope::start_under(
+            &opentelemetry::Context::new(),
+            format!("deliver {}", message.channel_id),
+            opentelemetry::trace::SpanKind::Producer,
+            attributes,
+        );
+        let result = self
+            .channels
+            .deliver(&message)
+            .with_context(span.context().clone())
+            .await;
+        if let Err(failure) = &result {
+            span.fail("delivery", failure.reason.clone());
+        }
+        span.end();
         let now = self.clock.now_ms();
         crate::telemetry::delivery(
             &message.channel_id,

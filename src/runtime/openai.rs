@@ -15,6 +15,10 @@ use crate::approval::{Resume, WaitFor};
 use crate::config::RuntimeConfig;
 use crate::mcp_client::{McpTools, Offered, ToolFilter};
 use crate::memory::{Memory, NewEvent, Role};
+use crate::traces::SpanScope;
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
 
 /// A completion's text, the tokens its answer reports, and their cost.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,6 +262,57 @@ impl OpenAiRuntime {
             .filter(|s| !s.definitions().is_empty() && schedule_tools::NAMES.contains(&name))
     }
 
+    /// The span of one call of the model (`chat`, after the GenAI conventions).
+    fn chat_span(&self) -> SpanScope {
+        SpanScope::start(
+            format!("chat {}", self.model),
+            SpanKind::Client,
+            vec![
+                KeyValue::new("gen_ai.operation.name", "chat"),
+                KeyValue::new("gen_ai.provider.name", "openai"),
+                KeyValue::new("gen_ai.request.model", self.model.clone()),
+            ],
+        )
+    }
+
+    /// [`Self::call_tool`] in its span (`execute_tool`, after the GenAI conventions): what
+    /// the tool does (a search, an MCP call) nests under it.
+    async fn traced_call(
+        &self,
+        request: &GoalRequest,
+        memory: &Memory,
+        mcp: &Offered,
+        call: &Value,
+    ) -> String {
+        let name = call["function"]["name"].as_str().unwrap_or_default();
+        let span = SpanScope::start(
+            format!("execute_tool {name}"),
+            SpanKind::Internal,
+            vec![
+                KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                KeyValue::new("gen_ai.tool.name", name.to_string()),
+                KeyValue::new(
+                    "gen_ai.tool.call.id",
+                    call["id"].as_str().unwrap_or_default().to_string(),
+                ),
+                KeyValue::new("gen_ai.tool.type", "function"),
+            ],
+        );
+        let result = self
+            .call_tool(request, memory, mcp, call)
+            .with_context(span.context().clone())
+            .await;
+        // Every tool answers an error as `{"error": …}`.
+        if let Some(error) = serde_json::from_str::<Value>(&result)
+            .ok()
+            .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
+        {
+            span.fail("tool_error", error);
+        }
+        span.end();
+        result
+    }
+
     /// Makes one call the model asked for; the result (or the error) as JSON for it.
     async fn call_tool(
         &self,
@@ -346,7 +401,7 @@ impl AgentRuntime for OpenAiRuntime {
                     Some(resume) if !resume.approved() => resume.refusal().to_string(),
                     Some(_) => {
                         request.progress.tool_call(name, arguments).await;
-                        self.call_tool(request, memory, &mcp, &call).await
+                        self.traced_call(request, memory, &mcp, &call).await
                     }
                     None if self.needs_approval(request, &mcp, &call) => {
                         let paused = Paused {
@@ -367,7 +422,7 @@ impl AgentRuntime for OpenAiRuntime {
                     }
                     None => {
                         request.progress.tool_call(name, arguments).await;
-                        self.call_tool(request, memory, &mcp, &call).await
+                        self.traced_call(request, memory, &mcp, &call).await
                     }
                 };
                 request.progress.tool_result(name, &result).await;
@@ -402,9 +457,17 @@ impl AgentRuntime for OpenAiRuntime {
             }
             outcome.turn_count += 1;
             let body = json!({"model": self.model, "messages": place.messages, "tools": tools});
-            let answer = match self.client.post(&self.url, &body).await {
+            let chat = self.chat_span();
+            let answer = match self
+                .client
+                .post(&self.url, &body)
+                .with_context(chat.context().clone())
+                .await
+            {
                 Ok(answer) => answer,
                 Err(err) => {
+                    chat.fail("runtime", err.to_string());
+                    chat.end();
                     outcome.error = Some(err);
                     return outcome;
                 }
@@ -412,10 +475,26 @@ impl AgentRuntime for OpenAiRuntime {
             let (prompt, completion) = match usage(&answer) {
                 Ok(usage) => usage,
                 Err(reason) => {
+                    chat.fail("bad_answer", reason.to_string());
+                    chat.end();
                     outcome.error = Some(self.bad(reason));
                     return outcome;
                 }
             };
+            chat.set("gen_ai.usage.input_tokens", prompt);
+            chat.set("gen_ai.usage.output_tokens", completion);
+            if let Some(model) = answer["model"].as_str() {
+                chat.set("gen_ai.response.model", model.to_string());
+            }
+            if let Some(reason) = answer["choices"][0]["finish_reason"].as_str() {
+                chat.set(
+                    "gen_ai.response.finish_reasons",
+                    opentelemetry::Value::Array(
+                        vec![opentelemetry::StringValue::from(reason.to_string())].into(),
+                    ),
+                );
+            }
+            chat.end();
             outcome.prompt_tokens = outcome.prompt_tokens.saturating_add(prompt);
             outcome.completion_tokens = outcome.completion_tokens.saturating_add(completion);
             outcome.cost = self.cost(outcome.prompt_tokens, outcome.completion_tokens);

@@ -54,6 +54,9 @@ impl JsonClient {
         body: Option<&Value>,
         headers: &HeaderMap,
     ) -> Result<Value, RuntimeError> {
+        // The span this request is made under (the model call's), for the runtime's own
+        // spans to join the run's trace.
+        let trace = crate::traces::trace_headers();
         let mut attempt = 0;
         loop {
             let mut request = match body {
@@ -61,6 +64,9 @@ impl JsonClient {
                 None => self.client.get(url),
             };
             request = request.headers(headers.clone());
+            for (name, value) in &trace {
+                request = request.header(*name, value);
+            }
             if let Some(token) = &self.bearer {
                 request = request.bearer_auth(token);
             }

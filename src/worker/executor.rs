@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry::context::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::listener::{FinishedRun, RunListener};
@@ -121,7 +122,10 @@ impl Executor {
             }
         };
         let started = std::time::Instant::now();
-        let attempts = self.attempts(&mut claim);
+        let span = super::run_span::start(&claim);
+        let attempts = self
+            .attempts(&mut claim)
+            .with_context(span.context().clone());
         let (status, mut outcome) = tokio::select! {
             result = attempts => result,
             _ = heartbeat => return,
@@ -145,6 +149,7 @@ impl Executor {
                 )
             }
         };
+        super::run_span::end(span, &claim, status, &outcome);
         if let Some(wait) = outcome.wait.take() {
             self.wait(&claim, outcome, wait, &hard_stop).await;
             return;

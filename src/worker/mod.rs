@@ -6,6 +6,7 @@
 mod executor;
 mod listener;
 mod maintenance;
+mod run_span;
 
 mod scheduler;
 mod systemd;

@@ -11,16 +11,25 @@ use serde_json::{json, Value};
 
 type Handler = Arc<dyn Fn(usize, Value) -> Response + Send + Sync>;
 
+/// The headers of each request a peer received, in order.
+pub type SeenHeaders = Arc<Mutex<Vec<axum::http::HeaderMap>>>;
+
 #[derive(Clone)]
 struct Peer {
     seen: Arc<Mutex<Vec<Value>>>,
+    headers: SeenHeaders,
     handler: Handler,
 }
 
-async fn answer(State(peer): State<Peer>, Json(body): Json<Value>) -> Response {
+async fn answer(
+    State(peer): State<Peer>,
+    headers: axum::http::HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     let n = {
         let mut seen = peer.seen.lock().unwrap();
         seen.push(body.clone());
+        peer.headers.lock().unwrap().push(headers);
         seen.len()
     };
     (peer.handler)(n, body)
@@ -31,16 +40,27 @@ pub async fn serve(
     path: &str,
     handler: impl Fn(usize, Value) -> Response + Send + Sync + 'static,
 ) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (url, seen, _) = serve_keeping_headers(path, handler).await;
+    (url, seen)
+}
+
+/// As [`serve`], also keeping each request's headers.
+pub async fn serve_keeping_headers(
+    path: &str,
+    handler: impl Fn(usize, Value) -> Response + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<Value>>>, SeenHeaders) {
     let seen = Arc::new(Mutex::new(Vec::new()));
+    let headers = SeenHeaders::default();
     let peer = Peer {
         seen: seen.clone(),
+        headers: headers.clone(),
         handler: Arc::new(handler),
     };
     let app = Router::new().route(path, post(answer)).with_state(peer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), seen)
+    (format!("http://{addr}"), seen, headers)
 }
 
 /// An answer that asks for one tool call.
