@@ -23,6 +23,10 @@
 //! `overload_capacity_share` is the runs started in 20 s (after 5 s) over the 1,600 the
 //! slots could run.
 //!
+//! Traces: last (the process's tracer is set once), the lateness run and the idle CPU
+//! again with every run's spans exported over OTLP/HTTP to a receiver on 127.0.0.1:
+//! `traces_lateness_p99_ms` and `traces_idle_cpu_pct` beside the figures without.
+//!
 //! `NIGHTSHIFT_BENCH_SCHEDULES=100000` runs it with more schedules: their period grows with
 //! their number (the offered load stays about 167 runs/s), and a tenth of them have a
 //! 5-minute jitter; the names of the figures end in the size (`lateness_p99_ms_100k`).
@@ -481,21 +485,25 @@ async fn run_for(config: &Config, secs: u64) {
     run_with(&app, WorkerParts::default(), wait).await.unwrap();
 }
 
-#[tokio::main]
-async fn main() {
-    let url = fake_runtime().await;
-    let (schedules, period_secs) = size();
-    // Figures of another size are named for it.
-    let suffix = if schedules == DEFAULT_SCHEDULES {
-        String::new()
-    } else {
-        format!("_{}k", schedules / 1000)
-    };
+/// What one run of the worker over the loaded schedules showed.
+struct Lateness {
+    /// Due → started, sorted, ms.
+    sorted: Vec<i64>,
+    mean: f64,
+    poll15_mean: f64,
+    runs_per_s: f64,
+    chain_p99: i64,
+    chain_links: usize,
+}
 
+/// Loads the schedules, runs a worker over them for [`MEASURE_SECS`] (after warm-up) and
+/// reads how late each occurrence started.
+async fn measure_lateness(url: &str) -> Lateness {
+    let (schedules, _) = size();
     eprintln!("creating {schedules} schedules…");
     let busy_dir = tempfile::TempDir::new().unwrap();
     let creating = Instant::now();
-    let config = setup(&busy_dir, &url, false).await;
+    let config = setup(&busy_dir, url, false).await;
     // Occurrences that fell due while the schedules were still being created (100,000
     // take longer than the 10 s lead) start in a burst when the worker starts: the
     // occurrences due in that long again after it started are left out, as warm-up.
@@ -560,9 +568,64 @@ async fn main() {
         percentile(&chain_start, 0.99)
     };
     let runs = lateness.len();
-    let runs_per_s = runs as f64 / ((last_finish - first_start) as f64 / 1000.0).max(0.001);
-    let poll15_mean = poll15.iter().sum::<i64>() as f64 / poll15.len().max(1) as f64;
-    let mean = lateness.iter().sum::<i64>() as f64 / runs.max(1) as f64;
+    Lateness {
+        runs_per_s: runs as f64 / ((last_finish - first_start) as f64 / 1000.0).max(0.001),
+        poll15_mean: poll15.iter().sum::<i64>() as f64 / poll15.len().max(1) as f64,
+        mean: lateness.iter().sum::<i64>() as f64 / runs.max(1) as f64,
+        sorted: lateness,
+        chain_p99,
+        chain_links: chain_start.len(),
+    }
+}
+
+/// The worker's CPU share over 10 s with the schedules of `config` loaded, none due.
+async fn measure_idle_cpu(config: &Config) -> f64 {
+    let cpu_before = common::cpu_time("self");
+    let started = Instant::now();
+    run_for(config, 10).await;
+    (common::cpu_time("self") - cpu_before).as_secs_f64() / started.elapsed().as_secs_f64() * 100.0
+}
+
+/// An OTLP/HTTP receiver on 127.0.0.1 that takes every export and counts their bytes.
+async fn trace_sink() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let received = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = received.clone();
+    let app = Router::new().route(
+        "/v1/traces",
+        post(move |body: axum::body::Bytes| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(body.len() as u64, Ordering::Relaxed);
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), received)
+}
+
+#[tokio::main]
+async fn main() {
+    let url = fake_runtime().await;
+    let (schedules, period_secs) = size();
+    // Figures of another size are named for it.
+    let suffix = if schedules == DEFAULT_SCHEDULES {
+        String::new()
+    } else {
+        format!("_{}k", schedules / 1000)
+    };
+
+    let off = measure_lateness(&url).await;
+    let lateness = &off.sorted;
+    let runs = lateness.len();
+    let (mean, poll15_mean, runs_per_s, chain_p99) =
+        (off.mean, off.poll15_mean, off.runs_per_s, off.chain_p99);
 
     eprintln!("overload: {OVERLOAD_SCHEDULES} schedules every 2 s, {OVERLOAD_SLOTS} slots of 200 ms goals…");
     let (overload_share, overload_runs, overload_skipped) = overload(&url).await;
@@ -570,12 +633,7 @@ async fn main() {
     eprintln!("measuring idle CPU with {schedules} schedules, none due…");
     let idle_dir = tempfile::TempDir::new().unwrap();
     let idle_config = setup(&idle_dir, &url, true).await;
-    let cpu_before = common::cpu_time("self");
-    let started = Instant::now();
-    run_for(&idle_config, 10).await;
-    let idle_cpu_pct = (common::cpu_time("self") - cpu_before).as_secs_f64()
-        / started.elapsed().as_secs_f64()
-        * 100.0;
+    let idle_cpu_pct = measure_idle_cpu(&idle_config).await;
 
     eprintln!("cancelling {CANCELS} runs through the API, {schedules} schedules loaded…");
     let cancel_times = cancels(&idle_config, &url).await;
@@ -592,6 +650,32 @@ async fn main() {
     let (sse_p50, sse_p99) = (live_at(0.5), live_at(0.99));
     let sse_dropped = live.dropped;
 
+    // Last, as the process's tracer is set once: the same load with every run's spans
+    // exported to a receiver on 127.0.0.1.
+    eprintln!("the same, with traces exported…");
+    let (sink, received) = trace_sink().await;
+    let traces = nightshift::traces::install(&nightshift::config::TracesConfig {
+        otlp_endpoint: Some(sink),
+        ..Default::default()
+    })
+    .unwrap()
+    .expect("an endpoint is set");
+    let on = measure_lateness(&url).await;
+    let traced_idle_cpu_pct = measure_idle_cpu(&idle_config).await;
+    traces.shutdown();
+    let trace_bytes = received.load(std::sync::atomic::Ordering::Relaxed);
+    let traced_p99 = percentile(&on.sorted, 0.99);
+    let within = |on: f64, off: f64| {
+        if off <= 0.0 {
+            String::new()
+        } else {
+            format!(
+                "{:+.0} % against off; goal within 10 %",
+                (on - off) / off * 100.0
+            )
+        }
+    };
+
     println!("{:<46} {:>14}  note", "measure", "value");
     println!("{}", "-".repeat(84));
     for (name, value, note) in [
@@ -602,12 +686,12 @@ async fn main() {
         ),
         (
             "lateness p50 (due → started)",
-            format!("{} ms", percentile(&lateness, 0.5)),
+            format!("{} ms", percentile(lateness, 0.5)),
             String::new(),
         ),
         (
             "lateness p99",
-            format!("{} ms", percentile(&lateness, 0.99)),
+            format!("{} ms", percentile(lateness, 0.99)),
             "goal ≤ 50 ms".into(),
         ),
         ("lateness mean", format!("{mean:.1} ms"), String::new()),
@@ -624,7 +708,7 @@ async fn main() {
         (
             "chain start p99 (upstream end → follower)",
             format!("{chain_p99} ms"),
-            format!("{} links; goal ≤ 100 ms", chain_start.len()),
+            format!("{} links; goal ≤ 100 ms", off.chain_links),
         ),
         (
             "overload: share of capacity running",
@@ -654,12 +738,27 @@ async fn main() {
             format!("{idle_cpu_pct:.2} %"),
             "goal about 0".into(),
         ),
+        (
+            "traces on: lateness p99",
+            format!("{traced_p99} ms"),
+            within(traced_p99 as f64, percentile(lateness, 0.99) as f64),
+        ),
+        (
+            "traces on: idle CPU",
+            format!("{traced_idle_cpu_pct:.2} %"),
+            format!("off {idle_cpu_pct:.2} %"),
+        ),
+        (
+            "traces on: spans exported",
+            format!("{} KiB", trace_bytes / 1024),
+            format!("{} runs traced", on.sorted.len()),
+        ),
     ] {
         println!("{name:<46} {value:>14}  {note}");
     }
     println!(
-        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2} cancel_p99_ms{suffix}={cancel_p99:.1} sse_first_event_p99_ms{suffix}={sse_p99:.1} sse_dropped_runs{suffix}={sse_dropped}",
-        percentile(&lateness, 0.5),
-        percentile(&lateness, 0.99),
+        "lateness_p50_ms{suffix}={} lateness_p99_ms{suffix}={} lateness_mean_ms{suffix}={mean:.1} poll15_mean_lateness_ms{suffix}={poll15_mean:.0} runs_per_s{suffix}={runs_per_s:.0} idle_cpu_pct{suffix}={idle_cpu_pct:.2} occurrences{suffix}={runs} chain_start_p99_ms{suffix}={chain_p99} overload_capacity_share={overload_share:.2} cancel_p99_ms{suffix}={cancel_p99:.1} sse_first_event_p99_ms{suffix}={sse_p99:.1} sse_dropped_runs{suffix}={sse_dropped} traces_lateness_p99_ms{suffix}={traced_p99} traces_idle_cpu_pct{suffix}={traced_idle_cpu_pct:.2} traces_exported_bytes{suffix}={trace_bytes}",
+        percentile(lateness, 0.5),
+        percentile(lateness, 0.99),
     );
 }
