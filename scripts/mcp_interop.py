@@ -39,6 +39,33 @@ async def ok(session, tool, arguments):
     return result.structured_content
 
 
+async def wait_for_a_run(session):
+    """A trigger that waits for its run (the worker's; no runtime configured, so it fails
+    at once): each step comes as a progress notification, in order, and the answer is the
+    run as it ended. A wait past the request timeout is refused, naming wait_secs."""
+    added = await ok(session, "schedule_add", {"goal": "answer at once", "triggered": True, "max_attempts": 1})
+    sid = added["schedule_id"]
+    told = []
+
+    async def on_progress(progress, total, message):
+        told.append((progress, message))
+
+    result = await session.call_tool(
+        "schedule_trigger", {"schedule_id": sid, "input": "now", "wait_secs": 20},
+        progress_callback=on_progress)
+    text = " ".join(c.text for c in result.content if getattr(c, "text", None))
+    check(not result.is_error, f"trigger and wait: {text}")
+    run = result.structured_content["run"]
+    check(run is not None and run["status"] == "failed", f"trigger and wait: the run ended: {run}")
+    steps = [p for p, _ in told]
+    check(len(told) >= 2 and steps == sorted(set(steps)), f"trigger and wait: progress in order: {told}")
+    check(told[-1][1].startswith("ended failed"), f"trigger and wait: the last step is the end: {told}")
+    too_long = await session.call_tool("schedule_trigger", {"schedule_id": sid, "wait_secs": 100000})
+    text = " ".join(c.text for c in too_long.content if getattr(c, "text", None))
+    check(too_long.is_error and "wait_secs" in text, f"a wait too long is refused: {text}")
+    await ok(session, "schedule_delete", {"schedule_id": sid})
+
+
 async def exercise(session, label):
     init = await session.initialize()
     check(init.server_info.name == "nightshift", f"{label}: server name")
@@ -86,6 +113,8 @@ async def exercise(session, label):
     trig = await ok(session, "schedule_trigger", {"schedule_id": sid, "input": "hi", "idempotency_key": f"{label}-1"})
     again = await ok(session, "schedule_trigger", {"schedule_id": sid, "idempotency_key": f"{label}-1"})
     check(again["deduplicated"] and again["event_id"] == trig["event_id"], f"{label}: idempotent trigger")
+    if label == "http":
+        await wait_for_a_run(session)
     await ok(session, "schedule_backfill", {"schedule_id": sid, "from": "2020-01-01", "to": "2020-01-02", "dry_run": True})
     await ok(session, "schedule_runs", {"schedule_id": sid})
     await ok(session, "schedule_delete", {"schedule_id": sid})

@@ -44,6 +44,20 @@ pub async fn run_with(
 ) -> Result<(), DaemonError> {
     crate::telemetry::install();
     let traces = crate::traces::install(&app.config().traces)?;
+    let outcome = serve_and_work(app, parts, shutdown).await;
+    // The spans of the last runs, sent before the process goes (on every way out), from a
+    // thread that may block while they are.
+    if let Some(traces) = traces {
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+    }
+    outcome
+}
+
+async fn serve_and_work(
+    app: &App,
+    parts: WorkerParts,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DaemonError> {
     let grace = Duration::from_secs(app.config().scheduler.shutdown_grace_secs as u64);
     let stop_server = CancellationToken::new();
     let server = match crate::api::bind(app, true, &stop_server).await? {
@@ -75,9 +89,5 @@ pub async fn run_with(
         let _ = server.await;
     }
     app.finish_background(grace).await;
-    // The spans of the last runs, sent before the process goes.
-    if let Some(traces) = &traces {
-        traces.shutdown();
-    }
     Ok(worker?)
 }

@@ -85,14 +85,15 @@ fn provider(config: &TracesConfig, endpoint: String) -> Result<SdkTracerProvider
 }
 
 impl Traces {
-    /// Sends every span ended so far.
+    /// Sends every span ended so far; blocks until they are sent or the export times out
+    /// (call it off the async runtime's threads).
     pub fn flush(&self) {
         if let Err(err) = self.provider.force_flush() {
             tracing::warn!(%err, "cannot send the last spans");
         }
     }
 
-    /// Sends what is left and stops exporting.
+    /// Sends what is left and stops exporting; blocks as [`Traces::flush`] does.
     pub fn shutdown(&self) {
         if let Err(err) = self.provider.shutdown() {
             tracing::warn!(%err, "cannot send the last spans");
@@ -161,8 +162,9 @@ impl SpanScope {
 }
 
 /// The W3C trace headers (`traceparent`, and `tracestate` when there is one) naming the
-/// current context's span, for a request that joins its trace; none when no span is
-/// recorded (traces off, or not sampled).
+/// current context's span, for a request that joins its trace; none when traces are off.
+/// A trace the sampler left out is still named, flagged not sampled, so the receiver
+/// leaves it out too.
 pub fn trace_headers() -> Vec<(&'static str, String)> {
     let cx = Context::current();
     if !cx.span().span_context().is_valid() {

@@ -319,3 +319,25 @@ fn bad_digest_times_name_the_key() {
     assert!(err.contains("users.alice.digest_at"), "{err}");
     assert!(err.contains("00:00 to 23:59"), "{err}");
 }
+
+/// Erasing a user takes their digest lines too: nothing of theirs goes out after.
+#[tokio::test]
+async fn a_purged_users_digest_lines_go_with_them() {
+    let (_dir, _config, app, clock, folder) = setup().await;
+    let alices = add(&app, "alice", "queue", NotifyPolicy::Digest).await;
+    let bobs = add(&app, "bob", "queue", NotifyPolicy::Digest).await;
+    run(&app, &clock, &alices, RunStatus::Succeeded, "alice's queue").await;
+    run(&app, &clock, &bobs, RunStatus::Succeeded, "bob's queue").await;
+    let dry = nightshift::app::purge::purge_user(app.db(), &Actor::Operator, "alice", true)
+        .await
+        .unwrap();
+    assert_eq!(dry.removed["digest_lines"], 1);
+    nightshift::app::purge::purge_user(app.db(), &Actor::Operator, "alice", false)
+        .await
+        .unwrap();
+    clock.advance_ms(START + 24 * HOUR - clock.now_ms());
+    assert_eq!(folder.fold(clock.now_ms()).await.unwrap(), 1);
+    let digests = messages(&app, "digest").await;
+    assert_eq!(digests.len(), 1);
+    assert_eq!(digests[0].user_id, "bob");
+}

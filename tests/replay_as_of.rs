@@ -121,6 +121,12 @@ async fn a_rerun_as_of_the_original_sees_memory_as_it_was_and_changes_none() {
         .await
         .unwrap();
 
+    let session = format!("scheduled:{id}");
+    let turns_before = memory
+        .session(&session, Some("alice"))
+        .await
+        .unwrap()
+        .last_sequence;
     let rerun = app
         .schedules()
         .rerun(&alice(), &original.run_id, RerunMemory::AsOfOriginal)
@@ -159,6 +165,8 @@ async fn a_rerun_as_of_the_original_sees_memory_as_it_was_and_changes_none() {
         "memory_delete",
         "state_get",
         "state_set",
+        "schedule_follow_up",
+        "schedule_pause",
     ] {
         assert!(!offered.contains(&hidden.to_string()), "{offered:?}");
     }
@@ -171,6 +179,15 @@ async fn a_rerun_as_of_the_original_sees_memory_as_it_was_and_changes_none() {
     let notes = memory.notes("alice").await.unwrap();
     assert_eq!(notes.len(), 1, "the rerun saved a note: {notes:?}");
     assert!(notes[0].content.contains("green"));
+    let turns_after = memory
+        .session(&session, Some("alice"))
+        .await
+        .unwrap()
+        .last_sequence;
+    assert_eq!(
+        turns_after, turns_before,
+        "the rerun added to the conversation"
+    );
 
     // A rerun of the same run without it sees memory as it is now.
     app.schedules()
@@ -187,7 +204,9 @@ async fn a_rerun_as_of_the_original_sees_memory_as_it_was_and_changes_none() {
     let prompt = bodies[5]["messages"].to_string();
     assert!(prompt.contains("green"), "{prompt}");
     assert!(last_tool_result(&bodies[6]).contains("green"));
-    assert!(offered_tools(&bodies[5]).contains(&"memory_save".to_string()));
+    let offered_now = offered_tools(&bodies[5]);
+    assert!(offered_now.contains(&"memory_save".to_string()));
+    assert!(offered_now.contains(&"schedule_follow_up".to_string()));
 
     let _ = stop.send(());
     worker.await.unwrap().unwrap();

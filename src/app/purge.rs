@@ -75,6 +75,10 @@ const COUNTS: &[(&str, &str)] = &[
     ),
     ("outbox", "SELECT count(*) FROM outbox WHERE user_id = ?1"),
     (
+        "digest_lines",
+        "SELECT count(*) FROM digest_items WHERE user_id = ?1",
+    ),
+    (
         "api_tokens",
         "SELECT count(*) FROM api_tokens WHERE user_id = ?1",
     ),
@@ -97,6 +101,8 @@ const DELETES: &[&str] = &[
     "DELETE FROM approvals WHERE user_id = ?1",
     "DELETE FROM schedules WHERE user_id = ?1",
     "DELETE FROM outbox WHERE user_id = ?1",
+    // Not tied to runs (a line outlives its run): named, so no digest goes out after.
+    "DELETE FROM digest_items WHERE user_id = ?1",
     "DELETE FROM api_tokens WHERE user_id = ?1",
     "DELETE FROM memory_changes WHERE user_id = ?1",
 ];

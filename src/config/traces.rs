@@ -12,8 +12,7 @@ pub struct TracesConfig {
     pub otlp_endpoint: Option<String>,
     /// `service.name` of every span.
     pub service_name: String,
-    /// Share of traces kept, 0 to 1: a run's spans are all kept or all dropped; a caller's
-    /// sampled `traceparent` is followed either way.
+    /// Share of traces kept, 0 to 1: a run's spans are all kept or all dropped.
     pub sample_ratio: f64,
     /// How long one export may take, seconds.
     pub timeout_secs: u64,

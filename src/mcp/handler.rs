@@ -164,10 +164,12 @@ impl ServerHandler for McpServer {
         // way out. A read is dropped when nobody waits for it any more.
         let writes = tool.effect != Effect::Reads;
         let app = self.app.clone();
+        let progress = super::start_tools::ProgressNotifier::of(&context);
         let op = {
             let name = name.clone();
             async move {
-                let result = tools::call(&app, &user, &name, request.arguments).await;
+                let result =
+                    tools::call(&app, &user, &name, request.arguments, progress.as_ref()).await;
                 drop(slot);
                 result
             }

@@ -11,6 +11,7 @@ mod resources;
 mod run_tools;
 mod schema;
 mod search_in;
+mod start_tools;
 mod state_tools;
 pub mod stdio;
 pub mod tool_def;

@@ -14,7 +14,7 @@ use crate::memory::{
     AppendedEvents, Context, ContextRequest, Event, NewEvent, NewNote, Note, NoteDeleted, Role,
     SaveOutcome, SearchResponse, Strategy,
 };
-use crate::schedule::store::{Backfill, ScheduleFilter, Triggered};
+use crate::schedule::store::{Backfill, ScheduleFilter};
 use crate::schedule::types::ScheduleStatus;
 use crate::schedule::view::{
     RunView, ScheduleDeleted, ScheduleList, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS,
@@ -137,16 +137,6 @@ pub struct ScheduleBackfillIn {
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScheduleTriggerIn {
-    pub schedule_id: String,
-    /// Given to the runtime beside the goal (at most 64 KiB).
-    pub input: Option<String>,
-    /// The same key twice starts one run.
-    pub idempotency_key: Option<String>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ScheduleEditIn {
     pub schedule_id: String,
     /// The fields to change; the rest stay.
@@ -227,16 +217,13 @@ pub fn definitions() -> Vec<ToolDef> {
         def!("schedule_runs", "A schedule's runs", Reads,
             "The runs of one of the user's schedules, newest first: status, output, error.",
             ScheduleRunsIn, RunsOut),
-        def!("schedule_run_now", "Run a schedule now", Writes,
-            "Make one of the user's schedules due now; its cadence continues afterwards.",
-            ScheduleIdIn, ScheduleView),
-        def!("schedule_trigger", "Trigger a schedule", Writes,
-            "Start a run of one of the user's schedules now with an input it receives beside its goal; the same idempotency_key twice starts one run.",
-            ScheduleTriggerIn, Triggered),
+    ];
+    tools.extend(super::start_tools::definitions());
+    tools.extend([
         def!("schedule_backfill", "Backfill a schedule", Writes,
             "Run the occurrences of a past range of one of the user's schedules, oldest first (at most 1000); those that already ran are not run again; dry_run lists them only.",
             ScheduleBackfillIn, Backfill),
-    ];
+    ]);
     tools.extend(super::state_tools::definitions());
     tools.extend(super::version_tools::definitions());
     tools.extend(super::approval_tools::definitions());
@@ -250,6 +237,7 @@ pub async fn call(
     user: &str,
     name: &str,
     arguments: Option<JsonObject>,
+    progress: Option<&super::start_tools::ProgressNotifier>,
 ) -> Result<CallToolResult, CallError> {
     let memory = &app.memory().by(crate::memory::Origin::Mcp);
     let actor = Actor::user(user).map_err(Error::from)?;
@@ -458,7 +446,7 @@ pub async fn call(
             lines.push(format!("{} of {} schedule(s)", list.schedules.len(), total));
             done(lines.join("\n"), &list)
         }
-        "schedule_show" | "schedule_resume" | "schedule_delete" | "schedule_run_now" => {
+        "schedule_show" | "schedule_resume" | "schedule_delete" => {
             let input: ScheduleIdIn = args(arguments)?;
             let store = app.schedules();
             let id = input.schedule_id.as_str();
@@ -474,7 +462,6 @@ pub async fn call(
                 _ => {
                     let (schedule, verb) = match name {
                         "schedule_resume" => (store.resume(&actor, id).await, "Resumed"),
-                        "schedule_run_now" => (store.run_now(&actor, id).await, "Due now:"),
                         _ => (store.get(&actor, id).await, "Schedule"),
                     };
                     let view = ScheduleView::new(&schedule.map_err(Error::from)?, SHOW_NEXT_RUNS);
@@ -510,31 +497,6 @@ pub async fn call(
                 ),
                 &view,
             )
-        }
-        "schedule_trigger" => {
-            let input: ScheduleTriggerIn = args(arguments)?;
-            let triggered = app
-                .schedules()
-                .trigger(
-                    &actor,
-                    &input.schedule_id,
-                    input.input.as_deref(),
-                    input.idempotency_key.as_deref(),
-                )
-                .await
-                .map_err(Error::from)?;
-            let text = if triggered.deduplicated {
-                format!(
-                    "Already triggered with this idempotency key ({}); no new run.",
-                    triggered.run_id.as_deref().unwrap_or(&triggered.event_id)
-                )
-            } else {
-                format!(
-                    "Triggered {} ({}); a worker starts its run now.",
-                    triggered.schedule_id, triggered.event_id
-                )
-            };
-            done(text, &triggered)
         }
         "schedule_backfill" => {
             let input: ScheduleBackfillIn = args(arguments)?;
@@ -601,6 +563,9 @@ pub async fn call(
                     .join("\n")
             };
             done(text, &RunsOut { runs })
+        }
+        "schedule_trigger" | "schedule_run_now" => {
+            super::start_tools::call(app, user, name, arguments, progress).await
         }
         "schedule_run_cancel" | "schedule_run_rerun" | "schedule_run_events" => {
             super::run_tools::call(app, user, name, arguments).await

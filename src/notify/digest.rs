@@ -96,6 +96,17 @@ impl DigestFolder {
     /// how many messages it wrote.
     pub async fn fold(&self, now: i64) -> Result<usize, OutboxError> {
         let conn = self.db.conn().await?;
+        // A read first: the write transaction (the one writer's turn, on either engine) is
+        // taken only when a line is due, not on every pass of every worker's sender.
+        let due: Option<i64> = crate::db::query_scalar(
+            &conn,
+            "SELECT 1 FROM digest_items WHERE due_at <= ?1 LIMIT 1",
+            [now],
+        )
+        .await?;
+        if due.is_none() {
+            return Ok(0);
+        }
         let tx = conn.write_tx().await?;
         let mut rows = tx
             .query(
@@ -156,7 +167,15 @@ impl DigestFolder {
             }
             items.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
             let items: Vec<DigestItem> = items.into_iter().map(|(_, _, item)| item).collect();
-            let plan = self.router.plan_to(&group.channel);
+            // Where the run's own message would go now: its channel, or (one taken out of
+            // the configuration since) the user's default, else the log.
+            let (channel_id, context) = super::router::split_channel(&group.channel);
+            let plan = self.router.plan(&super::router::Recipient {
+                user_id: &group.user_id,
+                schedule_id: &group.schedule_id,
+                channel_id: Some(&channel_id),
+                channel_context_id: context.as_deref(),
+            });
             let key = format!(
                 "digest:{}:{}",
                 group.schedule_id,

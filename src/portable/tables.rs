@@ -34,6 +34,7 @@ pub(crate) const ADDED_LATER: &[(&str, &str)] = &[
     ("run", "parent_run_id"),
     ("schedule", "alerts_json"),
     ("schedule", "last_success_at"),
+    ("run", "memory_as_of"),
 ];
 
 /// Names, by line type: a string or null, one line within `input::MAX_NAME_BYTES`, as the
@@ -228,6 +229,7 @@ pub(crate) const TABLES: &[Table] = &[
             "event_id",
             "cancel_requested_by",
             "parent_run_id",
+            "memory_as_of",
         ],
         key: &["run_id"],
         select: "WHERE schedule_id IN (SELECT schedule_id FROM schedules WHERE user_id = ?1)

@@ -247,6 +247,12 @@ impl OpenAiRuntime {
     fn needs_approval(&self, request: &GoalRequest, mcp: &Offered, call: &Value) -> bool {
         let name = call["function"]["name"].as_str().unwrap_or_default();
         let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+        // Refused outright in a run seeing memory as it was: nobody need approve it.
+        if let Some(at) = request.memory_as_of {
+            if tools::refused_as_of(name, at).is_some() {
+                return false;
+            }
+        }
         let offered = tools::NAMES.contains(&name)
             || mcp.names.iter().any(|n| n == name)
             || self.schedule_tools(name).is_some();
@@ -323,6 +329,11 @@ impl OpenAiRuntime {
     ) -> String {
         let name = call["function"]["name"].as_str().unwrap_or_default();
         let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+        if let Some(at) = request.memory_as_of {
+            if let Some(refused) = tools::refused_as_of(name, at) {
+                return json!({ "error": refused }).to_string();
+            }
+        }
         if let Some(schedules) = self.schedule_tools(name) {
             let asker = Asker {
                 user_id: &request.user_id,
@@ -371,10 +382,15 @@ impl OpenAiRuntime {
 impl AgentRuntime for OpenAiRuntime {
     async fn run_goal(&self, request: &GoalRequest, memory: &Memory) -> GoalOutcome {
         let mut outcome = GoalOutcome::default();
-        let mcp = self
-            .mcp
-            .offered(&request.user_id, &ToolFilter::new(request.tools.clone()))
-            .await;
+        // A run seeing memory as it was reads that memory and acts on nothing: no MCP
+        // server's tools, no schedule tools.
+        let mcp = if request.memory_as_of.is_some() {
+            Offered::default()
+        } else {
+            self.mcp
+                .offered(&request.user_id, &ToolFilter::new(request.tools.clone()))
+                .await
+        };
         // The answer a resumed run waited for: it decides the first call still to make.
         let mut answer = request.resume.as_ref();
         let mut place = match answer.and_then(|resume| self.resumed(resume, &mut outcome)) {
@@ -385,7 +401,10 @@ impl AgentRuntime for OpenAiRuntime {
             }
         };
         let mut tools = tools::definitions_for(request.memory_as_of);
-        if let Some(list) = tools.as_array_mut() {
+        if let Some(list) = tools
+            .as_array_mut()
+            .filter(|_| request.memory_as_of.is_none())
+        {
             if let Some(schedules) = &self.schedules {
                 list.extend(schedules.definitions());
             }
@@ -435,7 +454,8 @@ impl AgentRuntime for OpenAiRuntime {
                     .messages
                     .push(json!({"role": "tool", "tool_call_id": id, "content": result}));
             }
-            if !place.turn_calls.is_empty() {
+            // Hints read today's macros: not for a run seeing memory as it was.
+            if !place.turn_calls.is_empty() && request.memory_as_of.is_none() {
                 let calls = std::mem::take(&mut place.turn_calls);
                 let hint = hints::after_calls(
                     memory,

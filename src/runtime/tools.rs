@@ -33,6 +33,19 @@ pub(super) const NAMES: &[&str] = &[
     "state_list",
 ];
 
+/// Why a run seeing memory as of `at` may not call `name`, unless it is a tool that reads
+/// that memory: it changes nothing and acts on nothing (no writes, no state of now, no
+/// schedule tools, no MCP server's tools).
+pub(super) fn refused_as_of(name: &str, at: i64) -> Option<String> {
+    (!AS_OF_TOOLS.contains(&name)).then(|| {
+        format!(
+            "`{name}` is not available: this run sees memory as it was at {} (a rerun with \
+             memory as of the original) and changes nothing; memory_search reads that memory",
+            crate::db::clock::to_rfc3339(at)
+        )
+    })
+}
+
 /// The tools offered to a run: all of them, or for a run seeing memory as of an instant,
 /// the ones that can read it.
 pub(super) fn definitions_for(memory_as_of: Option<i64>) -> Value {
@@ -150,15 +163,8 @@ pub(super) async fn call(
                 arguments.len()
             ));
         }
-        if let Some(at) = scope.memory_as_of {
-            if NAMES.contains(&name) && !AS_OF_TOOLS.contains(&name) {
-                return Err(format!(
-                    "`{name}` is not available: this run sees memory as it was at {} (a \
-                     rerun with memory as of the original) and changes none; memory_search \
-                     reads it",
-                    crate::db::clock::to_rfc3339(at)
-                ));
-            }
+        if let Some(refused) = scope.memory_as_of.and_then(|at| refused_as_of(name, at)) {
+            return Err(refused);
         }
         let args: Value =
             serde_json::from_str(arguments).map_err(|e| format!("arguments are not JSON: {e}"))?;

@@ -370,7 +370,12 @@ impl Executor {
 
     /// The run's turns as its transcript keeps them: each within the size any event may
     /// have, the rest cut with a note (a long answer must not cost the run its transcript).
-    fn transcript_events(&self, outcome: &GoalOutcome) -> Vec<NewEvent> {
+    /// The turns a run adds to its schedule's session: none for a rerun that sees memory
+    /// as it was (it changes none; its record keeps its output and its progress).
+    fn transcript_events(&self, claim: &Claim, outcome: &GoalOutcome) -> Vec<NewEvent> {
+        if claim.memory_as_of.is_some() {
+            return Vec::new();
+        }
         let max_text = self.memory.limits().max_text_bytes;
         let max_payload = self.memory.limits().max_payload_bytes;
         outcome
@@ -406,7 +411,7 @@ impl Executor {
     ) {
         let schedule = &claim.schedule;
         let session = SessionKind::scheduled_session(&schedule.schedule_id);
-        let events = self.transcript_events(&outcome);
+        let events = self.transcript_events(claim, &outcome);
         let transcript = Transcript {
             memory: &self.memory,
             user_id: &schedule.user_id,
@@ -492,7 +497,7 @@ impl Executor {
             completion_tokens: outcome.completion_tokens,
             cost: outcome.cost,
         };
-        let events = self.transcript_events(&outcome);
+        let events = self.transcript_events(claim, &outcome);
         let transcript = Transcript {
             memory: &self.memory,
             user_id: &schedule.user_id,

@@ -36,6 +36,7 @@ mod recovery;
 mod rerun;
 mod run_list;
 mod wait;
+mod watch;
 
 use std::sync::Arc;
 
@@ -53,6 +54,7 @@ pub use query::{NextWake, ScheduleFilter};
 pub use rerun::{Replay, ReplayAsk, ReplayedRun, Rerun, RerunMemory, MAX_REPLAY};
 pub use run_list::{RunFilter, MAX_RUN_PAGE};
 pub use wait::{Paused, Waiting};
+pub use watch::Started;
 
 use super::bounds::Bounds;
 use super::types::{Run, Schedule, Upstream};
