@@ -75,6 +75,7 @@ async fn main() {
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     let memory = open_memory(&config).await.unwrap();

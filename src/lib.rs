@@ -58,6 +58,7 @@ pub mod quiet_hours;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;
+pub mod smtp_url;
 pub mod spec;
 pub mod state;
 pub mod strict_json;

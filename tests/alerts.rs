@@ -35,6 +35,7 @@ fn config(dir: &TempDir) -> Config {
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     config

@@ -736,6 +736,7 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
                     quiet_hours: None,
                     timezone: None,
                     signing: None,
+                    from: None,
                 },
             );
         }

@@ -102,6 +102,7 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
                 quiet_hours: None,
                 timezone: None,
                 signing: None,
+                from: None,
             },
         );
     })
@@ -293,6 +294,7 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
                 quiet_hours: None,
                 timezone: None,
                 signing: None,
+                from: None,
             },
         );
     })

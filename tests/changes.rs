@@ -73,6 +73,7 @@ fn config(dir: &TempDir, url: &str) -> Config {
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     // Alice's changes go to the hook; nobody else's (no global channel).

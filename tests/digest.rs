@@ -35,6 +35,7 @@ fn config(dir: &TempDir) -> Config {
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     // Alice reads hers at 07:30 in New York (UTC-5 in January); bob keeps the default,

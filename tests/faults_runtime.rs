@@ -382,6 +382,7 @@ async fn channelled(
                 quiet_hours: None,
                 timezone: None,
                 signing: None,
+                from: None,
             },
         );
     }

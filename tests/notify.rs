@@ -102,6 +102,7 @@ fn channel(kind: ChannelKind, url: &str, secret_env: Option<&str>) -> ChannelCon
         quiet_hours: None,
         timezone: None,
         signing: None,
+        from: None,
     }
 }
 

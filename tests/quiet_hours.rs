@@ -71,6 +71,7 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     // 22:00 to 07:00 in Lisbon (UTC+0 in January).
@@ -186,6 +187,7 @@ async fn a_channels_quiet_hours_hold_what_it_carries() {
                 quiet_hours: quiet.map(Into::into),
                 timezone: None,
                 signing: None,
+                from: None,
             },
         );
     }

@@ -99,6 +99,7 @@ fn webhook(url: &str, secret_file: &std::path::Path) -> ChannelConfig {
         quiet_hours: None,
         timezone: None,
         signing: Some(WebhookSigning::Standard),
+        from: None,
     }
 }
 

@@ -123,6 +123,7 @@ async fn a_runs_spans_reach_an_otlp_receiver_as_one_trace_with_genai_attributes(
             quiet_hours: None,
             timezone: None,
             signing: None,
+            from: None,
         },
     );
     // No path: the receiver's /v1/traces is added.

@@ -1245,3 +1245,63 @@ async fn the_overview_shows_each_schedules_last_run_its_week_and_times_relative_
         "{never}"
     );
 }
+
+/// The overview's chart of runs per hour by status: drawn as SVG with its figures in
+/// words, the same figures as a table, a week on asking, and a span it does not know
+/// refused.
+#[tokio::test]
+async fn the_overview_charts_the_runs_of_each_hour_by_status() {
+    use nightshift::schedule::types::RunStatus;
+    let api = TestApi::start(|_| {}).await;
+    let schedule = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "triage".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    for status in [
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Succeeded,
+    ] {
+        api.app
+            .schedules()
+            .trigger(&Actor::Operator, &schedule.schedule_id, None, None)
+            .await
+            .unwrap();
+        let claims = common::runs::claim_events(&api.app, "w").await;
+        common::runs::finish(&api.app, &claims[0], status, "").await;
+    }
+    let browser = Browser::logged_in(&api).await;
+
+    let (status, page) = browser.get("/ui").await;
+    assert_eq!(status, 200);
+    assert!(page.contains(r#"<svg class="chart""#), "{page}");
+    assert!(page.contains(r#"role="img""#), "{page}");
+    assert!(
+        page.contains("over the last 24 hours: 3 runs, 1 failed"),
+        "{page}"
+    );
+    assert!(page.contains("2 succeeded, 1 failed"), "{page}");
+    let table = &page[page.find(r#"id="runs-per-hour""#).unwrap()..];
+    assert!(
+        table.contains("<td>2</td><td>1</td><td>0</td><td>0</td><td>0</td>"),
+        "{table}"
+    );
+
+    let (status, week) = browser.get("/ui?range=7d").await;
+    assert_eq!(status, 200);
+    assert!(
+        week.contains("over the last 7 days: 3 runs, 1 failed"),
+        "{week}"
+    );
+    let (status, _) = browser.get("/ui?range=1y").await;
+    assert_eq!(status, 400);
+}

@@ -260,6 +260,7 @@ pub enum ChannelKind {
     Slack,
     Telegram,
     Ntfy,
+    Email,
     Log,
 }
 
@@ -282,9 +283,12 @@ pub enum WebhookSigning {
 pub struct ChannelConfig {
     pub kind: ChannelKind,
     /// webhook: the endpoint; slack: the incoming-webhook URL; ntfy: the server
-    /// (default https://ntfy.sh); telegram: the Bot API base (default https://api.telegram.org).
+    /// (default https://ntfy.sh); telegram: the Bot API base (default https://api.telegram.org);
+    /// email: the SMTP server (`smtp://USER@HOST` with STARTTLS, `smtps://USER@HOST` with
+    /// TLS, `smtp://HOST:25?tls=none` for a local relay).
     pub url: Option<String>,
-    /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token.
+    /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token;
+    /// email: the SMTP password.
     pub secret_env: Option<String>,
     pub secret_file: Option<String>,
     /// `HH:MM-HH:MM` in `timezone`: what this channel carries that can wait is held until
@@ -295,6 +299,9 @@ pub struct ChannelConfig {
     /// webhook: how deliveries are signed with the secret (`nightshift`, the default, or
     /// `standard`: Standard Webhooks, the secret a `whsec_…` one).
     pub signing: Option<WebhookSigning>,
+    /// email: the sender, `Nightshift <nightshift@example.org>`; each recipient is a
+    /// schedule's channel context (`mail:alice@example.org`).
+    pub from: Option<String>,
 }
 
 impl ChannelConfig {

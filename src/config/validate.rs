@@ -487,9 +487,42 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
             );
         }
         if let Some(url) = &channel.url {
-            http_url(&format!("{key}.url"), url)?;
+            if channel.kind == ChannelKind::Email {
+                not_blank(&format!("{key}.url"), url)?;
+                if let Err(reason) = crate::smtp_url::parse(url) {
+                    return invalid(format!("{key}.url"), input::printable(&reason));
+                }
+            } else {
+                http_url(&format!("{key}.url"), url)?;
+            }
         }
-        let needs_url = matches!(channel.kind, ChannelKind::Webhook | ChannelKind::Slack);
+        match (&channel.from, channel.kind) {
+            (None, ChannelKind::Email) => {
+                return invalid(
+                    format!("{key}.from"),
+                    "an email channel needs from, the sender's address",
+                )
+            }
+            (Some(from), ChannelKind::Email) => {
+                if from.parse::<lettre::message::Mailbox>().is_err() {
+                    return invalid(
+                        format!("{key}.from"),
+                        format!(
+                            "`{}` is not an address, such as Nightshift <nightshift@example.org>",
+                            input::printable(from)
+                        ),
+                    );
+                }
+            }
+            (Some(_), _) => {
+                return invalid(format!("{key}.from"), "only an email channel has a sender")
+            }
+            (None, _) => {}
+        }
+        let needs_url = matches!(
+            channel.kind,
+            ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Email
+        );
         if needs_url && channel.url.is_none() {
             return invalid(format!("{key}.url"), "this kind of channel needs a url");
         }

@@ -1,8 +1,9 @@
 //! Channel adapters, each speaking its service's public API: a signed JSON webhook (its
 //! signature nightshift's own or Standard Webhooks', see [`signing`]), a
-//! Slack incoming webhook, the Telegram Bot API, ntfy, and the log.
+//! Slack incoming webhook, the Telegram Bot API, ntfy, email over SMTP, and the log.
 
 mod documents;
+mod email;
 pub mod signing;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,8 @@ pub enum ChannelError {
     },
     #[error("channel `{channel}`: {reason}")]
     BadSecret { channel: String, reason: String },
+    #[error("channel `{channel}`: {reason}")]
+    Email { channel: String, reason: String },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
 }
@@ -52,7 +55,8 @@ impl crate::error::Kind for ChannelError {
         match self {
             ChannelError::MissingEnv { .. }
             | ChannelError::SecretFile { .. }
-            | ChannelError::BadSecret { .. } => crate::error::ErrorKind::Config,
+            | ChannelError::BadSecret { .. }
+            | ChannelError::Email { .. } => crate::error::ErrorKind::Config,
             ChannelError::Client(_) => crate::error::ErrorKind::Internal,
         }
     }
@@ -88,6 +92,8 @@ struct Channel {
     secret: Option<Secret>,
     /// A webhook's signer (its key from `secret`).
     signer: signing::Signer,
+    /// An email channel's server and sender.
+    email: Option<email::EmailChannel>,
 }
 
 /// The configured channels, secrets loaded.
@@ -155,6 +161,16 @@ pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
             if !ok {
                 return Err(format!(
                     "`{}` is not an ntfy topic: use 1 to 64 letters, digits, - or _",
+                    crate::input::printable(context)
+                ));
+            }
+        }
+        ChannelKind::Email => {
+            if context.parse::<lettre::message::Mailbox>().is_err()
+                || context.contains(['<', '>', ','])
+            {
+                return Err(format!(
+                    "`{}` is not an email address: use one address, such as alice@example.org",
                     crate::input::printable(context)
                 ));
             }
@@ -234,6 +250,21 @@ impl Channels {
                 })?,
                 _ => signing::Signer::None,
             };
+            let email = match config.kind {
+                ChannelKind::Email => Some(
+                    email::EmailChannel::new(
+                        config.url.as_deref().unwrap_or_default(),
+                        config.from.as_deref().unwrap_or_default(),
+                        secret.as_ref(),
+                        timeout,
+                    )
+                    .map_err(|reason| ChannelError::Email {
+                        channel: id.clone(),
+                        reason,
+                    })?,
+                ),
+                _ => None,
+            };
             loaded.insert(
                 id.clone(),
                 Channel {
@@ -241,6 +272,7 @@ impl Channels {
                     url: config.url.clone(),
                     secret,
                     signer,
+                    email,
                 },
             );
         }
@@ -294,6 +326,17 @@ impl Channels {
             }
             ChannelKind::Telegram => self.telegram(channel, message, context).await,
             ChannelKind::Ntfy => self.ntfy(channel, message, context).await,
+            ChannelKind::Email => {
+                let (Some(email), Some(to)) = (&channel.email, context) else {
+                    return Err(DeliveryError::permanent(
+                        "email needs the recipient's address as the channel context \
+                         (mail:alice@example.org)",
+                    ));
+                };
+                email
+                    .send(to, &message.idempotency_key, &message.payload)
+                    .await
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod approvals;
+mod charts;
 mod moments;
 mod run_list;
 mod runs;
@@ -230,6 +231,8 @@ pub(super) fn checked(
 #[derive(Deserialize)]
 struct PageQuery {
     page: Option<i64>,
+    /// The runs chart's span: `24h` (the default) or `7d`.
+    range: Option<crate::schedule::store::history::HistorySpan>,
 }
 
 async fn overview(
@@ -264,6 +267,13 @@ async fn overview(
         Ok(stats) => stats,
         Err(err) => return failure(err),
     };
+    let span = query
+        .range
+        .unwrap_or(crate::schedule::store::history::HistorySpan::Day);
+    let history = match state.app.schedules().run_history(now, span).await {
+        Ok(history) => history,
+        Err(err) => return failure(err),
+    };
     let list = SchedulePage {
         schedules: &views,
         total,
@@ -272,7 +282,7 @@ async fn overview(
         stats: &stats,
         now,
     };
-    views::overview(&overview, &ready, &list, &session.csrf).into_response()
+    views::overview(&overview, &ready, &list, &history, &session.csrf).into_response()
 }
 
 async fn schedule(

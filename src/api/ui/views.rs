@@ -205,7 +205,13 @@ fn week(stats: Option<&RunStats>) -> Markup {
     }
 }
 
-pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str) -> Page {
+pub fn overview(
+    o: &Overview,
+    ready: &Readiness,
+    list: &SchedulePage,
+    history: &crate::schedule::store::history::RunHistory,
+    csrf: &str,
+) -> Page {
     let count = |k: &str| o.schedules.by_status.get(k).copied().unwrap_or(0);
     let body = html! {
         section.cards {
@@ -236,6 +242,7 @@ pub fn overview(o: &Overview, ready: &Readiness, list: &SchedulePage, csrf: &str
                 p { (o.embedding_backlog) " chunk(s) waiting for a vector" }
             }
         }
+        (super::charts::runs_per_hour(history))
         h2 { "Schedules" }
         p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
             " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }

@@ -28,6 +28,7 @@ mod edit;
 mod events;
 mod finish;
 mod follow_up;
+pub mod history;
 mod imported;
 pub mod overview;
 mod progress;

@@ -1,0 +1,202 @@
+//! Charts drawn on the server as SVG (no script), each with the same figures as a table
+//! beside it for a reader that cannot see it, and colour never the only cue: each series
+//! is named in the legend and in each bar's title.
+
+use maud::{html, Markup};
+
+use crate::db::clock::to_rfc3339;
+use crate::schedule::store::history::{HistorySpan, HourOfRuns, RunHistory};
+
+/// The chart's drawing area, in SVG units (it scales to the page's width).
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 160.0;
+/// Room under the bars for the hour labels.
+const AXIS: f64 = 18.0;
+
+/// A series of the runs chart: its name, its colour, and its count in an hour.
+struct Series {
+    name: &'static str,
+    colour: &'static str,
+    count: fn(&HourOfRuns) -> i64,
+}
+
+const SERIES: [Series; 5] = [
+    Series {
+        name: "succeeded",
+        colour: "#2e8b57",
+        count: |h| h.succeeded,
+    },
+    Series {
+        name: "failed",
+        colour: "#c0392b",
+        count: |h| h.failed,
+    },
+    Series {
+        name: "cancelled",
+        colour: "#7f8c8d",
+        count: |h| h.cancelled,
+    },
+    Series {
+        name: "skipped",
+        colour: "#d4ac0d",
+        count: |h| h.skipped,
+    },
+    Series {
+        name: "running",
+        colour: "#2874a6",
+        count: |h| h.going,
+    },
+];
+
+/// `HH:00` of an hour's start, UTC.
+fn hour_label(start: i64) -> String {
+    to_rfc3339(start)
+        .get(11..16)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The hour in words: `2026-11-27T14:00Z: 12 succeeded, 1 failed`.
+fn hour_title(hour: &HourOfRuns) -> String {
+    let counts: Vec<String> = SERIES
+        .iter()
+        .filter(|s| (s.count)(hour) > 0)
+        .map(|s| format!("{} {}", (s.count)(hour), s.name))
+        .collect();
+    let when = to_rfc3339(hour.start);
+    let when = when.get(..16).unwrap_or(&when);
+    if counts.is_empty() {
+        format!("{when}Z: no runs")
+    } else {
+        format!("{when}Z: {}", counts.join(", "))
+    }
+}
+
+/// Runs per hour by status, stacked bars, with links to the other span and a table.
+pub fn runs_per_hour(history: &RunHistory) -> Markup {
+    let hours = &history.hours;
+    let most = hours
+        .iter()
+        .map(HourOfRuns::total)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let total: i64 = hours.iter().map(HourOfRuns::total).sum();
+    let failed: i64 = hours.iter().map(|h| h.failed).sum();
+    let slot = WIDTH / hours.len().max(1) as f64;
+    let bar = (slot * 0.8).max(1.0);
+    let scale = (HEIGHT - AXIS) / most as f64;
+    // A label every 3 hours over a day, every day over a week.
+    let label_every = match history.span {
+        HistorySpan::Day => 3,
+        HistorySpan::Week => 24,
+    };
+    let span_words = match history.span {
+        HistorySpan::Day => "the last 24 hours",
+        HistorySpan::Week => "the last 7 days",
+    };
+    let summary = format!(
+        "Runs per hour by status over {span_words}: {total} runs, {failed} failed; at most {most} in an hour"
+    );
+    html! {
+        section #runs-chart {
+            h2 { "Runs per hour" }
+            p.chart-spans {
+                @for span in [HistorySpan::Day, HistorySpan::Week] {
+                    @if span == history.span { strong { (span.as_str()) } } @else {
+                        a href={ "/ui?range=" (span.as_str()) } { (span.as_str()) }
+                    }
+                    " "
+                }
+                span.hint { "(by the hour each occurrence was for, UTC)" }
+            }
+            svg.chart viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(summary)
+                preserveAspectRatio="none" {
+                @for (i, hour) in hours.iter().enumerate() {
+                    @let x = i as f64 * slot + (slot - bar) / 2.0;
+                    g {
+                        title { (hour_title(hour)) }
+                        // Stacked from the bottom, in the legend's order.
+                        @let mut top = HEIGHT - AXIS;
+                        @for series in &SERIES {
+                            @let n = (series.count)(hour);
+                            @if n > 0 {
+                                @let h = n as f64 * scale;
+                                @let y = { top -= h; top };
+                                rect x=(format!("{x:.1}")) y=(format!("{y:.1}")) width=(format!("{bar:.1}"))
+                                    height=(format!("{h:.1}")) fill=(series.colour) {}
+                            }
+                        }
+                        @if i % label_every == 0 {
+                            text x=(format!("{x:.1}")) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
+                                (hour_label(hour.start))
+                            }
+                        }
+                    }
+                }
+            }
+            ul.legend {
+                @for series in &SERIES {
+                    li { span.swatch style={ "background:" (series.colour) } {} " " (series.name) }
+                }
+            }
+            details {
+                summary { "The same as a table" }
+                table #runs-per-hour {
+                    thead { tr { th { "Hour (UTC)" } @for series in &SERIES { th { (series.name) } } } }
+                    tbody {
+                        @for hour in hours.iter().filter(|h| h.total() > 0) {
+                            tr {
+                                td { (to_rfc3339(hour.start).get(..16).unwrap_or_default()) "Z" }
+                                @for series in &SERIES { td { ((series.count)(hour)) } }
+                            }
+                        }
+                    }
+                }
+                @if total == 0 { p { "No runs in this time." } }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(counts: &[(i64, i64)]) -> RunHistory {
+        RunHistory {
+            span: HistorySpan::Day,
+            hours: (0..24)
+                .map(|i| {
+                    let (succeeded, failed) = counts.get(i as usize).copied().unwrap_or((0, 0));
+                    HourOfRuns {
+                        start: 1_800_000_000_000 + i * 3_600_000,
+                        succeeded,
+                        failed,
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn bars_are_as_tall_as_their_counts_and_say_them() {
+        let page = runs_per_hour(&history(&[(4, 0), (2, 2)])).into_string();
+        // The tallest hour fills the drawing area; the others in proportion.
+        assert!(page.contains(r#"height="142.0""#), "{page}");
+        assert!(page.contains(r#"height="71.0""#), "{page}");
+        assert!(page.contains("2 succeeded, 2 failed"), "{page}");
+        assert!(page.contains("8 runs, 2 failed"), "{page}");
+        // The table lists the two hours with runs, not the empty ones.
+        assert_eq!(page.matches("<tr><td>").count(), 2, "{page}");
+    }
+
+    #[test]
+    fn an_empty_span_says_so() {
+        let page = runs_per_hour(&history(&[])).into_string();
+        assert!(page.contains("No runs in this time."));
+        assert!(page.contains("0 runs, 0 failed"));
+        assert!(!page.contains("<rect"));
+    }
+}

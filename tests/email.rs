@@ -1,0 +1,300 @@
+//! The `email` channel against a real SMTP server the test starts (aiosmtpd, pinned;
+//! scripts/smtp_receiver.py), which parses each message it takes: a run's message arrives
+//! from the configured sender to the context's address, logged in, with its summary as the
+//! subject, a plain-text and an HTML part (escaped) and the run's link, under a Message-ID
+//! made from its idempotency key. A refused login and a refused recipient are dead at
+//! once; a server out of reach is tried again. Bad settings are named by the config check.
+
+mod common;
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nightshift::config::{ChannelConfig, ChannelKind, Config};
+use nightshift::db::clock::{Clock, ManualClock};
+use nightshift::notify::channels::Channels;
+use nightshift::notify::outbox::{enqueue_in, Message, NewMessage, NotifyPlan, Outbox, Priority};
+use nightshift::notify::sender::Sender;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const USER: &str = "robot@example.org";
+const PASSWORD: &str = "s3cret-pass";
+const REFUSED: &str = "nobody@example.org";
+
+/// The SMTP server, running; killed when dropped.
+struct Receiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    /// `None` (after the skip line) without aiosmtpd.
+    fn start(dir: &TempDir) -> Option<Receiver> {
+        let python = common::skip::installed(
+            "NIGHTSHIFT_TEST_A2A_PYTHON",
+            "the Python peers (aiosmtpd)",
+            "scripts/a2a-peers.sh",
+        )?;
+        let log = dir.path().join("mail.jsonl");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/smtp_receiver.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg("--log")
+            .arg(&log)
+            .args([
+                "--user",
+                USER,
+                "--password",
+                PASSWORD,
+                "--refuse-rcpt",
+                REFUSED,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the SMTP server");
+        let mut port = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let port = port.trim().parse().expect("the server's port");
+        Some(Receiver { child, port, log })
+    }
+
+    fn mail(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
+fn email(url: String, password_file: &std::path::Path) -> ChannelConfig {
+    ChannelConfig {
+        kind: ChannelKind::Email,
+        url: Some(url),
+        secret_env: None,
+        secret_file: Some(password_file.display().to_string()),
+        quiet_hours: None,
+        timezone: None,
+        signing: None,
+        from: Some("Nightshift <nightshift@example.org>".into()),
+    }
+}
+
+/// A config with `mail` (the server, the right password), `wrong` (the wrong one) and
+/// `away` (a port nothing listens on).
+fn config(dir: &TempDir, port: u16) -> Config {
+    let mut config = common::config_in(dir);
+    let right = dir.path().join("right");
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&right, PASSWORD).unwrap();
+    std::fs::write(&wrong, "not-it").unwrap();
+    let url = |port: u16| format!("smtp://robot%40example.org@127.0.0.1:{port}?tls=none");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    config
+        .channels
+        .insert("mail".into(), email(url(port), &right));
+    config
+        .channels
+        .insert("wrong".into(), email(url(port), &wrong));
+    config
+        .channels
+        .insert("away".into(), email(url(closed), &right));
+    config.validate().unwrap();
+    config
+}
+
+fn plan(channel: &str, context: &str) -> NotifyPlan {
+    let mut plan = common::notify_plan(channel, 100);
+    plan.channel_context_id = Some(context.into());
+    plan
+}
+
+#[tokio::test]
+async fn a_runs_message_arrives_as_an_email_and_refusals_are_dead_at_once() {
+    let dir = TempDir::new().unwrap();
+    let Some(receiver) = Receiver::start(&dir) else {
+        return;
+    };
+    let config = config(&dir, receiver.port);
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
+    let db = app.memory().db().clone();
+    let conn = db.conn().await.unwrap();
+    let tx = conn.write_tx().await.unwrap();
+    for (run, channel, to) in [
+        ("run-1", "mail", "alice@example.org"),
+        ("run-2", "wrong", "alice@example.org"),
+        ("run-3", "mail", REFUSED),
+        ("run-4", "away", "alice@example.org"),
+    ] {
+        let message = NewMessage {
+            kind: "run",
+            run_id: Some(run),
+            schedule_id: Some("sch-1"),
+            user_id: "alice",
+            priority: Priority::Normal,
+            payload: json!({
+                "summary": "weather: <rain> & wind at 3pm",
+                "output": "<b>rain</b> & wind\nat 3pm",
+                "run_url": format!("https://n.example/v1/runs/{run}"),
+            }),
+        };
+        enqueue_in(&tx, &plan(channel, to), message, clock.now_ms())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    drop(conn);
+    let sender = Sender {
+        outbox: Outbox::new(db.clone()),
+        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
+        config: config.notify.clone(),
+        owner: "w".into(),
+        clock: clock.clone(),
+        wake: Arc::default(),
+        changes: None,
+        quiet: Default::default(),
+        digests: None,
+    };
+    sender.deliver_due().await.unwrap();
+
+    let mail = receiver.mail();
+    assert_eq!(mail.len(), 1, "{mail:?}");
+    let got = &mail[0];
+    assert_eq!(got["authenticated"], true);
+    assert_eq!(got["mail_from"], "nightshift@example.org");
+    assert_eq!(got["rcpt_tos"], json!(["alice@example.org"]));
+    assert_eq!(got["from"], "Nightshift <nightshift@example.org>");
+    assert_eq!(got["subject"], "weather: <rain> & wind at 3pm");
+    assert_eq!(got["content_type"], "multipart/alternative");
+    // Line ends as the parser gives them (SMTP's are CRLF).
+    let text = got["text"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(text.contains("<b>rain</b> & wind\nat 3pm"), "{text}");
+    assert!(text.contains("https://n.example/v1/runs/run-1"), "{text}");
+    let html = got["html"].as_str().unwrap().replace("\r\n", "\n");
+    assert!(
+        html.contains("&lt;b&gt;rain&lt;/b&gt; &amp; wind"),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<a href="https://n.example/v1/runs/run-1">"#),
+        "{html}"
+    );
+    let id = blake3::hash(b"run-1:run").to_hex();
+    assert_eq!(got["message_id"], format!("<{}@nightshift>", &id[..32]));
+
+    let all: Vec<Message> = Outbox::new(db.clone()).list(None, 10).await.unwrap();
+    let by_run = |run: &str| {
+        all.iter()
+            .find(|m| m.run_id.as_deref() == Some(run))
+            .unwrap()
+    };
+    assert_eq!(by_run("run-1").status, "delivered");
+    let wrong = by_run("run-2");
+    assert_eq!(wrong.status, "dead", "{wrong:?}");
+    assert!(
+        wrong
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("535"),
+        "{wrong:?}"
+    );
+    let refused = by_run("run-3");
+    assert_eq!(refused.status, "dead", "{refused:?}");
+    assert!(
+        refused
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("550"),
+        "{refused:?}"
+    );
+    let away = by_run("run-4");
+    assert_eq!(away.status, "pending", "{away:?}");
+    assert_eq!(away.attempts, 1);
+    assert!(away.next_attempt_at > clock.now_ms());
+}
+
+/// An email channel's settings are checked when the config is, each named.
+#[test]
+fn bad_email_settings_name_the_key() {
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("pw");
+    for (tweak, key, says) in [
+        (
+            Box::new(|c: &mut ChannelConfig| c.from = None) as Box<dyn Fn(&mut ChannelConfig)>,
+            "channels.mail.from",
+            "needs from",
+        ),
+        (
+            Box::new(|c: &mut ChannelConfig| c.from = Some("not an address".into())),
+            "channels.mail.from",
+            "not an address",
+        ),
+        (
+            Box::new(|c: &mut ChannelConfig| c.url = Some("https://mail.example.org".into())),
+            "channels.mail.url",
+            "not an SMTP URL",
+        ),
+        (
+            Box::new(|c: &mut ChannelConfig| c.url = None),
+            "channels.mail.url",
+            "needs a url",
+        ),
+        (
+            Box::new(|c: &mut ChannelConfig| c.url = Some("smtp://me:pw@mail.example.org".into())),
+            "channels.mail.url",
+            "secret_env",
+        ),
+    ] {
+        let mut config = common::config_in(&dir);
+        let mut channel = email("smtp://mail.example.org".into(), &file);
+        tweak(&mut channel);
+        config.channels.insert("mail".into(), channel);
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(says), "{err}");
+    }
+    // A sender on another kind of channel is a mistake worth naming.
+    let mut config = common::config_in(&dir);
+    config.channels.insert(
+        "hook".into(),
+        ChannelConfig {
+            kind: ChannelKind::Webhook,
+            url: Some("http://127.0.0.1:9/hook".into()),
+            secret_env: None,
+            secret_file: None,
+            quiet_hours: None,
+            timezone: None,
+            signing: None,
+            from: Some("a@example.org".into()),
+        },
+    );
+    let err = config.validate().unwrap_err().to_string();
+    assert!(err.contains("channels.hook.from"), "{err}");
+    // The recipient is a channel context: one address.
+    use nightshift::notify::channels::check_context;
+    assert!(check_context(ChannelKind::Email, "alice@example.org").is_ok());
+    for bad in ["alice", "a@b.org, c@d.org", "Alice <a@b.org>", ""] {
+        assert!(check_context(ChannelKind::Email, bad).is_err(), "{bad}");
+    }
+}
