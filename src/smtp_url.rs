@@ -19,6 +19,14 @@ pub struct SmtpServer {
     pub security: Security,
 }
 
+/// Whether `host` is this machine.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Reads an email channel's URL, saying what is wrong with one that is not usable.
 pub fn parse(text: &str) -> Result<SmtpServer, String> {
     let url = reqwest::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
@@ -45,11 +53,20 @@ pub fn parse(text: &str) -> Result<SmtpServer, String> {
             ))
         }
     };
+    // An IPv6 address without its brackets, as a connection wants it.
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
         .ok_or("the URL names no server")?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
         .to_string();
+    if security == Security::None && !is_loopback(&host) {
+        return Err(format!(
+            "`tls=none` sends mail and any password in the clear: only for a relay on this \
+             machine (127.0.0.1, ::1, localhost), not `{host}`"
+        ));
+    }
     if url.password().is_some() {
         return Err("put the password in secret_env or secret_file, not in the URL".into());
     }
@@ -89,6 +106,8 @@ mod tests {
         assert_eq!((server.security, server.port), (Security::Tls, 465));
         let server = parse("smtp://127.0.0.1:2525?tls=none").unwrap();
         assert_eq!((server.security, server.port), (Security::None, 2525));
+        let server = parse("smtp://[::1]:2525?tls=none").unwrap();
+        assert_eq!(server.host, "::1");
         for (url, says) in [
             ("http://mail.example.org", "not an SMTP URL"),
             ("smtp://mail.example.org?tls=maybe", "tls=maybe"),
@@ -97,6 +116,7 @@ mod tests {
             ("smtp://mail.example.org?from=x", "unknown parameter"),
             ("smtp:///", "names no server"),
             ("mail.example.org", "not a URL"),
+            ("smtp://mail.example.org:25?tls=none", "in the clear"),
         ] {
             let err = parse(url).unwrap_err();
             assert!(err.contains(says), "{url}: {err}");

@@ -298,3 +298,73 @@ fn bad_email_settings_name_the_key() {
         assert!(check_context(ChannelKind::Email, bad).is_err(), "{bad}");
     }
 }
+
+/// A server that takes the connection and then says nothing holds no pass of the sender:
+/// the exchange is given up after the channels' timeout and tried again later.
+#[tokio::test]
+async fn a_server_that_stalls_is_given_up_on_and_tried_again() {
+    let dir = TempDir::new().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    let mut config = common::config_in(&dir);
+    let file = dir.path().join("pw");
+    std::fs::write(&file, PASSWORD).unwrap();
+    config.channels.insert(
+        "mail".into(),
+        email(format!("smtp://127.0.0.1:{port}?tls=none"), &file),
+    );
+    config.validate().unwrap();
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let app = common::app_with(&config, Some(clock.clone() as Arc<dyn Clock>)).await;
+    let db = app.memory().db().clone();
+    let conn = db.conn().await.unwrap();
+    let tx = conn.write_tx().await.unwrap();
+    let message = NewMessage {
+        kind: "run",
+        run_id: Some("run-1"),
+        schedule_id: Some("sch-1"),
+        user_id: "alice",
+        priority: Priority::Normal,
+        payload: json!({"summary": "report"}),
+    };
+    enqueue_in(
+        &tx,
+        &plan("mail", "alice@example.org"),
+        message,
+        clock.now_ms(),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    drop(conn);
+    let sender = Sender {
+        outbox: Outbox::new(db.clone()),
+        channels: Channels::from_config(&config.channels, Duration::from_secs(1)).unwrap(),
+        config: config.notify.clone(),
+        owner: "w".into(),
+        clock: clock.clone(),
+        wake: Arc::default(),
+        changes: None,
+        quiet: Default::default(),
+        digests: None,
+    };
+    sender.deliver_due().await.unwrap();
+    let all = Outbox::new(db).list(None, 10).await.unwrap();
+    assert_eq!(all[0].status, "pending", "{all:?}");
+    assert_eq!(all[0].attempts, 1);
+    assert!(
+        all[0]
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("took more than 1 s"),
+        "{all:?}"
+    );
+    held.abort();
+}

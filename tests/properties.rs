@@ -63,6 +63,7 @@ const SECTIONS: &[&str] = &[
     "server",
     "artifacts",
     "mcp_servers",
+    "traces",
 ];
 
 /// The commented examples of config/nightshift.toml, switched on.

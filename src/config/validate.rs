@@ -489,8 +489,22 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
         if let Some(url) = &channel.url {
             if channel.kind == ChannelKind::Email {
                 not_blank(&format!("{key}.url"), url)?;
-                if let Err(reason) = crate::smtp_url::parse(url) {
-                    return invalid(format!("{key}.url"), input::printable(&reason));
+                match crate::smtp_url::parse(url) {
+                    Err(reason) => {
+                        return invalid(format!("{key}.url"), input::printable(&reason));
+                    }
+                    Ok(server)
+                        if server.user.is_some()
+                            && channel.secret_env.is_none()
+                            && channel.secret_file.is_none() =>
+                    {
+                        return invalid(
+                            format!("{key}.secret_file"),
+                            "the URL names a user: give its password in secret_file or \
+                             secret_env",
+                        );
+                    }
+                    Ok(_) => {}
                 }
             } else {
                 http_url(&format!("{key}.url"), url)?;

@@ -164,12 +164,15 @@ impl ServerHandler for McpServer {
         // way out. A read is dropped when nobody waits for it any more.
         let writes = tool.effect != Effect::Reads;
         let app = self.app.clone();
-        let progress = super::start_tools::ProgressNotifier::of(&context);
+        let limit = Duration::from_secs(self.app.config().server.request_timeout_secs);
+        // A call that waits (a trigger's run) stops a second before its answer would be
+        // given up on, so its answer is the run, not a time-out.
+        let answer_by = tokio::time::Instant::now() + limit.saturating_sub(Duration::from_secs(1));
+        let call = super::start_tools::CallContext::of(&context, answer_by);
         let op = {
             let name = name.clone();
             async move {
-                let result =
-                    tools::call(&app, &user, &name, request.arguments, progress.as_ref()).await;
+                let result = tools::call(&app, &user, &name, request.arguments, &call).await;
                 drop(slot);
                 result
             }
@@ -179,7 +182,6 @@ impl ServerHandler for McpServer {
         } else {
             tokio::spawn(op)
         };
-        let limit = Duration::from_secs(self.app.config().server.request_timeout_secs);
         let outcome = tokio::select! {
             joined = &mut task => joined,
             _ = context.ct.cancelled() => {

@@ -86,14 +86,6 @@ pub struct ProgressNotifier {
 }
 
 impl ProgressNotifier {
-    /// The notifier for a call whose client asked for progress (`_meta.progressToken`).
-    pub fn of(context: &RequestContext<RoleServer>) -> Option<Self> {
-        Some(Self {
-            token: context.meta.get_progress_token()?,
-            peer: context.peer.clone(),
-        })
-    }
-
     /// Tells the client; a client that went away loses the notice, not the call.
     async fn notify(&self, progress: f64, message: String) {
         let param =
@@ -104,13 +96,39 @@ impl ProgressNotifier {
     }
 }
 
+/// What a tool call may wait on: its client's progress token, its cancellation (the
+/// client cancelling, the session ending), and the moment the server stops waiting for
+/// the call's answer.
+pub struct CallContext {
+    progress: Option<ProgressNotifier>,
+    cancelled: tokio_util::sync::CancellationToken,
+    deadline: tokio::time::Instant,
+}
+
+impl CallContext {
+    /// The context of a call answered by `deadline`.
+    pub fn of(context: &RequestContext<RoleServer>, deadline: tokio::time::Instant) -> Self {
+        Self {
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| ProgressNotifier {
+                    token,
+                    peer: context.peer.clone(),
+                }),
+            cancelled: context.ct.clone(),
+            deadline,
+        }
+    }
+}
+
 /// Runs the start tool `name` for `user`.
 pub async fn call(
     app: &App,
     user: &str,
     name: &str,
     arguments: Option<JsonObject>,
-    progress: Option<&ProgressNotifier>,
+    call: &CallContext,
 ) -> Result<CallToolResult, CallError> {
     let actor = Actor::user(user).map_err(Error::from)?;
     let store = app.schedules();
@@ -141,7 +159,7 @@ pub async fn call(
             let started = Started::ByEvent(&triggered.event_id);
             let run = match wait {
                 Some(wait) => {
-                    watch(app, &actor, &triggered.schedule_id, started, wait, progress).await?
+                    watch(app, &actor, &triggered.schedule_id, started, wait, call).await?
                 }
                 None => None,
             };
@@ -171,7 +189,7 @@ pub async fn call(
             let run = match wait {
                 Some(wait) => {
                     let started = Started::Since(since);
-                    watch(app, &actor, &view.schedule_id, started, wait, progress).await?
+                    watch(app, &actor, &view.schedule_id, started, wait, call).await?
                 }
                 None => None,
             };
@@ -209,21 +227,24 @@ fn wait(app: &App, wait_secs: Option<u64>) -> Result<Option<Duration>, CallError
     Ok(Some(Duration::from_secs(secs)))
 }
 
-/// Follows the run `started` names for up to `wait`, telling each event as progress.
+/// Follows the run `started` names for up to `wait` (and never past the call's own
+/// deadline, nor once the call is cancelled), telling each event as progress.
 async fn watch(
     app: &App,
     actor: &Actor,
     schedule_id: &str,
     started: Started<'_>,
     wait: Duration,
-    progress: Option<&ProgressNotifier>,
+    call: &CallContext,
 ) -> Result<Option<RunView>, CallError> {
-    let deadline = tokio::time::Instant::now() + wait;
+    let deadline = (tokio::time::Instant::now() + wait).min(call.deadline);
     let store = app.schedules();
-    let found = store
-        .await_started(actor, schedule_id, started, deadline)
-        .await
-        .map_err(Error::from)?;
+    let found = tokio::select! {
+        found = store.await_started(actor, schedule_id, started, deadline) => {
+            found.map_err(Error::from)?
+        }
+        _ = call.cancelled.cancelled() => None,
+    };
     let Some(run_id) = found else {
         return Ok(None);
     };
@@ -232,10 +253,14 @@ async fn watch(
             let next = tokio::select! {
                 next = follow.next() => next.map_err(Error::from)?,
                 _ = tokio::time::sleep_until(deadline) => break,
+                _ = call.cancelled.cancelled() => break,
             };
             let Some(event) = next else { break };
-            if let Some(progress) = progress {
-                progress.notify(event.seq as f64, event.describe()).await;
+            if let Some(progress) = &call.progress {
+                let told = progress.notify(event.seq as f64, event.describe());
+                if tokio::time::timeout_at(deadline, told).await.is_err() {
+                    break;
+                }
             }
             if event.kind == ProgressKind::End {
                 break;

@@ -237,7 +237,7 @@ pub async fn call(
     user: &str,
     name: &str,
     arguments: Option<JsonObject>,
-    progress: Option<&super::start_tools::ProgressNotifier>,
+    call: &super::start_tools::CallContext,
 ) -> Result<CallToolResult, CallError> {
     let memory = &app.memory().by(crate::memory::Origin::Mcp);
     let actor = Actor::user(user).map_err(Error::from)?;
@@ -565,7 +565,7 @@ pub async fn call(
             done(text, &RunsOut { runs })
         }
         "schedule_trigger" | "schedule_run_now" => {
-            super::start_tools::call(app, user, name, arguments, progress).await
+            super::start_tools::call(app, user, name, arguments, call).await
         }
         "schedule_run_cancel" | "schedule_run_rerun" | "schedule_run_events" => {
             super::run_tools::call(app, user, name, arguments).await

@@ -49,12 +49,15 @@ const SERIES: [Series; 5] = [
     },
 ];
 
-/// `HH:00` of an hour's start, UTC.
-fn hour_label(start: i64) -> String {
-    to_rfc3339(start)
-        .get(11..16)
-        .unwrap_or_default()
-        .to_string()
+/// An hour's start as its label, UTC: `HH:00` over a day, `MM-DD` (a day's first hour)
+/// over a week.
+fn hour_label(start: i64, span: HistorySpan) -> String {
+    let at = to_rfc3339(start);
+    let part = match span {
+        HistorySpan::Day => at.get(11..16),
+        HistorySpan::Week => at.get(5..10),
+    };
+    part.unwrap_or_default().to_string()
 }
 
 /// The hour in words: `2026-11-27T14:00Z: 12 succeeded, 1 failed`.
@@ -76,12 +79,8 @@ fn hour_title(hour: &HourOfRuns) -> String {
 /// Runs per hour by status, stacked bars, with links to the other span and a table.
 pub fn runs_per_hour(history: &RunHistory) -> Markup {
     let hours = &history.hours;
-    let most = hours
-        .iter()
-        .map(HourOfRuns::total)
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    let busiest = hours.iter().map(HourOfRuns::total).max().unwrap_or(0);
+    let most = busiest.max(1);
     let total: i64 = hours.iter().map(HourOfRuns::total).sum();
     let failed: i64 = hours.iter().map(|h| h.failed).sum();
     let slot = WIDTH / hours.len().max(1) as f64;
@@ -97,7 +96,7 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
         HistorySpan::Week => "the last 7 days",
     };
     let summary = format!(
-        "Runs per hour by status over {span_words}: {total} runs, {failed} failed; at most {most} in an hour"
+        "Runs per hour by status over {span_words}: {total} runs, {failed} failed; at most {busiest} in an hour"
     );
     html! {
         section #runs-chart {
@@ -109,7 +108,8 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
                     }
                     " "
                 }
-                span.hint { "(by the hour each occurrence was for, UTC)" }
+                span.hint { "(by the hour each occurrence was for, UTC; of the runs still kept: each schedule keeps its last "
+                    code { "scheduler.history_keep" } ")" }
             }
             svg.chart viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(summary)
                 preserveAspectRatio="none" {
@@ -130,7 +130,7 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
                         }
                         @if i % label_every == 0 {
                             text x=(format!("{x:.1}")) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
-                                (hour_label(hour.start))
+                                (hour_label(hour.start, history.span))
                             }
                         }
                     }

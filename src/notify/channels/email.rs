@@ -24,6 +24,9 @@ const SUBJECT_CHARS: usize = 200;
 pub(super) struct EmailChannel {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
+    /// The whole exchange's limit: lettre's own covers the connect alone, and a server
+    /// that accepts and then stalls must not hold the sender's pass.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for EmailChannel {
@@ -66,6 +69,7 @@ impl EmailChannel {
         Ok(Self {
             transport: builder.build(),
             from,
+            timeout,
         })
     }
 
@@ -94,20 +98,30 @@ impl EmailChannel {
                 html(&text, payload["run_url"].as_str()),
             ))
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))?;
-        match self.transport.send(email).await {
-            Ok(_) => Ok(()),
-            Err(err) => Err(failure(&err)),
+        match tokio::time::timeout(self.timeout, self.transport.send(email)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(err)) => Err(failure(&err)),
+            Err(_) => Err(DeliveryError {
+                reason: format!(
+                    "SMTP: the server took more than {} s (notify.timeout_secs)",
+                    self.timeout.as_secs()
+                ),
+                retry_after: None,
+                permanent: false,
+                progress: 0,
+            }),
         }
     }
 }
 
-/// What a failed send means for the message: a 5xx answer or a TLS failure will not
-/// succeed by itself (dead at once, `outbox retry` once it is mended); a 4xx answer, a
-/// time-out or a server out of reach is tried again.
+/// What a failed send means for the message: a 5xx answer, a TLS failure or a server that
+/// cannot do what the channel needs (STARTTLS, a login mechanism) will not succeed by
+/// itself (dead at once, `outbox retry` once it is mended); a 4xx answer, a time-out or a
+/// server out of reach is tried again.
 fn failure(err: &lettre::transport::smtp::Error) -> DeliveryError {
     let reason = format!("SMTP: {}", crate::error::error_chain(err));
     let reason = truncate_chars(&reason, 300).to_string();
-    if err.is_permanent() || err.is_tls() {
+    if err.is_permanent() || err.is_tls() || err.is_client() {
         DeliveryError::permanent(reason)
     } else {
         DeliveryError {

@@ -44,7 +44,7 @@ impl ScheduleStore {
                 Started::Since(since) => query_scalar(
                     &conn,
                     "SELECT run_id FROM schedule_runs WHERE schedule_id = ?1 AND origin = 'cadence'
-                     AND status != 'skipped' AND started_at >= ?2
+                     AND started_at >= ?2
                      ORDER BY started_at, run_id LIMIT 1",
                     libsql::params![schedule_id, since],
                 )
