@@ -7,80 +7,21 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::peer::PythonPeer;
 use nightshift::config::{ChannelConfig, ChannelKind, Config};
 use nightshift::db::clock::{Clock, ManualClock};
 use nightshift::notify::channels::Channels;
 use nightshift::notify::outbox::{enqueue_in, Message, NewMessage, NotifyPlan, Outbox, Priority};
 use nightshift::notify::sender::Sender;
-use serde_json::{json, Value};
+use serde_json::json;
 use tempfile::TempDir;
 
 const USER: &str = "robot@example.org";
 const PASSWORD: &str = "s3cret-pass";
 const REFUSED: &str = "nobody@example.org";
-
-/// The SMTP server, running; killed when dropped.
-struct Receiver {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Receiver {
-    /// `None` (after the skip line) without aiosmtpd.
-    fn start(dir: &TempDir) -> Option<Receiver> {
-        let python = common::skip::installed(
-            "NIGHTSHIFT_TEST_A2A_PYTHON",
-            "the Python peers (aiosmtpd)",
-            "scripts/a2a-peers.sh",
-        )?;
-        let log = dir.path().join("mail.jsonl");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/smtp_receiver.py");
-        let mut child = Command::new(python)
-            .arg(script)
-            .arg("--log")
-            .arg(&log)
-            .args([
-                "--user",
-                USER,
-                "--password",
-                PASSWORD,
-                "--refuse-rcpt",
-                REFUSED,
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the SMTP server");
-        let mut port = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut port)
-            .unwrap();
-        let port = port.trim().parse().expect("the server's port");
-        Some(Receiver { child, port, log })
-    }
-
-    fn mail(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
-    }
-}
 
 fn email(url: String, password_file: &std::path::Path) -> ChannelConfig {
     ChannelConfig {
@@ -122,6 +63,26 @@ fn config(dir: &TempDir, port: u16) -> Config {
     config
 }
 
+/// A worker's sender on `db`, giving up on a channel after `timeout`.
+fn sender(
+    config: &Config,
+    db: &nightshift::db::Db,
+    clock: &Arc<ManualClock>,
+    timeout: Duration,
+) -> Sender {
+    Sender {
+        outbox: Outbox::new(db.clone()),
+        channels: Channels::from_config(&config.channels, timeout).unwrap(),
+        config: config.notify.clone(),
+        owner: "w".into(),
+        clock: clock.clone(),
+        wake: Arc::default(),
+        changes: None,
+        quiet: Default::default(),
+        digests: None,
+    }
+}
+
 fn plan(channel: &str, context: &str) -> NotifyPlan {
     let mut plan = common::notify_plan(channel, 100);
     plan.channel_context_id = Some(context.into());
@@ -131,7 +92,20 @@ fn plan(channel: &str, context: &str) -> NotifyPlan {
 #[tokio::test]
 async fn a_runs_message_arrives_as_an_email_and_refusals_are_dead_at_once() {
     let dir = TempDir::new().unwrap();
-    let Some(receiver) = Receiver::start(&dir) else {
+    let args = [
+        "--user",
+        USER,
+        "--password",
+        PASSWORD,
+        "--refuse-rcpt",
+        REFUSED,
+    ];
+    let Some(receiver) = PythonPeer::start(
+        &dir,
+        "smtp_receiver.py",
+        "the Python peers (aiosmtpd)",
+        &args,
+    ) else {
         return;
     };
     let config = config(&dir, receiver.port);
@@ -164,20 +138,10 @@ async fn a_runs_message_arrives_as_an_email_and_refusals_are_dead_at_once() {
     }
     tx.commit().await.unwrap();
     drop(conn);
-    let sender = Sender {
-        outbox: Outbox::new(db.clone()),
-        channels: Channels::from_config(&config.channels, Duration::from_secs(5)).unwrap(),
-        config: config.notify.clone(),
-        owner: "w".into(),
-        clock: clock.clone(),
-        wake: Arc::default(),
-        changes: None,
-        quiet: Default::default(),
-        digests: None,
-    };
+    let sender = sender(&config, &db, &clock, Duration::from_secs(5));
     sender.deliver_due().await.unwrap();
 
-    let mail = receiver.mail();
+    let mail = receiver.lines();
     assert_eq!(mail.len(), 1, "{mail:?}");
     let got = &mail[0];
     assert_eq!(got["authenticated"], true);
@@ -343,17 +307,7 @@ async fn a_server_that_stalls_is_given_up_on_and_tried_again() {
     .unwrap();
     tx.commit().await.unwrap();
     drop(conn);
-    let sender = Sender {
-        outbox: Outbox::new(db.clone()),
-        channels: Channels::from_config(&config.channels, Duration::from_secs(1)).unwrap(),
-        config: config.notify.clone(),
-        owner: "w".into(),
-        clock: clock.clone(),
-        wake: Arc::default(),
-        changes: None,
-        quiet: Default::default(),
-        digests: None,
-    };
+    let sender = sender(&config, &db, &clock, Duration::from_secs(1));
     sender.deliver_due().await.unwrap();
     let all = Outbox::new(db).list(None, 10).await.unwrap();
     assert_eq!(all[0].status, "pending", "{all:?}");

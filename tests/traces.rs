@@ -11,11 +11,9 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::BufRead;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 
 use common::model::{final_answer, serve_keeping_headers, tool_call};
+use common::peer::PythonPeer;
 use nightshift::access::Actor;
 use nightshift::config::{ChannelConfig, ChannelKind, RuntimeConfig, RuntimeKind, TracesConfig};
 use nightshift::consolidate::Pass;
@@ -23,55 +21,6 @@ use nightshift::memory::NewNote;
 use nightshift::spec::{NotifyPolicy, ScheduleSpec};
 use serde_json::{json, Value};
 use tempfile::TempDir;
-
-/// The receiver, running; killed when dropped.
-struct Receiver {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Receiver {
-    /// `None` (after the skip line) without the protocol's Python messages.
-    fn start(dir: &TempDir) -> Option<Receiver> {
-        let python = common::skip::installed(
-            "NIGHTSHIFT_TEST_A2A_PYTHON",
-            "the Python peers (opentelemetry-proto)",
-            "scripts/a2a-peers.sh",
-        )?;
-        let log = dir.path().join("spans.jsonl");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/otlp_receiver.py");
-        let mut child = Command::new(python)
-            .arg(script)
-            .arg("--log")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the receiver");
-        let mut port = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut port)
-            .unwrap();
-        let port = port.trim().parse().expect("the receiver's port");
-        Some(Receiver { child, port, log })
-    }
-
-    fn spans(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
-    }
-}
 
 /// The spans named `name`.
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -90,7 +39,8 @@ fn traceparent(span: &Value) -> String {
 #[tokio::test]
 async fn a_runs_spans_reach_an_otlp_receiver_as_one_trace_with_genai_attributes() {
     let dir = TempDir::new().unwrap();
-    let Some(receiver) = Receiver::start(&dir) else {
+    let peers = "the Python peers (opentelemetry-proto)";
+    let Some(receiver) = PythonPeer::start(&dir, "otlp_receiver.py", peers, &[]) else {
         return;
     };
     let (model_url, _bodies, model_headers) =
@@ -186,7 +136,7 @@ async fn a_runs_spans_reach_an_otlp_receiver_as_one_trace_with_genai_attributes(
     let _ = stop.send(());
     daemon.await.unwrap().unwrap();
 
-    let spans = receiver.spans();
+    let spans = receiver.lines();
     assert!(
         spans
             .iter()
