@@ -11,7 +11,7 @@ target="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$target"
 venv="$(cd "$target" && pwd)/a2a-peers-venv"
 if ! cmp -s scripts/a2a-peers/requirements.txt "$venv/requirements.txt" 2>/dev/null \
-    || ! "$venv/bin/python" -c 'import a2a.server, uvicorn, standardwebhooks, opentelemetry.proto, aiosmtpd' 2>/dev/null; then
+    || ! "$venv/bin/python" -c 'import a2a.server, uvicorn, standardwebhooks, opentelemetry.proto, aiosmtpd, stripe, slack_sdk' 2>/dev/null; then
     rm -rf "$venv"
     python3 -m venv "$venv" >&2
     "$venv/bin/pip" install --quiet --disable-pip-version-check \

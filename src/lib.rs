@@ -59,6 +59,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod smtp_url;
+pub mod sources;
 pub mod spec;
 pub mod state;
 pub mod strict_json;

@@ -161,7 +161,9 @@ fn id_taking_routes() -> Vec<(String, String, bool)> {
     let doc = serde_json::to_value(nightshift::api::openapi()).unwrap();
     let mut routes = Vec::new();
     for (template, operations) in doc["paths"].as_object().unwrap() {
-        if !template.contains('{') {
+        // A source is the operator's, reached by its sender's signature: no user's id is
+        // in its path (tests/sources.rs tries it with every kind of wrong proof).
+        if !template.contains('{') || template.starts_with("/v1/sources/") {
             continue;
         }
         for (method, operation) in operations.as_object().unwrap() {

@@ -64,6 +64,7 @@ const SECTIONS: &[&str] = &[
     "artifacts",
     "mcp_servers",
     "traces",
+    "sources",
 ];
 
 /// The commented examples of config/nightshift.toml, switched on.
@@ -126,6 +127,13 @@ default_channel = "telegram:123456"
 channels = ["push"]
 timezone = "Europe/Lisbon"
 quiet_hours = "22:00-07:00"
+
+[sources.github]
+verify = "github"
+secret_file = "github-hook"
+schedules = ["weekly"]
+fields = { repo = "/repository/full_name", message = "/head_commit/message" }
+tolerance_secs = 300
 "#;
 
 /// The shipped file with its examples, as a TOML table; it loads and checks as it is.

@@ -60,6 +60,7 @@ pub struct ApiState {
         (name = "state", description = "Scoped key-value state"),
         (name = "artifacts", description = "Files agents produced, stored with a session"),
         (name = "schedules", description = "Schedules and their runs"),
+        (name = "sources", description = "Deliveries from senders outside nightshift, proven by their signature"),
         (name = "approvals", description = "Tool calls that wait for the user's approval"),
         (name = "macros", description = "Tool chains learned from a user's scheduled runs"),
         (name = "admin", description = "The operator's routes (an admin token)"),
@@ -91,6 +92,7 @@ fn documented_routes() -> OpenApiRouter<ApiState> {
         .merge(routes::sessions::router())
         .merge(routes::state::router())
         .merge(routes::schedules::router())
+        .merge(routes::sources::router())
         .merge(routes::run_events::router())
         .merge(routes::approvals::router())
         .merge(routes::macros::router())

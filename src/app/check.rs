@@ -149,6 +149,10 @@ pub fn environment(config: &Config) -> Result<(), ConfigError> {
         std::time::Duration::from_secs(config.notify.timeout_secs),
     )
     .map_err(|err| invalid("channels", err.to_string()))?;
+    for (name, source) in &config.sources {
+        crate::sources::verifier(name, source)
+            .map_err(|err| invalid(format!("sources.{name}"), err.to_string()))?;
+    }
     Ok(())
 }
 

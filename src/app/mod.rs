@@ -11,7 +11,10 @@ pub mod db_status;
 pub mod overview;
 pub mod purge;
 mod schedules;
+mod sources;
 pub mod status;
+
+pub use sources::Received;
 
 use std::sync::Arc;
 use std::time::Duration;

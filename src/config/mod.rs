@@ -3,12 +3,14 @@
 
 mod artifacts;
 mod mcp_servers;
+mod sources;
 mod traces;
 mod validate;
 
 pub use crate::schedule::agent_policy::AgentSchedules;
 pub use artifacts::ArtifactsConfig;
 pub use mcp_servers::{valid_server_name, McpServerConfig, SecretSource};
+pub use sources::{valid_source_name, SourceConfig, SourceVerify};
 pub use traces::TracesConfig;
 
 use std::path::{Path, PathBuf};
@@ -66,6 +68,8 @@ pub struct Config {
     pub mcp_servers: std::collections::BTreeMap<String, McpServerConfig>,
     /// OpenTelemetry spans over OTLP/HTTP; off by default.
     pub traces: TracesConfig,
+    /// Senders outside nightshift whose signed deliveries start runs, by name.
+    pub sources: std::collections::BTreeMap<String, SourceConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

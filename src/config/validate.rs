@@ -96,6 +96,12 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     super::traces::validate(&config.traces, http_url)?;
     consolidation(config)?;
     schedules(config)?;
+    let schedule_names: Vec<&str> = config
+        .schedules
+        .iter()
+        .filter_map(|entry| entry.name.as_deref())
+        .collect();
+    super::sources::validate(&config.sources, &schedule_names)?;
     server(config)?;
     Ok(())
 }

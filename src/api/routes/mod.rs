@@ -11,6 +11,7 @@ pub mod run_events;
 pub mod schedules;
 pub mod search;
 pub mod sessions;
+pub mod sources;
 pub mod state;
 pub mod system;
 pub mod versions;

@@ -114,6 +114,17 @@ impl ScheduleStore {
         .await?)
     }
 
+    /// The id of the config schedule named `name`, when it is in the database.
+    pub async fn config_schedule_id(&self, name: &str) -> Result<Option<String>> {
+        let conn = self.db.conn().await?;
+        Ok(query_scalar(
+            &conn,
+            "SELECT schedule_id FROM schedules WHERE source = 'config' AND name = ?1",
+            [name],
+        )
+        .await?)
+    }
+
     /// Active and paused schedules of a user.
     pub async fn count(&self, user_id: &str) -> Result<i64> {
         let conn = self.db.conn().await?;
