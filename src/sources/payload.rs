@@ -1,6 +1,7 @@
-//! What a verified delivery asks for: a run with an input made from its body, or one of
-//! the handshakes a sender makes before it sends events (Slack's URL check, GitHub's ping),
-//! which start nothing.
+//! What a verified delivery asks for: a run with an input made from its body (and, for
+//! the senders that put it there, the delivery's id: Stripe's event `id`, Slack's
+//! `event_id` or `trigger_id`), or one of the handshakes a sender makes before it sends
+//! events (Slack's URL check, GitHub's ping), which start nothing.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +15,11 @@ use crate::schedule::store::MAX_TRIGGER_INPUT_BYTES;
 /// What a delivery asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Asked {
-    /// Runs, each given this input.
-    Run { input: String },
+    /// Runs, each given this input; `delivery_id` names the delivery when its body does.
+    Run {
+        input: String,
+        delivery_id: Option<String>,
+    },
     /// Slack's URL check: answer its challenge, start nothing.
     Challenge(String),
     /// GitHub's ping when a hook is made: start nothing.
@@ -51,7 +55,7 @@ pub fn read(
             .map_err(|_| SourceError::bad_input("the body is not UTF-8 text"))?
             .to_string()
     } else {
-        let Some(doc) = document else {
+        let Some(doc) = &document else {
             return Err(SourceError::bad_input(
                 "the body is neither JSON nor a form, and the source's fields read one",
             ));
@@ -70,6 +74,20 @@ pub fn read(
     if input.trim().is_empty() {
         return Err(SourceError::bad_input("the body is empty"));
     }
+    let text_at = |pointer: &str| {
+        document
+            .as_ref()
+            .and_then(|doc| doc.pointer(pointer))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let delivery_id = match scheme {
+        SourceVerify::Stripe => text_at("/id"),
+        // An event's id (the same on Slack's retries), or a command's or an
+        // interaction's trigger id.
+        SourceVerify::Slack => text_at("/event_id").or_else(|| text_at("/trigger_id")),
+        _ => None,
+    };
     if input.len() > MAX_TRIGGER_INPUT_BYTES {
         return Err(SourceError::TooLarge(format!(
             "the run's input would be {} bytes, over {MAX_TRIGGER_INPUT_BYTES}: pick the \
@@ -77,7 +95,7 @@ pub fn read(
             input.len()
         )));
     }
-    Ok(Asked::Run { input })
+    Ok(Asked::Run { input, delivery_id })
 }
 
 /// The body as a JSON document: JSON itself, or a form's fields as an object of texts
@@ -132,7 +150,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        let Asked::Run { input } = asked else {
+        let Asked::Run { input, .. } = asked else {
             panic!("{asked:?}")
         };
         let value: Value = serde_json::from_str(&input).unwrap();
@@ -159,7 +177,8 @@ mod tests {
         assert_eq!(
             asked,
             Asked::Run {
-                input: "{\n  \"text\": \"prod now\"\n}".into()
+                input: "{\n  \"text\": \"prod now\"\n}".into(),
+                delivery_id: None,
             }
         );
         let asked = read(
@@ -172,8 +191,21 @@ mod tests {
         assert_eq!(
             asked,
             Asked::Run {
-                input: "{\n  \"action\": \"opened\"\n}".into()
+                input: "{\n  \"action\": \"opened\"\n}".into(),
+                delivery_id: None,
             }
+        );
+        // A Slack interaction: its trigger id is inside the form's JSON payload.
+        let asked = read(
+            SourceVerify::Slack,
+            &headers,
+            b"payload=%7B%22type%22%3A%22block_actions%22%2C%22trigger_id%22%3A%2213345.98%22%7D",
+            &fields(&[("type", "/type")]),
+        )
+        .unwrap();
+        assert!(
+            matches!(&asked, Asked::Run { delivery_id: Some(id), .. } if id == "13345.98"),
+            "{asked:?}"
         );
     }
 

@@ -19,12 +19,13 @@ pub fn router() -> OpenApiRouter<ApiState> {
 }
 
 /// A delivery from a configured source (GitHub, Stripe, Slack, a Standard Webhooks sender,
-/// or a caller with the source's bearer token), checked by the source's scheme: 202 with
-/// the runs it started, one per schedule the source names; 200 when the sender's delivery
-/// id was seen before (nothing new starts) or for a handshake (Slack's URL check is
-/// answered with its `challenge`; GitHub's ping starts nothing). An unknown source is 404;
-/// a missing or wrong signature, or a timestamp outside the source's tolerance, is 401;
-/// neither changes anything. Each source has the rate of one token.
+/// or a caller with the source's bearer token), checked by the source's scheme: 202 when
+/// it started runs, one per schedule the source names (all or none); 200 when it was seen
+/// before (nothing new starts) or is a handshake (Slack's URL check is answered with its
+/// `challenge`; GitHub's ping starts nothing). 404 for an unknown source; 401 for a
+/// missing or wrong signature or a timestamp outside the source's tolerance; 400 or 413
+/// for a body that cannot be an input; none of them changes anything. A signed delivery
+/// spends the source's rate (that of one token).
 #[utoipa::path(post, path = "/v1/sources/{name}", tag = "sources",
     params(("name" = String, Path, description = "The source's name in `[sources]`")),
     request_body(content = String, description = "The sender's body, as it signed it"),
@@ -35,13 +36,12 @@ async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Received>), ApiError> {
-    if !state.app.config().sources.contains_key(&name) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no such source",
-        ));
-    }
+    let delivery = state
+        .app
+        .check_delivery(&name, &headers, &body)
+        .map_err(|err| refusal(&name, err))?;
+    // Only a delivery its sender signed spends the source's rate: a stranger's forgeries
+    // cannot crowd out the sender's own.
     state
         .rate
         .check(&format!("source:{name}"))
@@ -49,28 +49,57 @@ async fn receive(
             err.message = "this source is over its rate (server.rate_per_token)".to_string();
             err
         })?;
-    match state.app.receive_delivery(&name, &headers, &body).await {
-        Ok(received) => {
-            let status = if received.runs.is_empty() || received.all_seen_before() {
-                StatusCode::OK
-            } else {
-                StatusCode::ACCEPTED
-            };
-            Ok((status, Json(received)))
-        }
-        Err(SourceError::Refused(reason)) => {
+    let received = state
+        .app
+        .start_delivery(delivery)
+        .await
+        .map_err(|err| refusal(&name, err))?;
+    let status = if received.runs_started > 0 {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(received)))
+}
+
+/// The answer to a delivery that failed. A sender's delivery log is read by people who
+/// need not be nightshift's users: what is about the worker (a secret it cannot read, the
+/// state of a user's schedule) is logged and answered in general words.
+fn refusal(name: &str, err: SourceError) -> ApiError {
+    match err {
+        SourceError::Refused(reason) => {
             tracing::warn!(source = %name, %reason, "delivery refused");
-            Err(ApiError::new(
+            ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
                 format!("the delivery is refused: {reason}"),
-            ))
+            )
         }
-        Err(SourceError::TooLarge(reason)) => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            reason,
-        )),
-        Err(err) => Err(err.into()),
+        SourceError::TooLarge(reason) => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", reason)
+        }
+        SourceError::NotFound | SourceError::BadInput(_) => err.into(),
+        SourceError::Secret { .. } => {
+            tracing::error!(source = %name, error = %err, "cannot check a delivery");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "this source cannot check deliveries now; its operator is told why",
+            )
+        }
+        SourceError::NotSynced(_) | SourceError::Schedule(_) => {
+            let kind = crate::error::Kind::kind(&err);
+            tracing::warn!(source = %name, error = %err, "delivery not started");
+            let (status, code) = ApiError::status_of(kind);
+            let mut answer = ApiError::new(
+                status,
+                code,
+                "a schedule of this source cannot take a run now; nothing was started, try again later",
+            );
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                answer.retry_after_secs = Some(5);
+            }
+            answer
+        }
     }
 }

@@ -98,10 +98,6 @@ impl ScheduleStore {
         input: Option<&str>,
         idempotency_key: Option<&str>,
     ) -> Result<Triggered> {
-        if let Some(input) = input {
-            // A run's input is conversation (it opens the run's transcript): kept as given.
-            input::check_content("input", input, MAX_TRIGGER_INPUT_BYTES)?;
-        }
         if let Some(key) = idempotency_key {
             input::check_text(
                 "idempotency_key",
@@ -113,46 +109,79 @@ impl ScheduleStore {
                 return Err(InputError::new("idempotency_key", "must not be empty").into());
             }
         }
-        let schedule = self.get(actor, schedule_id).await?;
-        let event_id = ids::new_id("evt");
-        // Keys of different kinds never meet: a caller's key cannot name a run id.
-        let event_key = match idempotency_key {
-            Some(key) => format!("key:{key}"),
-            None => format!("event:{event_id}"),
-        };
+        // A caller's keys have a namespace of their own: one cannot name a run id, nor a
+        // source's delivery.
+        let event_key = idempotency_key.map(|key| format!("key:{key}"));
+        let mut triggered = self
+            .trigger_all(actor, &[schedule_id], input, event_key.as_deref())
+            .await?;
+        Ok(triggered.remove(0))
+    }
+
+    /// Starts a run of each schedule with `input`, all or none in one transaction: a
+    /// schedule that cannot take one (paused, missing, 100 waiting) refuses them all. With
+    /// `event_key` (namespaced by the caller: `key:…`, `source:…`), a schedule that had an
+    /// event of that key answers it, deduplicated, and starts nothing new.
+    pub async fn trigger_all(
+        &self,
+        actor: &Actor,
+        schedule_ids: &[&str],
+        input: Option<&str>,
+        event_key: Option<&str>,
+    ) -> Result<Vec<Triggered>> {
+        if let Some(input) = input {
+            // A run's input is conversation (it opens the run's transcript): kept as given.
+            input::check_content("input", input, MAX_TRIGGER_INPUT_BYTES)?;
+        }
+        let mut schedules = Vec::with_capacity(schedule_ids.len());
+        for schedule_id in schedule_ids {
+            schedules.push(self.get(actor, schedule_id).await?);
+        }
         let now = self.clock.now_ms();
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let outcome = async {
-            if let Some(seen) = existing(&tx, schedule_id, &event_key).await? {
-                return Ok(seen);
+            let mut all = Vec::with_capacity(schedules.len());
+            for schedule in &schedules {
+                let schedule_id = schedule.schedule_id.as_str();
+                let event_id = ids::new_id("evt");
+                // Keys of different kinds never meet: a caller's key cannot name a run id.
+                let event_key = match event_key {
+                    Some(key) => key.to_string(),
+                    None => format!("event:{event_id}"),
+                };
+                if let Some(seen) = existing(&tx, schedule_id, &event_key).await? {
+                    all.push(seen);
+                    continue;
+                }
+                check_takes_events(&tx, schedule_id).await?;
+                let waiting = waiting_events(&tx, schedule_id).await?;
+                if waiting >= MAX_WAITING_EVENTS {
+                    return Err(ScheduleError::State(format!(
+                        "schedule `{schedule_id}` already has {waiting} triggered runs waiting \
+                         (at most {MAX_WAITING_EVENTS}); try again when they have started"
+                    )));
+                }
+                tx.execute(
+                    "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
+                     scheduled_for, created_at) VALUES (?1, ?2, 'trigger', ?3, ?4, ?5, ?5)",
+                    libsql::params![
+                        event_id.as_str(),
+                        schedule_id,
+                        event_key.as_str(),
+                        input,
+                        now
+                    ],
+                )
+                .await?;
+                all.push(Triggered {
+                    event_id,
+                    schedule_id: schedule.schedule_id.clone(),
+                    run_id: None,
+                    deduplicated: false,
+                });
             }
-            check_takes_events(&tx, schedule_id).await?;
-            let waiting = waiting_events(&tx, schedule_id).await?;
-            if waiting >= MAX_WAITING_EVENTS {
-                return Err(ScheduleError::State(format!(
-                    "schedule `{schedule_id}` already has {waiting} triggered runs waiting \
-                     (at most {MAX_WAITING_EVENTS}); try again when they have started"
-                )));
-            }
-            tx.execute(
-                "INSERT INTO schedule_events (event_id, schedule_id, kind, event_key, input,
-                 scheduled_for, created_at) VALUES (?1, ?2, 'trigger', ?3, ?4, ?5, ?5)",
-                libsql::params![
-                    event_id.as_str(),
-                    schedule_id,
-                    event_key.as_str(),
-                    input,
-                    now
-                ],
-            )
-            .await?;
-            Ok(Triggered {
-                event_id: event_id.clone(),
-                schedule_id: schedule.schedule_id.clone(),
-                run_id: None,
-                deduplicated: false,
-            })
+            Ok(all)
         }
         .await;
         super::settle(tx, outcome, true).await
