@@ -76,6 +76,7 @@ async fn main() {
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     let memory = open_memory(&config).await.unwrap();

@@ -36,6 +36,7 @@ fn config(dir: &TempDir) -> Config {
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     config

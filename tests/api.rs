@@ -737,6 +737,7 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
                     timezone: None,
                     signing: None,
                     from: None,
+                    priority: None,
                 },
             );
         }

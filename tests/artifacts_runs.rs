@@ -103,6 +103,7 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
                 timezone: None,
                 signing: None,
                 from: None,
+                priority: None,
             },
         );
     })
@@ -295,6 +296,7 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
                 timezone: None,
                 signing: None,
                 from: None,
+                priority: None,
             },
         );
     })

@@ -74,6 +74,7 @@ fn config(dir: &TempDir, url: &str) -> Config {
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     // Alice's changes go to the hook; nobody else's (no global channel).

@@ -36,6 +36,7 @@ fn config(dir: &TempDir) -> Config {
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     // Alice reads hers at 07:30 in New York (UTC-5 in January); bob keeps the default,

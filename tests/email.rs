@@ -33,6 +33,7 @@ fn email(url: String, password_file: &std::path::Path) -> ChannelConfig {
         timezone: None,
         signing: None,
         from: Some("Nightshift <nightshift@example.org>".into()),
+        priority: None,
     }
 }
 
@@ -251,6 +252,7 @@ fn bad_email_settings_name_the_key() {
             timezone: None,
             signing: None,
             from: Some("a@example.org".into()),
+            priority: None,
         },
     );
     let err = config.validate().unwrap_err().to_string();

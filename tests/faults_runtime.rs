@@ -383,6 +383,7 @@ async fn channelled(
                 timezone: None,
                 signing: None,
                 from: None,
+                priority: None,
             },
         );
     }

@@ -119,6 +119,23 @@ secret_file = "telegram-token"
 kind = "ntfy"
 url = "https://ntfy.sh"
 
+[channels.discord]
+kind = "discord"
+secret_file = "discord-webhook"
+
+[channels.teams]
+kind = "teams"
+url = "https://example.org/workflows/x"
+
+[channels.phone]
+kind = "pushover"
+secret_file = "pushover-token"
+priority = 1
+
+[channels.apprise]
+kind = "apprise"
+url = "http://apprise:8000/notify/nightshift"
+
 [channels.audit]
 kind = "log"
 

@@ -72,6 +72,7 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     // 22:00 to 07:00 in Lisbon (UTC+0 in January).
@@ -188,6 +189,7 @@ async fn a_channels_quiet_hours_hold_what_it_carries() {
                 timezone: None,
                 signing: None,
                 from: None,
+                priority: None,
             },
         );
     }

@@ -100,6 +100,7 @@ fn webhook(url: &str, secret_file: &std::path::Path) -> ChannelConfig {
         timezone: None,
         signing: Some(WebhookSigning::Standard),
         from: None,
+        priority: None,
     }
 }
 

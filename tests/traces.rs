@@ -74,6 +74,7 @@ async fn a_runs_spans_reach_an_otlp_receiver_as_one_trace_with_genai_attributes(
             timezone: None,
             signing: None,
             from: None,
+            priority: None,
         },
     );
     // No path: the receiver's /v1/traces is added.

@@ -265,6 +265,10 @@ pub enum ChannelKind {
     Telegram,
     Ntfy,
     Email,
+    Discord,
+    Teams,
+    Pushover,
+    Apprise,
     Log,
 }
 
@@ -289,10 +293,14 @@ pub struct ChannelConfig {
     /// webhook: the endpoint; slack: the incoming-webhook URL; ntfy: the server
     /// (default https://ntfy.sh); telegram: the Bot API base (default https://api.telegram.org);
     /// email: the SMTP server (`smtp://USER@HOST` with STARTTLS, `smtps://USER@HOST` with
-    /// TLS, `smtp://HOST:25?tls=none` for a local relay).
+    /// TLS, `smtp://HOST:25?tls=none` for a local relay); discord, teams: the webhook URL
+    /// (or leave it out and keep the URL, which holds a token, as the secret); pushover:
+    /// the API (default https://api.pushover.net/1/messages.json); apprise: an Apprise API
+    /// server's notify URL (`http://apprise:8000/notify/KEY`).
     pub url: Option<String>,
     /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token;
-    /// email: the SMTP password.
+    /// email: the SMTP password; discord, teams: the webhook URL when `url` is unset;
+    /// pushover: the application's API token; apprise: a bearer token for the server.
     pub secret_env: Option<String>,
     pub secret_file: Option<String>,
     /// `HH:MM-HH:MM` in `timezone`: what this channel carries that can wait is held until
@@ -306,6 +314,10 @@ pub struct ChannelConfig {
     /// email: the sender, `Nightshift <nightshift@example.org>`; each recipient is a
     /// schedule's channel context (`mail:alice@example.org`).
     pub from: Option<String>,
+    /// pushover: the priority a failure is sent at, -2..=2 (default 1; 2 is an emergency,
+    /// repeated every minute for an hour until the user acknowledges it). Other results
+    /// go at 0.
+    pub priority: Option<i64>,
 }
 
 impl ChannelConfig {

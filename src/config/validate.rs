@@ -483,6 +483,46 @@ fn notify(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The rules of the chat and push services' channels (discord, teams, pushover, apprise).
+fn chat_channel(key: &str, channel: &crate::config::ChannelConfig) -> Result<(), ConfigError> {
+    let has_secret = channel.secret_env.is_some() || channel.secret_file.is_some();
+    match channel.kind {
+        ChannelKind::Discord | ChannelKind::Teams if channel.url.is_none() && !has_secret => {
+            return invalid(
+                format!("{key}.url"),
+                "this kind of channel needs its webhook URL: in url, or (it holds a token) \
+                 in secret_file or secret_env",
+            );
+        }
+        ChannelKind::Pushover if !has_secret => {
+            return invalid(
+                format!("{key}.secret_file"),
+                "a pushover channel needs the application's API token in secret_file or \
+                 secret_env",
+            );
+        }
+        ChannelKind::Apprise if channel.url.is_none() => {
+            return invalid(
+                format!("{key}.url"),
+                "an apprise channel needs the Apprise API server's notify URL \
+                 (http://apprise:8000/notify/KEY)",
+            );
+        }
+        _ => {}
+    }
+    match (channel.priority, channel.kind) {
+        (Some(priority), ChannelKind::Pushover) if !(-2..=2).contains(&priority) => invalid(
+            format!("{key}.priority"),
+            format!("must be -2..=2, got {priority}"),
+        ),
+        (Some(_), kind) if kind != ChannelKind::Pushover => invalid(
+            format!("{key}.priority"),
+            "only a pushover channel has a priority",
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
     for (id, channel) in &config.channels {
         let key = format!("channels.{}", input::printable(id));
@@ -546,6 +586,7 @@ fn channels_and_users(config: &Config) -> Result<(), ConfigError> {
         if needs_url && channel.url.is_none() {
             return invalid(format!("{key}.url"), "this kind of channel needs a url");
         }
+        chat_channel(&key, channel)?;
         if channel.kind == ChannelKind::Telegram
             && channel.secret_env.is_none()
             && channel.secret_file.is_none()

@@ -210,3 +210,38 @@ fn a_traces_endpoint_that_is_not_an_http_url_is_named() {
     let text = "[traces]\notlp_endpoint = \"https://otel.example:4318\"\n";
     assert!(Config::from_toml(text).is_ok());
 }
+
+#[test]
+fn the_chat_channels_need_what_their_service_needs() {
+    let cases = [
+        ("[channels.d]\nkind = \"discord\"\n", "channels.d.url"),
+        ("[channels.t]\nkind = \"teams\"\n", "channels.t.url"),
+        (
+            "[channels.p]\nkind = \"pushover\"\n",
+            "channels.p.secret_file",
+        ),
+        ("[channels.a]\nkind = \"apprise\"\n", "channels.a.url"),
+        (
+            "[channels.p]\nkind = \"pushover\"\nsecret_env = \"T\"\npriority = 3\n",
+            "channels.p.priority",
+        ),
+        (
+            "[channels.h]\nkind = \"webhook\"\nurl = \"https://example.org\"\npriority = 1\n",
+            "channels.h.priority",
+        ),
+    ];
+    for (text, key) in cases {
+        match Config::from_toml(text) {
+            Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    for ok in [
+        "[channels.d]\nkind = \"discord\"\nsecret_file = \"discord-webhook\"\n",
+        "[channels.t]\nkind = \"teams\"\nurl = \"https://example.org/w\"\n",
+        "[channels.p]\nkind = \"pushover\"\nsecret_env = \"T\"\npriority = -2\n",
+        "[channels.a]\nkind = \"apprise\"\nurl = \"http://apprise:8000/notify/k\"\n",
+    ] {
+        Config::from_toml(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}

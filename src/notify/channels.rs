@@ -1,10 +1,22 @@
 //! Channel adapters, each speaking its service's public API: a signed JSON webhook (its
 //! signature nightshift's own or Standard Webhooks', see [`signing`]), a
-//! Slack incoming webhook, the Telegram Bot API, ntfy, email over SMTP, and the log.
+//! Slack incoming webhook, the Telegram Bot API, ntfy, email over SMTP, Discord's and
+//! Teams' webhooks, Pushover, an Apprise API server, and the log.
 
+mod apprise;
+mod card;
+mod context;
+mod discord;
 mod documents;
 mod email;
+mod pushover;
 pub mod signing;
+mod teams;
+mod text;
+
+pub use context::check_context;
+pub use text::render_text;
+use text::split_text;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,7 +32,7 @@ use crate::text::truncate_chars;
 const ERROR_BODY_LIMIT: usize = 16 * 1024;
 
 /// Telegram refuses messages over 4,096 characters.
-const TELEGRAM_LIMIT: usize = 4096;
+pub(crate) const TELEGRAM_LIMIT: usize = 4096;
 
 /// A secret read from the environment or a file. Its `Debug` never shows it.
 #[derive(Clone)]
@@ -94,6 +106,8 @@ struct Channel {
     signer: signing::Signer,
     /// An email channel's server and sender.
     email: Option<email::EmailChannel>,
+    /// A pushover channel's priority for failures.
+    priority: i64,
 }
 
 /// The configured channels, secrets loaded.
@@ -123,112 +137,6 @@ fn load_secret(id: &str, config: &ChannelConfig) -> Result<Option<Secret>, Chann
         return Ok(Some(Secret(value.trim().to_string())));
     }
     Ok(None)
-}
-
-/// Checks a channel context for its kind: a Telegram chat id (`-100123`, `@name`, with
-/// `:THREAD` digits), an ntfy topic (letters, digits, `-` and `_`, at most 64). The context
-/// ends up in a URL or a request, so nothing else gets through.
-pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
-    let digits = |s: &str, max: usize| {
-        !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit())
-    };
-    match kind {
-        ChannelKind::Telegram => {
-            let (chat, thread) = match context.split_once(':') {
-                Some((chat, thread)) => (chat, Some(thread)),
-                None => (context, None),
-            };
-            let chat_ok = match chat.strip_prefix('@') {
-                Some(name) => {
-                    (5..=32).contains(&name.len())
-                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                }
-                None => digits(chat.strip_prefix('-').unwrap_or(chat), 20),
-            };
-            if !chat_ok || thread.is_some_and(|t| !digits(t, 20)) {
-                return Err(format!(
-                    "`{}` is not a Telegram chat: use a chat id (-100123) or @channelname, \
-                     optionally :THREAD",
-                    crate::input::printable(context)
-                ));
-            }
-        }
-        ChannelKind::Ntfy => {
-            let ok = (1..=64).contains(&context.len())
-                && context
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !ok {
-                return Err(format!(
-                    "`{}` is not an ntfy topic: use 1 to 64 letters, digits, - or _",
-                    crate::input::printable(context)
-                ));
-            }
-        }
-        ChannelKind::Email => {
-            if context.parse::<lettre::message::Mailbox>().is_err()
-                || context.contains(['<', '>', ','])
-            {
-                return Err(format!(
-                    "`{}` is not an email address: use one address, such as alice@example.org",
-                    crate::input::printable(context)
-                ));
-            }
-        }
-        ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Log => {
-            crate::input::check_id("channel context", context).map_err(|e| e.reason)?;
-        }
-    }
-    Ok(())
-}
-
-/// The text a person reads: the summary line, then the output, then a link to the run
-/// when the API's public address is configured.
-pub fn render_text(payload: &Value) -> String {
-    let summary = payload["summary"].as_str().unwrap_or_default();
-    let output = payload["output"].as_str().unwrap_or_default().trim();
-    let mut text = if output.is_empty() || output == summary {
-        summary.to_string()
-    } else {
-        format!("{summary}\n\n{output}")
-    };
-    if let Some(url) = payload["run_url"].as_str() {
-        text.push_str(&format!("\n\n{url}"));
-    }
-    if let Some(files) = payload["artifacts"].as_array().filter(|f| !f.is_empty()) {
-        text.push_str("\n\nFiles:");
-        for file in files {
-            text.push_str(&format!(
-                "\n- {} ({}, {} bytes)",
-                file["name"].as_str().unwrap_or_default(),
-                file["type"].as_str().unwrap_or_default(),
-                file["size"].as_i64().unwrap_or_default()
-            ));
-            if let Some(url) = file["url"].as_str() {
-                text.push_str(&format!(" {url}"));
-            }
-        }
-    }
-    text
-}
-
-/// Splits on character boundaries, preferring line breaks, into parts of at most `limit`.
-fn split_text(text: &str, limit: usize) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut rest = text;
-    while rest.chars().count() > limit {
-        let head = truncate_chars(rest, limit);
-        let cut = head
-            .rfind('\n')
-            .filter(|i| *i > head.len() / 2)
-            .map_or(head.len(), |i| i + 1);
-        parts.push(rest[..cut].to_string());
-        rest = &rest[cut..];
-    }
-    if !rest.is_empty() || parts.is_empty() {
-        parts.push(rest.to_string());
-    }
-    parts
 }
 
 impl Channels {
@@ -265,14 +173,31 @@ impl Channels {
                 ),
                 _ => None,
             };
+            let url = match (config.kind, &config.url, &secret) {
+                // A webhook URL holds its token: it may be kept as the secret.
+                (ChannelKind::Discord | ChannelKind::Teams, None, Some(Secret(url))) => {
+                    if !matches!(reqwest::Url::parse(url), Ok(u) if u.scheme() == "https" || u.scheme() == "http")
+                    {
+                        return Err(ChannelError::BadSecret {
+                            channel: id.clone(),
+                            reason: "the secret is not the webhook's http(s) URL".to_string(),
+                        });
+                    }
+                    Some(url.clone())
+                }
+                _ => config.url.clone(),
+            };
             loaded.insert(
                 id.clone(),
                 Channel {
                     kind: config.kind,
-                    url: config.url.clone(),
+                    url,
                     secret,
                     signer,
                     email,
+                    priority: config
+                        .priority
+                        .unwrap_or(pushover::DEFAULT_FAILURE_PRIORITY),
                 },
             );
         }
@@ -326,6 +251,37 @@ impl Channels {
             }
             ChannelKind::Telegram => self.telegram(channel, message, context).await,
             ChannelKind::Ntfy => self.ntfy(channel, message, context).await,
+            ChannelKind::Discord => {
+                if let Some(thread) = context {
+                    check_context(ChannelKind::Discord, thread)
+                        .map_err(DeliveryError::permanent)?;
+                }
+                let url = discord::url(channel.url.as_deref().unwrap_or_default(), context);
+                self.post(&url, &discord::body(&card::Card::of(message)), &[])
+                    .await
+            }
+            ChannelKind::Teams => {
+                let body = teams::body(&card::Card::of(message));
+                self.post(channel.url.as_deref().unwrap_or_default(), &body, &[])
+                    .await
+            }
+            ChannelKind::Pushover => self.pushover(channel, message, context).await,
+            ChannelKind::Apprise => {
+                if let Some(tag) = context {
+                    check_context(ChannelKind::Apprise, tag).map_err(DeliveryError::permanent)?;
+                }
+                let body = apprise::body(&card::Card::of(message), context);
+                let mut request = self
+                    .client
+                    .post(channel.url.as_deref().unwrap_or_default())
+                    .json(&body);
+                if let Some(Secret(token)) = &channel.secret {
+                    request = request.bearer_auth(token);
+                }
+                self.exchange(request, &[], &[apprise::PARTLY_FAILED], false)
+                    .await
+                    .map(drop)
+            }
             ChannelKind::Email => {
                 let (Some(email), Some(to)) = (&channel.email, context) else {
                     return Err(DeliveryError::permanent(
@@ -467,6 +423,39 @@ impl Channels {
         self.send(request, &[]).await
     }
 
+    async fn pushover(
+        &self,
+        channel: &Channel,
+        message: &Message,
+        context: Option<&str>,
+    ) -> Result<(), DeliveryError> {
+        let Some(user) = context else {
+            return Err(DeliveryError::permanent(
+                "pushover needs the user's or group's key as the channel context",
+            ));
+        };
+        check_context(ChannelKind::Pushover, user).map_err(DeliveryError::permanent)?;
+        let token = channel
+            .secret
+            .as_ref()
+            .map(|s| s.0.as_str())
+            .unwrap_or_default();
+        let form = pushover::form(&card::Card::of(message), token, user, channel.priority);
+        let request = self
+            .client
+            .post(channel.url.as_deref().unwrap_or(pushover::DEFAULT_URL))
+            .form(&form);
+        let answer = self.exchange(request, &[], &[], true).await?;
+        // An emergency's receipt: what the operator asks Pushover about its acknowledgement.
+        if let Some(receipt) = serde_json::from_slice::<Value>(&answer)
+            .ok()
+            .and_then(|v| v["receipt"].as_str().map(str::to_string))
+        {
+            tracing::info!(target: "nightshift::notify", channel = %message.channel_id, message_id = %message.message_id, %receipt, "pushover emergency sent");
+        }
+        Ok(())
+    }
+
     async fn post(
         &self,
         url: &str,
@@ -478,9 +467,22 @@ impl Channels {
 
     async fn send(
         &self,
-        mut request: reqwest::RequestBuilder,
+        request: reqwest::RequestBuilder,
         headers: &[(&str, String)],
     ) -> Result<(), DeliveryError> {
+        self.exchange(request, headers, &[], false).await.map(drop)
+    }
+
+    /// Sends `request`; a 4xx is permanent but for 408, 429 and the channel's `transient`
+    /// statuses. With `read_success`, the start of a success's body is returned (up to the
+    /// error body's limit); otherwise a success is taken at its status line.
+    async fn exchange(
+        &self,
+        mut request: reqwest::RequestBuilder,
+        headers: &[(&str, String)],
+        transient: &[u16],
+        read_success: bool,
+    ) -> Result<Vec<u8>, DeliveryError> {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -493,7 +495,10 @@ impl Channels {
         })?;
         let status = response.status();
         if status.is_success() {
-            return Ok(());
+            if read_success {
+                return Ok(crate::http::read_prefix(response, ERROR_BODY_LIMIT).await);
+            }
+            return Ok(Vec::new());
         }
         let retry_after = crate::http::retry_after(response.headers());
         // Only the start of an error body is kept: a channel cannot make this read grow.
@@ -510,7 +515,10 @@ impl Channels {
         Err(DeliveryError {
             reason: format!("HTTP {code}: {}", truncate_chars(body.trim(), 200)),
             retry_after,
-            permanent: status.is_client_error() && code != 408 && code != 429,
+            permanent: status.is_client_error()
+                && code != 408
+                && code != 429
+                && !transient.contains(&code),
             progress: 0,
         })
     }
@@ -519,52 +527,6 @@ impl Channels {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_text_splits_on_characters_within_the_limit() {
-        let text = "é".repeat(9000);
-        let parts = split_text(&text, TELEGRAM_LIMIT);
-        assert_eq!(parts.len(), 3);
-        assert!(parts.iter().all(|p| p.chars().count() <= TELEGRAM_LIMIT));
-        assert_eq!(parts.concat(), text);
-        let lines = "line\n".repeat(2000);
-        let parts = split_text(&lines, TELEGRAM_LIMIT);
-        assert!(parts[0].ends_with('\n'));
-        assert_eq!(parts.concat(), lines);
-    }
-
-    #[test]
-    fn contexts_are_checked_for_their_channel() {
-        for ok in ["-1001234567", "12345", "@my_channel", "-100123:42"] {
-            assert!(check_context(ChannelKind::Telegram, ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "abc", "-100:x", "@ab", "123/../x", "1 2"] {
-            assert!(check_context(ChannelKind::Telegram, bad).is_err(), "{bad}");
-        }
-        assert!(check_context(ChannelKind::Ntfy, "alerts_1-a").is_ok());
-        for bad in ["", "a/b", "../admin", "a?x=1", &"x".repeat(65)] {
-            assert!(check_context(ChannelKind::Ntfy, bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn the_text_lists_a_runs_files_with_their_links() {
-        let payload = json!({
-            "summary": "report: done",
-            "output": "done",
-            "artifacts": [
-                {"id": "art-1", "name": "a.csv", "type": "text/csv", "size": 3,
-                 "url": "https://ns.example/v1/artifacts/art-1/content"},
-                {"id": "art-2", "name": "b.png", "type": "image/png", "size": 9},
-            ]
-        });
-        assert_eq!(
-            render_text(&payload),
-            "report: done\n\ndone\n\nFiles:\n\
-             - a.csv (text/csv, 3 bytes) https://ns.example/v1/artifacts/art-1/content\n\
-             - b.png (image/png, 9 bytes)"
-        );
-    }
 
     #[test]
     fn secrets_do_not_print() {

@@ -5,6 +5,7 @@ pub mod api;
 pub mod bm25_reference;
 pub mod mcp;
 pub mod model;
+pub mod notify_bench;
 pub mod peer;
 pub mod postgres;
 pub mod runs;
