@@ -32,18 +32,7 @@ pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
                 ));
             }
         }
-        ChannelKind::Ntfy => {
-            let ok = (1..=64).contains(&context.len())
-                && context
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !ok {
-                return Err(format!(
-                    "`{}` is not an ntfy topic: use 1 to 64 letters, digits, - or _",
-                    crate::input::printable(context)
-                ));
-            }
-        }
+        ChannelKind::Ntfy => slug(context, "an ntfy topic")?,
         ChannelKind::Email => {
             if context.parse::<lettre::message::Mailbox>().is_err()
                 || context.contains(['<', '>', ','])
@@ -70,23 +59,29 @@ pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
                 ));
             }
         }
-        ChannelKind::Apprise => {
-            let ok = (1..=64).contains(&context.len())
-                && context
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !ok {
-                return Err(format!(
-                    "`{}` is not an Apprise tag: use 1 to 64 letters, digits, - or _",
-                    crate::input::printable(context)
-                ));
-            }
-        }
+        ChannelKind::Apprise => slug(context, "an Apprise tag")?,
         ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Teams | ChannelKind::Log => {
             crate::input::check_id("channel context", context).map_err(|e| e.reason)?;
         }
     }
     Ok(())
+}
+
+/// A name that goes into a URL path or a request as it is (an ntfy topic, an Apprise
+/// tag): 1 to 64 letters, digits, `-` or `_`.
+fn slug(context: &str, what: &str) -> Result<(), String> {
+    let ok = (1..=64).contains(&context.len())
+        && context
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not {what}: use 1 to 64 letters, digits, - or _",
+            crate::input::printable(context)
+        ))
+    }
 }
 
 #[cfg(test)]
