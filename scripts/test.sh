@@ -9,6 +9,8 @@ scripts/fetch-model.sh
 eval "$(scripts/mcp-peers.sh)"
 # The A2A agent the A2A runtime's tests start (the official Python SDK, pinned).
 eval "$(scripts/a2a-peers.sh)"
+# Synapse, the Matrix homeserver the Matrix channel's test starts (pinned).
+eval "$(scripts/matrix-peer.sh)"
 # A throwaway PostgreSQL cluster (Debian's postgresql, installed if missing), stopped and
 # removed on the way out: the PostgreSQL tests use it, and the suite runs a second time
 # on it below.

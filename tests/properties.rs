@@ -132,6 +132,11 @@ kind = "pushover"
 secret_file = "pushover-token"
 priority = 1
 
+[channels.matrix]
+kind = "matrix"
+url = "https://matrix.example.org"
+secret_file = "matrix-token"
+
 [channels.apprise]
 kind = "apprise"
 url = "http://apprise:8000/notify/nightshift"

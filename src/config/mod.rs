@@ -269,6 +269,7 @@ pub enum ChannelKind {
     Teams,
     Pushover,
     Apprise,
+    Matrix,
     Log,
 }
 
@@ -296,11 +297,13 @@ pub struct ChannelConfig {
     /// TLS, `smtp://HOST:25?tls=none` for a local relay); discord, teams: the webhook URL
     /// (or leave it out and keep the URL, which holds a token, as the secret); pushover:
     /// the API (default https://api.pushover.net/1/messages.json); apprise: an Apprise API
-    /// server's notify URL (`http://apprise:8000/notify/KEY`).
+    /// server's notify URL (`http://apprise:8000/notify/KEY`); matrix: the homeserver
+    /// (`https://matrix.example.org`).
     pub url: Option<String>,
     /// webhook: HMAC-SHA256 signing secret; telegram: bot token; ntfy: access token;
     /// email: the SMTP password; discord, teams: the webhook URL when `url` is unset;
-    /// pushover: the application's API token; apprise: a bearer token for the server.
+    /// pushover: the application's API token; apprise: a bearer token for the server;
+    /// matrix: the bot's access token.
     pub secret_env: Option<String>,
     pub secret_file: Option<String>,
     /// `HH:MM-HH:MM` in `timezone`: what this channel carries that can wait is held until

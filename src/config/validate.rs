@@ -483,7 +483,8 @@ fn notify(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The rules of the chat and push services' channels (discord, teams, pushover, apprise).
+/// The rules of the chat and push services' channels (discord, teams, pushover, apprise,
+/// matrix).
 fn chat_channel(key: &str, channel: &crate::config::ChannelConfig) -> Result<(), ConfigError> {
     let has_secret = channel.secret_env.is_some() || channel.secret_file.is_some();
     match channel.kind {
@@ -499,6 +500,13 @@ fn chat_channel(key: &str, channel: &crate::config::ChannelConfig) -> Result<(),
                 format!("{key}.secret_file"),
                 "a pushover channel needs the application's API token in secret_file or \
                  secret_env",
+            );
+        }
+        ChannelKind::Matrix if channel.url.is_none() || !has_secret => {
+            return invalid(
+                format!("{key}.url"),
+                "a matrix channel needs the homeserver's url and the bot's access token \
+                 (secret_file or secret_env)",
             );
         }
         ChannelKind::Apprise if channel.url.is_none() => {

@@ -222,6 +222,10 @@ fn the_chat_channels_need_what_their_service_needs() {
         ),
         ("[channels.a]\nkind = \"apprise\"\n", "channels.a.url"),
         (
+            "[channels.m]\nkind = \"matrix\"\nurl = \"https://m.example.org\"\n",
+            "channels.m.url",
+        ),
+        (
             "[channels.p]\nkind = \"pushover\"\nsecret_env = \"T\"\npriority = 3\n",
             "channels.p.priority",
         ),
@@ -241,6 +245,7 @@ fn the_chat_channels_need_what_their_service_needs() {
         "[channels.t]\nkind = \"teams\"\nurl = \"https://example.org/w\"\n",
         "[channels.p]\nkind = \"pushover\"\nsecret_env = \"T\"\npriority = -2\n",
         "[channels.a]\nkind = \"apprise\"\nurl = \"http://apprise:8000/notify/k\"\n",
+        "[channels.m]\nkind = \"matrix\"\nurl = \"https://m.example.org\"\nsecret_env = \"T\"\n",
     ] {
         Config::from_toml(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }

@@ -1,7 +1,7 @@
 //! Channel adapters, each speaking its service's public API: a signed JSON webhook (its
 //! signature nightshift's own or Standard Webhooks', see [`signing`]), a
 //! Slack incoming webhook, the Telegram Bot API, ntfy, email over SMTP, Discord's and
-//! Teams' webhooks, Pushover, an Apprise API server, and the log.
+//! Teams' webhooks, Pushover, an Apprise API server, Matrix, and the log.
 
 mod apprise;
 mod card;
@@ -9,6 +9,7 @@ mod context;
 mod discord;
 mod documents;
 mod email;
+mod matrix;
 mod pushover;
 pub mod signing;
 mod teams;
@@ -266,6 +267,30 @@ impl Channels {
                     .await
             }
             ChannelKind::Pushover => self.pushover(channel, message, context).await,
+            ChannelKind::Matrix => {
+                let Some(room) = context else {
+                    return Err(DeliveryError::permanent(
+                        "matrix needs the room id as the channel context (matrix:!ID:SERVER)",
+                    ));
+                };
+                check_context(ChannelKind::Matrix, room).map_err(DeliveryError::permanent)?;
+                let token = channel
+                    .secret
+                    .as_ref()
+                    .map(|s| s.0.as_str())
+                    .unwrap_or_default();
+                let url = matrix::send_url(
+                    channel.url.as_deref().unwrap_or_default(),
+                    room,
+                    &message.message_id,
+                );
+                let request = self
+                    .client
+                    .put(url)
+                    .bearer_auth(token)
+                    .json(&matrix::content(&card::Card::of(message)));
+                self.send(request, &[]).await
+            }
             ChannelKind::Apprise => {
                 if let Some(tag) = context {
                     check_context(ChannelKind::Apprise, tag).map_err(DeliveryError::permanent)?;
@@ -505,11 +530,13 @@ impl Channels {
         let body =
             String::from_utf8_lossy(&crate::http::read_prefix(response, ERROR_BODY_LIMIT).await)
                 .into_owned();
-        // Telegram says how long to wait in its JSON body.
+        // Telegram and Matrix say how long to wait in their JSON bodies.
         let retry_after = retry_after.or_else(|| {
-            serde_json::from_str::<Value>(&body).ok()?["parameters"]["retry_after"]
+            let answer = serde_json::from_str::<Value>(&body).ok()?;
+            answer["parameters"]["retry_after"]
                 .as_u64()
                 .map(Duration::from_secs)
+                .or_else(|| answer["retry_after_ms"].as_u64().map(Duration::from_millis))
         });
         let code = status.as_u16();
         Err(DeliveryError {

@@ -1,7 +1,7 @@
 //! What a channel context may be for each kind of channel. The context ends up in a URL
 //! or a request, so nothing else gets through.
 
-use super::pushover;
+use super::{matrix, pushover};
 use crate::config::ChannelKind;
 
 /// Checks a channel context for its kind: a Telegram chat id (`-100123`, `@name`, with
@@ -60,6 +60,14 @@ pub fn check_context(kind: ChannelKind, context: &str) -> Result<(), String> {
             }
         }
         ChannelKind::Apprise => slug(context, "an Apprise tag")?,
+        ChannelKind::Matrix => {
+            if !matrix::is_room_id(context) {
+                return Err(format!(
+                    "`{}` is not a Matrix room id: use its id, `!…` (Room settings, Advanced)",
+                    crate::input::printable(context)
+                ));
+            }
+        }
         ChannelKind::Webhook | ChannelKind::Slack | ChannelKind::Teams | ChannelKind::Log => {
             crate::input::check_id("channel context", context).map_err(|e| e.reason)?;
         }
