@@ -18,9 +18,13 @@ use serde_json::json;
 
 const PUSHOVER_USER: &str = "uQiRzpo4DXghDmr9QzzfQu27cmVRsG";
 
-/// A long output a model might write, with a mention that must ping nobody.
+/// A long output a model might write, with a mention that must ping nobody and a link
+/// dressed as the run's.
 fn long_output() -> String {
-    format!("@everyone look: {}", "all green. ".repeat(600))
+    format!(
+        "@everyone look: [Open the run](https://evil.example) {}",
+        "all green. ".repeat(600)
+    )
 }
 
 async fn with_channel(id: &str, config: ChannelConfig) -> Harness {
@@ -57,18 +61,26 @@ async fn discord_gets_one_embed_within_its_limits_into_the_thread() {
         assert_eq!(r.path, "/api/webhooks/1/tok");
         assert_eq!(r.query.as_deref(), Some("thread_id=42"));
     }
-    let ok = json(&received[0].body);
+    // The two go out at once: told apart by what they say, not by the order they came in.
+    let bodies: Vec<_> = received.iter().map(|r| json(&r.body)).collect();
+    let (ok, failed) = match bodies[0]["embeds"][0].get("description") {
+        Some(_) => (&bodies[0], &bodies[1]),
+        None => (&bodies[1], &bodies[0]),
+    };
     let embed = &ok["embeds"][0];
     assert!(embed["title"].as_str().unwrap().starts_with("report"));
     let description = embed["description"].as_str().unwrap();
     assert_eq!(description.chars().count(), 4096);
     assert!(description.ends_with('…'));
+    assert!(
+        description.contains(r"\[Open the run\](https://evil.example)"),
+        "{description}"
+    );
     assert_eq!(
         embed["url"],
         format!("https://ns.example.org/v1/runs/{run_id}")
     );
     assert_eq!(ok["allowed_mentions"], json!({"parse": []}));
-    let failed = json(&received[1].body);
     assert_ne!(failed["embeds"][0]["color"], embed["color"]);
     assert!(h.notified(&run_id).await);
 }
@@ -85,7 +97,8 @@ async fn discords_refusals_are_dead_at_once_and_its_rate_limit_waits() {
             .into_response(),
         _ => (
             StatusCode::NOT_FOUND,
-            r#"{"message": "Unknown Webhook", "code": 10015}"#,
+            // A server (or a proxy) that echoes what it was sent.
+            r#"{"message": "Unknown Webhook", "code": 10015, "path": "/api/webhooks/1/s3cr3t-token"}"#,
         )
             .into_response(),
     });
@@ -187,14 +200,14 @@ async fn pushover_sends_failures_as_emergencies_and_refusals_are_dead() {
     h.finish(&schedule, RunStatus::Failed, "").await;
     assert_eq!(h.sender().deliver_due().await.unwrap(), 2);
     let sent: Vec<_> = server.received().iter().map(|r| form(&r.body)).collect();
-    let calm = &sent[0];
+    let by_priority = |p: &str| sent.iter().find(|f| f["priority"] == p).unwrap();
+    let calm = by_priority("0");
     assert_eq!(calm["token"], "azGDORePK8gMaC0QOYAMyEEuzJnyUi");
     assert_eq!(calm["user"], PUSHOVER_USER);
     assert_eq!(calm["priority"], "0");
     assert_eq!(calm["message"].chars().count(), 1024);
     assert!(calm["url"].starts_with("https://ns.example.org/v1/runs/"));
-    let urgent = &sent[1];
-    assert_eq!(urgent["priority"], "2");
+    let urgent = by_priority("2");
     assert_eq!(
         (urgent["retry"].as_str(), urgent["expire"].as_str()),
         ("60", "3600")
@@ -301,4 +314,69 @@ async fn apprise_gets_its_notify_request_and_a_partial_failure_is_retried() {
         .as_str()
         .unwrap()
         .ends_with(&format!("/v1/runs/{run_id}")));
+}
+
+/// A channel whose server cannot be reached, or does not speak TLS where the URL says
+/// https, keeps its message waiting with the reason, to be tried again.
+#[tokio::test]
+async fn an_unreachable_or_tls_less_server_is_retried_with_its_reason() {
+    let (plain, _server) = Server::start().await;
+    // The same server, asked for TLS it does not speak.
+    let tls_less = plain.replace("http://", "https://");
+    // A port held but not listening: a connection to it is refused.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused = format!("http://{}", held.local_addr().unwrap());
+    drop(held);
+    let h = harness(|c| {
+        c.channels.insert(
+            "tls".into(),
+            channel(ChannelKind::Teams, &format!("{tls_less}/workflows/x"), None),
+        );
+        c.channels.insert(
+            "down".into(),
+            channel(
+                ChannelKind::Discord,
+                &format!("{refused}/api/webhooks/1/t"),
+                None,
+            ),
+        );
+    })
+    .await;
+    for id in ["tls", "down"] {
+        let schedule = h.schedule(Some(id), NotifyPolicy::Always).await;
+        h.finish(&schedule, RunStatus::Succeeded, "done").await;
+    }
+    h.sender().deliver_due().await.unwrap();
+    let pending = h.outbox().list(Some("pending"), 10).await.unwrap();
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    for message in &pending {
+        let reason = message.last_error.as_deref().unwrap();
+        assert!(reason.starts_with("cannot reach the channel"), "{reason}");
+        assert_eq!(message.attempts, 1);
+    }
+}
+
+/// What a model wrote reaches Slack as text: `<!channel>` and `<@U…>` are escaped, as
+/// Slack's formatting rules ask, so the message pings nobody.
+#[tokio::test]
+async fn slack_gets_the_output_escaped() {
+    let (url, server) = Server::start().await;
+    let h = with_channel("ops", channel(ChannelKind::Slack, &url, None)).await;
+    let schedule = h.schedule(Some("ops"), NotifyPolicy::Always).await;
+    h.finish(
+        &schedule,
+        RunStatus::Succeeded,
+        "<!channel> deploy & tell <@U123>",
+    )
+    .await;
+    h.sender().deliver_due().await.unwrap();
+    let text = json(&server.received()[0].body)["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("&lt;!channel&gt; deploy &amp; tell &lt;@U123&gt;"),
+        "{text}"
+    );
+    assert!(!text.contains("<!channel>"));
 }

@@ -91,3 +91,56 @@ async fn malformed_files_are_refused_clearly() {
         "nothing half-written"
     );
 }
+
+/// A conversation with one turn over `memory.max_text_bytes` (a pasted log): under the
+/// default `oversize = "refuse"` the turn is counted as refused and the rest is measured;
+/// under `truncate` it is kept as its head and tail, and a question about what the user
+/// said before the paste still finds it.
+#[tokio::test]
+async fn an_oversize_turn_is_refused_and_counted_or_kept_cut() {
+    let paste = format!(
+        "My favourite tea is a smoky lapsang. The build log follows:\n{}",
+        "error: linker failed\n".repeat(5000)
+    );
+    let file = json!([{
+        "sample_id": "t2",
+        "conversation": {
+            "speaker_a": "user", "speaker_b": "assistant",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "user", "dia_id": "D1:1", "text": paste},
+                {"speaker": "assistant", "dia_id": "D1:2", "text": "The linker cannot find libssl."},
+                {"speaker": "user", "dia_id": "D1:3", "text": "My sister lives in Oslo"}
+            ]
+        },
+        "qa": [
+            {"question": "Which tea does the user like?", "evidence": ["D1:1"], "category": 1},
+            {"question": "Where does the user's sister live?", "evidence": ["D1:3"], "category": 1}
+        ]
+    }])
+    .to_string();
+
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.memory.max_text_bytes = 8 * 1024;
+    let memory = nightshift::app::open_memory(&config).await.unwrap();
+    let report = evaluate(&memory, &file, &[5]).await.unwrap();
+    assert_eq!((report.turns, report.refused_turns), (2, 1));
+    assert_eq!(report.recall[&5], 0.5, "{report:?}");
+
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = common::config_in(&dir);
+    config.memory.max_text_bytes = 8 * 1024;
+    config.memory.oversize = nightshift::config::Oversize::Truncate;
+    let memory = nightshift::app::open_memory(&config).await.unwrap();
+    let report = evaluate(&memory, &file, &[5]).await.unwrap();
+    assert_eq!((report.turns, report.refused_turns), (3, 0));
+    assert_eq!(report.recall[&5], 1.0, "{report:?}");
+    let events = memory
+        .recall(&Actor::user("locomo-t2").unwrap(), "locomo-t2", 10)
+        .await
+        .unwrap();
+    let kept = &events[0].content;
+    assert!(kept.len() <= 8 * 1024, "{}", kept.len());
+    assert!(kept.contains("smoky lapsang") && kept.contains("bytes cut"));
+}

@@ -322,6 +322,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
         "conversations": first.conversations,
         "turns": first.turns,
         "skipped": first.skipped,
+        "refused_turns": first.refused_turns,
         "embedding_model": model,
     });
     let stage_json = |report: &locomo::Report| {
@@ -362,6 +363,13 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
             "{} questions over {} conversations ({} turns)",
             first.questions, first.conversations, first.turns
         )];
+        if first.refused_turns > 0 {
+            lines.push(format!(
+                "{} turns refused as over memory.max_text_bytes (oversize = \"truncate\" keeps them); \
+                 questions about them count as misses",
+                first.refused_turns
+            ));
+        }
         for (name, report) in &reports {
             if !name.is_empty() {
                 lines.push(String::new());

@@ -442,11 +442,28 @@ pub fn credential_path(path: &str) -> PathBuf {
     }
 }
 
+text_enum!(
+    /// What happens to a conversation event over `memory.max_text_bytes`: `refuse` it
+    /// (the append fails, naming it), or `truncate` it to its head and tail around a
+    /// marker saying how much was cut (see `memory::oversize`).
+    Oversize { Refuse => "refuse", Truncate => "truncate" }
+);
+
+// Written out: `text_enum!` makes the enum and takes no further derive.
+#[allow(clippy::derivable_impls)]
+impl Default for Oversize {
+    fn default() -> Self {
+        Oversize::Refuse
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
     /// Largest event or note accepted, in bytes of UTF-8.
     pub max_text_bytes: usize,
+    /// An event over `max_text_bytes`: refused, or kept as its head and tail.
+    pub oversize: Oversize,
     /// Largest chunk of the search index, in characters.
     pub chunk_chars: usize,
     /// Characters shared by consecutive chunks of one text.
@@ -476,6 +493,7 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
             max_text_bytes: 65_536,
+            oversize: Oversize::Refuse,
             chunk_chars: 640,
             chunk_overlap_chars: 96,
             recall_limit: 50,

@@ -10,6 +10,8 @@ use chrono::NaiveDateTime;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::Oversize;
+use crate::memory::oversize::truncate_middle;
 use crate::memory::{Memory, MemoryError, NewEvent, Role, SearchRequest};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +51,9 @@ pub struct Report {
     pub per_category: BTreeMap<u64, CategoryScore>,
     /// Questions left out because no evidence id could be read.
     pub skipped: usize,
+    /// Turns left out because the store refuses them (over `memory.max_text_bytes` with
+    /// `oversize = "refuse"`); questions about them count as misses.
+    pub refused_turns: usize,
     /// A question's search time, median and 95th percentile, in milliseconds.
     pub latency_ms_p50: f64,
     pub latency_ms_p95: f64,
@@ -196,17 +201,35 @@ pub async fn evaluate_stages(
     };
     let max_k = ks.iter().copied().max().unwrap_or(10);
     let mut tallies: Vec<Tally> = stages.iter().map(|_| Tally::default()).collect();
-    let (mut skipped, mut turns) = (0, 0);
+    let (mut skipped, mut turns, mut refused) = (0, 0, 0);
+    let limits = memory.limits();
     for conversation in &conversations {
         let session = conversation.user.clone();
-        let events: Vec<NewEvent> = conversation.turns.iter().map(|(_, e)| e.clone()).collect();
-        let sequences = memory.append(&conversation.user, &session, &events).await?;
+        // A turn the store would refuse (over memory.max_text_bytes, and not one
+        // `oversize = "truncate"` can cut) is counted and left out, so one huge turn does
+        // not stop the run; the questions about it count as misses.
+        let kept: Vec<&(String, NewEvent)> = conversation
+            .turns
+            .iter()
+            .filter(|(_, event)| {
+                event.content.len() <= limits.max_text_bytes
+                    || (limits.oversize == Oversize::Truncate
+                        && truncate_middle(&event.content, limits.max_text_bytes).is_some())
+            })
+            .collect();
+        refused += conversation.turns.len() - kept.len();
+        let events: Vec<NewEvent> = kept.iter().map(|(_, e)| e.clone()).collect();
+        let sequences = if events.is_empty() {
+            Vec::new()
+        } else {
+            memory.append(&conversation.user, &session, &events).await?
+        };
         turns += events.len();
         // Ask once every turn has its vector, as a live store has within seconds.
         memory.embed_pending(&|_, _| {}).await?;
         let dia_by_sequence: HashMap<i64, &str> = sequences
             .iter()
-            .zip(&conversation.turns)
+            .zip(&kept)
             .map(|(seq, (dia, _))| (*seq, dia.as_str()))
             .collect();
         for (question, category, evidence) in &conversation.questions {
@@ -242,7 +265,7 @@ pub async fn evaluate_stages(
         .map(|((name, _), tally)| {
             (
                 name.clone(),
-                tally.report(conversations.len(), turns, skipped),
+                tally.report(conversations.len(), turns, skipped, refused),
             )
         })
         .collect())
@@ -274,7 +297,13 @@ impl Tally {
         }
     }
 
-    fn report(mut self, conversations: usize, turns: usize, skipped: usize) -> Report {
+    fn report(
+        mut self,
+        conversations: usize,
+        turns: usize,
+        skipped: usize,
+        refused_turns: usize,
+    ) -> Report {
         let average = |sums: &mut BTreeMap<usize, f64>, n: usize| {
             for value in sums.values_mut() {
                 *value = if n == 0 {
@@ -297,6 +326,7 @@ impl Tally {
             recall: self.totals,
             per_category: self.per_category,
             skipped,
+            refused_turns,
             latency_ms_p50: percentile(&self.latencies, 0.50),
             latency_ms_p95: percentile(&self.latencies, 0.95),
         }

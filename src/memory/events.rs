@@ -147,6 +147,12 @@ impl Memory {
         Ok(())
     }
 
+    /// `events`, each over `memory.max_text_bytes` cut to fit when `memory.oversize` is
+    /// `truncate` (see [`super::oversize`]).
+    fn fit_oversize<'a>(&self, events: &'a [NewEvent]) -> std::borrow::Cow<'a, [NewEvent]> {
+        super::oversize::fit(events, self.limits.max_text_bytes, self.limits.oversize)
+    }
+
     /// At most `memory.max_batch_events` events in one append, and at least one.
     fn check_batch(&self, count: usize) -> Result<()> {
         if count == 0 {
@@ -202,10 +208,11 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         self.check_appendable(user_id, session_id)?;
         self.check_batch(events.len())?;
-        for event in events {
+        let events = self.fit_oversize(events);
+        for event in events.iter() {
             self.check_event(event)?;
         }
-        self.append_checked(user_id, session_id, events).await
+        self.append_checked(user_id, session_id, &events).await
     }
 
     /// Appends a run's transcript to its schedule's session (`scheduled:…`) of the
@@ -218,10 +225,11 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         self.check_transcript(user_id, session_id)?;
         self.check_batch(events.len())?;
-        for event in events {
+        let events = self.fit_oversize(events);
+        for event in events.iter() {
             self.check_event(event)?;
         }
-        self.append_checked(user_id, session_id, events).await
+        self.append_checked(user_id, session_id, &events).await
     }
 
     /// Appends the events of a JSONL text (one `{"role": …, "content": …}` per line; blank
@@ -265,6 +273,10 @@ impl Memory {
             }
             let event: NewEvent =
                 serde_json::from_str(line).map_err(|e| at(format!("invalid event: {e}")))?;
+            let event = self
+                .fit_oversize(std::slice::from_ref(&event))
+                .into_owned()
+                .remove(0);
             self.check_event(&event).map_err(|e| at(e.to_string()))?;
             events.push(event);
             if events.len() > self.limits.max_batch_events {
@@ -320,10 +332,11 @@ impl Memory {
         events: &[NewEvent],
     ) -> Result<Appended> {
         self.check_transcript(user_id, session_id)?;
-        for event in events {
+        let events = self.fit_oversize(events);
+        for event in events.iter() {
             self.check_event(event)?;
         }
-        let append = self.prepare_append(user_id, session_id, events);
+        let append = self.prepare_append(user_id, session_id, &events);
         // Run as text, not prepared, on a file too: each statement runs once here, and
         // preparing the ones this append does not need (a new session's, the vectors')
         // would cost as much as running them, in every recorded run.

@@ -22,6 +22,7 @@ mod macros;
 mod matrix;
 mod multihop;
 mod notes;
+pub mod oversize;
 mod postings;
 mod rebuild;
 mod rerank;

@@ -98,7 +98,7 @@ impl DeliveryError {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Channel {
     kind: ChannelKind,
     url: Option<String>,
@@ -109,6 +109,44 @@ struct Channel {
     email: Option<email::EmailChannel>,
     /// A pushover channel's priority for failures.
     priority: i64,
+}
+
+// By hand: a Discord or Teams URL holds its webhook's token.
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Channel {
+    /// `reason` with the channel's secret, and a URL that holds a token, shown as
+    /// `<secret>`: a server's error body, or a proxy's, may echo what it was sent.
+    fn scrub(&self, reason: String) -> String {
+        let mut reason = reason;
+        if let Some(Secret(secret)) = &self.secret {
+            if secret.len() >= 4 {
+                reason = reason.replace(secret.as_str(), "<secret>");
+            }
+        }
+        if matches!(self.kind, ChannelKind::Discord | ChannelKind::Teams) {
+            if let Some(url) = self
+                .url
+                .as_deref()
+                .and_then(|u| reqwest::Url::parse(u).ok())
+            {
+                reason = reason.replace(url.as_str(), "<secret>");
+                if url.path().len() > 1 {
+                    reason = reason.replace(url.path(), "<secret>");
+                }
+                if let Some(query) = url.query().filter(|q| q.len() >= 4) {
+                    reason = reason.replace(query, "<secret>");
+                }
+            }
+        }
+        reason
+    }
 }
 
 /// The configured channels, secrets loaded.
@@ -236,6 +274,13 @@ impl Channels {
                 message.channel_id
             )));
         };
+        self.deliver_to(channel, message).await.map_err(|mut err| {
+            err.reason = channel.scrub(err.reason);
+            err
+        })
+    }
+
+    async fn deliver_to(&self, channel: &Channel, message: &Message) -> Result<(), DeliveryError> {
         let context = message.channel_context_id.as_deref();
         match channel.kind {
             ChannelKind::Log => {
@@ -246,7 +291,13 @@ impl Channels {
             }
             ChannelKind::Webhook => self.webhook(channel, message).await,
             ChannelKind::Slack => {
-                let body = json!({"text": render_text(&message.payload)});
+                // Slack's control sequences (`<!channel>`, `<@U123>`, `<url|text>`) are
+                // escaped: a model's output pings nobody and links nowhere in disguise.
+                let text = render_text(&message.payload)
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;");
+                let body = json!({"text": text});
                 self.post(channel.url.as_deref().unwrap_or_default(), &body, &[])
                     .await
             }

@@ -45,6 +45,27 @@ impl Card {
     }
 }
 
+/// What `make` builds with the most characters, from `chars` halving down, whose JSON is
+/// at most `max_bytes` (a service's limit is in bytes; text grows when escaped or when
+/// its characters are wide).
+pub fn fitting(chars: usize, max_bytes: usize, make: impl Fn(usize) -> Value) -> Value {
+    let mut chars = chars;
+    loop {
+        let value = make(chars);
+        let fits = serde_json::to_vec(&value).is_ok_and(|bytes| bytes.len() <= max_bytes);
+        if fits || chars == 0 {
+            return value;
+        }
+        chars /= 2;
+    }
+}
+
+/// `text` with what would make a link of it in Markdown (`[shown](target)`) escaped: a
+/// model's output cannot dress a link of its own as the message's.
+pub fn no_masked_links(text: &str) -> String {
+    text.replace('[', "\\[").replace(']', "\\]")
+}
+
 /// `text` cut to `max` characters, ending in `…` when cut.
 pub fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {

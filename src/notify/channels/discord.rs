@@ -1,11 +1,12 @@
 //! Discord's webhooks (`POST https://discord.com/api/webhooks/ID/TOKEN`): one embed with
 //! the summary as its title (linking to the run), the output as its description, a colour
 //! by outcome, within Discord's limits (title 256, description 4,096 characters). Nothing
-//! the model wrote may ping anyone: `allowed_mentions` parses none.
+//! the model wrote may ping anyone (`allowed_mentions` parses none), nor pass a link of its
+//! own for the message's (a Markdown `[text](url)` is shown as text).
 
 use serde_json::{json, Value};
 
-use super::card::{cut, Card};
+use super::card::{cut, no_masked_links, Card};
 
 const TITLE_LIMIT: usize = 256;
 const DESCRIPTION_LIMIT: usize = 4096;
@@ -19,7 +20,17 @@ pub fn body(card: &Card) -> Value {
         "color": if card.failed { RED } else { GREEN },
     });
     if !card.body.is_empty() {
-        embed["description"] = json!(cut(&card.body, DESCRIPTION_LIMIT));
+        // Cut first: the escapes must not push it past the limit.
+        let text = cut(
+            &card.body,
+            DESCRIPTION_LIMIT
+                - card
+                    .body
+                    .matches(['[', ']'])
+                    .count()
+                    .min(DESCRIPTION_LIMIT / 2),
+        );
+        embed["description"] = json!(no_masked_links(&text));
     }
     if let Some(url) = &card.url {
         embed["url"] = json!(url);

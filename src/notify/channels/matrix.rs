@@ -3,14 +3,18 @@
 //! room the channel context names. The transaction id is the message's id, the same on
 //! every retry, so a homeserver that took a send whose answer was lost keeps one event.
 //! The text goes plain and as escaped HTML (the summary in bold, the run's link as a
-//! link), cut well within an event's 64 KiB.
+//! link), cut until the event fits well within a homeserver's 64 KiB. `m.mentions` is
+//! empty: an `@room` or a member's name in a model's output pings nobody.
 
 use serde_json::{json, Value};
 
 use super::card::{cut, Card};
 
-/// Characters of the body kept (plain and HTML together stay under 64 KiB).
+/// Characters of the body tried first; halved until the content's JSON fits [`MAX_BYTES`].
 const TEXT_LIMIT: usize = 16_000;
+/// Bytes of the content's JSON at most (a homeserver refuses an event over 64 KiB with
+/// its envelope; escaped HTML and multi-byte text grow, so this is counted, not guessed).
+const MAX_BYTES: usize = 60_000;
 
 /// The send URL for `room` on `base`, with transaction `txn`.
 pub fn send_url(base: &str, room: &str, txn: &str) -> String {
@@ -22,10 +26,15 @@ pub fn send_url(base: &str, room: &str, txn: &str) -> String {
     )
 }
 
-/// The event's content for `card`.
+/// The event's content for `card`, within [`MAX_BYTES`].
 pub fn content(card: &Card) -> Value {
-    let text = cut(&card.body, TEXT_LIMIT);
-    let mut plain = card.title.clone();
+    super::card::fitting(TEXT_LIMIT, MAX_BYTES, |chars| content_of(card, chars))
+}
+
+fn content_of(card: &Card, chars: usize) -> Value {
+    let title = cut(&card.title, 1000);
+    let text = cut(&card.body, chars);
+    let mut plain = title.clone();
     if !text.is_empty() {
         plain.push_str("\n\n");
         plain.push_str(&text);
@@ -35,7 +44,7 @@ pub fn content(card: &Card) -> Value {
         plain.push_str(url);
     }
     let html = maud::html! {
-        strong { (card.title) }
+        strong { (title) }
         @if !text.is_empty() {
             br; br;
             @for (i, line) in text.lines().enumerate() {
@@ -54,6 +63,7 @@ pub fn content(card: &Card) -> Value {
         "body": plain,
         "format": "org.matrix.custom.html",
         "formatted_body": html.into_string(),
+        "m.mentions": {},
     })
 }
 
@@ -100,6 +110,13 @@ mod tests {
         );
         assert!(html.contains("line &lt;1&gt;<br>line &amp; 2"), "{html}");
         assert!(html.contains(r#"<a href="https://ns.example.org/v1/runs/r1">"#));
+        assert_eq!(content["m.mentions"], serde_json::json!({}));
+        // Text that grows when escaped, in characters of three bytes: still one event.
+        let heavy = Card {
+            body: "<&>語".repeat(20_000),
+            ..card.clone()
+        };
+        assert!(serde_json::to_vec(&super::content(&heavy)).unwrap().len() <= MAX_BYTES);
         assert_eq!(
             send_url("https://m.example.org/", "!abc:m.example.org", "msg_1"),
             "https://m.example.org/_matrix/client/v3/rooms/%21abc%3Am.example.org/send/m.room.message/msg_1"

@@ -1,0 +1,116 @@
+//! A conversation event longer than `memory.max_text_bytes`, under `oversize =
+//! "truncate"`: kept as its head and its tail around a marker that says how much was cut,
+//! so a chat with one huge pasted turn (a log, a file) still goes in whole as a
+//! conversation, and what the user wrote before and after the paste stays searchable.
+
+use std::borrow::Cow;
+
+use super::NewEvent;
+use crate::config::Oversize;
+
+/// Share of the kept bytes taken from the start (the rest from the end).
+const HEAD_SHARE: f64 = 2.0 / 3.0;
+
+/// `text` within `max` bytes: itself when it fits; otherwise its head and tail around a
+/// marker, on character boundaries. `None` when `max` is too small to hold a marker and
+/// some of both ends (the event is refused as too long, as without the option).
+pub fn truncate_middle(text: &str, max: usize) -> Option<Cow<'_, str>> {
+    if text.len() <= max {
+        return Some(Cow::Borrowed(text));
+    }
+    let marker = |cut: usize| {
+        format!(
+            "\n\n[… {cut} bytes cut: this turn was {} bytes, over memory.max_text_bytes …]\n\n",
+            text.len()
+        )
+    };
+    // The marker's length with the largest count it can show.
+    let room = max.checked_sub(marker(text.len()).len())?;
+    let head = floor_boundary(text, (room as f64 * HEAD_SHARE) as usize);
+    let tail_start = ceil_boundary(text, text.len() - (room - head));
+    if head == 0 || tail_start == text.len() {
+        return None;
+    }
+    let cut = tail_start - head;
+    let kept = format!("{}{}{}", &text[..head], marker(cut), &text[tail_start..]);
+    debug_assert!(kept.len() <= max);
+    Some(Cow::Owned(kept))
+}
+
+/// The greatest char boundary at or before `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
+}
+
+/// The least char boundary at or after `at`.
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    (at..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len())
+}
+
+/// `events` with each one over `max` cut to fit when `policy` is to truncate (borrowed
+/// as they are when none needs it); a refused one is left for the content check to name.
+pub fn fit(events: &[NewEvent], max: usize, policy: Oversize) -> Cow<'_, [NewEvent]> {
+    if policy == Oversize::Refuse || events.iter().all(|e| e.content.len() <= max) {
+        return Cow::Borrowed(events);
+    }
+    Cow::Owned(
+        events
+            .iter()
+            .map(|event| match truncate_middle(&event.content, max) {
+                Some(Cow::Owned(kept)) => NewEvent {
+                    content: kept,
+                    ..event.clone()
+                },
+                _ => event.clone(),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the text and the limit: what is kept fits, starts with the text's
+        /// head, ends with its tail, and says how much was cut; a text that fits is kept.
+        #[test]
+        fn a_cut_turn_fits_and_keeps_both_ends(text in "\\PC{0,3000}", max in 1usize..4000) {
+            match truncate_middle(&text, max) {
+                Some(Cow::Borrowed(kept)) => {
+                    prop_assert!(text.len() <= max);
+                    prop_assert_eq!(kept, text.as_str());
+                }
+                Some(Cow::Owned(kept)) => {
+                    prop_assert!(kept.len() <= max, "{} > {max}", kept.len());
+                    let (head, rest) = kept.split_once("\n\n[… ").unwrap();
+                    let (note, tail) = rest.split_once(" …]\n\n").unwrap();
+                    prop_assert!(text.starts_with(head) && text.ends_with(tail));
+                    prop_assert!(!head.is_empty() && !tail.is_empty());
+                    let cut: usize = note.split(' ').next().unwrap().parse().unwrap();
+                    prop_assert_eq!(head.len() + cut + tail.len(), text.len());
+                }
+                None => prop_assert!(text.len() > max && max < 200),
+            }
+        }
+    }
+
+    #[test]
+    fn a_huge_paste_keeps_what_was_said_around_it() {
+        let text = format!(
+            "I prefer tea. Here is the log:\n{}\nThat's all.",
+            "x".repeat(348_480)
+        );
+        let kept = truncate_middle(&text, 65_536).unwrap();
+        assert!(kept.len() <= 65_536);
+        assert!(kept.starts_with("I prefer tea."));
+        assert!(kept.ends_with("That's all."));
+        assert!(kept.contains("bytes cut: this turn was 348523 bytes"));
+    }
+}
