@@ -68,6 +68,14 @@ for key in ("rc_message", "rc_registration", "rc_joins", "rc_invites", "rc_admin
 config["rc_login"] = {"address": unlimited, "account": unlimited, "failed_attempts": unlimited}
 with open(config_path, "w") as f:
     yaml.safe_dump(config, f)
+# Synapse's own log goes in --dir (the generated config puts it in the working directory).
+with open(config["log_config"]) as f:
+    log_config = yaml.safe_load(f)
+for handler in log_config.get("handlers", {}).values():
+    if "filename" in handler:
+        handler["filename"] = os.path.join(data, "homeserver.log")
+with open(config["log_config"], "w") as f:
+    yaml.safe_dump(log_config, f)
 
 server = subprocess.Popen(
     [sys.executable, "-m", "synapse.app.homeserver", "--config-path", config_path],
