@@ -1305,3 +1305,45 @@ async fn the_overview_charts_the_runs_of_each_hour_by_status() {
     let (status, _) = browser.get("/ui?range=1y").await;
     assert_eq!(status, 400);
 }
+
+/// The overview's lateness chart: each hour's p50 and p99 of how late its runs started,
+/// read to the step of the scale that holds them, in the table as in the drawing.
+#[tokio::test]
+async fn the_overview_charts_how_late_runs_started() {
+    use nightshift::schedule::types::RunStatus;
+    let clock = ManualClock::starting_at(1_800_000_000_000);
+    let api = TestApi::start_on(clock.clone(), |_| {}).await;
+    let schedule = api
+        .app
+        .add_schedule(
+            &Actor::Operator,
+            "alice",
+            &ScheduleSpec {
+                goal: "triage".into(),
+                triggered: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Started 2 s and then 40 s after they were due.
+    for late_ms in [2_000, 40_000] {
+        api.app
+            .schedules()
+            .trigger(&Actor::Operator, &schedule.schedule_id, None, None)
+            .await
+            .unwrap();
+        clock.advance_ms(late_ms);
+        let claims = common::runs::claim_events(&api.app, "w").await;
+        common::runs::finish(&api.app, &claims[0], RunStatus::Succeeded, "").await;
+    }
+    let browser = Browser::logged_in(&api).await;
+    let (status, page) = browser.get("/ui").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("2 runs, p50 ≤ 2.5 s, p99 ≤ 1 min"), "{page}");
+    let table = &page[page.find(r#"id="lateness""#).unwrap()..];
+    assert!(
+        table.contains("<td>2</td><td>≤ 2.5 s</td><td>≤ 1 min</td>"),
+        "{table}"
+    );
+}

@@ -6,6 +6,7 @@ use maud::{html, Markup};
 
 use crate::db::clock::to_rfc3339;
 use crate::schedule::store::history::{HistorySpan, HourOfRuns, RunHistory};
+use crate::schedule::store::lateness::{bucket_label, LatenessHistory, BOUNDS_MS};
 
 /// The chart's drawing area, in SVG units (it scales to the page's width).
 const WIDTH: f64 = 720.0;
@@ -161,6 +162,100 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
     }
 }
 
+/// The lateness chart's two series: p50 and p99, by colour (`.sw-NAME`) and by shape
+/// (a dot for the median, a square for the 99th percentile), and named in every title.
+const P50_COLOUR: &str = "#2874a6";
+const P99_COLOUR: &str = "#c0392b";
+
+/// The y of a bucket: the fastest at the bottom, "over an hour" at the top.
+fn bucket_y(bucket: usize) -> f64 {
+    let top = 8.0;
+    let bottom = HEIGHT - AXIS;
+    bottom - (bottom - top) * bucket as f64 / BOUNDS_MS.len() as f64
+}
+
+/// How late runs started, p50 and p99 by hour, with a table.
+pub fn lateness(history: &LatenessHistory) -> Markup {
+    let hours = &history.hours;
+    let slot = WIDTH / hours.len().max(1) as f64;
+    let label_every = match history.span {
+        HistorySpan::Day => 3,
+        HistorySpan::Week => 24,
+    };
+    let runs: i64 = hours.iter().map(|h| h.runs).sum();
+    let worst = hours.iter().filter_map(|h| h.p99).max();
+    let summary = match worst {
+        Some(worst) => format!(
+            "How late runs started, by hour: {runs} runs; the worst hour's p99 {}",
+            bucket_label(worst)
+        ),
+        None => "How late runs started, by hour: no runs started in this time".to_string(),
+    };
+    html! {
+        section #lateness-chart {
+            h2 { "Lateness" }
+            p.hint { "How long after its time each run started (p50 and p99 of each hour, to the nearest step of the scale), by the hour its occurrence was for, UTC; backfills and skipped runs left out." }
+            svg.chart viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(summary)
+                preserveAspectRatio="none" {
+                @for bucket in [2usize, 5, 10, 14] {
+                    text x="2" y=(format!("{:.1}", bucket_y(bucket) + 3.0)) font-size="9" { (bucket_label(bucket)) }
+                }
+                @for (i, hour) in hours.iter().enumerate() {
+                    @let x = i as f64 * slot + slot / 2.0;
+                    @if let (Some(p50), Some(p99)) = (hour.p50, hour.p99) {
+                        g {
+                            title { (lateness_title(hour.start, hour.runs, p50, p99)) }
+                            line x1=(format!("{x:.1}")) x2=(format!("{x:.1}"))
+                                y1=(format!("{:.1}", bucket_y(p50))) y2=(format!("{:.1}", bucket_y(p99)))
+                                stroke="#999" stroke-width="1" {}
+                            circle cx=(format!("{x:.1}")) cy=(format!("{:.1}", bucket_y(p50))) r="2.5" fill=(P50_COLOUR) {}
+                            rect x=(format!("{:.1}", x - 2.5)) y=(format!("{:.1}", bucket_y(p99) - 2.5))
+                                width="5" height="5" fill=(P99_COLOUR) {}
+                        }
+                    }
+                    @if i % label_every == 0 {
+                        text x=(format!("{:.1}", i as f64 * slot)) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
+                            (hour_label(hour.start, history.span))
+                        }
+                    }
+                }
+            }
+            ul.legend {
+                li { span class="swatch sw-p50" {} " p50 (dot)" }
+                li { span class="swatch sw-p99" {} " p99 (square)" }
+            }
+            details {
+                summary { "The same as a table" }
+                table #lateness {
+                    thead { tr { th { "Hour (UTC)" } th { "Runs" } th { "p50" } th { "p99" } } }
+                    tbody {
+                        @for hour in hours.iter().filter(|h| h.runs > 0) {
+                            tr {
+                                td { (to_rfc3339(hour.start).get(..16).unwrap_or_default()) "Z" }
+                                td { (hour.runs) }
+                                td { (hour.p50.map(bucket_label).unwrap_or_default()) }
+                                td { (hour.p99.map(bucket_label).unwrap_or_default()) }
+                            }
+                        }
+                    }
+                }
+                @if runs == 0 { p { "No runs started in this time." } }
+            }
+        }
+    }
+}
+
+/// An hour's lateness in words: `2026-11-27T14:00Z: 12 runs, p50 ≤ 100 ms, p99 ≤ 2.5 s`.
+fn lateness_title(start: i64, runs: i64, p50: usize, p99: usize) -> String {
+    let when = to_rfc3339(start);
+    let when = when.get(..16).unwrap_or(&when);
+    format!(
+        "{when}Z: {runs} runs, p50 {}, p99 {}",
+        bucket_label(p50),
+        bucket_label(p99)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +295,35 @@ mod tests {
         assert!(page.contains("No runs in this time."));
         assert!(page.contains("0 runs, 0 failed"));
         assert!(!page.contains("<rect"));
+    }
+
+    #[test]
+    fn lateness_points_sit_at_their_buckets_and_say_them() {
+        use crate::schedule::store::lateness::HourOfLateness;
+        let history = LatenessHistory {
+            span: HistorySpan::Day,
+            hours: (0..24)
+                .map(|i| HourOfLateness {
+                    start: 1_800_000_000_000 + i * 3_600_000,
+                    runs: if i == 3 { 40 } else { 0 },
+                    p50: (i == 3).then_some(2),
+                    p99: (i == 3).then_some(6),
+                })
+                .collect(),
+        };
+        let page = lateness(&history).into_string();
+        assert!(
+            page.contains("40 runs, p50 ≤ 100 ms, p99 ≤ 2.5 s"),
+            "{page}"
+        );
+        assert!(
+            page.contains("the worst hour&#39;s p99 ≤ 2.5 s")
+                || page.contains("the worst hour's p99 ≤ 2.5 s"),
+            "{page}"
+        );
+        assert_eq!(page.matches("<circle").count(), 1);
+        assert!(page.contains(&format!(r#"cy="{:.1}""#, bucket_y(2))));
+        assert_eq!(page.matches("<tr><td>").count(), 1);
+        assert!(bucket_y(6) < bucket_y(2), "slower is higher");
     }
 }

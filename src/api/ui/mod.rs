@@ -274,6 +274,10 @@ async fn overview(
         Ok(history) => history,
         Err(err) => return failure(err),
     };
+    let lateness = match state.app.schedules().lateness_history(now, span).await {
+        Ok(lateness) => lateness,
+        Err(err) => return failure(err),
+    };
     let list = SchedulePage {
         schedules: &views,
         total,
@@ -282,7 +286,7 @@ async fn overview(
         stats: &stats,
         now,
     };
-    views::overview(&overview, &ready, &list, &history, &session.csrf).into_response()
+    views::overview(&overview, &ready, &list, &history, &lateness, &session.csrf).into_response()
 }
 
 async fn schedule(

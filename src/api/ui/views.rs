@@ -210,6 +210,7 @@ pub fn overview(
     ready: &Readiness,
     list: &SchedulePage,
     history: &crate::schedule::store::history::RunHistory,
+    lateness: &crate::schedule::store::lateness::LatenessHistory,
     csrf: &str,
 ) -> Page {
     let count = |k: &str| o.schedules.by_status.get(k).copied().unwrap_or(0);
@@ -243,6 +244,7 @@ pub fn overview(
             }
         }
         (super::charts::runs_per_hour(history))
+        (super::charts::lateness(lateness))
         h2 { "Schedules" }
         p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
             " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }

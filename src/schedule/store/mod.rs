@@ -30,6 +30,7 @@ mod finish;
 mod follow_up;
 pub mod history;
 mod imported;
+pub mod lateness;
 pub mod overview;
 mod progress;
 mod query;
