@@ -154,8 +154,13 @@ proptest! {
     }
 }
 
-/// With `max_concurrent_requests = 2`, two requests held in flight on two routes fill the
-/// server: a third, on a third route, is answered 503 at once; freed, it is served.
+/// With `max_concurrent_requests = 2`, three requests held open on three routes and
+/// nothing else: two take the slots and the third is answered 503 at once. With the two
+/// still in flight, a fourth request is turned away too; once they end, it is served.
+///
+/// Only the held requests run until one is refused, so which two hold the slots is known
+/// (the unanswered ones): a probe sent beside them could take a slot itself and leave one
+/// of them refused instead, and then nothing would fill the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_request_limit_bounds_the_whole_server() {
     let api = TestApi::start(|c| {
@@ -166,28 +171,27 @@ async fn the_request_limit_bounds_the_whole_server() {
     let alice = api.token(Some("alice")).await;
     let bob = api.token(Some("bob")).await;
     let addr = address(&api);
-    let held = [
-        slow_body(&addr, "/v1/notes", &alice).await,
-        slow_body(&addr, "/v1/search", &alice).await,
-    ];
-
-    // The held requests take their slots as the server reads their headers: ask until then.
-    let mut refused = None;
-    for _ in 0..200 {
-        let reply = api.call("GET", "/v1/schedules", Some(&bob), None).await;
-        if reply.status == 503 {
-            refused = Some(reply);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    let mut held = Vec::new();
+    for path in ["/v1/notes", "/v1/search", "/v1/schedules"] {
+        held.push(slow_body(&addr, path, &alice).await);
     }
-    let refused = refused.expect("a third request was served beside two in flight");
-    assert_eq!(refused.body["error"]["code"], "unavailable");
-    let message = refused.body["error"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(message.contains("max_concurrent_requests"), "{message}");
-    assert!(refused.headers.contains_key("retry-after"));
+
+    let (answered, refused) = tokio::time::timeout(PATIENCE, first_answer(&mut held))
+        .await
+        .expect("none of three requests held open beside a limit of two was refused");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("\r\nretry-after:"),
+        "{refused}"
+    );
+    assert!(refused.contains("\"code\":\"unavailable\""), "{refused}");
+    assert!(refused.contains("max_concurrent_requests"), "{refused}");
+    held.remove(answered);
+
+    let reply = api.call("GET", "/v1/schedules", Some(&bob), None).await;
+    assert_eq!(reply.status, 503, "served beside two requests in flight");
+    assert_eq!(reply.body["error"]["code"], "unavailable");
+    assert!(reply.headers.contains_key("retry-after"));
 
     drop(held);
     let mut status = 0;
@@ -202,6 +206,32 @@ async fn the_request_limit_bounds_the_whole_server() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(status, 200, "served again once the held requests end");
+}
+
+/// Waits for the first of three sockets the server answers: its index and the answer's
+/// head and JSON body.
+async fn first_answer(held: &mut [TcpStream]) -> (usize, String) {
+    let [a, b, c] = held else {
+        panic!("three held requests")
+    };
+    tokio::select! {
+        answer = read_answer(a) => (0, answer),
+        answer = read_answer(b) => (1, answer),
+        answer = read_answer(c) => (2, answer),
+    }
+}
+
+/// Reads an answer's head and small JSON body (up to its closing brace) from `socket`.
+async fn read_answer(socket: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !answer.ends_with(b"}") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 fn address(api: &TestApi) -> String {
