@@ -34,6 +34,7 @@ mod summary;
 mod terms;
 mod types;
 mod upkeep;
+mod users;
 mod vectors;
 mod versions;
 mod writer;
@@ -67,6 +68,7 @@ pub use types::{
     SessionForgotten, SessionKey, SessionKind,
 };
 pub use upkeep::FactsCursor;
+pub use users::UserMemory;
 pub use vectors::CachedVectors;
 pub use versions::{NoteChange, NoteVersion, Origin};
 pub use writer::Appended;

@@ -183,6 +183,8 @@ mod tests {
 
     fn hit(text: &str, score: f64) -> SearchHit {
         SearchHit {
+            keyword_score: None,
+            vector_score: None,
             text: text.into(),
             score,
             source: HitSource::Note,

@@ -66,6 +66,13 @@ pub struct SearchHit {
     pub name: Option<String>,
     /// When the note was last written or the event happened (UTC ms).
     pub at: i64,
+    /// The keyword leg's score of the hit's best passage, 0 to 1 over this search's
+    /// candidates; absent when that leg did not find it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword_score: Option<f64>,
+    /// The vector leg's score of the hit's best passage, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_score: Option<f64>,
 }
 
 /// `?first, ?first+1, …`: `count` numbered parameters for an `IN (…)` list.
@@ -416,12 +423,17 @@ impl Memory {
             .collect();
         chunk_targets.extend(targets_of(&conn, user_id, &sessions, &unmapped).await?);
         let mut targets: HashMap<Target, f64> = HashMap::new();
+        // Each target's best passage's scores by leg, to show with its hit.
+        let mut legs: HashMap<Target, LegScores> = HashMap::new();
         for (chunk_id, target) in chunk_targets {
             let Some(score) = fused.get(&chunk_id).copied() else {
                 continue;
             };
-            let best = targets.entry(target).or_insert(score);
-            *best = best.max(score);
+            let best = targets.entry(target.clone()).or_insert(f64::NEG_INFINITY);
+            if score > *best {
+                *best = score;
+                legs.insert(target, scores.get(&chunk_id).copied().unwrap_or_default());
+            }
         }
         spread_to_neighbours(&mut targets, self.search.neighbor_weight);
 
@@ -435,7 +447,7 @@ impl Memory {
         for batch in ranked.chunks((top_k * 3).max(rerank_depth)) {
             let batch: HashMap<Target, f64> = batch.iter().cloned().collect();
             hits.extend(
-                self.hydrate(&conn, user_id, &batch, &filter, &request.window)
+                self.hydrate(&conn, user_id, (&batch, &legs), &filter, &request.window)
                     .await?,
             );
             if hits.len() >= top_k {
@@ -494,7 +506,7 @@ impl Memory {
         &self,
         conn: &crate::db::Conn,
         user_id: &str,
-        targets: &HashMap<Target, f64>,
+        (targets, legs): (&HashMap<Target, f64>, &HashMap<Target, LegScores>),
         filter: &NoteFilter,
         window: &EventWindow,
     ) -> Result<Vec<SearchHit>> {
@@ -531,10 +543,13 @@ impl Memory {
                 if !filter.tags_match(&note.tags) {
                     continue;
                 }
-                let score = targets[&Target::Note(note.note_id.clone())];
+                let target = Target::Note(note.note_id.clone());
+                let leg = legs.get(&target).copied().unwrap_or_default();
                 hits.push(SearchHit {
+                    keyword_score: leg.keyword,
+                    vector_score: leg.vector,
                     text: note.content,
-                    score,
+                    score: targets[&target],
                     source: HitSource::Note,
                     note_id: Some(note.note_id),
                     tags: Some(note.tags),
@@ -574,9 +589,13 @@ impl Memory {
             while let Some(row) = rows.next().await? {
                 let sequence: i64 = row.get(0)?;
                 let role: String = row.get(2)?;
+                let target = Target::Event(session_id.to_string(), sequence);
+                let leg = legs.get(&target).copied().unwrap_or_default();
                 hits.push(SearchHit {
+                    keyword_score: leg.keyword,
+                    vector_score: leg.vector,
                     text: row.get(1)?,
-                    score: targets[&Target::Event(session_id.to_string(), sequence)],
+                    score: targets[&target],
                     source: HitSource::Conversation,
                     note_id: None,
                     tags: None,

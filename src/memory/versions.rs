@@ -29,6 +29,8 @@ pub enum Origin {
     Cli,
     Api,
     Mcp,
+    /// An operator on the dashboard.
+    Dashboard,
     /// A scheduled run's tool call.
     Run(String),
     /// A consolidation pass, by name.
@@ -36,13 +38,14 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// As stored: `cli`, `api`, `mcp`, `run:RUN_ID`, `consolidation:PASS`, `library`.
+    /// As stored: `cli`, `api`, `mcp`, `dashboard`, `run:RUN_ID`, `consolidation:PASS`, `library`.
     pub fn label(&self) -> String {
         match self {
             Origin::Library => "library".into(),
             Origin::Cli => "cli".into(),
             Origin::Api => "api".into(),
             Origin::Mcp => "mcp".into(),
+            Origin::Dashboard => "dashboard".into(),
             Origin::Run(run_id) => format!("run:{run_id}"),
             Origin::Consolidation(pass) => format!("consolidation:{pass}"),
         }
@@ -61,7 +64,7 @@ pub struct NoteVersion {
     pub category: Option<String>,
     pub source: String,
     pub change: NoteChange,
-    /// `cli`, `api`, `mcp`, `run:RUN_ID`, `consolidation:PASS`, `library`.
+    /// `cli`, `api`, `mcp`, `dashboard`, `run:RUN_ID`, `consolidation:PASS`, `library`.
     pub changed_by: String,
     pub changed_at: i64,
     /// The agent the note belongs to; absent for a shared note.
@@ -397,6 +400,8 @@ impl Memory {
             .into_iter()
             .enumerate()
             .map(|(i, v)| super::SearchHit {
+                keyword_score: None,
+                vector_score: None,
                 text: v.content,
                 // By rank: bm25 scores are not comparable with the hybrid search's.
                 score: 1.0 - i as f64 / n,

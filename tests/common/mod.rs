@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod bm25_reference;
+pub mod browser;
 pub mod mcp;
 pub mod model;
 pub mod notify_bench;

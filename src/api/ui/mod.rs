@@ -2,12 +2,15 @@
 //! overview (health, workers, runs, the outbox, every schedule with pause, resume and run
 //! now), a schedule's runs with their output and errors, a run's page following its
 //! progress live, the outbox with its dead letters
-//! to retry, and a search box over one user's memory. Server-rendered HTML with its one
+//! to retry, each user's memory to browse (notes and their versions, sessions, state,
+//! artifacts), and a search box over one user's memory. Server-rendered HTML with its one
 //! stylesheet embedded; it works through the same library operations as the CLI and the
 //! API, as the operator, in a session started with an admin token (see [`session`]).
 
 mod approvals;
 mod charts;
+mod memory;
+mod memory_views;
 mod moments;
 mod run_list;
 mod runs;
@@ -68,6 +71,21 @@ pub fn router() -> Router<ApiState> {
         )
         .route("/ui/outbox", get(outbox))
         .route("/ui/outbox/{message_id}/retry", post(retry))
+        .route("/ui/memory", get(memory::users))
+        .route("/ui/memory/{user}", get(memory::user))
+        .route("/ui/memory/{user}/notes/{note_id}", get(memory::note))
+        .route(
+            "/ui/memory/{user}/notes/{note_id}/restore",
+            post(memory::restore),
+        )
+        .route(
+            "/ui/memory/{user}/sessions/{session_id}",
+            get(memory::session_page),
+        )
+        .route(
+            "/ui/memory/{user}/artifacts/{artifact_id}",
+            get(memory::artifact),
+        )
         .route("/ui/search", get(search))
         .route("/ui/style.css", get(style))
         .layer(axum::middleware::map_response(page_headers))
@@ -121,7 +139,7 @@ pub(super) fn failure(err: impl Into<Error>) -> Response {
 }
 
 /// `server.public_url`, when set: the address users reach the server by.
-fn public_url(state: &ApiState) -> Option<&str> {
+pub(super) fn public_url(state: &ApiState) -> Option<&str> {
     state.app.config().server.public_url.as_deref()
 }
 
@@ -390,6 +408,8 @@ struct SearchQuery {
     user: Option<String>,
     /// Search as this agent of the user (blank: the shared notes only).
     agent: Option<String>,
+    /// Search this conversation of the user's too (blank: the notes only).
+    session: Option<String>,
     q: Option<String>,
 }
 
@@ -400,6 +420,7 @@ async fn search(
 ) -> Response {
     let (user, q) = (query.user.unwrap_or_default(), query.q.unwrap_or_default());
     let agent = query.agent.unwrap_or_default();
+    let session_id = query.session.unwrap_or_default();
     let result = if user.is_empty() || q.is_empty() {
         None
     } else {
@@ -407,7 +428,7 @@ async fn search(
             user_id: user.clone(),
             query: q.clone(),
             top_k: Some(10),
-            session_id: None,
+            session_id: (!session_id.is_empty()).then(|| session_id.clone()),
             tags: Vec::new(),
             ..Default::default()
         };
@@ -425,5 +446,5 @@ async fn search(
                 .map_err(|e| crate::input::printable(&e.to_string()).into_owned()),
         )
     };
-    views::search((&user, &agent), &q, result, &session.csrf).into_response()
+    views::search((&user, &agent, &session_id), &q, result, &session.csrf).into_response()
 }

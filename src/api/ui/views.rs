@@ -89,6 +89,7 @@ pub fn layout(title: &str, csrf: Option<&str>, script: Script, body: Markup) -> 
                             a href="/ui/runs" { "Runs" }
                             a href="/ui/approvals" { "Approvals" }
                             a href="/ui/outbox" { "Outbox" }
+                            a href="/ui/memory" { "Memory" }
                             a href="/ui/search" { "Search" }
                             form method="post" action="/ui/logout" class="inline" {
                                 input type="hidden" name="csrf" value=(csrf);
@@ -139,9 +140,20 @@ fn when(ms: i64) -> String {
 
 /// A button that posts to `action` with the form token.
 pub(super) fn action_button(action: &str, label: &str, csrf: &str) -> Markup {
+    action_button_with(action, label, csrf, &[])
+}
+
+/// A button that posts to `action` with the form token and `fields`.
+pub(super) fn action_button_with(
+    action: &str,
+    label: &str,
+    csrf: &str,
+    fields: &[(&str, &str)],
+) -> Markup {
     html! {
         form method="post" action=(action) class="inline" {
             input type="hidden" name="csrf" value=(csrf);
+            @for (name, value) in fields { input type="hidden" name=(name) value=(value); }
             button type="submit" { (label) }
         }
     }
@@ -375,7 +387,7 @@ pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Page {
 }
 
 pub fn search(
-    (user, agent): (&str, &str),
+    (user, agent, session): (&str, &str, &str),
     query: &str,
     result: Option<Result<SearchResponse, String>>,
     csrf: &str,
@@ -386,6 +398,8 @@ pub fn search(
             input #user name="user" value=(user) required;
             label for="agent" { "Agent (blank: shared notes only)" }
             input #agent name="agent" value=(agent);
+            label for="session" { "Conversation (blank: notes only)" }
+            input #session name="session" value=(session);
             label for="q" { "Query" }
             input #q type="search" name="q" value=(query) required;
             button type="submit" { "Search" }
@@ -400,9 +414,14 @@ pub fn search(
                     @for hit in &found.hits {
                         li {
                             p { (visible(&hit.text)) }
-                            p.hint { (format!("{:.3}", hit.score)) " · "
-                                @if let Some(note) = &hit.note_id { "note " code { (note) } }
-                                @if let Some(session) = &hit.session_id { "session " code { (session) } " #" (hit.sequence.unwrap_or_default()) }
+                            p.hint { "score " (format!("{:.3}", hit.score)) " (keywords " (leg(hit.keyword_score)) ", vectors " (leg(hit.vector_score)) ") · "
+                                @if let Some(note) = &hit.note_id {
+                                    a href={ "/ui/memory/" (urlencode(user)) "/notes/" (urlencode(note)) @if !agent.is_empty() { "?agent=" (urlencode(agent)) } } { "note " code { (note) } }
+                                }
+                                @if let Some(session) = &hit.session_id {
+                                    a href={ "/ui/memory/" (urlencode(user)) "/sessions/" (urlencode(session)) } { "session " code { (visible(session)) } }
+                                    " #" (hit.sequence.unwrap_or_default())
+                                }
                                 " · " (when(hit.at)) }
                         }
                     }
@@ -411,6 +430,11 @@ pub fn search(
         }
     };
     layout("Search a user's memory", Some(csrf), Script::None, body)
+}
+
+/// One leg's score of a hit, or a dash when that leg did not find it.
+fn leg(score: Option<f64>) -> String {
+    score.map_or_else(|| "—".to_string(), |s| format!("{s:.2}"))
 }
 
 /// The stylesheet, embedded in the binary.
