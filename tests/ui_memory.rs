@@ -138,11 +138,29 @@ async fn the_memory_browser_shows_one_users_memory_and_nobody_elses() {
     assert!(page.contains("Planner books") && page.contains("Alice drinks"));
 
     // A search hit names each leg's score and opens its note or its session.
+    for text in ["Alice grows green tea", "Alice sold her coffee grinder"] {
+        api.app
+            .memory()
+            .save_note("alice", &NewNote::new(text))
+            .await
+            .unwrap();
+    }
     let (_, page) = browser.get("/ui/search?user=alice&q=jasmine+tea").await;
-    let hit = page.split("<li>").nth(1).expect("a hit");
-    assert!(hit.contains("Alice drinks jasmine tea"), "{hit}");
-    assert!(hit.contains("(keywords 1.00, vectors "), "{hit}");
-    assert!(hit.contains("href=\"/ui/memory/alice/notes/"), "{hit}");
+    let hits: Vec<&str> = page.split("<li>").skip(1).collect();
+    assert!(hits[0].contains("Alice drinks jasmine tea"), "{page}");
+    assert!(hits[0].contains("(keywords 1.00, vectors "), "{page}");
+    assert!(hits[0].contains("href=\"/ui/memory/alice/notes/"), "{page}");
+    let green = hits
+        .iter()
+        .find(|h| h.contains("green tea"))
+        .expect("{page}");
+    assert!(green.contains("(keywords 0."), "one word of two: {green}");
+    if let Some(coffee) = hits.iter().find(|h| h.contains("coffee")) {
+        assert!(
+            coffee.contains("(keywords —, "),
+            "no word in common: {coffee}"
+        );
+    }
     let (_, page) = browser
         .get("/ui/search?user=alice&session=chat-1&q=dentist")
         .await;
@@ -180,28 +198,43 @@ async fn the_memory_browser_shows_one_users_memory_and_nobody_elses() {
     let policy = response.headers()["content-security-policy"]
         .to_str()
         .unwrap();
-    assert!(policy.starts_with("default-src 'none'"), "{policy}");
+    assert!(
+        policy.starts_with("default-src 'none'") && policy.ends_with("; sandbox"),
+        "{policy}"
+    );
     assert_eq!(response.text().await.unwrap(), "<script>alert(1)</script>");
 
     // Bob's records under alice's name are not found, the same as records that do not
     // exist; nothing of them is shown.
-    for path in [
-        format!("/ui/memory/alice/artifacts/{bob_artifact}"),
-        "/ui/memory/alice/sessions/bob-chat".to_string(),
-        "/ui/memory/alice/sessions/no-such-chat".to_string(),
+    let bob_note = api.app.memory().notes("bob").await.unwrap()[0]
+        .note_id
+        .clone();
+    for (bobs, missing, id) in [
+        ("artifacts", bob_artifact.as_str(), "nope-artifact"),
+        ("sessions", "bob-chat", "no-such-chat"),
+        ("notes", bob_note.as_str(), "no-such-note"),
     ] {
-        let (status, page) = browser.get(&path).await;
-        assert_eq!(status, 404, "{path}");
+        let (status, page) = browser
+            .get(&format!("/ui/memory/alice/{bobs}/{missing}"))
+            .await;
+        assert_eq!(status, 404, "{bobs}");
         assert!(!page.contains("bob only") && !page.contains("secret plan"));
+        assert!(!page.contains("bank pin"));
+        let (status, nothing) = browser.get(&format!("/ui/memory/alice/{bobs}/{id}")).await;
+        assert_eq!(status, 404, "{bobs}");
+        assert_eq!(
+            page.replace(missing, "ID"),
+            nothing.replace(id, "ID"),
+            "{bobs}"
+        );
     }
     // Bad ids are named in the answer.
     for (path, status, named) in [
         ("/ui/memory/%0Aalice", 400, "user id"),
-        ("/ui/memory?user=%20", 200, ""),
+        ("/ui/memory?user=%20", 200, "2 user(s) with memory"),
         ("/ui/memory?user=a%00b", 400, "user id"),
         ("/ui/memory/alice/sessions/a%0Ab", 400, "session id"),
         ("/ui/memory/alice/notes/x%7F", 400, "note id"),
-        ("/ui/memory/alice/notes/no-such-note", 404, ""),
         (
             "/ui/memory/alice/sessions/memory:alice",
             400,
@@ -282,6 +315,11 @@ async fn a_notes_versions_are_compared_and_any_one_restored_from_the_dashboard()
     // Another user's note is not found under alice, nor alice's under bob.
     let (status, _) = browser.get(&format!("/ui/memory/bob/notes/{note}")).await;
     assert_eq!(status, 404);
+    let bobs = memory
+        .save_note("bob", &NewNote::new("Bob's note"))
+        .await
+        .unwrap()
+        .note_id;
 
     let restore = format!("{page_of}/restore");
     let csrf = browser.csrf().await;
@@ -303,6 +341,27 @@ async fn a_notes_versions_are_compared_and_any_one_restored_from_the_dashboard()
         assert_eq!(response.status(), status, "{form:?}");
         assert_eq!(versions().await, 3, "{form:?} changed nothing");
     }
+    let response = browser
+        .post(&restore, &[("csrf", &csrf), ("version", " ")], None)
+        .await;
+    assert!(response
+        .text()
+        .await
+        .unwrap()
+        .contains("version: is missing"));
+    // Alice's note restored under bob's address, or bob's under alice's: not found.
+    for path in [
+        format!("/ui/memory/bob/notes/{note}/restore"),
+        format!("/ui/memory/alice/notes/{bobs}/restore"),
+    ] {
+        let response = browser
+            .post(&path, &[("version", "1"), ("csrf", &csrf)], None)
+            .await;
+        assert_eq!(response.status(), 404, "{path}");
+    }
+    assert_eq!(versions().await, 3);
+    let bob_versions = memory.note_history("bob", &bobs).await.unwrap();
+    assert_eq!(bob_versions.len(), 1);
     let response = browser
         .post(&restore, &[("version", "1"), ("csrf", &csrf)], None)
         .await;

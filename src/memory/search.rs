@@ -66,8 +66,10 @@ pub struct SearchHit {
     pub name: Option<String>,
     /// When the note was last written or the event happened (UTC ms).
     pub at: i64,
-    /// The keyword leg's score of the hit's best passage, 0 to 1 over this search's
-    /// candidates; absent when that leg did not find it.
+    /// The keyword leg's score of the hit's best passage, 0 to 1 over the first stage's
+    /// candidates; absent when that leg did not find it (an event found as a hit's
+    /// neighbour, an `as_of` search). `score` also counts neighbours, the second stage and
+    /// a second round, so it is not these two alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keyword_score: Option<f64>,
     /// The vector leg's score of the hit's best passage, likewise.

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Memory, Result};
-use crate::db::{fetch_all, DbError, FromRow};
+use super::agents::visible;
+use super::{check_id, Memory, Note, Result};
+use crate::db::{fetch_all, query_scalar, DbError, FromRow};
 
 /// A user with notes or conversations, as an operator's list shows them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,5 +90,34 @@ impl Memory {
         });
         users.truncate(limit);
         Ok((users, total))
+    }
+
+    /// The user's `limit` most recently changed notes the handle's agent sees (of a user
+    /// with many, a page's worth), and how many it sees in all.
+    pub async fn recent_notes(&self, user_id: &str, limit: usize) -> Result<(Vec<Note>, i64)> {
+        check_id("user id", user_id)?;
+        let conn = self.db.conn().await?;
+        let condition = format!(
+            "user_id = ?1 AND superseded_by IS NULL AND {}",
+            visible("?2")
+        );
+        let total: i64 = query_scalar(
+            &conn,
+            &format!("SELECT count(*) FROM notes WHERE {condition}"),
+            libsql::params![user_id, self.agent()],
+        )
+        .await?
+        .unwrap_or(0);
+        let notes = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM notes WHERE {condition}
+                 ORDER BY updated_at DESC, note_id DESC LIMIT ?3",
+                Note::COLUMNS
+            ),
+            libsql::params![user_id, self.agent(), limit as i64],
+        )
+        .await?;
+        Ok((notes, total))
     }
 }

@@ -24,6 +24,7 @@ pub mod spec;
 pub mod store;
 pub mod sync;
 pub mod types;
+pub mod upcoming;
 pub(crate) mod validate;
 pub mod view;
 

@@ -150,11 +150,17 @@ async fn get_artifact_content(
 ) -> Result<Response, ApiError> {
     let actor = caller.actor_for(query.user.as_deref())?;
     let (artifact, content) = state.app.artifacts().get(&actor, &artifact_id).await?;
+    Ok(download(&artifact, content))
+}
+
+/// An artifact's bytes as a download: its MIME type, an attachment under its name, and
+/// never sniffed as something else.
+pub fn download(artifact: &Artifact, content: Vec<u8>) -> Response {
     let content_type = HeaderValue::from_str(&artifact.mime_type)
         .unwrap_or_else(|_| HeaderValue::from_static(crate::artifact::DEFAULT_MIME_TYPE));
     let disposition = HeaderValue::from_str(&content_disposition(&artifact.name))
         .unwrap_or_else(|_| HeaderValue::from_static("attachment"));
-    Ok((
+    (
         [
             (header::CONTENT_TYPE, content_type),
             (header::CONTENT_DISPOSITION, disposition),
@@ -165,7 +171,7 @@ async fn get_artifact_content(
         ],
         content,
     )
-        .into_response())
+        .into_response()
 }
 
 /// `attachment` with the name twice (RFC 6266): an ASCII fallback with anything unsafe

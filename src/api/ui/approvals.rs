@@ -41,7 +41,7 @@ pub async fn answer(
     Path((approval_id, action)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     let decision = match action.as_str() {

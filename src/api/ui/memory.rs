@@ -6,15 +6,14 @@
 //! dashboard's.
 
 use axum::extract::{Form, Path, Query, State};
-use axum::http::header::{self, HeaderValue};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::memory_views as views;
-use super::session::{check_csrf, same_origin, UiSession};
+use super::session::UiSession;
 use super::views::urlencode;
-use super::{failure, public_url, see_other};
+use super::{checked, failure, see_other};
 use crate::access::Actor;
 use crate::api::ApiState;
 use crate::error::Error;
@@ -24,6 +23,8 @@ use crate::state::{Scope, StateAccess, StateEntry};
 
 /// Users on the list (the most recently active).
 const USERS: usize = 200;
+/// Notes, sessions and artifacts a user's page lists of each (the newest).
+pub(super) const LISTED: usize = 100;
 /// Events shown of a session (its last ones).
 const EVENTS: usize = 200;
 
@@ -92,7 +93,7 @@ async fn user_memory(
     agent: Option<&str>,
 ) -> Result<views::UserMemoryPage, Error> {
     check_user_id(user)?;
-    let notes = memory_of(state, agent)?.notes(user).await?;
+    let (notes, note_count) = memory_of(state, agent)?.recent_notes(user, LISTED).await?;
     let sessions = state.app.memory().sessions(user).await?;
     let access = StateAccess::operator(Some(user.to_string()), None);
     let entries = state.app.state().list(&access, "").await?.entries;
@@ -102,6 +103,7 @@ async fn user_memory(
         user: user.to_string(),
         agent: agent.map(str::to_string),
         notes,
+        note_count,
         sessions,
         state: scoped(entries, Scope::User),
         artifacts,
@@ -198,16 +200,14 @@ pub async fn restore(
     Path((user, note_id)): Path<(String, String)>,
     Form(form): Form<RestoreForm>,
 ) -> Response {
-    if let Err(refused) =
-        same_origin(&headers, public_url(&state)).and_then(|()| check_csrf(&session, &form.csrf))
-    {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     let agent = given(&Some(form.agent)).map(str::to_string);
     let restored = async {
         check_user_id(&user)?;
         check_id("note id", &note_id)?;
-        let version = version_number("version", Some(form.version.trim()))?
+        let version = version_number("version", given(&Some(form.version)))?
             .ok_or_else(|| InputError::new("version", "is missing"))?;
         memory_of(&state, agent.as_deref())?
             .by(Origin::Dashboard)
@@ -269,17 +269,5 @@ pub async fn artifact(
         Ok(found) => found,
         Err(err) => return failure(err),
     };
-    let content_type = HeaderValue::from_str(&artifact.mime_type)
-        .unwrap_or_else(|_| HeaderValue::from_static(crate::artifact::DEFAULT_MIME_TYPE));
-    let disposition = crate::api::routes::artifacts::content_disposition(&artifact.name);
-    let disposition =
-        HeaderValue::from_str(&disposition).unwrap_or(HeaderValue::from_static("attachment"));
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_DISPOSITION, disposition),
-        ],
-        content,
-    )
-        .into_response()
+    crate::api::routes::artifacts::download(&artifact, content)
 }

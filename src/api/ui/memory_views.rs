@@ -5,6 +5,7 @@
 use maud::{html, Markup};
 use similar::{ChangeTag, TextDiff};
 
+use super::memory::LISTED;
 use super::moments::moment;
 use super::views::{action_button_with, badge, layout, urlencode, Page, Script};
 use crate::artifact::Artifact;
@@ -15,26 +16,42 @@ use crate::state::StateEntry;
 
 /// Characters of a note, an event or a value shown before "show all".
 const HEAD_CHARS: usize = 300;
+/// Characters "show all" shows at most: a page stays a page (the API has all of it).
+const WHOLE_CHARS: usize = 4_000;
+/// How long a diff between two versions may take before it settles for a coarser one.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// `ms` relative to `now`, the instant on hover.
 fn at(ms: i64, now: i64) -> Markup {
     moment(&to_rfc3339(ms), now)
 }
 
-/// Stored text shown whole when short, else its head with the whole behind a click.
+/// Stored text shown whole when short, else its head with the rest behind a click (up to
+/// [`WHOLE_CHARS`]).
 fn long_text(text: &str) -> Markup {
     let shown = visible(text);
     let head = crate::text::truncate_chars(&shown, HEAD_CHARS);
+    if head.len() == shown.len() {
+        return html! { span.text { (shown) } };
+    }
+    let whole = crate::text::truncate_chars(&shown, WHOLE_CHARS);
+    let chars = shown.chars().count();
     html! {
-        @if head.len() == shown.len() {
-            span.text { (shown) }
-        } @else {
-            details {
-                summary { span.text { (head) "…" } " " span.hint { "show all (" (text.chars().count()) " characters)" } }
-                div.text { (shown) }
+        details {
+            summary { span.text { (head) "…" } " " span.hint { "show all (" (chars) " characters)" } }
+            div.text { (whole) }
+            @if whole.len() < shown.len() {
+                p.hint { "… and " (chars - WHOLE_CHARS) " characters more, in full through the API." }
             }
         }
     }
+}
+
+/// Stored text's head alone, for a list whose items open a page of their own.
+fn head_text(text: &str) -> Markup {
+    let shown = visible(text);
+    let head = crate::text::truncate_chars(&shown, HEAD_CHARS);
+    html! { span.text { (head) @if head.len() < shown.len() { "…" } } }
 }
 
 fn user_path(user: &str) -> String {
@@ -84,7 +101,9 @@ pub fn users(users: &[UserMemory], total: usize, csrf: &str, now: i64) -> Page {
 pub struct UserMemoryPage {
     pub user: String,
     pub agent: Option<String>,
+    /// The newest notes, and how many there are.
     pub notes: Vec<Note>,
+    pub note_count: i64,
     pub sessions: Vec<Session>,
     pub state: Vec<StateEntry>,
     pub artifacts: Vec<Artifact>,
@@ -101,7 +120,8 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
             button type="submit" { "Show" }
             " " a href={ "/ui/search?user=" (urlencode(user)) "&agent=" (urlencode(agent.unwrap_or(""))) } { "Search this memory" }
         }
-        h2 #notes { "Notes (" (page.notes.len()) ")" }
+        h2 #notes { "Notes (" (page.note_count) ")" }
+        @if page.note_count > page.notes.len() as i64 { p.hint { "The " (page.notes.len()) " most recently changed; search finds the others." } }
         @if page.notes.is_empty() { p.hint { "No notes." } } @else {
             table {
                 thead { tr { th { "Note" } th { "Tags" } th { "Category" } th { "Source" } th { "Changed" } } }
@@ -109,13 +129,13 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
                     @for note in &page.notes {
                         tr {
                             td.goal {
-                                a href=(note_path(user, &note.note_id, agent)) { code { (note.note_id) } }
+                                a href=(note_path(user, &note.note_id, agent)) { code { (visible(&note.note_id)) } }
                                 @if let Some(owner) = &note.agent_id { " " span.hint { "agent " (visible(owner)) } }
-                                br; (long_text(&note.content))
+                                br; (head_text(&note.content))
                             }
                             td { (visible(&note.tags.join(", "))) }
-                            td { (note.category.as_deref().unwrap_or("—")) }
-                            td { (note.source) }
+                            td { (visible(note.category.as_deref().unwrap_or("—"))) }
+                            td { (visible(&note.source)) }
                             td { (at(note.updated_at, now)) }
                         }
                     }
@@ -123,11 +143,12 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
             }
         }
         h2 #sessions { "Sessions (" (page.sessions.len()) ")" }
+        @if page.sessions.len() > LISTED { p.hint { "The " (LISTED) " most recently active." } }
         @if page.sessions.is_empty() { p.hint { "No sessions." } } @else {
             table {
                 thead { tr { th { "Session" } th { "Kind" } th { "Events" } th { "Last event" } } }
                 tbody {
-                    @for s in &page.sessions {
+                    @for s in page.sessions.iter().take(LISTED) {
                         tr {
                             td.goal {
                                 a href={ (base) "/sessions/" (urlencode(&s.session_id)) } { code { (visible(&s.session_id)) } }
@@ -144,16 +165,17 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
         h2 #state { "State (" (page.state.len()) ")" }
         (state_table(&page.state, now))
         h2 #artifacts { "Artifacts (" (page.artifacts.len()) ")" }
+        @if page.artifacts.len() > LISTED { p.hint { "The " (LISTED) " newest." } }
         @if page.artifacts.is_empty() { p.hint { "No artifacts." } } @else {
             table {
                 thead { tr { th { "Name" } th { "Type" } th { "Size" } th { "Made by" } th { "Stored" } } }
                 tbody {
-                    @for a in &page.artifacts {
+                    @for a in page.artifacts.iter().take(LISTED) {
                         tr {
                             td { a href={ (base) "/artifacts/" (urlencode(&a.artifact_id)) } download { (visible(&a.name)) } }
                             td { code { (visible(&a.mime_type)) } }
                             td { (bytes(a.size)) }
-                            td { @if let Some(run) = &a.run_id { a href={ "/ui/runs/" (urlencode(run)) } { "run " code { (run) } } } @else { "—" } }
+                            td { @if let Some(run) = &a.run_id { a href={ "/ui/runs/" (urlencode(run)) } { "run " code { (visible(run)) } } } @else { "—" } }
                             td { (at(a.created_at, now)) }
                         }
                     }
@@ -233,7 +255,7 @@ pub fn note(page: &NotePage, csrf: &str, now: i64) -> Page {
                         td { code { (visible(&v.changed_by)) } }
                         td { (at(v.changed_at, now)) }
                         td { (visible(&v.tags.join(", "))) }
-                        td { (v.category.as_deref().unwrap_or("—")) }
+                        td { (visible(v.category.as_deref().unwrap_or("—"))) }
                         td {
                             @if current.is_none_or(|c| c.version != v.version) {
                                 (action_button_with(&restore, "Restore", csrf, &[("version", &v.version.to_string()), ("agent", agent.unwrap_or(""))]))
@@ -269,11 +291,13 @@ pub fn note(page: &NotePage, csrf: &str, now: i64) -> Page {
     )
 }
 
-/// Version `from` against `to`, word by word: what was taken out struck through and
-/// marked "−", what was put in underlined and marked "+" (the marks say it without
-/// colour).
+/// Version `from` against `to`, word by word: what was taken out struck through, what was
+/// put in underlined (HTML's `del` and `ins`, which say so without colour). A diff that
+/// would take longer than [`DIFF_DEADLINE`] settles for a coarser one, never a wrong one.
 fn diff(from: &NoteVersion, to: &NoteVersion) -> Markup {
-    let words = TextDiff::from_words(from.content.as_str(), to.content.as_str());
+    let words = TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_words(from.content.as_str(), to.content.as_str());
     let (mut removed, mut added) = (0usize, 0usize);
     for change in words.iter_all_changes() {
         let counted = !change.value().trim().is_empty();
@@ -294,7 +318,7 @@ fn diff(from: &NoteVersion, to: &NoteVersion) -> Markup {
         p #diff-summary { "Version " (from.version) " → " (to.version) ": "
             @if removed + added == 0 { "the same words" } @else { (removed) " word(s) taken out, " (added) " put in" } "." }
         @if let Some((old, new)) = tags { p { "Tags: " del { "− " (visible(&old)) } " " ins { "+ " (visible(&new)) } } }
-        @if let Some((old, new)) = category { p { "Category: " del { "− " (old) } " " ins { "+ " (new) } } }
+        @if let Some((old, new)) = category { p { "Category: " del { "− " (visible(&old)) } " " ins { "+ " (visible(&new)) } } }
         div.text.diff #diff {
             @for change in words.iter_all_changes() {
                 @match change.tag() {

@@ -2,7 +2,7 @@
 //! overview (health, workers, runs, the outbox, every schedule with pause, resume and run
 //! now), a schedule's runs with their output and errors, a run's page following its
 //! progress live, the outbox with its dead letters
-//! to retry, each user's memory to browse (notes and their versions, sessions, state,
+//! to retry, the next seven days as a calendar, each user's memory to browse (notes and their versions, sessions, state,
 //! artifacts), and a search box over one user's memory. Server-rendered HTML with its one
 //! stylesheet embedded; it works through the same library operations as the CLI and the
 //! API, as the operator, in a session started with an admin token (see [`session`]).
@@ -16,6 +16,7 @@ mod run_list;
 mod runs;
 mod scripts;
 mod session;
+mod upcoming;
 mod views;
 
 use axum::extract::{Form, Path, Query, State};
@@ -71,6 +72,7 @@ pub fn router() -> Router<ApiState> {
         )
         .route("/ui/outbox", get(outbox))
         .route("/ui/outbox/{message_id}/retry", post(retry))
+        .route("/ui/upcoming", get(upcoming::page))
         .route("/ui/memory", get(memory::users))
         .route("/ui/memory/{user}", get(memory::user))
         .route("/ui/memory/{user}/notes/{note_id}", get(memory::note))
@@ -101,9 +103,16 @@ async fn page_headers(mut response: Response) -> Response {
         Some(nonce) => format!("; script-src 'nonce-{}'; connect-src 'self'", nonce.0),
         None => String::new(),
     };
+    // A download (an artifact) is never a page of this site: sandboxed, were a browser
+    // to show it anyway.
+    let sandbox = if response.headers().contains_key(header::CONTENT_DISPOSITION) {
+        "; sandbox"
+    } else {
+        ""
+    };
     let policy = format!(
         "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; \
-         base-uri 'none'{scripts}"
+         base-uri 'none'{scripts}{sandbox}"
     );
     let headers = response.headers_mut();
     // A nonce is hex, so the policy is a valid value; were it not, no script runs.
@@ -222,7 +231,7 @@ async fn logout(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     if let Err(err) = session.end(&state).await {
@@ -240,10 +249,10 @@ pub(super) fn checked(
     state: &ApiState,
     session: &UiSession,
     headers: &HeaderMap,
-    form: &CsrfForm,
+    csrf: &str,
 ) -> Result<(), Refused> {
     same_origin(headers, public_url(state))?;
-    check_csrf(session, &form.csrf)
+    check_csrf(session, csrf)
 }
 
 #[derive(Deserialize)]
@@ -338,7 +347,7 @@ async fn schedule_action(
     Path((schedule_id, action)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     let store = state.app.schedules();
@@ -382,7 +391,7 @@ async fn retry(
     Path(message_id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     if let Err(err) = crate::input::check_id("message id", &message_id) {

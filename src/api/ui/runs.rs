@@ -129,7 +129,7 @@ pub async fn action(
     Path((run_id, action)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(refused) = checked(&state, &session, &headers, &form) {
+    if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
     }
     let store = state.app.schedules();

@@ -87,6 +87,7 @@ pub fn layout(title: &str, csrf: Option<&str>, script: Script, body: Markup) -> 
                         nav {
                             a href="/ui" { "Overview" }
                             a href="/ui/runs" { "Runs" }
+                            a href="/ui/upcoming" { "Upcoming" }
                             a href="/ui/approvals" { "Approvals" }
                             a href="/ui/outbox" { "Outbox" }
                             a href="/ui/memory" { "Memory" }
@@ -416,7 +417,7 @@ pub fn search(
                             p { (visible(&hit.text)) }
                             p.hint { "score " (format!("{:.3}", hit.score)) " (keywords " (leg(hit.keyword_score)) ", vectors " (leg(hit.vector_score)) ") · "
                                 @if let Some(note) = &hit.note_id {
-                                    a href={ "/ui/memory/" (urlencode(user)) "/notes/" (urlencode(note)) @if !agent.is_empty() { "?agent=" (urlencode(agent)) } } { "note " code { (note) } }
+                                    a href={ "/ui/memory/" (urlencode(user)) "/notes/" (urlencode(note)) @if !agent.is_empty() { "?agent=" (urlencode(agent)) } } { "note " code { (visible(note)) } }
                                 }
                                 @if let Some(session) = &hit.session_id {
                                     a href={ "/ui/memory/" (urlencode(user)) "/sessions/" (urlencode(session)) } { "session " code { (visible(session)) } }

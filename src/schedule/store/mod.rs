@@ -37,6 +37,7 @@ mod query;
 mod recovery;
 mod rerun;
 mod run_list;
+mod upcoming;
 mod wait;
 mod watch;
 

@@ -1,0 +1,160 @@
+//! The dashboard's week: the next seven days' occurrences of every active schedule, each
+//! on its day at its time, skipped dates shown as skipped, run limits and pauses kept,
+//! and an occurrence that is due but not yet run on today's column — on a manual clock.
+
+mod common;
+
+use common::api::TestApi;
+use common::browser::Browser;
+use nightshift::access::Actor;
+use nightshift::db::clock::ManualClock;
+use nightshift::spec::ScheduleSpec;
+
+/// 2026-11-28T08:00:00Z, a Saturday.
+const SATURDAY_8AM: i64 = 1_795_852_800_000;
+const HOUR_MS: i64 = 3_600_000;
+
+async fn add(api: &TestApi, spec: ScheduleSpec) -> String {
+    api.app
+        .add_schedule(&Actor::Operator, "alice", &spec)
+        .await
+        .unwrap()
+        .schedule_id
+}
+
+fn named(name: &str) -> ScheduleSpec {
+    ScheduleSpec {
+        name: Some(name.into()),
+        goal: format!("do {name}"),
+        tz: Some("UTC".into()),
+        ..Default::default()
+    }
+}
+
+/// The page's day columns, in order: each column's HTML.
+fn days(page: &str) -> Vec<&str> {
+    page.split("<section class=\"day\"").skip(1).collect()
+}
+
+#[tokio::test]
+async fn the_week_shows_each_schedules_next_runs_on_their_days() {
+    let clock = ManualClock::starting_at(SATURDAY_8AM);
+    let api = TestApi::start_on(clock.clone(), |_| {}).await;
+    // Due at 09:00 today; at 10:00 it has not run yet.
+    add(
+        &api,
+        ScheduleSpec {
+            at: Some("2026-11-28T09:00:00Z".into()),
+            ..named("late-report")
+        },
+    )
+    .await;
+    clock.advance_ms(2 * HOUR_MS);
+    add(
+        &api,
+        ScheduleSpec {
+            cron: Some("0 9 * * *".into()),
+            skip: vec!["2026-11-30".into()],
+            ..named("tea")
+        },
+    )
+    .await;
+    add(
+        &api,
+        ScheduleSpec {
+            cron: Some("0 12 * * *".into()),
+            max_runs: Some(2),
+            ..named("checkpoint")
+        },
+    )
+    .await;
+    add(
+        &api,
+        ScheduleSpec {
+            at: Some("2026-11-28T15:30:00Z".into()),
+            ..named("standup")
+        },
+    )
+    .await;
+    add(
+        &api,
+        ScheduleSpec {
+            at: Some("2026-12-10T09:00:00Z".into()),
+            ..named("far-off")
+        },
+    )
+    .await;
+    let paused = add(
+        &api,
+        ScheduleSpec {
+            every: Some("1h".into()),
+            ..named("paused-one")
+        },
+    )
+    .await;
+    api.app
+        .schedules()
+        .pause(&Actor::Operator, &paused, None)
+        .await
+        .unwrap();
+
+    let browser = Browser::logged_in(&api).await;
+    let (status, page) = browser.get("/ui/upcoming").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("4 active schedule(s) due this week"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("far-off") && !page.contains("paused-one"),
+        "{page}"
+    );
+    let days = days(&page);
+    assert_eq!(days.len(), 7, "{page}");
+    let names = [
+        "Sat 28 Nov (today)",
+        "Sun 29 Nov",
+        "Mon 30 Nov",
+        "Tue 1 Dec",
+        "Wed 2 Dec",
+        "Thu 3 Dec",
+        "Fri 4 Dec",
+    ];
+    for (day, name) in days.iter().zip(names) {
+        assert!(day.contains(name), "{name}: {day}");
+    }
+    // Today: the overdue one first, then the rest in time order.
+    let today = days[0];
+    let order: Vec<usize> = ["late-report", ">12:00<", "checkpoint", ">15:30<", "standup"]
+        .iter()
+        .map(|needle| {
+            today
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {today}"))
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{today}");
+    assert!(
+        today.contains(">09:00<") && today.contains("overdue"),
+        "{today}"
+    );
+    assert!(
+        !today.contains("tea"),
+        "09:00 today was before the schedule was made"
+    );
+    // The run limit: two checkpoints, today's and tomorrow's.
+    assert!(days[1].contains("checkpoint") && days[1].contains("tea"));
+    assert!(days[2..].iter().all(|d| !d.contains("checkpoint")));
+    // Monday is skipped: shown, and marked so.
+    assert!(days[2].contains("class=\"skipped\"") && days[2].contains(">skipped<"));
+    for day in &days[3..] {
+        assert!(day.contains(">09:00<") && day.contains("tea"), "{day}");
+        assert!(!day.contains("skipped"), "{day}");
+    }
+    // Each time says its instant in the schedule's zone.
+    assert!(
+        days[1].contains("datetime=\"2026-11-29T09:00:00+00:00\""),
+        "{}",
+        days[1]
+    );
+}
