@@ -2,7 +2,8 @@
 //! schedule's occurrences at the times they will be due, and those its skip dates and
 //! calendars leave out shown as skipped. An overdue occurrence (due, not yet run) is on
 //! today's column, marked so. Read from the active schedules due within the week, soonest
-//! first, so the page costs the same however many schedules there are.
+//! first, and a bounded number of occurrences worked out, so the page costs about the
+//! same however many schedules there are and however often they run.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -22,8 +23,9 @@ const DAY_MS: i64 = 86_400_000;
 const DAYS: usize = 7;
 /// Schedules read: the soonest due.
 const SCHEDULES: i64 = 1_000;
-/// Occurrences of one schedule taken (a schedule every minute has 10,080 a week).
-const PER_SCHEDULE: usize = 200;
+/// Occurrences worked out for a page, shared among its schedules (a schedule every
+/// minute has 10,080 a week): each gets this over their number, from 8 to 200.
+const OCCURRENCES: usize = 20_000;
 /// Occurrences listed in a day; the rest counted.
 const PER_DAY: usize = 40;
 
@@ -49,9 +51,10 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
         Ok(found) => found,
         Err(err) => return failure(err),
     };
+    let per_schedule = (OCCURRENCES / schedules.len().max(1)).clamp(8, 200);
     let mut days: Vec<Vec<Entry>> = (0..DAYS).map(|_| Vec::new()).collect();
     for schedule in &schedules {
-        for at in occurrences(schedule, until, PER_SCHEDULE) {
+        for at in occurrences(schedule, until, per_schedule) {
             let entry = Entry {
                 schedule,
                 at,
@@ -69,15 +72,22 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
             (a.when(), &a.schedule.schedule_id).cmp(&(b.when(), &b.schedule.schedule_id))
         });
     }
-    view(&days, today, (schedules.len(), total), &session.csrf).into_response()
+    let read = (schedules.len(), total, per_schedule);
+    view(&days, today, read, &session.csrf).into_response()
 }
 
-fn view(days: &[Vec<Entry>], today: i64, (read, total): (usize, i64), csrf: &str) -> Page {
+fn view(
+    days: &[Vec<Entry>],
+    today: i64,
+    (read, total, per_schedule): (usize, i64, usize),
+    csrf: &str,
+) -> Page {
     let body = html! {
         p.hint {
             "Days and times in UTC (each run's time in its schedule's zone on hover). "
-            @if total as usize > read { "The " (read) " soonest of " (total) " active schedules due this week." }
-            @else { (total) " active schedule(s) due this week." }
+            @if total as usize > read { "The " (read) " soonest of " (total) " active schedules due this week" }
+            @else { (total) " active schedule(s) due this week" }
+            ", the first " (per_schedule) " runs of each."
         }
         div.week {
             @for (i, day) in days.iter().enumerate() {
