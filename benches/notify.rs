@@ -68,15 +68,8 @@ async fn main() {
     channels.insert(
         "hook".to_string(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some(url),
-            secret_env: None,
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
-            from: None,
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     let memory = open_memory(&config).await.unwrap();

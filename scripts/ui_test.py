@@ -2,7 +2,8 @@
 log in with an admin token, see a schedule added through the CLI appear, pause and resume
 it, make it run now and watch its run appear (the page brings itself up to date), open
 the run's page, retry the dead letter the run's
-notification became, search a user's memory, log out.
+notification became, search a user's memory, compare a note's versions and restore one,
+see the week ahead, log out.
 
 Then every page, logged in and out, is audited by axe-core (0 serious or critical
 violations) and kept as a full-page screenshot, at a desktop width and a 390 px phone's.
@@ -151,6 +152,27 @@ with sync_playwright() as p:
     page.click("#search button[type=submit]")
     expect(page.locator("#hits")).to_contain_text("Alice likes jasmine tea")
 
+    # The memory browser: alice's notes, a note's versions compared, one restored.
+    saved = cli("memory", "save", "--user", "alice", "Alice walks the dog at seven")
+    note_id = saved["note_id"]
+    cli("memory", "update", "--user", "alice", note_id, "Alice walks the dog at eight")
+    page.click("nav >> text=Memory")
+    expect(page).to_have_url(f"{base}/ui/memory")
+    page.fill("#user", "alice")
+    page.click("#memory-user button[type=submit]")
+    expect(page).to_have_url(f"{base}/ui/memory/alice")
+    page.click(f"a[href='/ui/memory/alice/notes/{note_id}']")
+    expect(page.locator("#diff del")).to_have_text("seven")
+    expect(page.locator("#diff ins")).to_have_text("eight")
+    page.locator("#versions tr", has_text="created").locator("button", has_text="Restore").click()
+    expect(page).to_have_url(f"{base}/ui/memory/alice/notes/{note_id}")
+    expect(page.locator("#versions")).to_contain_text("dashboard")
+
+    # The week ahead: the schedule's next run on its day.
+    page.click("nav >> text=Upcoming")
+    expect(page).to_have_url(f"{base}/ui/upcoming")
+    expect(page.locator("section.day").first).to_contain_text("(today)")
+
     # Every run in one list: what failed, by the filter form.
     page.click("nav >> text=Runs")
     expect(page).to_have_url(f"{base}/ui/runs")
@@ -171,6 +193,10 @@ with sync_playwright() as p:
         ("approvals", "/ui/approvals"),
         ("outbox", "/ui/outbox"),
         ("search", "/ui/search?user=alice&q=jasmine+tea"),
+        ("memory", "/ui/memory"),
+        ("memory-user", "/ui/memory/alice"),
+        ("memory-note", f"/ui/memory/alice/notes/{note_id}?from=1&to=2"),
+        ("upcoming", "/ui/upcoming"),
     ])
     audit(browser, None, [("login", "/ui/login")])
 
@@ -184,4 +210,5 @@ with sync_playwright() as p:
 
 print("ui-test: logged in, schedule appeared, paused and resumed, a run appeared by "
       "itself and its page told its story, every page passed axe-core, "
-      "a dead letter retried, search answered, logged out")
+      "a dead letter retried, search answered, a note's version restored, the week "
+      "shown, logged out")

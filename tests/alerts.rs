@@ -28,15 +28,8 @@ fn config(dir: &TempDir) -> Config {
     config.channels.insert(
         "hook".into(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some("http://127.0.0.1:9/hook".into()),
-            secret_env: None,
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
-            from: None,
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     config

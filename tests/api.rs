@@ -725,19 +725,12 @@ async fn a_user_schedule_notifies_only_through_granted_channels() {
             c.channels.insert(
                 id.into(),
                 nightshift::config::ChannelConfig {
-                    kind: if kind == "ntfy" {
+                    url: url.map(str::to_string),
+                    ..nightshift::config::ChannelConfig::new(if kind == "ntfy" {
                         nightshift::config::ChannelKind::Ntfy
                     } else {
                         nightshift::config::ChannelKind::Webhook
-                    },
-                    url: url.map(str::to_string),
-                    secret_env: None,
-                    secret_file: None,
-                    quiet_hours: None,
-                    timezone: None,
-                    signing: None,
-                    from: None,
-                    priority: None,
+                    })
                 },
             );
         }

@@ -95,15 +95,8 @@ async fn a_runs_artifacts_are_stored_with_it_and_announced_by_webhook() {
         c.channels.insert(
             "hook".into(),
             ChannelConfig {
-                kind: ChannelKind::Webhook,
                 url: Some(hook_url),
-                secret_env: None,
-                secret_file: None,
-                quiet_hours: None,
-                timezone: None,
-                signing: None,
-                from: None,
-                priority: None,
+                ..ChannelConfig::new(ChannelKind::Webhook)
             },
         );
     })
@@ -288,15 +281,9 @@ async fn telegram_sends_each_artifact_as_a_document_after_the_text_resuming_by_p
         c.channels.insert(
             "tg".into(),
             ChannelConfig {
-                kind: ChannelKind::Telegram,
                 url: Some(telegram_url),
                 secret_env: Some("NS_TEST_ARTIFACT_BOT_TOKEN".into()),
-                secret_file: None,
-                quiet_hours: None,
-                timezone: None,
-                signing: None,
-                from: None,
-                priority: None,
+                ..ChannelConfig::new(ChannelKind::Telegram)
             },
         );
     })

@@ -66,15 +66,9 @@ fn config(dir: &TempDir, url: &str) -> Config {
     config.channels.insert(
         "hook".into(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some(url.to_string()),
             secret_env: Some("NIGHTSHIFT_TEST_CHANGES_SECRET".into()),
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
-            from: None,
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     // Alice's changes go to the hook; nobody else's (no global channel).

@@ -25,15 +25,10 @@ const REFUSED: &str = "nobody@example.org";
 
 fn email(url: String, password_file: &std::path::Path) -> ChannelConfig {
     ChannelConfig {
-        kind: ChannelKind::Email,
         url: Some(url),
-        secret_env: None,
         secret_file: Some(password_file.display().to_string()),
-        quiet_hours: None,
-        timezone: None,
-        signing: None,
         from: Some("Nightshift <nightshift@example.org>".into()),
-        priority: None,
+        ..ChannelConfig::new(ChannelKind::Email)
     }
 }
 
@@ -244,15 +239,9 @@ fn bad_email_settings_name_the_key() {
     config.channels.insert(
         "hook".into(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some("http://127.0.0.1:9/hook".into()),
-            secret_env: None,
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
             from: Some("a@example.org".into()),
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     let err = config.validate().unwrap_err().to_string();

@@ -375,15 +375,9 @@ async fn channelled(
         config.channels.insert(
             id.into(),
             ChannelConfig {
-                kind,
                 url,
                 secret_env,
-                secret_file: None,
-                quiet_hours: None,
-                timezone: None,
-                signing: None,
-                from: None,
-                priority: None,
+                ..ChannelConfig::new(kind)
             },
         );
     }

@@ -350,18 +350,24 @@ async fn telegram_splits_long_messages_and_targets_threads() {
     }
     assert!(h.notified(&run_id).await);
 
-    // A failure never shows the token.
+    // A failure never shows the token, not even where the server's answer repeats it.
     server.answer(|_| {
         (
             StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(serde_json::json!({"ok": false, "parameters": {"retry_after": 7}})),
+            axum::Json(serde_json::json!({
+                "ok": false,
+                "description": "Too Many Requests: retry /bot123:abc/sendMessage after 7",
+                "parameters": {"retry_after": 7}
+            })),
         )
             .into_response()
     });
     h.finish(&schedule, RunStatus::Succeeded, "short").await;
     h.sender().deliver_due().await.unwrap();
     let pending = h.outbox().list(Some("pending"), 1).await.unwrap();
-    assert!(!pending[0].last_error.as_deref().unwrap().contains("abc"));
+    let reason = pending[0].last_error.as_deref().unwrap();
+    assert!(reason.contains("Too Many Requests"), "{reason}");
+    assert!(!reason.contains("abc"), "{reason}");
     // Telegram's retry_after is honoured.
     assert_eq!(pending[0].next_attempt_at, h.clock.now_ms() + 7_000);
 }

@@ -64,15 +64,8 @@ async fn a_users_quiet_hours_hold_what_can_wait_until_they_end() {
     config.channels.insert(
         "hook".into(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some(url),
-            secret_env: None,
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
-            from: None,
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     // 22:00 to 07:00 in Lisbon (UTC+0 in January).
@@ -181,15 +174,9 @@ async fn a_channels_quiet_hours_hold_what_it_carries() {
         config.channels.insert(
             id.into(),
             ChannelConfig {
-                kind: ChannelKind::Webhook,
                 url: Some(url.clone()),
-                secret_env: None,
-                secret_file: None,
                 quiet_hours: quiet.map(Into::into),
-                timezone: None,
-                signing: None,
-                from: None,
-                priority: None,
+                ..ChannelConfig::new(ChannelKind::Webhook)
             },
         );
     }

@@ -92,15 +92,10 @@ impl Receiver {
 
 fn webhook(url: &str, secret_file: &std::path::Path) -> ChannelConfig {
     ChannelConfig {
-        kind: ChannelKind::Webhook,
         url: Some(url.to_string()),
-        secret_env: None,
         secret_file: Some(secret_file.display().to_string()),
-        quiet_hours: None,
-        timezone: None,
         signing: Some(WebhookSigning::Standard),
-        from: None,
-        priority: None,
+        ..ChannelConfig::new(ChannelKind::Webhook)
     }
 }
 

@@ -66,15 +66,8 @@ async fn a_runs_spans_reach_an_otlp_receiver_as_one_trace_with_genai_attributes(
     config.channels.insert(
         "hook".into(),
         ChannelConfig {
-            kind: ChannelKind::Webhook,
             url: Some(format!("{hook_url}/hook")),
-            secret_env: None,
-            secret_file: None,
-            quiet_hours: None,
-            timezone: None,
-            signing: None,
-            from: None,
-            priority: None,
+            ..ChannelConfig::new(ChannelKind::Webhook)
         },
     );
     // No path: the receiver's /v1/traces is added.

@@ -19,6 +19,8 @@ const MAX_DELIVERY_ID_BYTES: usize = 128;
 #[derive(Debug, Clone)]
 pub struct Delivery {
     source: String,
+    /// The source's schedules, by name, as the config read at the check names them.
+    schedules: Vec<String>,
     delivery_id: Option<String>,
     asked: Asked,
 }
@@ -72,6 +74,7 @@ impl App {
         }
         Ok(Delivery {
             source: name.to_string(),
+            schedules: source.schedules.clone(),
             delivery_id,
             asked,
         })
@@ -82,6 +85,7 @@ impl App {
     pub async fn start_delivery(&self, delivery: Delivery) -> Result<Received, SourceError> {
         let Delivery {
             source: name,
+            schedules,
             delivery_id,
             asked,
         } = delivery;
@@ -100,13 +104,8 @@ impl App {
             Asked::Ping => return Ok(received),
             Asked::Run { input, .. } => input,
         };
-        let source = self
-            .config
-            .sources
-            .get(&name)
-            .ok_or(SourceError::NotFound)?;
-        let mut schedule_ids = Vec::with_capacity(source.schedules.len());
-        for schedule_name in &source.schedules {
+        let mut schedule_ids = Vec::with_capacity(schedules.len());
+        for schedule_name in &schedules {
             schedule_ids.push(
                 self.schedules
                     .config_schedule_id(schedule_name)

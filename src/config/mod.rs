@@ -324,6 +324,21 @@ pub struct ChannelConfig {
 }
 
 impl ChannelConfig {
+    /// A channel of `kind` with nothing else set (every kind's defaults).
+    pub fn new(kind: ChannelKind) -> Self {
+        Self {
+            kind,
+            url: None,
+            secret_env: None,
+            secret_file: None,
+            quiet_hours: None,
+            timezone: None,
+            signing: None,
+            from: None,
+            priority: None,
+        }
+    }
+
     /// The channel's quiet hours, when set and well formed (the config check refuses the
     /// others, naming them).
     pub fn quiet_hours(&self) -> Option<crate::quiet_hours::QuietHours> {

@@ -1,6 +1,7 @@
 //! Context assembly (seeds 001 and 004): what an agent should put in its prompt for a
-//! session — the rolling summary, recent turns, salient turns (importance ≥ 0.85) and
-//! memories relevant to the query — deduplicated and never over the token budget.
+//! session — the user's profile (their standing facts, first), the rolling summary,
+//! recent turns, salient turns (importance ≥ 0.85) and memories relevant to the query —
+//! deduplicated and never over the token budget.
 
 use std::collections::HashSet;
 use std::str::FromStr;
@@ -17,6 +18,8 @@ const SALIENT_IMPORTANCE: f64 = 0.85;
 /// Score a search hit needs to count as relevant: fused (0..1), times `1 +
 /// search.speaker_weight` for a turn of a speaker the query names.
 const RELEVANCE_THRESHOLD: f64 = 0.3;
+/// The share of the budget the user's profile may take, in percent.
+const PROFILE_SHARE_PERCENT: usize = 15;
 pub const DEFAULT_BUDGET: usize = 2000;
 pub const MAX_BUDGET: usize = crate::input::MAX_CONTEXT_BUDGET;
 
@@ -67,7 +70,7 @@ pub struct ContextRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ContextItem {
-    /// `summary`, `recent`, `salient` or `relevant`.
+    /// `profile`, `summary`, `recent`, `salient` or `relevant`.
     pub kind: &'static str,
     pub text: String,
     pub tokens: usize,
@@ -169,6 +172,10 @@ impl Memory {
             items: Vec::new(),
         };
         let strategy = request.strategy;
+        if strategy == Strategy::All {
+            self.add_profile(&mut filler, &request.user_id, as_of)
+                .await?;
+        }
         let recent = self
             .last_events_until(&key, RECENT_TURNS * 4, as_of.unwrap_or(i64::MAX))
             .await?;
@@ -311,8 +318,36 @@ impl Memory {
     }
 }
 
+impl Memory {
+    /// The user's profile, first, within its share of the budget: the facts that fit, in
+    /// the profile's order.
+    async fn add_profile(
+        &self,
+        filler: &mut Filler,
+        user_id: &str,
+        as_of: Option<i64>,
+    ) -> Result<()> {
+        let facts = self.profile(user_id, super::PROFILE_FACTS, as_of).await?;
+        let full_budget = filler.budget;
+        filler.budget = (filler.used + full_budget * PROFILE_SHARE_PERCENT / 100).min(full_budget);
+        for fact in facts {
+            let _ = filler.add(ContextItem {
+                kind: "profile",
+                tokens: estimate_tokens(&fact.text),
+                text: fact.text,
+                role: None,
+                sequence: None,
+                note_id: Some(fact.note_id),
+            });
+        }
+        filler.budget = full_budget;
+        Ok(())
+    }
+}
+
 impl Context {
-    /// The context as prompt text: summary, salient and relevant memories, recent turns.
+    /// The context as prompt text: the profile, summary, salient and relevant memories,
+    /// recent turns.
     pub fn render(&self) -> String {
         let mut out = String::new();
         let section = |out: &mut String, title: &str, kind: &str| {
@@ -333,6 +368,7 @@ impl Context {
             }
             out.push('\n');
         };
+        section(&mut out, "About the user:", "profile");
         section(&mut out, "Summary of earlier turns:", "summary");
         section(&mut out, "Important:", "salient");
         section(&mut out, "Relevant memories:", "relevant");

@@ -432,9 +432,8 @@ impl Channels {
             let result = self
                 .send(self.client.post(&url).json(&body), &[])
                 .await
-                // The token is part of the URL: never let it into an error message.
+                // The token is part of the URL: `scrub` keeps it out of the reason kept.
                 .map_err(|mut e| {
-                    e.reason = e.reason.replace(token, "<token>");
                     e.progress = i as i64;
                     e
                 });
@@ -448,10 +447,6 @@ impl Channels {
             parts.len(),
         )
         .await
-        .map_err(|mut e| {
-            e.reason = e.reason.replace(token, "<token>");
-            e
-        })
     }
 
     async fn ntfy(

@@ -92,15 +92,9 @@ pub struct Harness {
 
 pub fn channel(kind: ChannelKind, url: &str, secret_env: Option<&str>) -> ChannelConfig {
     ChannelConfig {
-        kind,
         url: Some(url.to_string()),
         secret_env: secret_env.map(Into::into),
-        secret_file: None,
-        quiet_hours: None,
-        timezone: None,
-        signing: None,
-        from: None,
-        priority: None,
+        ..ChannelConfig::new(kind)
     }
 }
 

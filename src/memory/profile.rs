@@ -1,0 +1,94 @@
+//! A user's profile: the standing facts the `facts` pass keeps about them (who they are,
+//! what they prefer, their habits, what they decided, other facts), as the current notes
+//! with a category. A changed fact is superseded in place (its old version kept in the
+//! note's history), so the profile is always the facts as they stand. Context assembly
+//! offers it first, within a share of the budget: an agent should know who it talks to
+//! before what was said.
+
+use super::agents::visible;
+use super::{check_id, Memory, Note, Result};
+use crate::db::{fetch_all, FromRow};
+
+/// Profile facts read at most (the context takes what fits of them).
+pub const PROFILE_FACTS: usize = 50;
+
+/// The order categories are offered in: who the user is first, then what they want.
+const CATEGORY_ORDER: &str = "CASE category WHEN 'profile' THEN 0 WHEN 'preference' THEN 1
+    WHEN 'habit' THEN 2 WHEN 'decision' THEN 3 ELSE 4 END";
+
+/// One standing fact of a user's profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileFact {
+    pub note_id: String,
+    pub text: String,
+    pub category: String,
+}
+
+impl Memory {
+    /// The user's profile as the handle's agent sees it: their current, unexpired notes
+    /// with a category, by category (profile, preference, habit, decision, fact) and then
+    /// most recently changed first; at most `limit`. With `as_of` (UTC ms), the profile as
+    /// it stood then: the categorised versions valid at that instant.
+    pub async fn profile(
+        &self,
+        user_id: &str,
+        limit: usize,
+        as_of: Option<i64>,
+    ) -> Result<Vec<ProfileFact>> {
+        check_id("user id", user_id)?;
+        if let Some(at) = as_of {
+            let mut facts: Vec<ProfileFact> = self
+                .notes_as_of(user_id, at)
+                .await?
+                .into_iter()
+                .filter_map(|v| {
+                    Some(ProfileFact {
+                        category: v.category?,
+                        note_id: v.note_id,
+                        text: v.content,
+                    })
+                })
+                .collect();
+            // Stable: within a category, most recently changed first, as read.
+            facts.sort_by_key(|f| rank(&f.category));
+            facts.truncate(limit);
+            return Ok(facts);
+        }
+        let now = self.clock.now_ms();
+        let conn = self.db.conn().await?;
+        let notes: Vec<Note> = fetch_all(
+            &conn,
+            &format!(
+                "SELECT {} FROM notes
+                 WHERE user_id = ?1 AND superseded_by IS NULL AND category IS NOT NULL
+                   AND (expires_at IS NULL OR expires_at > ?2) AND {}
+                 ORDER BY {CATEGORY_ORDER}, updated_at DESC, note_id LIMIT ?4",
+                Note::COLUMNS,
+                visible("?3")
+            ),
+            libsql::params![user_id, now, self.agent(), limit as i64],
+        )
+        .await?;
+        Ok(notes
+            .into_iter()
+            .filter_map(|n| {
+                Some(ProfileFact {
+                    category: n.category?,
+                    note_id: n.note_id,
+                    text: n.content,
+                })
+            })
+            .collect())
+    }
+}
+
+/// A category's place in the profile's order (see `CATEGORY_ORDER`).
+fn rank(category: &str) -> u8 {
+    match category {
+        "profile" => 0,
+        "preference" => 1,
+        "habit" => 2,
+        "decision" => 3,
+        _ => 4,
+    }
+}
