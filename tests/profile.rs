@@ -88,6 +88,11 @@ async fn the_profile_comes_first_in_its_order_and_as_the_facts_now_stand() {
         .save_note("alice", &NewNote::new("Shopping list: eggs, flour"))
         .await
         .unwrap();
+    // A category of the user's own is no fact of the profile.
+    memory
+        .save_note("alice", &fact("Quarterly report due Friday", "work"))
+        .await
+        .unwrap();
     memory
         .save_note("bob", &fact("Bob is allergic to peanuts", "profile"))
         .await
@@ -148,6 +153,31 @@ async fn the_profile_comes_first_in_its_order_and_as_the_facts_now_stand() {
         assert!(profile <= budget * 15 / 100, "{budget}: {profile}");
         assert!(context.used_tokens <= budget);
     }
+    let small = profile_of(&memory, &request(100), None).await;
+    assert_eq!(
+        small.first().map(String::as_str),
+        Some("Alice is a nurse in Leeds")
+    );
+
+    // A fact the user just said word for word stays their turn, once.
+    memory
+        .append(
+            "alice",
+            "chat",
+            &[NewEvent::new(Role::User, "Alice runs on Sunday mornings")],
+        )
+        .await
+        .unwrap();
+    let context = memory.context(&request(2000)).await.unwrap();
+    let saying: Vec<&str> = context
+        .items
+        .iter()
+        .filter(|i| i.text == "Alice runs on Sunday mornings")
+        .map(|i| i.kind)
+        .collect();
+    assert_eq!(saying, ["recent"], "{:?}", context.items);
+    let used: usize = context.items.iter().map(|i| i.tokens).sum();
+    assert_eq!(used, context.used_tokens);
     // Other strategies are the conversation's alone.
     for strategy in [
         Strategy::BufferWindow,

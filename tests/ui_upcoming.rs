@@ -40,6 +40,17 @@ fn days(page: &str) -> Vec<&str> {
 async fn the_week_shows_each_schedules_next_runs_on_their_days() {
     let clock = ManualClock::starting_at(SATURDAY_8AM);
     let api = TestApi::start_on(clock.clone(), |_| {}).await;
+    // Daily at 07:00 since three days ago, never run: missed three times, caught up once.
+    clock.advance_ms(-3 * 24 * HOUR_MS);
+    add(
+        &api,
+        ScheduleSpec {
+            cron: Some("0 7 * * *".into()),
+            ..named("backup")
+        },
+    )
+    .await;
+    clock.advance_ms(3 * 24 * HOUR_MS);
     // Due at 09:00 today; at 10:00 it has not run yet.
     add(
         &api,
@@ -102,7 +113,7 @@ async fn the_week_shows_each_schedules_next_runs_on_their_days() {
     let (status, page) = browser.get("/ui/upcoming").await;
     assert_eq!(status, 200);
     assert!(
-        page.contains("4 active schedule(s) due this week"),
+        page.contains("5 active schedule(s) due this week, the first 200 runs of each"),
         "{page}"
     );
     assert!(
@@ -123,16 +134,42 @@ async fn the_week_shows_each_schedules_next_runs_on_their_days() {
     for (day, name) in days.iter().zip(names) {
         assert!(day.contains(name), "{name}: {day}");
     }
-    // Today: the overdue one first, then the rest in time order.
+    // Today: the overdue ones first (the backup's three missed days as one run), then
+    // the rest in time order.
     let today = days[0];
-    let order: Vec<usize> = ["late-report", ">12:00<", "checkpoint", ">15:30<", "standup"]
+    let entries: Vec<&str> = today.split("<li").skip(1).collect();
+    let backup: Vec<&&str> = entries.iter().filter(|e| e.contains("backup")).collect();
+    assert_eq!(backup.len(), 1, "{today}");
+    assert!(
+        backup[0].contains(">07:00<") && backup[0].contains(">overdue<"),
+        "{today}"
+    );
+    let late: Vec<&&str> = entries
         .iter()
-        .map(|needle| {
-            today
-                .find(needle)
-                .unwrap_or_else(|| panic!("{needle}: {today}"))
-        })
+        .filter(|e| e.contains("late-report"))
         .collect();
+    assert!(
+        late[0].contains(">09:00<") && late[0].contains(">overdue<"),
+        "{today}"
+    );
+    assert_eq!(today.matches(">overdue<").count(), 2, "{today}");
+    // From tomorrow the backup goes on daily.
+    assert!(days[1..].iter().all(|d| d.contains("backup")));
+    let order: Vec<usize> = [
+        "backup",
+        "late-report",
+        ">12:00<",
+        "checkpoint",
+        ">15:30<",
+        "standup",
+    ]
+    .iter()
+    .map(|needle| {
+        today
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {today}"))
+    })
+    .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{today}");
     assert!(
         today.contains(">09:00<") && today.contains("overdue"),
@@ -146,7 +183,13 @@ async fn the_week_shows_each_schedules_next_runs_on_their_days() {
     assert!(days[1].contains("checkpoint") && days[1].contains("tea"));
     assert!(days[2..].iter().all(|d| !d.contains("checkpoint")));
     // Monday is skipped: shown, and marked so.
-    assert!(days[2].contains("class=\"skipped\"") && days[2].contains(">skipped<"));
+    let skipped: Vec<&str> = days[2]
+        .split("<li")
+        .filter(|e| e.contains("class=\"skipped\""))
+        .collect();
+    assert_eq!(skipped.len(), 1, "{}", days[2]);
+    assert!(skipped[0].contains(">09:00<") && skipped[0].contains("tea"));
+    assert!(skipped[0].contains(">skipped<"), "{}", skipped[0]);
     for day in &days[3..] {
         assert!(day.contains(">09:00<") && day.contains("tea"), "{day}");
         assert!(!day.contains("skipped"), "{day}");

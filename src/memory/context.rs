@@ -109,7 +109,7 @@ struct Filler {
 impl Filler {
     /// Adds an item when it fits and says nothing already said.
     fn add(&mut self, item: ContextItem) -> Added {
-        let key = crate::text::normalize_whitespace(&item.text.to_lowercase());
+        let key = said(&item.text);
         if self.seen.contains(&key) {
             return Added::Duplicate;
         }
@@ -121,6 +121,11 @@ impl Filler {
         self.items.push(item);
         Added::Yes
     }
+}
+
+/// What an item says, as duplicates are told apart: its words, lower-cased.
+fn said(text: &str) -> String {
+    crate::text::normalize_whitespace(&text.to_lowercase())
 }
 
 impl Memory {
@@ -172,10 +177,12 @@ impl Memory {
             items: Vec::new(),
         };
         let strategy = request.strategy;
-        if strategy == Strategy::All {
+        let profile = if strategy == Strategy::All {
             self.add_profile(&mut filler, &request.user_id, as_of)
-                .await?;
-        }
+                .await?
+        } else {
+            Vec::new()
+        };
         let recent = self
             .last_events_until(&key, RECENT_TURNS * 4, as_of.unwrap_or(i64::MAX))
             .await?;
@@ -246,6 +253,18 @@ impl Memory {
         chosen.reverse();
         filler.items.extend(chosen);
         filler.budget = full_budget;
+        // A profile fact a recent turn says word for word is left to the turn (the facts
+        // pass cuts facts from the user's own words); the others count as said from now.
+        let mut freed = 0;
+        filler.items.retain(|item| {
+            let repeated = item.kind == "profile" && filler.seen.contains(&said(&item.text));
+            if repeated {
+                freed += item.tokens;
+            }
+            !repeated
+        });
+        filler.used -= freed;
+        filler.seen.extend(profile);
 
         if strategy == Strategy::All {
             for event in recent
@@ -320,18 +339,21 @@ impl Memory {
 
 impl Memory {
     /// The user's profile, first, within its share of the budget: the facts that fit, in
-    /// the profile's order.
+    /// the profile's order. What they say is returned rather than marked as said, so a
+    /// recent turn that says the same is still offered (see `assemble_context`).
     async fn add_profile(
         &self,
         filler: &mut Filler,
         user_id: &str,
         as_of: Option<i64>,
-    ) -> Result<()> {
+    ) -> Result<Vec<String>> {
         let facts = self.profile(user_id, super::PROFILE_FACTS, as_of).await?;
         let full_budget = filler.budget;
         filler.budget = (filler.used + full_budget * PROFILE_SHARE_PERCENT / 100).min(full_budget);
+        let mut profile = Vec::new();
         for fact in facts {
-            let _ = filler.add(ContextItem {
+            let key = said(&fact.text);
+            let added = filler.add(ContextItem {
                 kind: "profile",
                 tokens: estimate_tokens(&fact.text),
                 text: fact.text,
@@ -339,9 +361,13 @@ impl Memory {
                 sequence: None,
                 note_id: Some(fact.note_id),
             });
+            if added == Added::Yes {
+                filler.seen.remove(&key);
+                profile.push(key);
+            }
         }
         filler.budget = full_budget;
-        Ok(())
+        Ok(profile)
     }
 }
 

@@ -1,6 +1,6 @@
 //! A user's profile: the standing facts the `facts` pass keeps about them (who they are,
 //! what they prefer, their habits, what they decided, other facts), as the current notes
-//! with a category. A changed fact is superseded in place (its old version kept in the
+//! with one of its categories. A changed fact is superseded in place (its old version kept in the
 //! note's history), so the profile is always the facts as they stand. Context assembly
 //! offers it first, within a share of the budget: an agent should know who it talks to
 //! before what was said.
@@ -8,6 +8,7 @@
 use super::agents::visible;
 use super::{check_id, Memory, Note, Result};
 use crate::db::{fetch_all, FromRow};
+use crate::fact_category::CATEGORIES;
 
 /// Profile facts read at most (the context takes what fits of them).
 pub const PROFILE_FACTS: usize = 50;
@@ -41,6 +42,7 @@ impl Memory {
                 .notes_as_of(user_id, at)
                 .await?
                 .into_iter()
+                .filter(|v| is_fact_category(v.category.as_deref()))
                 .filter_map(|v| {
                     Some(ProfileFact {
                         category: v.category?,
@@ -55,12 +57,14 @@ impl Memory {
             return Ok(facts);
         }
         let now = self.clock.now_ms();
+        // The vocabulary is the code's own (no quote in it): written into the statement.
+        let categories = CATEGORIES.map(|c| format!("'{c}'")).join(", ");
         let conn = self.db.conn().await?;
         let notes: Vec<Note> = fetch_all(
             &conn,
             &format!(
                 "SELECT {} FROM notes
-                 WHERE user_id = ?1 AND superseded_by IS NULL AND category IS NOT NULL
+                 WHERE user_id = ?1 AND superseded_by IS NULL AND category IN ({categories})
                    AND (expires_at IS NULL OR expires_at > ?2) AND {}
                  ORDER BY {CATEGORY_ORDER}, updated_at DESC, note_id LIMIT ?4",
                 Note::COLUMNS,
@@ -80,6 +84,11 @@ impl Memory {
             })
             .collect())
     }
+}
+
+/// Whether `category` is one of the facts pass's (a user may file notes under others).
+fn is_fact_category(category: Option<&str>) -> bool {
+    category.is_some_and(|c| CATEGORIES.contains(&c))
 }
 
 /// A category's place in the profile's order (see `CATEGORY_ORDER`).

@@ -1,8 +1,15 @@
 //! The occurrences a schedule has coming within a span of time, for the dashboard's week:
-//! each at the time it will be due (jitter included), and the ones its skip dates and
-//! calendars leave out marked as skipped, so a reader sees a holiday as a gap on purpose.
+//! each at the time it will be due (jitter included), the ones its skip dates and
+//! calendars leave out marked as skipped (a few of each gap, so a holiday reads as a gap
+//! on purpose), and a missed one as the scheduler will take it: one run for all that were
+//! missed, none, or each, by the schedule's `catch_up`.
 
 use super::types::Schedule;
+use crate::spec::CatchUp;
+
+/// Skipped occurrences listed between two runs (a schedule every minute skips 1,440 on a
+/// holiday).
+const SKIPPED_SHOWN: usize = 3;
 
 /// One occurrence of a schedule within the span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,38 +18,114 @@ pub struct Occurrence {
     pub nominal: i64,
     /// When it will be due, with the schedule's jitter; `None` when it is skipped.
     pub due: Option<i64>,
+    /// It was due before now and has not run yet.
+    pub overdue: bool,
 }
 
-/// The occurrences of `schedule` from its next one until before `until` (UTC ms): at most
-/// `max`, and no more runs than its run limit leaves. Its next occurrence may lie before
-/// the span's start (overdue, not yet run): it is listed too, at its time.
-pub fn occurrences(schedule: &Schedule, until: i64, max: usize) -> Vec<Occurrence> {
+impl Occurrence {
+    /// Where it sits in time: when it is due, or its nominal time when skipped.
+    pub fn at(&self) -> i64 {
+        self.due.unwrap_or(self.nominal)
+    }
+}
+
+/// The occurrences of `schedule` from its next one until before `until` (UTC ms), as of
+/// `now`: at most `max`, and no more runs than its run limit leaves. Its next occurrence
+/// is the scheduler's own (when it is due, whatever the cadence says now: a "run now"
+/// or an edit may have moved it); the ones after it are the cadence's and bounds'.
+pub fn occurrences(schedule: &Schedule, now: i64, until: i64, max: usize) -> Vec<Occurrence> {
     let Some(first) = schedule.next_nominal() else {
         return Vec::new();
     };
     let (cadence, bounds) = (&schedule.cadence, &schedule.bounds);
-    let mut runs_left = bounds
-        .max_runs
-        .map(|max| (max - schedule.runs_started).max(0));
-    let mut found = Vec::new();
-    let mut next = Some(first);
-    while let Some(nominal) = next.filter(|&n| n < until) {
-        if found.len() >= max || runs_left == Some(0) {
+    let mut found = Found {
+        list: Vec::new(),
+        runs_left: bounds
+            .max_runs
+            .map(|max| (max - schedule.runs_started).max(0)),
+        until,
+        max,
+    };
+    let first_due = schedule
+        .next_run_at
+        .unwrap_or_else(|| schedule.due_at(first));
+    let skipped = |nominal| Occurrence {
+        nominal,
+        due: None,
+        overdue: false,
+    };
+    // Where the cadence goes on from after the first occurrence.
+    let mut after = first;
+    if bounds.on_calendar(first, cadence.zone()) {
+        // Its date joined a calendar after it was worked out: the scheduler skips it.
+        found.push(skipped(first));
+    } else if first_due < now && schedule.catch_up != CatchUp::All {
+        // Missed: one run for all that were missed, or none; then on from now.
+        let run = schedule.catch_up == CatchUp::Once;
+        found.push(Occurrence {
+            nominal: first,
+            due: run.then_some(first_due),
+            overdue: run,
+        });
+        after = now.max(first);
+    } else {
+        found.push(Occurrence {
+            nominal: first,
+            due: Some(first_due),
+            overdue: first_due < now,
+        });
+    }
+    while !found.full() {
+        let Some(next) = schedule.next_after(after) else {
             break;
+        };
+        // The cadence's own times before it are ones the bounds leave out.
+        let mut left_out = cadence.next_after(after);
+        for _ in 0..SKIPPED_SHOWN {
+            match left_out.filter(|&t| t < next && t < until) {
+                Some(t) => {
+                    found.push(skipped(t));
+                    left_out = cadence.next_after(t);
+                }
+                None => break,
+            }
         }
-        if bounds.ends_at.is_some_and(|end| nominal > end) {
+        let due = schedule.due_at(next);
+        if next >= until || due >= until || found.full() {
             break;
-        }
-        let admitted = bounds.admits(cadence, nominal);
-        if admitted {
-            runs_left = runs_left.map(|left| left - 1);
         }
         found.push(Occurrence {
-            nominal,
-            due: admitted.then(|| schedule.due_at(nominal)),
+            nominal: next,
+            due: Some(due),
+            overdue: due < now,
         });
-        // The cadence's own next occurrence, skipped or not: a skipped one is shown.
-        next = cadence.next_after(nominal);
+        after = next;
     }
-    found
+    found.list
+}
+
+/// The occurrences found so far, and what bounds them.
+struct Found {
+    list: Vec<Occurrence>,
+    /// Runs the run limit leaves, when there is one.
+    runs_left: Option<i64>,
+    until: i64,
+    max: usize,
+}
+
+impl Found {
+    /// Keeps `occurrence` when it falls before the span's end and there is room.
+    fn push(&mut self, occurrence: Occurrence) {
+        if occurrence.at() < self.until && !self.full() {
+            if occurrence.due.is_some() {
+                self.runs_left = self.runs_left.map(|left| left - 1);
+            }
+            self.list.push(occurrence);
+        }
+    }
+
+    /// No more fit: the list is full or the run limit is reached.
+    fn full(&self) -> bool {
+        self.list.len() >= self.max || self.runs_left == Some(0)
+    }
 }

@@ -5,6 +5,8 @@
 //! first, and a bounded number of occurrences worked out, so the page costs about the
 //! same however many schedules there are and however often they run.
 
+use std::time::{Duration, Instant};
+
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -29,18 +31,13 @@ const OCCURRENCES: usize = 20_000;
 /// Occurrences listed in a day; the rest counted.
 const PER_DAY: usize = 40;
 
+/// How long working out the occurrences may take before the page shows what it has.
+const WORK_BUDGET: Duration = Duration::from_millis(250);
+
 /// One entry of a day.
 struct Entry<'a> {
     schedule: &'a Schedule,
     at: Occurrence,
-    overdue: bool,
-}
-
-impl Entry<'_> {
-    /// Where it sits in time: when it is due, or its nominal time when skipped.
-    fn when(&self) -> i64 {
-        self.at.due.unwrap_or(self.at.nominal)
-    }
 }
 
 pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response {
@@ -52,43 +49,68 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
         Err(err) => return failure(err),
     };
     let per_schedule = (OCCURRENCES / schedules.len().max(1)).clamp(8, 200);
+    // CPU work (cadences and skip rules): on a blocking thread, within its budget.
+    let worked = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + WORK_BUDGET;
+        let mut found = Vec::with_capacity(schedules.len());
+        for schedule in &schedules {
+            if Instant::now() > deadline {
+                break;
+            }
+            found.push(occurrences(schedule, now, until, per_schedule));
+        }
+        (schedules, found)
+    })
+    .await;
+    let Ok((schedules, found)) = worked else {
+        return failure(crate::error::Error::new(
+            crate::error::ErrorKind::Internal,
+            "working out the week failed",
+        ));
+    };
+    let cut_short = found.len() < schedules.len();
     let mut days: Vec<Vec<Entry>> = (0..DAYS).map(|_| Vec::new()).collect();
-    for schedule in &schedules {
-        for at in occurrences(schedule, until, per_schedule) {
-            let entry = Entry {
-                schedule,
-                at,
-                overdue: at.due.is_some_and(|due| due < now),
-            };
+    for (schedule, occurrences) in schedules.iter().zip(found) {
+        for at in occurrences {
             // An overdue occurrence is today's business, whenever it was due.
-            let day = ((entry.when() - today).max(0) / DAY_MS) as usize;
+            let day = ((at.at() - today).max(0) / DAY_MS) as usize;
             if let Some(day) = days.get_mut(day) {
-                day.push(entry);
+                day.push(Entry { schedule, at });
             }
         }
     }
     for day in &mut days {
         day.sort_by(|a, b| {
-            (a.when(), &a.schedule.schedule_id).cmp(&(b.when(), &b.schedule.schedule_id))
+            (a.at.at(), &a.schedule.schedule_id).cmp(&(b.at.at(), &b.schedule.schedule_id))
         });
     }
-    let read = (schedules.len(), total, per_schedule);
-    view(&days, today, read, &session.csrf).into_response()
+    let read = Read {
+        schedules: schedules.len(),
+        total,
+        per_schedule,
+        cut_short,
+    };
+    view(&days, today, &read, &session.csrf).into_response()
 }
 
-fn view(
-    days: &[Vec<Entry>],
-    today: i64,
-    (read, total, per_schedule): (usize, i64, usize),
-    csrf: &str,
-) -> Page {
+/// What the page read and worked out.
+struct Read {
+    schedules: usize,
+    total: i64,
+    per_schedule: usize,
+    /// The work budget ran out before every schedule read was worked out.
+    cut_short: bool,
+}
+
+fn view(days: &[Vec<Entry>], today: i64, read: &Read, csrf: &str) -> Page {
     let body = html! {
         p.hint {
             "Days and times in UTC (each run's time in its schedule's zone on hover). "
-            @if total as usize > read { "The " (read) " soonest of " (total) " active schedules due this week" }
-            @else { (total) " active schedule(s) due this week" }
-            ", the first " (per_schedule) " runs of each."
+            @if read.total as usize > read.schedules { "The " (read.schedules) " soonest of " (read.total) " active schedules due this week" }
+            @else { (read.total) " active schedule(s) due this week" }
+            ", the first " (read.per_schedule) " runs of each."
         }
+        @if read.cut_short { p.warn role="status" { "Working out the week took too long: the schedules due soonest are shown, not all." } }
         div.week {
             @for (i, day) in days.iter().enumerate() {
                 @let start = today + i as i64 * DAY_MS;
@@ -113,7 +135,7 @@ fn entry_item(entry: &Entry) -> Markup {
         .name
         .clone()
         .unwrap_or_else(|| crate::text::truncate_chars(&s.goal, 60).to_string());
-    let at = entry.when();
+    let at = entry.at.at();
     let zone = s.cadence.zone();
     let local = DateTime::<Utc>::from_timestamp_millis(at)
         .map(|t| t.with_timezone(&zone).to_rfc3339())
@@ -125,7 +147,7 @@ fn entry_item(entry: &Entry) -> Markup {
             a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (visible(&label)) }
             " " span.hint { (visible(&s.user_id)) }
             @if entry.at.due.is_none() { " " (badge("skipped")) }
-            @if entry.overdue { " " (badge("overdue")) }
+            @if entry.at.overdue { " " (badge("overdue")) }
         }
     }
 }
