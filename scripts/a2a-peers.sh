@@ -7,15 +7,7 @@
 #   eval "$(scripts/a2a-peers.sh)"   # then cargo test --test a2a
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-target}"
-mkdir -p "$target"
-venv="$(cd "$target" && pwd)/a2a-peers-venv"
-if ! cmp -s scripts/a2a-peers/requirements.txt "$venv/requirements.txt" 2>/dev/null \
-    || ! "$venv/bin/python" -c 'import a2a.server, uvicorn, standardwebhooks, opentelemetry.proto, aiosmtpd, stripe, slack_sdk' 2>/dev/null; then
-    rm -rf "$venv"
-    python3 -m venv "$venv" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        -r scripts/a2a-peers/requirements.txt >&2
-    cp scripts/a2a-peers/requirements.txt "$venv/requirements.txt"
-fi
+. scripts/pinned-venv.sh
+venv="$(pinned_venv a2a-peers-venv scripts/a2a-peers/requirements.txt \
+    'import a2a.server, uvicorn, standardwebhooks, opentelemetry.proto, aiosmtpd, stripe, slack_sdk')"
 echo "export NIGHTSHIFT_TEST_A2A_PYTHON='$venv/bin/python'"

@@ -5,15 +5,7 @@
 #   eval "$(scripts/matrix-peer.sh)"   # then cargo test --test matrix
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-target}"
-mkdir -p "$target"
-venv="$(cd "$target" && pwd)/matrix-venv"
-if ! cmp -s scripts/matrix-peer/requirements.txt "$venv/requirements.txt" 2>/dev/null \
-    || ! "$venv/bin/python" -c 'import synapse.app.homeserver' 2>/dev/null; then
-    rm -rf "$venv"
-    python3 -m venv "$venv" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        -r scripts/matrix-peer/requirements.txt >&2
-    cp scripts/matrix-peer/requirements.txt "$venv/requirements.txt"
-fi
+. scripts/pinned-venv.sh
+venv="$(pinned_venv matrix-venv scripts/matrix-peer/requirements.txt \
+    'import synapse.app.homeserver')"
 echo "export NIGHTSHIFT_TEST_SYNAPSE_PYTHON='$venv/bin/python'"

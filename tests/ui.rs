@@ -620,20 +620,7 @@ async fn the_approvals_page_shows_every_waiting_call_and_answers_one() {
 async fn an_ended_run_is_rerun_from_its_schedules_page() {
     use nightshift::schedule::types::RunStatus;
     let api = TestApi::start(|_| {}).await;
-    let schedule = api
-        .app
-        .add_schedule(
-            &Actor::Operator,
-            "alice",
-            &ScheduleSpec {
-                goal: "triage".into(),
-                triggered: true,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let id = schedule.schedule_id;
+    let id = a_schedule_triggered(&api).await;
     api.app
         .schedules()
         .trigger(&Actor::Operator, &id, Some("ticket"), None)
@@ -1143,19 +1130,7 @@ async fn the_overview_shows_each_schedules_last_run_its_week_and_times_relative_
 async fn the_overview_charts_the_runs_of_each_hour_by_status() {
     use nightshift::schedule::types::RunStatus;
     let api = TestApi::start(|_| {}).await;
-    let schedule = api
-        .app
-        .add_schedule(
-            &Actor::Operator,
-            "alice",
-            &ScheduleSpec {
-                goal: "triage".into(),
-                triggered: true,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let schedule_id = a_schedule_triggered(&api).await;
     for status in [
         RunStatus::Succeeded,
         RunStatus::Failed,
@@ -1163,7 +1138,7 @@ async fn the_overview_charts_the_runs_of_each_hour_by_status() {
     ] {
         api.app
             .schedules()
-            .trigger(&Actor::Operator, &schedule.schedule_id, None, None)
+            .trigger(&Actor::Operator, &schedule_id, None, None)
             .await
             .unwrap();
         let claims = common::runs::claim_events(&api.app, "w").await;
@@ -1203,24 +1178,12 @@ async fn the_overview_charts_how_late_runs_started() {
     use nightshift::schedule::types::RunStatus;
     let clock = ManualClock::starting_at(1_800_000_000_000);
     let api = TestApi::start_on(clock.clone(), |_| {}).await;
-    let schedule = api
-        .app
-        .add_schedule(
-            &Actor::Operator,
-            "alice",
-            &ScheduleSpec {
-                goal: "triage".into(),
-                triggered: true,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let schedule_id = a_schedule_triggered(&api).await;
     // Started 2 s and then 40 s after they were due.
     for late_ms in [2_000, 40_000] {
         api.app
             .schedules()
-            .trigger(&Actor::Operator, &schedule.schedule_id, None, None)
+            .trigger(&Actor::Operator, &schedule_id, None, None)
             .await
             .unwrap();
         clock.advance_ms(late_ms);
