@@ -182,6 +182,15 @@ with sync_playwright() as p:
     expect(page.locator("#runs tbody tr td.status").first).to_have_text("failed")
     assert page.locator("#runs tbody tr").count() >= 2, "the run and its rerun, both failed"
 
+    # The viewer's own zone: instants on hover read in it from then on.
+    page.click("nav >> text=Settings")
+    expect(page).to_have_url(f"{base}/ui/settings")
+    page.select_option("#zone", "Asia/Tokyo")
+    page.click("form[action='/ui/settings'] button[type=submit]")
+    expect(page.locator("#zone")).to_have_value("Asia/Tokyo")
+    page.click("nav >> text=Memory")
+    assert "(Asia/Tokyo)" in page.locator("#users time").first.get_attribute("title")
+
     # Every page, audited and kept as a screenshot.
     page.goto(f"{base}/ui/schedules/{sid}")
     first_run_id = page.locator("#runs tbody tr").last.get_attribute("data-run")
@@ -197,6 +206,8 @@ with sync_playwright() as p:
         ("memory-user", "/ui/memory/alice"),
         ("memory-note", f"/ui/memory/alice/notes/{note_id}?from=1&to=2"),
         ("upcoming", "/ui/upcoming"),
+        ("settings", "/ui/settings"),
+        ("outbox-week", "/ui/outbox?range=7d"),
     ])
     audit(browser, None, [("login", "/ui/login")])
 

@@ -1112,7 +1112,9 @@ async fn the_overview_shows_each_schedules_last_run_its_week_and_times_relative_
     assert!(ran.contains("2 of 3 ok (66 %)"), "{ran}");
     assert!(ran.contains("class=\"badge s-succeeded\""), "{ran}");
     assert!(
-        ran.contains("title=\"2027-01-15T05:00:00Z\">3 h ago</time>"),
+        ran.contains(
+            "datetime=\"2027-01-15T05:00:00Z\" title=\"2027-01-15 05:00:00 UTC\">3 h ago</time>"
+        ),
         "{ran}"
     );
     assert!(ran.contains("took 1 s"), "{ran}");

@@ -209,6 +209,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "replay_memory_as_of",
         sql: include_str!("../../migrations/0039_replay_memory_as_of.sql"),
     },
+    Migration {
+        version: 40,
+        name: "dashboard_history",
+        sql: include_str!("../../migrations/0040_dashboard_history.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -249,6 +254,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 39,
         name: "replay_memory_as_of",
         sql: include_str!("../../migrations/postgres/0039_replay_memory_as_of.sql"),
+    },
+    Migration {
+        version: 40,
+        name: "dashboard_history",
+        sql: include_str!("../../migrations/postgres/0040_dashboard_history.sql"),
     },
 ];
 

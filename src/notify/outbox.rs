@@ -2,6 +2,9 @@
 //! sender at a time with a lease, retried with backoff, expired by priority, and kept as
 //! dead letters when they cannot be delivered.
 
+mod history;
+
+pub use history::{HourOfOutbox, OutboxHistory};
 use serde::Serialize;
 
 use crate::db::{fetch_optional, json_column, query_scalar, Db, DbError, FromRow};
@@ -100,10 +103,11 @@ pub async fn enqueue_keyed_in(
         conn,
         "INSERT INTO outbox (message_id, idempotency_key, kind, run_id, schedule_id, user_id,
          channel_id, channel_context_id, priority, payload_json, next_attempt_at, expires_at,
-         created_at, status, last_error)
+         created_at, status, last_error, dead_at)
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11,
                 CASE WHEN is_full THEN 'dead' ELSE 'pending' END,
-                CASE WHEN is_full THEN ?14 END
+                CASE WHEN is_full THEN ?14 END,
+                CASE WHEN is_full THEN ?11 END
          FROM (SELECT count(*) >= ?13 AS is_full FROM
                (SELECT 1 FROM outbox WHERE status = 'pending' AND channel_id = ?7 LIMIT ?13)
                AS waiting) AS channel
@@ -254,7 +258,8 @@ impl Outbox {
         };
         conn.execute(
             &format!(
-                "UPDATE outbox SET status = 'dead', last_error = coalesce(last_error || '; ', '') || 'expired undelivered'
+                "UPDATE outbox SET status = 'dead', dead_at = ?1,
+                     last_error = coalesce(last_error || '; ', '') || 'expired undelivered'
                  WHERE message_id IN (
                      SELECT message_id FROM outbox WHERE status = 'pending' AND expires_at <= ?1
                      {skip_locked})"
@@ -317,8 +322,8 @@ impl Outbox {
         Ok(changed == 1)
     }
 
-    /// Records a failed attempt: tried again at `retry_at`, or a dead letter when
-    /// `dead` (out of attempts, expired, or a permanent refusal).
+    /// Records a failed attempt: tried again at `retry_at`, or a dead letter from
+    /// `dead_at` when that is set (out of attempts, expired, or a permanent refusal).
     pub async fn failed(
         &self,
         message: &Message,
@@ -326,13 +331,13 @@ impl Outbox {
         error: &str,
         progress: i64,
         retry_at: i64,
-        dead: bool,
+        dead_at: Option<i64>,
     ) -> Result<(), OutboxError> {
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?3, progress = ?4,
-             next_attempt_at = ?5, status = CASE WHEN ?6 THEN 'dead' ELSE 'pending' END,
-             lease_owner = NULL, lease_expires_at = NULL
+             next_attempt_at = ?5, status = CASE WHEN CAST(?6 AS BIGINT) IS NULL THEN 'pending' ELSE 'dead' END,
+             dead_at = ?6, lease_owner = NULL, lease_expires_at = NULL
              WHERE message_id = ?1 AND lease_owner = ?2 AND status = 'pending'",
             libsql::params![
                 message.message_id.as_str(),
@@ -340,7 +345,7 @@ impl Outbox {
                 error,
                 progress,
                 retry_at,
-                dead
+                dead_at
             ],
         )
         .await?;
@@ -446,7 +451,7 @@ impl Outbox {
         let conn = self.db.conn().await?;
         conn.execute(
             "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?2,
-             expires_at = ?3, lease_owner = NULL, lease_expires_at = NULL
+             expires_at = ?3, dead_at = NULL, lease_owner = NULL, lease_expires_at = NULL
              WHERE message_id = ?1 AND status = 'dead'",
             libsql::params![message_id, now, now + ttl_ms],
         )

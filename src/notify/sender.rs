@@ -198,7 +198,7 @@ impl Sender {
                         &failure.reason,
                         failure.progress,
                         retry_at,
-                        dead,
+                        dead.then_some(now),
                     )
                     .await
             }

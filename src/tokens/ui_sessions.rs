@@ -30,6 +30,9 @@ pub enum UiSessionError {
     /// expired: never said which.
     #[error("the dashboard session is missing, unknown, expired or ended")]
     Ended,
+    /// A viewer's time zone that is no IANA name.
+    #[error("unknown time zone `{0}` (use an IANA name such as Europe/Lisbon, or UTC)")]
+    UnknownZone(String),
     #[error(transparent)]
     Token(#[from] TokenError),
     #[error(transparent)]
@@ -42,6 +45,7 @@ impl Kind for UiSessionError {
             UiSessionError::NotAdmin => ErrorKind::Forbidden,
             // The front door answers this itself (back to the login page).
             UiSessionError::Ended => ErrorKind::BadInput,
+            UiSessionError::UnknownZone(_) => ErrorKind::BadInput,
             UiSessionError::Token(err) => err.kind(),
             UiSessionError::Db(err) => err.kind(),
         }
@@ -71,6 +75,20 @@ pub struct UiSession {
     /// The admin token it came from (still valid when this was read).
     pub token_id: String,
     pub expires_at: i64,
+    /// The zone the viewer reads instants in (unset: UTC).
+    pub time_zone: Option<chrono_tz::Tz>,
+}
+
+/// A viewer's time zone by its IANA name (surrounding blanks aside); a blank name is
+/// none (UTC).
+pub fn parse_time_zone(name: &str) -> Result<Option<chrono_tz::Tz>, UiSessionError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    name.parse::<chrono_tz::Tz>()
+        .map(Some)
+        .map_err(|_| UiSessionError::UnknownZone(crate::input::shown_id(name)))
 }
 
 /// The dashboard's sessions, over the tokens' database and clock.
@@ -130,7 +148,7 @@ impl UiSessions {
         let found = crate::db::query_first_row(
             &conn,
             "SELECT s.secret_hash, s.token_id, s.expires_at, t.scope, t.expires_at,
-                    t.revoked_at, t.last_used_at
+                    t.revoked_at, t.last_used_at, s.time_zone
              FROM ui_sessions s LEFT JOIN api_tokens t ON t.token_id = s.token_id
              WHERE s.secret_hash = ?1",
             [digest.as_str()],
@@ -143,11 +161,13 @@ impl UiSessions {
                     row.get::<Option<i64>>(4)?,
                     row.get::<Option<i64>>(5)?,
                     row.get::<Option<i64>>(6)?,
+                    row.get::<Option<String>>(7)?,
                 ))
             },
         )
         .await?;
-        let Some((stored, token_id, expires_at, scope, token_expires, revoked, last_used)) = found
+        let Some((stored, token_id, expires_at, scope, token_expires, revoked, last_used, zone)) =
+            found
         else {
             return Err(UiSessionError::Ended);
         };
@@ -187,7 +207,28 @@ impl UiSessions {
         Ok(UiSession {
             token_id,
             expires_at,
+            // Only a known name is ever stored; one this build does not know reads as UTC.
+            time_zone: zone.and_then(|name| parse_time_zone(&name).ok().flatten()),
         })
+    }
+
+    /// Keeps `zone` (an IANA name; blank for UTC) as the time zone of the session whose
+    /// secret is `secret`. An unknown name is refused and changes nothing; so is an ended
+    /// session.
+    pub async fn set_time_zone(&self, secret: &str, zone: &str) -> Result<(), UiSessionError> {
+        let zone = parse_time_zone(zone)?;
+        self.open(secret).await?;
+        let conn = self.db.conn().await?;
+        let changed = conn
+            .execute(
+                "UPDATE ui_sessions SET time_zone = ?2 WHERE secret_hash = ?1",
+                libsql::params![hash(secret).as_str(), zone.map(|z| z.name().to_string())],
+            )
+            .await?;
+        if changed == 0 {
+            return Err(UiSessionError::Ended);
+        }
+        Ok(())
     }
 
     /// Ends the session whose secret is `secret` (logging out): it is refused from now
@@ -209,6 +250,39 @@ impl UiSessions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_zone_is_kept_only_by_a_name_it_reads_back_as(name in ".{0,40}") {
+            match parse_time_zone(&name) {
+                Ok(None) => prop_assert!(name.trim().is_empty()),
+                Ok(Some(zone)) => prop_assert_eq!(zone.name().parse::<chrono_tz::Tz>().ok(), Some(zone)),
+                Err(UiSessionError::UnknownZone(shown)) => {
+                    prop_assert!(name.trim().parse::<chrono_tz::Tz>().is_err());
+                    prop_assert!(!shown.chars().any(char::is_control), "{}", shown);
+                }
+                Err(other) => prop_assert!(false, "{other}"),
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_known_zone_is_kept_by_its_name(zone in prop::sample::select(chrono_tz::TZ_VARIANTS.to_vec())) {
+            prop_assert_eq!(parse_time_zone(&format!(" {} ", zone.name())).ok(), Some(Some(zone)));
+        }
+    }
+
+    #[test]
+    fn zones_are_read_by_their_iana_names() {
+        assert_eq!(
+            parse_time_zone(" Europe/Lisbon ").unwrap(),
+            Some(chrono_tz::Tz::Europe__Lisbon)
+        );
+        assert_eq!(parse_time_zone("").unwrap(), None);
+        assert!(parse_time_zone("Mars/Olympus").is_err());
+    }
 
     #[test]
     fn a_session_secret_is_never_shaped_like_a_token() {

@@ -9,10 +9,10 @@ use crate::schedule::store::history::{HistorySpan, HourOfRuns, RunHistory};
 use crate::schedule::store::lateness::{bucket_label, LatenessHistory, BOUNDS_MS};
 
 /// The chart's drawing area, in SVG units (it scales to the page's width).
-const WIDTH: f64 = 720.0;
-const HEIGHT: f64 = 160.0;
+pub(super) const WIDTH: f64 = 720.0;
+pub(super) const HEIGHT: f64 = 160.0;
 /// Room under the bars for the hour labels.
-const AXIS: f64 = 18.0;
+pub(super) const AXIS: f64 = 18.0;
 
 /// A series of the runs chart: its name, its colour (the bars'; the legend's swatch is
 /// `.sw-NAME` in the stylesheet, the same), and its count in an hour.
@@ -52,7 +52,7 @@ const SERIES: [Series; 5] = [
 
 /// An hour's start as its label, UTC: `HH:00` over a day, `MM-DD` (a day's first hour)
 /// over a week.
-fn hour_label(start: i64, span: HistorySpan) -> String {
+pub(super) fn hour_label(start: i64, span: HistorySpan) -> String {
     let at = to_rfc3339(start);
     let part = match span {
         HistorySpan::Day => at.get(11..16),

@@ -23,6 +23,8 @@ use crate::state::{Scope, StateAccess, StateEntry};
 
 /// Users on the list (the most recently active).
 const USERS: usize = 200;
+/// The overnight passes listed under them (the newest).
+const PASSES: i64 = 20;
 /// Notes, sessions and artifacts a user's page lists of each (the newest).
 pub(super) const LISTED: usize = 100;
 /// Events shown of a session (its last ones).
@@ -56,10 +58,14 @@ pub async fn users(
             Err(err) => failure(err),
         };
     }
-    match state.app.memory().users(USERS).await {
-        Ok((users, total)) => {
-            let now = state.app.clock().now_ms();
-            views::users(&users, total, &session.csrf, now).into_response()
+    let (users, total) = match state.app.memory().users(USERS).await {
+        Ok(found) => found,
+        Err(err) => return failure(err),
+    };
+    match state.app.consolidator(None).status(PASSES).await {
+        Ok(passes) => {
+            let now = session.now(&state);
+            views::users(&users, total, &passes, &session.csrf, now).into_response()
         }
         Err(err) => failure(err),
     }
@@ -80,7 +86,7 @@ pub async fn user(
 ) -> Response {
     match user_memory(&state, &user, given(&query.agent)).await {
         Ok(memory) => {
-            let now = state.app.clock().now_ms();
+            let now = session.now(&state);
             views::user(&memory, &session.csrf, now).into_response()
         }
         Err(err) => failure(err),
@@ -99,7 +105,13 @@ async fn user_memory(
     let entries = state.app.state().list(&access, "").await?.entries;
     let actor = Actor::User(user.to_string());
     let artifacts = state.app.artifacts().list(&actor, user, None).await?;
+    let growth = state
+        .app
+        .memory()
+        .growth(user, state.app.clock().now_ms())
+        .await?;
     Ok(views::UserMemoryPage {
+        growth,
         user: user.to_string(),
         agent: agent.map(str::to_string),
         notes,
@@ -163,7 +175,7 @@ pub async fn note(
                 from,
                 to,
             };
-            let now = state.app.clock().now_ms();
+            let now = session.now(&state);
             views::note(&page, &session.csrf, now).into_response()
         }
         Err(err) => failure(err),
@@ -247,7 +259,7 @@ pub async fn session_page(
     };
     match page.await {
         Ok(page) => {
-            let now = state.app.clock().now_ms();
+            let now = session.now(&state);
             views::session(&page, &session.csrf, now).into_response()
         }
         Err(err) => failure(err),

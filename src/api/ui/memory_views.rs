@@ -6,12 +6,13 @@ use maud::{html, Markup};
 use similar::{ChangeTag, TextDiff};
 
 use super::memory::LISTED;
-use super::moments::moment;
+use super::moments::{duration, moment, Now};
 use super::views::{action_button_with, badge, layout, urlencode, Page, Script};
 use crate::artifact::Artifact;
+use crate::consolidate::PassReport;
 use crate::db::clock::to_rfc3339;
 use crate::input::visible;
-use crate::memory::{Event, Note, NoteVersion, Session, SummaryState, UserMemory};
+use crate::memory::{DayOfMemory, Event, Note, NoteVersion, Session, SummaryState, UserMemory};
 use crate::state::StateEntry;
 
 /// Characters of a note, an event or a value shown before "show all".
@@ -22,7 +23,7 @@ const WHOLE_CHARS: usize = 4_000;
 const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// `ms` relative to `now`, the instant on hover.
-fn at(ms: i64, now: i64) -> Markup {
+fn at(ms: i64, now: Now) -> Markup {
     moment(&to_rfc3339(ms), now)
 }
 
@@ -67,7 +68,13 @@ pub fn note_path(user: &str, note_id: &str, agent: Option<&str>) -> String {
     }
 }
 
-pub fn users(users: &[UserMemory], total: usize, csrf: &str, now: i64) -> Page {
+pub fn users(
+    users: &[UserMemory],
+    total: usize,
+    passes: &[PassReport],
+    csrf: &str,
+    now: Now,
+) -> Page {
     let body = html! {
         form #memory-user method="get" action="/ui/memory" {
             label for="user" { "User id" }
@@ -93,8 +100,53 @@ pub fn users(users: &[UserMemory], total: usize, csrf: &str, now: i64) -> Page {
                 }
             }
         }
+        (passes_table(passes, now))
     };
     layout("Memory", Some(csrf), Script::None, body)
+}
+
+/// The overnight passes, newest first, each with what it counted.
+fn passes_table(passes: &[PassReport], now: Now) -> Markup {
+    html! {
+        h2 #passes { "Overnight passes" }
+        @if passes.is_empty() { p.hint { "No pass has run yet." } } @else {
+            p.hint { "The " (passes.len()) " newest, over every user (" code { "nightshift consolidate status" } " lists more)." }
+            table #pass-list {
+                thead { tr { th { "Pass" } th { "Status" } th { "Started" } th { "Took" } th { "Counts" } } }
+                tbody {
+                    @for pass in passes {
+                        tr {
+                            td { (pass.pass) }
+                            td.status { (badge(&pass.status)) }
+                            td { (at(pass.started_at, now)) }
+                            td { @if let Some(end) = pass.finished_at { (duration(end - pass.started_at)) } @else { "—" } }
+                            td {
+                                (pass_counts(&pass.counts))
+                                @if let Some(error) = &pass.error { br; span.error { (visible(error)) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A pass's counts as `name n, name n`, those of zero left out.
+fn pass_counts(counts: &serde_json::Value) -> String {
+    let Some(counts) = counts.as_object() else {
+        return String::new();
+    };
+    let shown: Vec<String> = counts
+        .iter()
+        .filter(|(_, n)| n.as_i64() != Some(0))
+        .map(|(name, n)| format!("{} {n}", visible(name)))
+        .collect();
+    if shown.is_empty() {
+        "nothing to do".to_string()
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// What one user's page shows.
@@ -107,9 +159,11 @@ pub struct UserMemoryPage {
     pub sessions: Vec<Session>,
     pub state: Vec<StateEntry>,
     pub artifacts: Vec<Artifact>,
+    /// Their notes and chunks over the last days.
+    pub growth: Vec<DayOfMemory>,
 }
 
-pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
+pub fn user(page: &UserMemoryPage, csrf: &str, now: Now) -> Page {
     let user = &page.user;
     let agent = page.agent.as_deref();
     let base = user_path(user);
@@ -120,6 +174,7 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
             button type="submit" { "Show" }
             " " a href={ "/ui/search?user=" (urlencode(user)) "&agent=" (urlencode(agent.unwrap_or(""))) } { "Search this memory" }
         }
+        (super::trend_charts::memory_growth(&page.growth))
         h2 #notes { "Notes (" (page.note_count) ")" }
         @if page.note_count > page.notes.len() as i64 { p.hint { "The " (page.notes.len()) " most recently changed; search finds the others." } }
         @if page.notes.is_empty() { p.hint { "No notes." } } @else {
@@ -191,7 +246,7 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: i64) -> Page {
     )
 }
 
-fn state_table(entries: &[StateEntry], now: i64) -> Markup {
+fn state_table(entries: &[StateEntry], now: Now) -> Markup {
     html! {
         @if entries.is_empty() { p.hint { "No keys." } } @else {
             table {
@@ -232,7 +287,7 @@ pub struct NotePage<'a> {
     pub to: i64,
 }
 
-pub fn note(page: &NotePage, csrf: &str, now: i64) -> Page {
+pub fn note(page: &NotePage, csrf: &str, now: Now) -> Page {
     let (user, agent) = (page.user, page.agent);
     let newest = page.versions.last();
     let current = newest.filter(|v| !matches!(v.change.as_str(), "deleted" | "superseded"));
@@ -342,7 +397,7 @@ pub struct SessionPage {
     pub state: Vec<StateEntry>,
 }
 
-pub fn session(page: &SessionPage, csrf: &str, now: i64) -> Page {
+pub fn session(page: &SessionPage, csrf: &str, now: Now) -> Page {
     let s = &page.session;
     let body = html! {
         p { a href=(user_path(&s.user_id)) { "← Memory of " (visible(&s.user_id)) } " · "

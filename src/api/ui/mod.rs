@@ -16,6 +16,8 @@ mod run_list;
 mod runs;
 mod scripts;
 mod session;
+mod settings;
+mod trend_charts;
 mod upcoming;
 mod views;
 
@@ -89,6 +91,7 @@ pub fn router() -> Router<ApiState> {
             get(memory::artifact),
         )
         .route("/ui/search", get(search))
+        .route("/ui/settings", get(settings::page).post(settings::save))
         .route("/ui/style.css", get(style))
         .layer(axum::middleware::map_response(page_headers))
 }
@@ -311,7 +314,7 @@ async fn overview(
         page,
         pages: (total + PAGE - 1) / PAGE,
         stats: &stats,
-        now,
+        now: session.now_at(now),
     };
     views::overview(&overview, &ready, &list, &history, &lateness, &session.csrf).into_response()
 }
@@ -335,7 +338,7 @@ async fn schedule(
         &ScheduleView::new(&found, SHOW_NEXT_RUNS),
         &runs,
         &session.csrf,
-        state.app.clock().now_ms(),
+        session.now(&state),
     )
     .into_response()
 }
@@ -370,6 +373,8 @@ async fn schedule_action(
 #[derive(Deserialize)]
 struct OutboxQuery {
     status: Option<String>,
+    /// The chart's span: `24h` (the default) or `7d`.
+    range: Option<crate::schedule::store::history::HistorySpan>,
 }
 
 async fn outbox(
@@ -378,8 +383,18 @@ async fn outbox(
     Query(query): Query<OutboxQuery>,
 ) -> Response {
     let status = query.status.filter(|s| !s.is_empty());
-    match state.app.outbox().list(status.as_deref(), MESSAGES).await {
-        Ok(messages) => views::outbox(&messages, status.as_deref(), &session.csrf).into_response(),
+    let span = query
+        .range
+        .unwrap_or(crate::schedule::store::history::HistorySpan::Day);
+    let outbox = state.app.outbox();
+    let messages = match outbox.list(status.as_deref(), MESSAGES).await {
+        Ok(messages) => messages,
+        Err(err) => return failure(err),
+    };
+    match outbox.history(state.app.clock().now_ms(), span).await {
+        Ok(history) => {
+            views::outbox(&messages, &history, status.as_deref(), &session.csrf).into_response()
+        }
         Err(err) => failure(err),
     }
 }

@@ -9,7 +9,7 @@ use maud::html;
 use serde::Deserialize;
 
 use super::failure;
-use super::moments::moment;
+use super::moments::{moment, Now};
 use super::session::UiSession;
 use super::views::{badge, layout, urlencode, Page, Script};
 use crate::access::Actor;
@@ -84,13 +84,20 @@ pub async fn list(
     };
     match found {
         Ok(found) => {
-            let now = state.app.clock().now_ms();
+            let now = session.now(&state);
             view(&query, page, Ok(found), &session.csrf, now).into_response()
         }
         // A bad filter is shown on the page, with the form to mend it.
         Err(err) if err.kind() == ErrorKind::BadInput => {
             let message = crate::input::printable(&err.to_string()).into_owned();
-            let mut response = view(&query, page, Err(message), &session.csrf, 0).into_response();
+            let mut response = view(
+                &query,
+                page,
+                Err(message),
+                &session.csrf,
+                session.now(&state),
+            )
+            .into_response();
             *response.status_mut() = StatusCode::BAD_REQUEST;
             response
         }
@@ -103,7 +110,7 @@ fn view(
     page: i64,
     found: Result<(Vec<crate::schedule::types::Run>, i64), String>,
     csrf: &str,
-    now: i64,
+    now: Now,
 ) -> Page {
     let value = |v: &Option<String>| v.clone().unwrap_or_default();
     let status = value(&query.status);

@@ -13,7 +13,7 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::moments::moment;
+use super::moments::{moment, Now};
 use super::session::UiSession;
 use super::views::{action_button, layout, urlencode, Page, Script};
 use super::{checked, failure, see_other, CsrfForm};
@@ -56,7 +56,7 @@ pub async fn page(
     let run = read.run;
     let hidden = read.last_seq - events.last().map_or(0, |e| e.seq);
     let live = matches!(run.status, RunStatus::Running | RunStatus::Waiting);
-    let now = state.app.clock().now_ms();
+    let now = session.now(&state);
     view(
         &RunView::from(&run),
         &events,
@@ -166,7 +166,7 @@ fn view(
     hidden: i64,
     live: bool,
     csrf: &str,
-    now: i64,
+    now: Now,
 ) -> Page {
     let last = events.last().map_or(0, |e| e.seq);
     let follow = live.then(|| format!("/ui/runs/{}/events?after={last}", urlencode(&run.run_id)));

@@ -12,6 +12,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
+use super::moments::Now;
 use crate::api::ApiState;
 use crate::tokens::ui_sessions::{UiSessionError, SESSION_SECS};
 
@@ -23,6 +24,8 @@ pub struct UiSession {
     pub csrf: String,
     /// The session's secret, from the cookie (to end it).
     secret: String,
+    /// The zone the viewer reads instants in (UTC until they choose one).
+    pub zone: chrono_tz::Tz,
 }
 
 impl UiSession {
@@ -36,6 +39,29 @@ impl UiSession {
             .open(&self.secret)
             .await
             .is_ok()
+    }
+
+    /// This moment, as the viewer reads instants.
+    pub fn now(&self, state: &ApiState) -> Now {
+        self.now_at(state.app.clock().now_ms())
+    }
+
+    /// `ms`, as the viewer reads instants.
+    pub fn now_at(&self, ms: i64) -> Now {
+        Now {
+            ms,
+            zone: self.zone,
+        }
+    }
+
+    /// Keeps `zone` (an IANA name; blank for UTC) as the viewer's.
+    pub async fn set_zone(&self, state: &ApiState, zone: &str) -> Result<(), UiSessionError> {
+        state
+            .app
+            .tokens()
+            .ui_sessions()
+            .set_time_zone(&self.secret, zone)
+            .await
     }
 
     /// Logs out: the session is deleted on the server, so its cookie opens nothing again.
@@ -178,6 +204,7 @@ impl FromRequestParts<ApiState> for UiSession {
                 Ok(UiSession {
                     csrf: csrf_for(secret),
                     secret: secret.to_string(),
+                    zone: found.time_zone.unwrap_or(chrono_tz::Tz::UTC),
                 })
             }
             // Unknown, expired, logged out, or its admin token revoked or expired: log the
@@ -252,6 +279,7 @@ mod tests {
         let session = UiSession {
             csrf: csrf_for("nsui_secret"),
             secret: "nsui_secret".into(),
+            zone: chrono_tz::Tz::UTC,
         };
         assert!(check_csrf(&session, &csrf_for("nsui_secret")).is_ok());
         assert!(check_csrf(&session, &csrf_for("nsui_other")).is_err());

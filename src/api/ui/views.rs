@@ -9,7 +9,7 @@
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
-use super::moments::{duration, moment};
+use super::moments::{duration, moment, Now};
 use crate::app::overview::Overview;
 use crate::app::status::Readiness;
 use crate::db::clock::to_rfc3339;
@@ -92,6 +92,7 @@ pub fn layout(title: &str, csrf: Option<&str>, script: Script, body: Markup) -> 
                             a href="/ui/outbox" { "Outbox" }
                             a href="/ui/memory" { "Memory" }
                             a href="/ui/search" { "Search" }
+                            a href="/ui/settings" { "Settings" }
                             form method="post" action="/ui/logout" class="inline" {
                                 input type="hidden" name="csrf" value=(csrf);
                                 button type="submit" { "Log out" }
@@ -201,7 +202,7 @@ pub struct SchedulePage<'a> {
     /// How each schedule's runs went over the last week.
     pub stats: &'a std::collections::BTreeMap<String, RunStats>,
     /// The time the page's relative times count from.
-    pub now: i64,
+    pub now: Now,
 }
 
 /// A week's runs of one schedule in words: "5 of 6 ok (83 %)".
@@ -298,7 +299,7 @@ pub fn overview(
     layout("Overview", Some(csrf), Script::Refresh, body)
 }
 
-pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str, now: i64) -> Page {
+pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str, now: Now) -> Page {
     let title = visible(s.name.as_deref().unwrap_or(&s.schedule_id)).into_owned();
     let body = html! {
         dl {
@@ -355,8 +356,15 @@ pub fn schedule(s: &ScheduleView, runs: &[RunView], csrf: &str, now: i64) -> Pag
     layout(&title, Some(csrf), Script::Refresh, body)
 }
 
-pub fn outbox(messages: &[Message], status: Option<&str>, csrf: &str) -> Page {
+pub fn outbox(
+    messages: &[Message],
+    history: &crate::notify::outbox::OutboxHistory,
+    status: Option<&str>,
+    csrf: &str,
+) -> Page {
     let body = html! {
+        (super::trend_charts::outbox(history, status))
+        h2 { "Messages" }
         p.filters {
             a href="/ui/outbox" { "all" } " · "
             a href="/ui/outbox?status=pending" { "pending" } " · "

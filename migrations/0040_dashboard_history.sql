@@ -1,0 +1,12 @@
+-- The dashboard's viewer keeps a time zone of their own: the instants its pages show on
+-- hover are in it (unset: UTC). An unknown name is never stored.
+ALTER TABLE ui_sessions ADD COLUMN time_zone TEXT;
+
+-- When a message became a dead letter, for the outbox's history (its depth and dead
+-- letters over time). Unset on older dead letters and on a retried one.
+ALTER TABLE outbox ADD COLUMN dead_at INTEGER;
+CREATE INDEX outbox_by_dead_at ON outbox (dead_at) WHERE dead_at IS NOT NULL;
+CREATE INDEX outbox_by_delivered_at ON outbox (delivered_at) WHERE delivered_at IS NOT NULL;
+
+-- A user's chunks over time (the dashboard's memory chart), counted from the index alone.
+CREATE INDEX chunks_by_user_time ON chunks (user_id, created_at);
