@@ -200,4 +200,36 @@ async fn the_week_shows_each_schedules_next_runs_on_their_days() {
         "{}",
         days[1]
     );
+
+    // In the viewer's zone (Tokyo, UTC+9, where it is 19:00): Tokyo's days and times.
+    let csrf = browser.csrf().await;
+    let saved = browser
+        .post(
+            "/ui/settings",
+            &[("csrf", &csrf), ("zone", "Asia/Tokyo")],
+            None,
+        )
+        .await;
+    assert_eq!(saved.status(), 303);
+    let (_, page) = browser.get("/ui/upcoming").await;
+    assert!(page.contains("Days and times in Asia/Tokyo"), "{page}");
+    let days = self::days(&page);
+    assert!(days[0].contains("Sat 28 Nov (today)"), "{}", days[0]);
+    let today: Vec<&str> = days[0].split("<li").skip(1).collect();
+    assert!(
+        today
+            .iter()
+            .any(|e| e.contains(">21:00<") && e.contains("checkpoint")),
+        "12:00 UTC is 21:00 in Tokyo: {}",
+        days[0]
+    );
+    assert!(!days[0].contains("standup"), "{}", days[0]);
+    let sunday: Vec<&str> = days[1].split("<li").skip(1).collect();
+    assert!(
+        sunday
+            .iter()
+            .any(|e| e.contains(">00:30<") && e.contains("standup")),
+        "15:30 UTC is half past midnight on Sunday in Tokyo: {}",
+        days[1]
+    );
 }

@@ -1,4 +1,4 @@
-//! `/ui/upcoming`: the next seven days (UTC) as a calendar, a column a day, each
+//! `/ui/upcoming`: the next seven days (in the viewer's zone) as a calendar, a column a day, each
 //! schedule's occurrences at the times they will be due, and those its skip dates and
 //! calendars leave out shown as skipped. An overdue occurrence (due, not yet run) is on
 //! today's column, marked so. Read from the active schedules due within the week, soonest
@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Days, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
 use maud::{html, Markup};
 
 use super::failure;
@@ -20,7 +21,6 @@ use crate::input::visible;
 use crate::schedule::types::Schedule;
 use crate::schedule::upcoming::{occurrences, Occurrence};
 
-const DAY_MS: i64 = 86_400_000;
 /// Days the calendar shows, today first.
 const DAYS: usize = 7;
 /// Schedules read: the soonest due.
@@ -42,8 +42,9 @@ struct Entry<'a> {
 
 pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response {
     let now = state.app.clock().now_ms();
-    let today = now - now.rem_euclid(DAY_MS);
-    let until = today + DAYS as i64 * DAY_MS;
+    let zone = session.zone;
+    let starts = day_starts(now, zone);
+    let until = starts[DAYS];
     let (schedules, total) = match state.app.schedules().due_before(until, SCHEDULES).await {
         Ok(found) => found,
         Err(err) => return failure(err),
@@ -73,7 +74,9 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
     for (schedule, occurrences) in schedules.iter().zip(found) {
         for at in occurrences {
             // An overdue occurrence is today's business, whenever it was due.
-            let day = ((at.at() - today).max(0) / DAY_MS) as usize;
+            let day = starts
+                .partition_point(|&start| start <= at.at())
+                .saturating_sub(1);
             if let Some(day) = days.get_mut(day) {
                 day.push(Entry { schedule, at });
             }
@@ -90,7 +93,33 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
         per_schedule,
         cut_short,
     };
-    view(&days, today, &read, &session.csrf).into_response()
+    view(&days, &starts, zone, &read, &session.csrf).into_response()
+}
+
+/// When each of the calendar's days begins in `zone` (today's first), and the end of the
+/// last: local midnights, so a day is 23 or 25 hours long when the clocks change. Where a
+/// zone skips midnight, its day begins at the first whole hour it has; a date a zone
+/// skipped altogether (Samoa's 2011-12-30) is an empty day.
+fn day_starts(now: i64, zone: Tz) -> [i64; DAYS + 1] {
+    let today = DateTime::<Utc>::from_timestamp_millis(now)
+        .unwrap_or_default()
+        .with_timezone(&zone)
+        .date_naive();
+    let first_instant = |days: u64| {
+        let date = today.checked_add_days(Days::new(days))?;
+        (0..24).find_map(|hour| {
+            let time = NaiveTime::from_hms_opt(hour, 0, 0)?;
+            zone.from_local_datetime(&date.and_time(time)).earliest()
+        })
+    };
+    std::array::from_fn(|i| {
+        let i = i as u64;
+        first_instant(i)
+            .or_else(|| first_instant(i + 1))
+            .map_or(now + i as i64 * 86_400_000, |start| {
+                start.timestamp_millis()
+            })
+    })
 }
 
 /// What the page read and worked out.
@@ -102,10 +131,11 @@ struct Read {
     cut_short: bool,
 }
 
-fn view(days: &[Vec<Entry>], today: i64, read: &Read, csrf: &str) -> Page {
+fn view(days: &[Vec<Entry>], starts: &[i64], zone: Tz, read: &Read, csrf: &str) -> Page {
     let body = html! {
         p.hint {
-            "Days and times in UTC (each run's time in its schedule's zone on hover). "
+            "Days and times in " (zone.name()) " (your zone: " a href="/ui/settings" { "Settings" }
+            "; each run's time in its schedule's zone on hover). "
             @if read.total as usize > read.schedules { "The " (read.schedules) " soonest of " (read.total) " active schedules due this week" }
             @else { (read.total) " active schedule(s) due this week" }
             ", the first " (read.per_schedule) " runs of each."
@@ -113,12 +143,12 @@ fn view(days: &[Vec<Entry>], today: i64, read: &Read, csrf: &str) -> Page {
         @if read.cut_short { p.warn role="status" { "Working out the week took too long: the schedules due soonest are shown, not all." } }
         div.week {
             @for (i, day) in days.iter().enumerate() {
-                @let start = today + i as i64 * DAY_MS;
+                @let start = starts[i];
                 section.day aria-labelledby={ "day-" (i) } {
-                    h2 id={ "day-" (i) } { (day_name(start)) @if i == 0 { " (today)" } }
+                    h2 id={ "day-" (i) } { (day_name(start, zone)) @if i == 0 { " (today)" } }
                     @if day.is_empty() { p.hint { "Nothing." } } @else {
                         ol {
-                            @for entry in day.iter().take(PER_DAY) { (entry_item(entry)) }
+                            @for entry in day.iter().take(PER_DAY) { (entry_item(entry, zone)) }
                         }
                         @if day.len() > PER_DAY { p.hint { "and " (day.len() - PER_DAY) " more" } }
                     }
@@ -129,7 +159,7 @@ fn view(days: &[Vec<Entry>], today: i64, read: &Read, csrf: &str) -> Page {
     layout("Upcoming", Some(csrf), Script::None, body)
 }
 
-fn entry_item(entry: &Entry) -> Markup {
+fn entry_item(entry: &Entry, viewer: Tz) -> Markup {
     let s = entry.schedule;
     let label = s
         .name
@@ -142,7 +172,7 @@ fn entry_item(entry: &Entry) -> Markup {
         .unwrap_or_default();
     html! {
         li class=[entry.at.due.is_none().then_some("skipped")] {
-            time datetime=(local) title=(local) { (clock(at)) }
+            time datetime=(local) title=(local) { (clock(at, viewer)) }
             " "
             a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (visible(&label)) }
             " " span.hint { (visible(&s.user_id)) }
@@ -152,16 +182,63 @@ fn entry_item(entry: &Entry) -> Markup {
     }
 }
 
-/// A day's name: "Sat 28 Nov".
-fn day_name(start: i64) -> String {
+/// A day's name in `zone`: "Sat 28 Nov".
+fn day_name(start: i64, zone: Tz) -> String {
     DateTime::<Utc>::from_timestamp_millis(start)
-        .map(|t| t.format("%a %-d %b").to_string())
+        .map(|t| t.with_timezone(&zone).format("%a %-d %b").to_string())
         .unwrap_or_default()
 }
 
-/// A time of day, UTC: "14:05".
-fn clock(ms: i64) -> String {
+/// A time of day in `zone`: "14:05".
+fn clock(ms: i64, zone: Tz) -> String {
     DateTime::<Utc>::from_timestamp_millis(ms)
-        .map(|t| t.format("%H:%M").to_string())
+        .map(|t| t.with_timezone(&zone).format("%H:%M").to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HOUR_MS: i64 = 3_600_000;
+
+    #[test]
+    fn days_follow_the_viewers_midnights_through_a_clock_change() {
+        // 2026-03-28T12:00:00Z: Lisbon moves to summer time early on the 29th.
+        let now = 1_774_699_200_000;
+        let starts = day_starts(now, Tz::Europe__Lisbon);
+        assert_eq!(starts[0], 1_774_656_000_000, "midnight of the 28th, UTC+0");
+        assert_eq!(starts[1] - starts[0], 24 * HOUR_MS);
+        assert_eq!(
+            starts[2] - starts[1],
+            23 * HOUR_MS,
+            "the 29th is an hour short"
+        );
+        assert_eq!(day_name(starts[2], Tz::Europe__Lisbon), "Mon 30 Mar");
+        let tokyo = day_starts(now, Tz::Asia__Tokyo);
+        assert_eq!(day_name(tokyo[0], Tz::Asia__Tokyo), "Sat 28 Mar");
+        assert_eq!(
+            tokyo[0], 1_774_623_600_000,
+            "midnight in Tokyo is 15:00 UTC the day before"
+        );
+        // 2011-12-29T12:00:00Z, Samoa: the 30th never was.
+        let apia = day_starts(1_325_160_000_000, Tz::Pacific__Apia);
+        assert_eq!(apia[1], apia[2], "{apia:?}");
+        assert_eq!(day_name(apia[2], Tz::Pacific__Apia), "Sat 31 Dec");
+    }
+
+    proptest! {
+        #[test]
+        fn every_zones_week_starts_today_and_runs_in_order(
+            now in 0i64..4_102_444_800_000,
+            zone in prop::sample::select(chrono_tz::TZ_VARIANTS.to_vec()),
+        ) {
+            let starts = day_starts(now, zone);
+            prop_assert!(starts[0] <= now && now < starts[1], "{starts:?} {now}");
+            for pair in starts.windows(2) {
+                prop_assert!((0..=26 * HOUR_MS).contains(&(pair[1] - pair[0])), "{starts:?}");
+            }
+        }
+    }
 }
