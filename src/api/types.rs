@@ -268,6 +268,9 @@ pub struct ScheduleListQuery {
     pub user: Option<String>,
     /// `active`, `paused`, `completed` or `failed`.
     pub status: Option<String>,
+    /// `true`: only the schedules agents made during runs (`paused` with it: those
+    /// waiting for the user to confirm them).
+    pub made_by_agent: Option<bool>,
     /// 1..=1000 (default 100).
     pub limit: Option<i64>,
     pub offset: Option<i64>,

@@ -112,12 +112,14 @@ pub async fn run(app: &App, command: ScheduleCommand, json: bool) -> Result<(), 
         ScheduleCommand::List {
             user,
             status,
+            made_by_agent,
             limit,
             offset,
         } => {
             let filter = ScheduleFilter {
                 user_id: user,
                 status: policy("--status", status)?,
+                made_by_agent,
                 limit,
                 offset,
             };

@@ -16,6 +16,10 @@ pub enum ScheduleCommand {
         /// active, paused, completed or failed.
         #[arg(long)]
         status: Option<String>,
+        /// Only the schedules agents made during runs (with --status paused: those waiting
+        /// for the user to confirm them).
+        #[arg(long)]
+        made_by_agent: bool,
         /// At most this many (1..=1000).
         #[arg(long)]
         limit: Option<i64>,

@@ -98,7 +98,7 @@ pub async fn read(app: &App, user: &str, uri: &str) -> Result<ReadResourceResult
                 user_id: Some(user.to_string()),
                 status: None,
                 limit: Some(SCHEDULES_READ),
-                offset: 0,
+                ..Default::default()
             };
             let (schedules, total) = app
                 .schedules()

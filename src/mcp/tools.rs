@@ -416,6 +416,7 @@ pub async fn call(
                 status: input.status,
                 limit: Some(input.limit.unwrap_or(100)),
                 offset: input.offset.unwrap_or(0),
+                ..Default::default()
             };
             let (schedules, total) = app
                 .schedules()

@@ -172,6 +172,7 @@ async fn list_schedules(
     let filter = ScheduleFilter {
         user_id: actor.user_id().map(str::to_string),
         status,
+        made_by_agent: query.made_by_agent.unwrap_or(false),
         limit: Some(query.limit.unwrap_or(100)),
         offset: query.offset.unwrap_or(0),
     };

@@ -263,6 +263,38 @@ struct PageQuery {
     page: Option<i64>,
     /// The runs chart's span: `24h` (the default) or `7d`.
     range: Option<crate::schedule::store::history::HistorySpan>,
+    /// The schedules list's filters (a form sends each, blank when unset).
+    status: Option<String>,
+    user: Option<String>,
+    /// A checkbox: present (`on`) lists only the schedules agents made.
+    made_by_agent: Option<String>,
+}
+
+impl PageQuery {
+    /// The list's filter, from the form's fields; a bad status or user id is refused.
+    fn filter(&self) -> Result<views::ScheduleListFilter, Error> {
+        let given = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let status = given(&self.status)
+            .map(|s| {
+                s.parse()
+                    .map_err(|reason| crate::input::InputError::new("status", reason))
+            })
+            .transpose()?;
+        let user = given(&self.user);
+        if let Some(user) = &user {
+            crate::input::check_user_id(user)?;
+        }
+        Ok(views::ScheduleListFilter {
+            status,
+            user,
+            made_by_agent: given(&self.made_by_agent).is_some(),
+        })
+    }
 }
 
 async fn overview(
@@ -271,19 +303,35 @@ async fn overview(
     Query(query): Query<PageQuery>,
 ) -> Response {
     let page = query.page.unwrap_or(1).clamp(1, i64::MAX / PAGE);
+    let wanted = match query.filter() {
+        Ok(wanted) => wanted,
+        Err(err) => return failure(err),
+    };
     let overview = match state.app.overview().await {
         Ok(o) => o,
         Err(err) => return failure(err),
     };
     let ready = state.app.readiness(state.worker_expected).await;
     let filter = ScheduleFilter {
-        user_id: None,
-        status: None,
+        user_id: wanted.user.clone(),
+        status: wanted.status,
+        made_by_agent: wanted.made_by_agent,
         limit: Some(PAGE),
         offset: (page - 1) * PAGE,
     };
     let (schedules, total) = match state.app.schedules().list(&Actor::Operator, &filter).await {
         Ok(found) => found,
+        Err(err) => return failure(err),
+    };
+    // Schedules agents made that wait for their user to confirm them (resume).
+    let waiting = ScheduleFilter {
+        status: Some(crate::schedule::types::ScheduleStatus::Paused),
+        made_by_agent: true,
+        limit: Some(1),
+        ..Default::default()
+    };
+    let to_confirm = match state.app.schedules().list(&Actor::Operator, &waiting).await {
+        Ok((_, total)) => total,
         Err(err) => return failure(err),
     };
     let views: Vec<ScheduleView> = schedules
@@ -315,6 +363,8 @@ async fn overview(
         pages: (total + PAGE - 1) / PAGE,
         stats: &stats,
         now: session.now_at(now),
+        filter: &wanted,
+        to_confirm,
     };
     views::overview(&overview, &ready, &list, &history, &lateness, &session.csrf).into_response()
 }

@@ -203,6 +203,36 @@ pub struct SchedulePage<'a> {
     pub stats: &'a std::collections::BTreeMap<String, RunStats>,
     /// The time the page's relative times count from.
     pub now: Now,
+    /// What the list is filtered by.
+    pub filter: &'a ScheduleListFilter,
+    /// Schedules agents made that are paused, waiting for their users to confirm them.
+    pub to_confirm: i64,
+}
+
+/// The overview's filters of its schedules.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleListFilter {
+    pub status: Option<crate::schedule::types::ScheduleStatus>,
+    pub user: Option<String>,
+    pub made_by_agent: bool,
+}
+
+impl ScheduleListFilter {
+    /// The overview at `page` with these filters.
+    fn at_page(&self, page: i64) -> String {
+        let mut pairs = Vec::new();
+        if let Some(status) = self.status {
+            pairs.push(format!("status={}", status.as_str()));
+        }
+        if let Some(user) = &self.user {
+            pairs.push(format!("user={}", urlencode(user)));
+        }
+        if self.made_by_agent {
+            pairs.push("made_by_agent=on".to_string());
+        }
+        pairs.push(format!("page={page}"));
+        format!("/ui?{}", pairs.join("&"))
+    }
 }
 
 /// A week's runs of one schedule in words: "5 of 6 ok (83 %)".
@@ -250,6 +280,13 @@ pub fn overview(
                 ul { @for (status, n) in &o.runs_last_hour.by_status { li { (n) " " (status) } } }
                 @if let Some(p99) = o.runs_last_hour.lateness_p99_ms { p { "Lateness p99: " (p99) " ms" } }
             }
+            @if list.to_confirm > 0 {
+                div.card {
+                    h2 { "To confirm" }
+                    p.warn { a href="/ui?status=paused&made_by_agent=on" { (list.to_confirm) " schedule(s) agents made" } }
+                    p.hint { "Paused until their user confirms them (resume); " code { "agent_schedules = \"confirm\"" } "." }
+                }
+            }
             div.card {
                 h2 { "Outbox" }
                 p { a href="/ui/outbox?status=pending" { (o.outbox.pending) " pending" } }
@@ -262,12 +299,33 @@ pub fn overview(
         h2 { "Schedules" }
         p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
             " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }
+        form #schedule-filters method="get" action="/ui" {
+            label for="status" { "Status" }
+            select #status name="status" {
+                option value="" selected[list.filter.status.is_none()] { "any" }
+                @for status in ["active", "paused", "completed", "failed"] {
+                    option value=(status) selected[list.filter.status.map(|s| s.as_str()) == Some(status)] { (status) }
+                }
+            }
+            label for="user" { "User" }
+            input #user name="user" value=(list.filter.user.as_deref().unwrap_or(""));
+            label for="made_by_agent" {
+                input #made_by_agent type="checkbox" name="made_by_agent" checked[list.filter.made_by_agent];
+                " made by an agent"
+            }
+            button type="submit" { "Filter" }
+        }
+        @if list.schedules.is_empty() { p #no-schedules { "No schedules" @if list.total == 0 && (list.filter.status.is_some() || list.filter.user.is_some() || list.filter.made_by_agent) { " match these filters" } "." } }
         table #schedules {
             thead { tr { th { "Schedule" } th { "User" } th { "Goal" } th { "Cadence" } th { "Status" } th { "Last run" } th { "Last 7 days" } th { "Next run" } th { "Actions" } } }
             tbody {
                 @for s in list.schedules {
                     tr data-schedule=(s.schedule_id) {
-                        td { a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (visible(s.name.as_deref().unwrap_or(&s.schedule_id))) } }
+                        td { a href={ "/ui/schedules/" (urlencode(&s.schedule_id)) } { (visible(s.name.as_deref().unwrap_or(&s.schedule_id))) }
+                            @if let Some(run) = &s.made_by_run {
+                                br; small { "made by an agent in " a href={ "/ui/runs/" (urlencode(run)) } { "a run" } }
+                            }
+                        }
                         td { (visible(&s.user_id)) }
                         td.goal { (visible(&s.goal)) }
                         td { (s.description) }
@@ -290,9 +348,9 @@ pub fn overview(
         }
         @if list.pages > 1 {
             p.pager {
-                @if list.page > 1 { a href={ "/ui?page=" (list.page - 1) } { "← newer" } " " }
+                @if list.page > 1 { a href=(list.filter.at_page(list.page - 1)) { "← newer" } " " }
                 "page " (list.page) " of " (list.pages) " (" (list.total) " schedules)"
-                @if list.page < list.pages { " " a href={ "/ui?page=" (list.page + 1) } { "older →" } }
+                @if list.page < list.pages { " " a href=(list.filter.at_page(list.page + 1)) { "older →" } }
             }
         }
     };

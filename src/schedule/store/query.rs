@@ -19,6 +19,8 @@ pub struct ScheduleFilter {
     /// Only this user's (a user actor sees only their own whatever this says).
     pub user_id: Option<String>,
     pub status: Option<ScheduleStatus>,
+    /// Only those an agent made during a run (`schedule_follow_up`).
+    pub made_by_agent: bool,
     /// At most this many (1..=1000); all when `None`.
     pub limit: Option<i64>,
     pub offset: i64,
@@ -71,7 +73,13 @@ impl ScheduleStore {
         }
         let conn = self.db.conn().await?;
         let status = filter.status.map(|s| s.as_str());
-        let condition = "(?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR status = ?2)";
+        let made = if filter.made_by_agent {
+            " AND made_by_run IS NOT NULL"
+        } else {
+            ""
+        };
+        let condition =
+            format!("(?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR status = ?2){made}");
         let total: i64 = query_scalar(
             &conn,
             &format!("SELECT count(*) FROM schedules WHERE {condition}"),
