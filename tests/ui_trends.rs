@@ -138,8 +138,12 @@ async fn the_outbox_chart_follows_its_depth_and_dead_letters_hour_by_hour() {
     let row = outbox_row(START - 2 * DAY, [1, 1, 0, 0]);
     assert!(page.contains(&row), "{row} in {page}");
     assert!(page.contains("href=\"/ui/outbox?range=24h&amp;status=dead\""));
-    let (status, _) = browser.get("/ui/outbox?range=1y").await;
+    let (status, page) = browser.get("/ui/outbox?range=1y").await;
     assert_eq!(status, 400, "an unknown span is refused");
+    assert!(
+        page.contains("<p class=\"error\" role=\"alert\">") && page.contains("unknown variant `1y`"),
+        "refused as a page naming what was wrong: {page}"
+    );
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 //! [`crate::approval::LinkKey`]). Opening a link only shows what it would do; the answer
 //! is the button on that page (a POST), so a chat app previewing the link answers nothing.
 
-use axum::extract::{Form, Path, State};
+use super::extract::UiForm;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
@@ -39,7 +40,7 @@ pub async fn answer(
     session: UiSession,
     headers: HeaderMap,
     Path((approval_id, action)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    UiForm(form): UiForm<CsrfForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();

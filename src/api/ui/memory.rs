@@ -5,7 +5,8 @@
 //! records only, by the same checks the API makes); the restore is recorded as the
 //! dashboard's.
 
-use axum::extract::{Form, Path, Query, State};
+use super::extract::{UiForm, UiQuery};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -50,7 +51,7 @@ pub struct UsersQuery {
 pub async fn users(
     State(state): State<ApiState>,
     session: UiSession,
-    Query(query): Query<UsersQuery>,
+    UiQuery(query): UiQuery<UsersQuery>,
 ) -> Response {
     if let Some(user) = given(&query.user) {
         return match check_user_id(user) {
@@ -82,7 +83,7 @@ pub async fn user(
     State(state): State<ApiState>,
     session: UiSession,
     Path(user): Path<String>,
-    Query(query): Query<AgentQuery>,
+    UiQuery(query): UiQuery<AgentQuery>,
 ) -> Response {
     match user_memory(&state, &user, given(&query.agent)).await {
         Ok(memory) => {
@@ -141,7 +142,7 @@ pub async fn note(
     State(state): State<ApiState>,
     session: UiSession,
     Path((user, note_id)): Path<(String, String)>,
-    Query(query): Query<NoteQuery>,
+    UiQuery(query): UiQuery<NoteQuery>,
 ) -> Response {
     let agent = given(&query.agent);
     let history = async {
@@ -210,7 +211,7 @@ pub async fn restore(
     session: UiSession,
     headers: HeaderMap,
     Path((user, note_id)): Path<(String, String)>,
-    Form(form): Form<RestoreForm>,
+    UiForm(form): UiForm<RestoreForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();

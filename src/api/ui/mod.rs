@@ -9,6 +9,7 @@
 
 mod approvals;
 mod charts;
+mod extract;
 mod memory;
 mod memory_views;
 mod moments;
@@ -21,7 +22,8 @@ mod trend_charts;
 mod upcoming;
 mod views;
 
-use axum::extract::{Form, Path, Query, State};
+use self::extract::{UiForm, UiQuery};
+use axum::extract::{Path, State};
 use axum::http::header::{self, HeaderValue, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -182,7 +184,7 @@ struct LoginForm {
 async fn login(
     State(state): State<ApiState>,
     headers: HeaderMap,
-    Form(form): Form<LoginForm>,
+    UiForm(form): UiForm<LoginForm>,
 ) -> Response {
     if let Err(refused) = same_origin(&headers, public_url(&state)) {
         return refused.into_response();
@@ -232,7 +234,7 @@ async fn logout(
     State(state): State<ApiState>,
     session: UiSession,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    UiForm(form): UiForm<CsrfForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
@@ -300,7 +302,7 @@ impl PageQuery {
 async fn overview(
     State(state): State<ApiState>,
     session: UiSession,
-    Query(query): Query<PageQuery>,
+    UiQuery(query): UiQuery<PageQuery>,
 ) -> Response {
     let page = query.page.unwrap_or(1).clamp(1, i64::MAX / PAGE);
     let wanted = match query.filter() {
@@ -398,7 +400,7 @@ async fn schedule_action(
     session: UiSession,
     headers: HeaderMap,
     Path((schedule_id, action)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    UiForm(form): UiForm<CsrfForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
@@ -430,7 +432,7 @@ struct OutboxQuery {
 async fn outbox(
     State(state): State<ApiState>,
     session: UiSession,
-    Query(query): Query<OutboxQuery>,
+    UiQuery(query): UiQuery<OutboxQuery>,
 ) -> Response {
     let status = query.status.filter(|s| !s.is_empty());
     let span = query
@@ -454,7 +456,7 @@ async fn retry(
     session: UiSession,
     headers: HeaderMap,
     Path(message_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    UiForm(form): UiForm<CsrfForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
@@ -490,7 +492,7 @@ struct SearchQuery {
 async fn search(
     State(state): State<ApiState>,
     session: UiSession,
-    Query(query): Query<SearchQuery>,
+    UiQuery(query): UiQuery<SearchQuery>,
 ) -> Response {
     let (user, q) = (query.user.unwrap_or_default(), query.q.unwrap_or_default());
     let agent = query.agent.unwrap_or_default();

@@ -2,7 +2,8 @@
 //! time, a page at a time, newest first; each run links to its page. The filters are a
 //! plain form (GET), so a filtered list is a link to share.
 
-use axum::extract::{Query, State};
+use super::extract::UiQuery;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
@@ -56,7 +57,7 @@ impl RunListQuery {
 pub async fn list(
     State(state): State<ApiState>,
     session: UiSession,
-    Query(query): Query<RunListQuery>,
+    UiQuery(query): UiQuery<RunListQuery>,
 ) -> Response {
     // A form sends every field: a blank one is not a filter.
     fn given(text: &Option<String>) -> Option<&str> {

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Form, Path, Query, State};
+use super::extract::{UiForm, UiQuery};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -78,7 +79,7 @@ pub async fn events(
     State(state): State<ApiState>,
     session: UiSession,
     Path(run_id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    UiQuery(query): UiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
     let after = match run_events::last_seen(&headers, query.after.as_deref()) {
@@ -127,7 +128,7 @@ pub async fn action(
     session: UiSession,
     headers: HeaderMap,
     Path((run_id, action)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    UiForm(form): UiForm<CsrfForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();

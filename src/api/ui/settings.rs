@@ -2,7 +2,8 @@
 //! hover (relative times need none). Kept in the login session, so each operator's
 //! browser has its own, and it ends with the session.
 
-use axum::extract::{Form, State};
+use super::extract::UiForm;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::html;
@@ -30,7 +31,7 @@ pub async fn save(
     State(state): State<ApiState>,
     session: UiSession,
     headers: HeaderMap,
-    Form(form): Form<ZoneForm>,
+    UiForm(form): UiForm<ZoneForm>,
 ) -> Response {
     if let Err(refused) = checked(&state, &session, &headers, &form.csrf) {
         return refused.into_response();
