@@ -108,9 +108,7 @@ async fn the_overview_narrows_its_schedules_and_shows_what_agents_made_to_confir
     assert_eq!(status, 200);
     assert_eq!(listed(&page).len(), 5, "{page}");
     assert!(
-        page.contains(
-            "<a href=\"/ui?status=paused&amp;made_by_agent=on\">1 schedule(s) agents made</a>"
-        ),
+        page.contains("<a href=\"/ui?status=paused&amp;made_by_agent=on\">1 schedule(s)</a>"),
         "{page}"
     );
     assert!(page.contains("made by an agent in <a href=\"/ui/runs/run-0123\">"));
@@ -132,6 +130,11 @@ async fn the_overview_narrows_its_schedules_and_shows_what_agents_made_to_confir
     assert_eq!(paused_list, ["old-cleanup", "to-confirm"]);
     let (_, page) = browser.get("/ui?user=bob&status=&made_by_agent=").await;
     assert_eq!(listed(&page), ["bobs-report"]);
+    let (_, page) = browser.get("/ui?made_by_agent=false").await;
+    assert_eq!(listed(&page).len(), 5, "off is off");
+    let (status, page) = browser.get("/ui?made_by_agent=maybe").await;
+    assert_eq!(status, 400);
+    assert!(page.contains("made_by_agent"), "{page}");
     let (_, page) = browser.get("/ui?user=carol").await;
     assert!(page.contains("No schedules match these filters."), "{page}");
 
@@ -146,7 +149,7 @@ async fn the_overview_narrows_its_schedules_and_shows_what_agents_made_to_confir
         .await;
     assert_eq!(resumed.status(), 303);
     let (_, page) = browser.get("/ui").await;
-    assert!(!page.contains("agents made</a>"), "{page}");
+    assert!(!page.contains("Made by agents, paused"), "{page}");
     let (_, page) = browser.get("/ui?status=paused&made_by_agent=on").await;
     assert!(listed(&page).is_empty());
 

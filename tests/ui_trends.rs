@@ -21,8 +21,13 @@ const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;
 
 async fn write(api: &TestApi, run: &str) {
-    let mut plan = common::notify_plan("hook", 100);
-    plan.ttl_ms = [7 * DAY; 3];
+    write_with(api, run, 100, 7 * DAY).await;
+}
+
+/// Writes a message for `run` to a channel that holds `room` waiting messages, living `ttl`.
+async fn write_with(api: &TestApi, run: &str, room: i64, ttl: i64) {
+    let mut plan = common::notify_plan("hook", room);
+    plan.ttl_ms = [ttl; 3];
     let conn = api.app.db().conn().await.unwrap();
     let tx = conn.write_tx().await.unwrap();
     let message = NewMessage {
@@ -141,9 +146,66 @@ async fn the_outbox_chart_follows_its_depth_and_dead_letters_hour_by_hour() {
     let (status, page) = browser.get("/ui/outbox?range=1y").await;
     assert_eq!(status, 400, "an unknown span is refused");
     assert!(
-        page.contains("<p class=\"error\" role=\"alert\">") && page.contains("unknown variant `1y`"),
+        page.contains("<p class=\"error\" role=\"alert\">")
+            && page.contains("unknown variant `1y`"),
         "refused as a page naming what was wrong: {page}"
     );
+}
+
+#[tokio::test]
+async fn a_dead_letter_is_timed_when_it_expired_or_found_the_channel_full_and_a_retry_clears_it() {
+    let clock = ManualClock::starting_at(START);
+    let api = TestApi::start_on(clock.clone(), |_| {}).await;
+    // Lives an hour; the sender comes back three hours on.
+    write_with(&api, "run-short", 2, HOUR).await;
+    write_with(&api, "run-full-1", 2, 7 * DAY).await;
+    // The channel holds two: the third is a dead letter as it is written.
+    write_with(&api, "run-full-2", 2, 7 * DAY).await;
+    let outbox = Outbox::new(api.app.db().clone());
+    let dead = outbox.list(Some("dead"), 10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].run_id.as_deref(), Some("run-full-2"));
+    clock.advance_ms(3 * HOUR);
+    let now = api.app.clock().now_ms();
+    let claimed = outbox.claim_due("sender", now, 60_000, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1, "the short-lived one expired");
+    let history = outbox.history(now, HistorySpan::Day).await.unwrap();
+    let hours: Vec<(i64, i64, i64, i64)> = history.hours[20..]
+        .iter()
+        .map(|h| (h.start, h.written, h.dead, h.waiting))
+        .collect();
+    assert_eq!(
+        hours,
+        [
+            (START, 3, 1, 2),
+            (START + HOUR, 0, 1, 1),
+            (START + 2 * HOUR, 0, 0, 1),
+            (START + 3 * HOUR, 0, 0, 1),
+        ],
+        "the full channel's is dead as written; the short one died when it expired, not when it was found"
+    );
+    let conn = api.app.db().conn().await.unwrap();
+    let expired = dead_at(&conn, "run-short").await;
+    assert_eq!(expired, Some(START + HOUR));
+    // A retried dead letter waits again, its death forgotten.
+    let message = outbox
+        .list(Some("dead"), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.run_id.as_deref() == Some("run-short"))
+        .unwrap();
+    outbox
+        .retry(&message.message_id, now, &api.app.config().notify)
+        .await
+        .unwrap();
+    assert_eq!(dead_at(&conn, "run-short").await, None);
+}
+
+async fn dead_at(conn: &nightshift::db::Conn, run: &str) -> Option<i64> {
+    nightshift::db::query_scalar(conn, "SELECT dead_at FROM outbox WHERE run_id = ?1", [run])
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -218,9 +280,22 @@ async fn a_users_memory_chart_counts_their_notes_as_they_stood_and_no_one_elses(
     let row = format!("<tr><td>{}</td><td>1</td><td>-1</td>", day(today - DAY));
     assert!(page.contains(&row), "{row} in {page}");
     assert!(page.contains(&format!("Chunks: {chunks} now")), "{page}");
-    // Bob's five notes are his alone.
+    // Bob's five notes are his alone, and none of alice's changes are his.
+    let bobs = memory
+        .growth("bob", api.app.clock().now_ms())
+        .await
+        .unwrap();
+    let changes: Vec<(i64, i64)> = bobs
+        .iter()
+        .filter(|d| d.notes_change != 0)
+        .map(|d| (d.start, d.notes_change))
+        .collect();
+    assert_eq!(changes, [(today - DAY, 5)]);
     let (_, page) = browser.get("/ui/memory/bob").await;
     assert!(page.contains("Notes: 5 now"), "{page}");
+    let row = format!("<tr><td>{}</td><td>5</td><td>+5</td>", day(today - DAY));
+    assert!(page.contains(&row), "{row} in {page}");
+    assert!(!page.contains("<td>-1</td>"), "{page}");
     let (status, page) = browser.get("/ui/memory/nobody").await;
     assert_eq!(status, 200);
     assert!(page.contains("Nothing changed in these days."), "{page}");

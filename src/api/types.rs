@@ -268,8 +268,8 @@ pub struct ScheduleListQuery {
     pub user: Option<String>,
     /// `active`, `paused`, `completed` or `failed`.
     pub status: Option<String>,
-    /// `true`: only the schedules agents made during runs (`paused` with it: those
-    /// waiting for the user to confirm them).
+    /// `true`: only the schedules agents made during runs (with `status=paused`: the
+    /// paused ones, those made under `agent_schedules = "confirm"` among them).
     pub made_by_agent: Option<bool>,
     /// 1..=1000 (default 100).
     pub limit: Option<i64>,

@@ -16,8 +16,8 @@ pub enum ScheduleCommand {
         /// active, paused, completed or failed.
         #[arg(long)]
         status: Option<String>,
-        /// Only the schedules agents made during runs (with --status paused: those waiting
-        /// for the user to confirm them).
+        /// Only the schedules agents made during runs (with --status paused: the paused
+        /// ones, those made under agent_schedules = "confirm" among them).
         #[arg(long)]
         made_by_agent: bool,
         /// At most this many (1..=1000).

@@ -228,3 +228,16 @@ pub async fn query_scalar<T: Scalar>(
     let value = query_first_row(conn, sql, params, |row| row.get_value(0)).await?;
     Ok(value.and_then(T::from_value))
 }
+
+/// A grouped count by a bucket's index (an hour or a day of a span; negative for before
+/// it): `SELECT index, count(*) … GROUP BY 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexedCount(pub i64, pub i64);
+
+impl FromRow for IndexedCount {
+    const COLUMNS: &'static str = "";
+
+    fn from_row(row: &libsql::Row) -> Result<Self, DbError> {
+        Ok(IndexedCount(row.get(0)?, row.get(1)?))
+    }
+}

@@ -5,9 +5,9 @@
 //! are the ones kept now, by the day each was written).
 
 use super::{check_id, Memory, Result};
-use crate::db::{fetch_all, DbError, FromRow};
+use crate::db::{fetch_all, IndexedCount};
 
-pub const DAY_MS: i64 = 86_400_000;
+const DAY_MS: i64 = 86_400_000;
 /// How many days a growth chart covers.
 pub const GROWTH_DAYS: i64 = 30;
 
@@ -39,7 +39,7 @@ impl Memory {
         // A version counts +1 when it makes its note current and -1 when it ends it
         // (deleted, superseded): its liveness less the one before it. Day -1 gathers
         // everything before the span.
-        let notes: Vec<DayCount> = fetch_all(
+        let notes: Vec<IndexedCount> = fetch_all(
             &conn,
             "SELECT CASE WHEN changed_at < ?2 THEN -1 ELSE (changed_at - ?2) / ?3 END,
                     CAST(sum(delta) AS BIGINT)
@@ -55,7 +55,7 @@ impl Memory {
             libsql::params![user, since, DAY_MS, until],
         )
         .await?;
-        let chunks: Vec<DayCount> = fetch_all(
+        let chunks: Vec<IndexedCount> = fetch_all(
             &conn,
             "SELECT CASE WHEN created_at < ?2 THEN -1 ELSE (created_at - ?2) / ?3 END, count(*)
              FROM chunks WHERE user_id = ?1 AND created_at < ?4
@@ -69,46 +69,32 @@ impl Memory {
 
 /// The days from `since`, each with its counts and the running totals (day -1 is the
 /// total before the span).
-fn tally(since: i64, notes: &[DayCount], chunks: &[DayCount]) -> Vec<DayOfMemory> {
+fn tally(since: i64, notes: &[IndexedCount], chunks: &[IndexedCount]) -> Vec<DayOfMemory> {
     let mut days: Vec<DayOfMemory> = (0..GROWTH_DAYS)
         .map(|i| DayOfMemory {
             start: since + i * DAY_MS,
             ..Default::default()
         })
         .collect();
-    let (mut notes_before, mut chunks_before) = (0, 0);
-    for &DayCount(day, n) in notes {
-        match usize::try_from(day).ok().and_then(|i| days.get_mut(i)) {
-            Some(d) => d.notes_change += n,
-            None if day < 0 => notes_before += n,
-            None => {}
+    let mut before = [0i64; 2];
+    for (series, counts) in [notes, chunks].into_iter().enumerate() {
+        for &IndexedCount(day, n) in counts {
+            match usize::try_from(day).ok().and_then(|i| days.get_mut(i)) {
+                Some(d) if series == 0 => d.notes_change += n,
+                Some(d) => d.chunks_written += n,
+                None if day < 0 => before[series] += n,
+                None => {}
+            }
         }
     }
-    for &DayCount(day, n) in chunks {
-        match usize::try_from(day).ok().and_then(|i| days.get_mut(i)) {
-            Some(d) => d.chunks_written += n,
-            None if day < 0 => chunks_before += n,
-            None => {}
-        }
-    }
-    let (mut notes, mut chunks) = (notes_before, chunks_before);
+    let [mut notes, mut chunks] = before;
     for day in &mut days {
         notes += day.notes_change;
         chunks += day.chunks_written;
-        day.notes = notes.max(0);
+        day.notes = notes;
         day.chunks = chunks;
     }
     days
-}
-
-struct DayCount(i64, i64);
-
-impl FromRow for DayCount {
-    const COLUMNS: &'static str = "";
-
-    fn from_row(row: &libsql::Row) -> std::result::Result<Self, DbError> {
-        Ok(DayCount(row.get(0)?, row.get(1)?))
-    }
 }
 
 #[cfg(test)]
@@ -120,8 +106,8 @@ mod tests {
         let since = 1_800_000_000_000;
         let days = tally(
             since,
-            &[DayCount(-1, 5), DayCount(0, 2), DayCount(3, -1)],
-            &[DayCount(-1, 40), DayCount(3, 10)],
+            &[IndexedCount(-1, 5), IndexedCount(0, 2), IndexedCount(3, -1)],
+            &[IndexedCount(-1, 40), IndexedCount(3, 10)],
         );
         assert_eq!(days.len(), GROWTH_DAYS as usize);
         assert_eq!((days[0].notes, days[0].chunks), (7, 40));

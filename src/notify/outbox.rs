@@ -107,7 +107,7 @@ pub async fn enqueue_keyed_in(
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11,
                 CASE WHEN is_full THEN 'dead' ELSE 'pending' END,
                 CASE WHEN is_full THEN ?14 END,
-                CASE WHEN is_full THEN ?11 END
+                CASE WHEN is_full THEN CAST(?11 AS BIGINT) END
          FROM (SELECT count(*) >= ?13 AS is_full FROM
                (SELECT 1 FROM outbox WHERE status = 'pending' AND channel_id = ?7 LIMIT ?13)
                AS waiting) AS channel
@@ -258,7 +258,7 @@ impl Outbox {
         };
         conn.execute(
             &format!(
-                "UPDATE outbox SET status = 'dead', dead_at = ?1,
+                "UPDATE outbox SET status = 'dead', dead_at = expires_at,
                      last_error = coalesce(last_error || '; ', '') || 'expired undelivered'
                  WHERE message_id IN (
                      SELECT message_id FROM outbox WHERE status = 'pending' AND expires_at <= ?1

@@ -268,7 +268,7 @@ struct PageQuery {
     /// The schedules list's filters (a form sends each, blank when unset).
     status: Option<String>,
     user: Option<String>,
-    /// A checkbox: present (`on`) lists only the schedules agents made.
+    /// A checkbox: `on` (or `true`, `1`) lists only the schedules agents made.
     made_by_agent: Option<String>,
 }
 
@@ -291,10 +291,21 @@ impl PageQuery {
         if let Some(user) = &user {
             crate::input::check_user_id(user)?;
         }
+        let made_by_agent = match given(&self.made_by_agent).as_deref() {
+            None | Some("off" | "false" | "0") => false,
+            Some("on" | "true" | "1") => true,
+            Some(_) => {
+                return Err(crate::input::InputError::new(
+                    "made_by_agent",
+                    "use on or off (true or false)",
+                )
+                .into())
+            }
+        };
         Ok(views::ScheduleListFilter {
             status,
             user,
-            made_by_agent: given(&self.made_by_agent).is_some(),
+            made_by_agent,
         })
     }
 }
@@ -325,7 +336,8 @@ async fn overview(
         Ok(found) => found,
         Err(err) => return failure(err),
     };
-    // Schedules agents made that wait for their user to confirm them (resume).
+    // Schedules agents made that are paused: under `agent_schedules = "confirm"` they
+    // are made so, and wait for their user to confirm them (resume).
     let waiting = ScheduleFilter {
         status: Some(crate::schedule::types::ScheduleStatus::Paused),
         made_by_agent: true,
@@ -444,9 +456,14 @@ async fn outbox(
         Err(err) => return failure(err),
     };
     match outbox.history(state.app.clock().now_ms(), span).await {
-        Ok(history) => {
-            views::outbox(&messages, &history, status.as_deref(), &session.csrf).into_response()
-        }
+        Ok(history) => views::outbox(
+            &messages,
+            &history,
+            status.as_deref(),
+            &session.csrf,
+            session.now(&state),
+        )
+        .into_response(),
         Err(err) => failure(err),
     }
 }

@@ -85,7 +85,7 @@ pub fn outbox(history: &OutboxHistory, status: Option<&str>) -> Markup {
                     " "
                 }
                 span.hint { "(UTC; delivered messages are kept for "
-                    code { "consolidation.outbox_retention_days" } ", so the depth before then counts too few)" }
+                    code { "consolidation.outbox_retention_days" } ": were that shorter than the span, the depth before then would count too few)" }
             }
             svg.chart viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(summary)
                 preserveAspectRatio="none" {

@@ -44,6 +44,7 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
     let now = state.app.clock().now_ms();
     let zone = session.zone;
     let starts = day_starts(now, zone);
+    let names = day_names(now, zone);
     let until = starts[DAYS];
     let (schedules, total) = match state.app.schedules().due_before(until, SCHEDULES).await {
         Ok(found) => found,
@@ -93,7 +94,7 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
         per_schedule,
         cut_short,
     };
-    view(&days, &starts, zone, &read, &session.csrf).into_response()
+    view(&days, &names, zone, &read, &session.csrf).into_response()
 }
 
 /// When each of the calendar's days begins in `zone` (today's first), and the end of the
@@ -101,10 +102,7 @@ pub async fn page(State(state): State<ApiState>, session: UiSession) -> Response
 /// zone skips midnight, its day begins at the first whole hour it has; a date a zone
 /// skipped altogether (Samoa's 2011-12-30) is an empty day.
 fn day_starts(now: i64, zone: Tz) -> [i64; DAYS + 1] {
-    let today = DateTime::<Utc>::from_timestamp_millis(now)
-        .unwrap_or_default()
-        .with_timezone(&zone)
-        .date_naive();
+    let today = local_date(now, zone);
     let first_instant = |days: u64| {
         let date = today.checked_add_days(Days::new(days))?;
         (0..24).find_map(|hour| {
@@ -131,7 +129,7 @@ struct Read {
     cut_short: bool,
 }
 
-fn view(days: &[Vec<Entry>], starts: &[i64], zone: Tz, read: &Read, csrf: &str) -> Page {
+fn view(days: &[Vec<Entry>], names: &[String], zone: Tz, read: &Read, csrf: &str) -> Page {
     let body = html! {
         p.hint {
             "Days and times in " (zone.name()) " (your zone: " a href="/ui/settings" { "Settings" }
@@ -143,9 +141,8 @@ fn view(days: &[Vec<Entry>], starts: &[i64], zone: Tz, read: &Read, csrf: &str) 
         @if read.cut_short { p.warn role="status" { "Working out the week took too long: the schedules due soonest are shown, not all." } }
         div.week {
             @for (i, day) in days.iter().enumerate() {
-                @let start = starts[i];
                 section.day aria-labelledby={ "day-" (i) } {
-                    h2 id={ "day-" (i) } { (day_name(start, zone)) @if i == 0 { " (today)" } }
+                    h2 id={ "day-" (i) } { (names[i]) @if i == 0 { " (today)" } }
                     @if day.is_empty() { p.hint { "Nothing." } } @else {
                         ol {
                             @for entry in day.iter().take(PER_DAY) { (entry_item(entry, zone)) }
@@ -182,11 +179,24 @@ fn entry_item(entry: &Entry, viewer: Tz) -> Markup {
     }
 }
 
-/// A day's name in `zone`: "Sat 28 Nov".
-fn day_name(start: i64, zone: Tz) -> String {
-    DateTime::<Utc>::from_timestamp_millis(start)
-        .map(|t| t.with_timezone(&zone).format("%a %-d %b").to_string())
+/// The calendar's days' names in `zone`, today's first: "Sat 28 Nov". By the date, so a
+/// date a zone skipped is named too.
+fn day_names(now: i64, zone: Tz) -> [String; DAYS] {
+    let today = local_date(now, zone);
+    std::array::from_fn(|i| {
+        today
+            .checked_add_days(Days::new(i as u64))
+            .map(|date| date.format("%a %-d %b").to_string())
+            .unwrap_or_default()
+    })
+}
+
+/// The date it is at `now` in `zone`.
+fn local_date(now: i64, zone: Tz) -> chrono::NaiveDate {
+    DateTime::<Utc>::from_timestamp_millis(now)
         .unwrap_or_default()
+        .with_timezone(&zone)
+        .date_naive()
 }
 
 /// A time of day in `zone`: "14:05".
@@ -215,9 +225,9 @@ mod tests {
             23 * HOUR_MS,
             "the 29th is an hour short"
         );
-        assert_eq!(day_name(starts[2], Tz::Europe__Lisbon), "Mon 30 Mar");
+        assert_eq!(day_names(now, Tz::Europe__Lisbon)[2], "Mon 30 Mar");
         let tokyo = day_starts(now, Tz::Asia__Tokyo);
-        assert_eq!(day_name(tokyo[0], Tz::Asia__Tokyo), "Sat 28 Mar");
+        assert_eq!(day_names(now, Tz::Asia__Tokyo)[0], "Sat 28 Mar");
         assert_eq!(
             tokyo[0], 1_774_623_600_000,
             "midnight in Tokyo is 15:00 UTC the day before"
@@ -225,7 +235,8 @@ mod tests {
         // 2011-12-29T12:00:00Z, Samoa: the 30th never was.
         let apia = day_starts(1_325_160_000_000, Tz::Pacific__Apia);
         assert_eq!(apia[1], apia[2], "{apia:?}");
-        assert_eq!(day_name(apia[2], Tz::Pacific__Apia), "Sat 31 Dec");
+        let names = day_names(1_325_160_000_000, Tz::Pacific__Apia);
+        assert_eq!(names[..3], ["Thu 29 Dec", "Fri 30 Dec", "Sat 31 Dec"]);
     }
 
     proptest! {

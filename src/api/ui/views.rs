@@ -205,7 +205,8 @@ pub struct SchedulePage<'a> {
     pub now: Now,
     /// What the list is filtered by.
     pub filter: &'a ScheduleListFilter,
-    /// Schedules agents made that are paused, waiting for their users to confirm them.
+    /// Schedules agents made that are paused (those made under `confirm` wait for their
+    /// users to confirm them).
     pub to_confirm: i64,
 }
 
@@ -282,9 +283,9 @@ pub fn overview(
             }
             @if list.to_confirm > 0 {
                 div.card {
-                    h2 { "To confirm" }
-                    p.warn { a href="/ui?status=paused&made_by_agent=on" { (list.to_confirm) " schedule(s) agents made" } }
-                    p.hint { "Paused until their user confirms them (resume); " code { "agent_schedules = \"confirm\"" } "." }
+                    h2 { "Made by agents, paused" }
+                    p.warn { a href="/ui?status=paused&made_by_agent=on" { (list.to_confirm) " schedule(s)" } }
+                    p.hint { "Under " code { "agent_schedules = \"confirm\"" } " an agent's schedule is made paused and waits for its user to confirm it: resuming confirms it." }
                 }
             }
             div.card {
@@ -419,6 +420,7 @@ pub fn outbox(
     history: &crate::notify::outbox::OutboxHistory,
     status: Option<&str>,
     csrf: &str,
+    now: Now,
 ) -> Page {
     let body = html! {
         (super::trend_charts::outbox(history, status))
@@ -441,7 +443,7 @@ pub fn outbox(
                         td.status { (badge(&m.status)) }
                         td { (m.attempts) }
                         td { (visible(m.last_error.as_deref().unwrap_or(""))) }
-                        td { (when(m.created_at)) }
+                        td { (moment(&when(m.created_at), now)) }
                         td { @if m.status == "dead" {
                             (action_button(&format!("/ui/outbox/{}/retry", urlencode(&m.message_id)), "Retry", csrf))
                         } }

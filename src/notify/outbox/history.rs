@@ -9,7 +9,7 @@
 //! retried dead letter counts as having waited since it was first written.
 
 use super::{Outbox, OutboxError};
-use crate::db::{fetch_all, query_scalar, FromRow};
+use crate::db::{fetch_all, query_scalar, IndexedCount};
 use crate::schedule::store::history::HistorySpan;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -43,16 +43,19 @@ impl Outbox {
         let since = this_hour - (span.hours() - 1) * HOUR_MS;
         let until = this_hour + HOUR_MS;
         let conn = self.db.conn().await?;
-        // Waiting when the span began: written before it, not yet delivered or dead then.
-        let waiting_before: i64 = query_scalar(
-            &conn,
-            "SELECT count(*) FROM outbox
-             WHERE created_at < ?1
-               AND (status = 'pending' OR coalesce(delivered_at, dead_at, 0) >= ?1)",
-            [since],
-        )
-        .await?
-        .unwrap_or(0);
+        // Waiting when the span began: written before it, and still pending, or delivered
+        // or dead only since (three disjoint counts, each read by an index).
+        let mut waiting_before = 0;
+        for ended in ["status = 'pending'", "delivered_at >= ?1", "dead_at >= ?1"] {
+            let n: i64 = query_scalar(
+                &conn,
+                &format!("SELECT count(*) FROM outbox WHERE {ended} AND created_at < ?1"),
+                [since],
+            )
+            .await?
+            .unwrap_or(0);
+            waiting_before += n;
+        }
         let per_hour = |column: &str, skip_unknown_death: bool| {
             let also = if skip_unknown_death {
                 " AND NOT (status = 'dead' AND dead_at IS NULL)"
@@ -68,7 +71,7 @@ impl Outbox {
         let read = |sql: String| {
             let conn = &conn;
             async move {
-                fetch_all::<HourCount>(conn, &sql, libsql::params![since, HOUR_MS, until]).await
+                fetch_all::<IndexedCount>(conn, &sql, libsql::params![since, HOUR_MS, until]).await
             }
         };
         // A dead letter whose death is not known never leaves the depth: its writing is
@@ -82,8 +85,8 @@ impl Outbox {
                 ..Default::default()
             })
             .collect();
-        let mut add = |counts: Vec<HourCount>, field: fn(&mut HourOfOutbox) -> &mut i64| {
-            for HourCount(index, n) in counts {
+        let mut add = |counts: Vec<IndexedCount>, field: fn(&mut HourOfOutbox) -> &mut i64| {
+            for IndexedCount(index, n) in counts {
                 if let Some(hour) = usize::try_from(index).ok().and_then(|i| hours.get_mut(i)) {
                     *field(hour) += n;
                 }
@@ -95,19 +98,10 @@ impl Outbox {
         let mut waiting = waiting_before;
         for hour in &mut hours {
             waiting += hour.written - hour.delivered - hour.dead;
-            // Never below none, whatever a retried message did to the sums.
+            // The reads are not one snapshot: a message delivered between two of them
+            // could take the sum below none for a moment.
             hour.waiting = waiting.max(0);
         }
         Ok(OutboxHistory { span, hours })
-    }
-}
-
-struct HourCount(i64, i64);
-
-impl FromRow for HourCount {
-    const COLUMNS: &'static str = "";
-
-    fn from_row(row: &libsql::Row) -> Result<Self, crate::db::DbError> {
-        Ok(HourCount(row.get(0)?, row.get(1)?))
     }
 }
