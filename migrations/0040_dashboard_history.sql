@@ -15,3 +15,15 @@ CREATE INDEX chunks_by_user_time ON chunks (user_id, created_at);
 
 -- A user's notes over time, from their versions' liveness alone (never their text).
 CREATE INDEX note_versions_liveness ON note_versions (user_id, note_id, version, change, changed_at);
+
+-- The dashboard's reads of runs and schedules at 100,000 runs: each answered from an
+-- index alone. The overview's last hour (started since) and its lateness p99; the
+-- lateness and runs-per-hour charts (which the old (scheduled_for, status) index served
+-- in part); the runs list, newest first with its tie broken by id; the schedules list,
+-- newest first.
+CREATE INDEX schedule_runs_by_start ON schedule_runs (started_at, origin, status, due_at, scheduled_for);
+DROP INDEX schedule_runs_by_time_status;
+CREATE INDEX schedule_runs_by_time_status ON schedule_runs (scheduled_for, status, origin, started_at, due_at);
+DROP INDEX schedule_runs_by_time;
+CREATE INDEX schedule_runs_by_time ON schedule_runs (scheduled_for, run_id);
+CREATE INDEX schedules_by_created ON schedules (created_at, schedule_id);

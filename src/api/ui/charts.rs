@@ -6,7 +6,7 @@ use maud::{html, Markup};
 
 use crate::db::clock::to_rfc3339;
 use crate::schedule::store::history::{HistorySpan, HourOfRuns, RunHistory};
-use crate::schedule::store::lateness::{bucket_label, LatenessHistory, BOUNDS_MS};
+use crate::schedule::store::lateness::{bucket_label, HourOfLateness, LatenessHistory, BOUNDS_MS};
 
 /// The chart's drawing area, in SVG units (it scales to the page's width).
 pub(super) const WIDTH: f64 = 720.0;
@@ -77,6 +77,90 @@ fn hour_title(hour: &HourOfRuns) -> String {
     }
 }
 
+/// Where a pointer shows a chart's figures: each hour over a day, each day over a week
+/// (a week's 168 titles would double the page).
+pub(super) struct HoverRegion {
+    pub hours: std::ops::Range<usize>,
+    pub x: f64,
+    pub width: f64,
+}
+
+/// The hover regions of hours starting at `starts` (oldest first): an hour each over a
+/// day, a UTC day's hours each over a week.
+pub(super) fn hover_regions(
+    starts: impl Iterator<Item = i64>,
+    slot: f64,
+    span: HistorySpan,
+) -> Vec<HoverRegion> {
+    let mut regions: Vec<HoverRegion> = Vec::new();
+    let mut last_day = None;
+    for (i, start) in starts.enumerate() {
+        let day = start.div_euclid(24 * 3_600_000);
+        let joins = span == HistorySpan::Week && last_day == Some(day);
+        last_day = Some(day);
+        match regions.last_mut() {
+            Some(region) if joins => {
+                region.hours.end = i + 1;
+                region.width += slot;
+            }
+            _ => regions.push(HoverRegion {
+                hours: i..i + 1,
+                x: i as f64 * slot,
+                width: slot,
+            }),
+        }
+    }
+    regions
+}
+
+/// Each series' bars as one path, stacked from the bottom in the legend's order.
+fn series_paths(hours: &[HourOfRuns], slot: f64, bar: f64, scale: f64) -> Vec<String> {
+    let mut paths = vec![String::new(); SERIES.len()];
+    for (i, hour) in hours.iter().enumerate() {
+        let x = i as f64 * slot + (slot - bar) / 2.0;
+        let mut top = HEIGHT - AXIS;
+        for (series, path) in SERIES.iter().zip(&mut paths) {
+            let n = (series.count)(hour);
+            if n > 0 {
+                let h = n as f64 * scale;
+                top -= h;
+                path.push_str(&format!("M{x:.1} {top:.1}h{bar:.1}v{h:.1}h-{bar:.1}z"));
+            }
+        }
+    }
+    paths
+}
+
+/// The runs of a region's hours in words: an hour's as [`hour_title`], a day's summed
+/// (`2026-11-27: 288 succeeded, 3 failed`).
+fn runs_title(hours: &[HourOfRuns], span: HistorySpan) -> String {
+    match (span, hours) {
+        (HistorySpan::Day, [hour]) => hour_title(hour),
+        _ => {
+            let Some(first) = hours.first() else {
+                return String::new();
+            };
+            let mut sum = HourOfRuns {
+                start: first.start,
+                ..Default::default()
+            };
+            for h in hours {
+                sum.succeeded += h.succeeded;
+                sum.failed += h.failed;
+                sum.cancelled += h.cancelled;
+                sum.skipped += h.skipped;
+                sum.going += h.going;
+            }
+            let title = hour_title(&sum);
+            let day = to_rfc3339(first.start);
+            match title.split_once("Z: ") {
+                Some((_, counts)) => format!("{}: {counts}", day.get(..10).unwrap_or(&day)),
+                None => title,
+            }
+        }
+    }
+}
+
 /// Runs per hour by status, stacked bars, with links to the other span and a table.
 pub fn runs_per_hour(history: &RunHistory) -> Markup {
     let hours = &history.hours;
@@ -114,26 +198,20 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
             }
             svg.chart viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(summary)
                 preserveAspectRatio="none" {
-                @for (i, hour) in hours.iter().enumerate() {
-                    @let x = i as f64 * slot + (slot - bar) / 2.0;
+                // A path a series: a week's bars cost a few bytes each.
+                @for (series, bars) in SERIES.iter().zip(series_paths(hours, slot, bar, scale)) {
+                    @if !bars.is_empty() { path d=(bars) fill=(series.colour) {} }
+                }
+                @for region in hover_regions(hours.iter().map(|h| h.start), slot, history.span) {
                     g {
-                        title { (hour_title(hour)) }
-                        // Stacked from the bottom, in the legend's order.
-                        @let mut top = HEIGHT - AXIS;
-                        @for series in &SERIES {
-                            @let n = (series.count)(hour);
-                            @if n > 0 {
-                                @let h = n as f64 * scale;
-                                @let y = { top -= h; top };
-                                rect x=(format!("{x:.1}")) y=(format!("{y:.1}")) width=(format!("{bar:.1}"))
-                                    height=(format!("{h:.1}")) fill=(series.colour) {}
-                            }
-                        }
-                        @if i % label_every == 0 {
-                            text x=(format!("{x:.1}")) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
-                                (hour_label(hour.start, history.span))
-                            }
-                        }
+                        title { (runs_title(&hours[region.hours.clone()], history.span)) }
+                        rect x=(format!("{:.1}", region.x)) y="0" width=(format!("{:.1}", region.width))
+                            height=(format!("{:.1}", HEIGHT - AXIS)) fill="transparent" {}
+                    }
+                }
+                @for (i, hour) in hours.iter().enumerate().step_by(label_every) {
+                    text x=(format!("{:.1}", i as f64 * slot + (slot - bar) / 2.0)) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
+                        (hour_label(hour.start, history.span))
                     }
                 }
             }
@@ -200,23 +278,25 @@ pub fn lateness(history: &LatenessHistory) -> Markup {
                 @for bucket in [2usize, 5, 10, 14] {
                     text x="2" y=(format!("{:.1}", bucket_y(bucket) + 3.0)) font-size="9" { (bucket_label(bucket)) }
                 }
-                @for (i, hour) in hours.iter().enumerate() {
-                    @let x = i as f64 * slot + slot / 2.0;
-                    @if let (Some(p50), Some(p99)) = (hour.p50, hour.p99) {
+                @let (ranges, dots, squares) = lateness_paths(hours, slot);
+                @if !ranges.is_empty() {
+                    path d=(ranges) stroke="#999" stroke-width="1" fill="none" {}
+                    path d=(dots) fill=(P50_COLOUR) {}
+                    path d=(squares) fill=(P99_COLOUR) {}
+                }
+                @for region in hover_regions(hours.iter().map(|h| h.start), slot, history.span) {
+                    @let hours_of = &hours[region.hours.clone()];
+                    @if hours_of.iter().any(|h| h.runs > 0) {
                         g {
-                            title { (lateness_title(hour.start, hour.runs, p50, p99)) }
-                            line x1=(format!("{x:.1}")) x2=(format!("{x:.1}"))
-                                y1=(format!("{:.1}", bucket_y(p50))) y2=(format!("{:.1}", bucket_y(p99)))
-                                stroke="#999" stroke-width="1" {}
-                            circle cx=(format!("{x:.1}")) cy=(format!("{:.1}", bucket_y(p50))) r="2.5" fill=(P50_COLOUR) {}
-                            rect x=(format!("{:.1}", x - 2.5)) y=(format!("{:.1}", bucket_y(p99) - 2.5))
-                                width="5" height="5" fill=(P99_COLOUR) {}
+                            title { (lateness_region_title(hours_of)) }
+                            rect x=(format!("{:.1}", region.x)) y="0" width=(format!("{:.1}", region.width))
+                                height=(format!("{:.1}", HEIGHT - AXIS)) fill="transparent" {}
                         }
                     }
-                    @if i % label_every == 0 {
-                        text x=(format!("{:.1}", i as f64 * slot)) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
-                            (hour_label(hour.start, history.span))
-                        }
+                }
+                @for (i, hour) in hours.iter().enumerate().step_by(label_every) {
+                    text x=(format!("{:.1}", i as f64 * slot)) y=(format!("{:.1}", HEIGHT - 4.0)) font-size="10" {
+                        (hour_label(hour.start, history.span))
                     }
                 }
             }
@@ -241,6 +321,49 @@ pub fn lateness(history: &LatenessHistory) -> Markup {
                 }
                 @if runs == 0 { p { "No runs started in this time." } }
             }
+        }
+    }
+}
+
+/// Each hour's p50 to p99 line, p50 dot and p99 square, as three paths.
+fn lateness_paths(hours: &[HourOfLateness], slot: f64) -> (String, String, String) {
+    let (mut ranges, mut dots, mut squares) = (String::new(), String::new(), String::new());
+    for (i, hour) in hours.iter().enumerate() {
+        let (Some(p50), Some(p99)) = (hour.p50, hour.p99) else {
+            continue;
+        };
+        let x = i as f64 * slot + slot / 2.0;
+        let (y50, y99) = (bucket_y(p50), bucket_y(p99));
+        ranges.push_str(&format!("M{x:.1} {y50:.1}V{y99:.1}"));
+        dots.push_str(&format!(
+            "M{:.1} {y50:.1}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0 -5 0",
+            x - 2.5
+        ));
+        squares.push_str(&format!("M{:.1} {:.1}h5v5h-5z", x - 2.5, y99 - 2.5));
+    }
+    (ranges, dots, squares)
+}
+
+/// A region's lateness in words: an hour's as [`lateness_title`], a day's as its runs and
+/// its worst hour's p99.
+fn lateness_region_title(hours: &[HourOfLateness]) -> String {
+    match hours {
+        [hour] => match (hour.p50, hour.p99) {
+            (Some(p50), Some(p99)) => lateness_title(hour.start, hour.runs, p50, p99),
+            _ => String::new(),
+        },
+        _ => {
+            let runs: i64 = hours.iter().map(|h| h.runs).sum();
+            let day = hours
+                .first()
+                .map(|h| to_rfc3339(h.start))
+                .unwrap_or_default();
+            let worst = hours.iter().filter_map(|h| h.p99).max();
+            format!(
+                "{}: {runs} runs, the worst hour's p99 {}",
+                day.get(..10).unwrap_or(&day),
+                worst.map(bucket_label).unwrap_or_default()
+            )
         }
     }
 }
@@ -281,8 +404,8 @@ mod tests {
     fn bars_are_as_tall_as_their_counts_and_say_them() {
         let page = runs_per_hour(&history(&[(4, 0), (2, 2)])).into_string();
         // The tallest hour fills the drawing area; the others in proportion.
-        assert!(page.contains(r#"height="142.0""#), "{page}");
-        assert!(page.contains(r#"height="71.0""#), "{page}");
+        assert!(page.contains("v142.0h"), "{page}");
+        assert!(page.contains("v71.0h"), "{page}");
         assert!(page.contains("2 succeeded, 2 failed"), "{page}");
         assert!(page.contains("8 runs, 2 failed"), "{page}");
         // The table lists the two hours with runs, not the empty ones.
@@ -290,11 +413,38 @@ mod tests {
     }
 
     #[test]
+    fn a_week_says_each_days_runs_on_hover() {
+        let week = RunHistory {
+            span: HistorySpan::Week,
+            hours: (0..168)
+                .map(|i| HourOfRuns {
+                    start: 1_800_000_000_000 + i * 3_600_000,
+                    succeeded: 2,
+                    failed: i64::from(i == 30),
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        let page = runs_per_hour(&week).into_string();
+        // From 08:00 on the 15th: 16 hours of it, six whole days, 8 hours of the 22nd.
+        assert_eq!(page.matches("<title>").count(), 8, "a title a UTC day");
+        assert!(
+            page.contains("<title>2027-01-16: 48 succeeded, 1 failed</title>"),
+            "{page}"
+        );
+        assert_eq!(
+            page.matches("<tr><td>").count(),
+            168,
+            "every hour in the table"
+        );
+    }
+
+    #[test]
     fn an_empty_span_says_so() {
         let page = runs_per_hour(&history(&[])).into_string();
         assert!(page.contains("No runs in this time."));
         assert!(page.contains("0 runs, 0 failed"));
-        assert!(!page.contains("<rect"));
+        assert!(!page.contains("<path"));
     }
 
     #[test]
@@ -321,8 +471,8 @@ mod tests {
                 || page.contains("the worst hour's p99 ≤ 2.5 s"),
             "{page}"
         );
-        assert_eq!(page.matches("<circle").count(), 1);
-        assert!(page.contains(&format!(r#"cy="{:.1}""#, bucket_y(2))));
+        assert_eq!(page.matches("a2.5 2.5 0 1 0 5 0").count(), 1, "one dot");
+        assert!(page.contains(&format!(" {:.1}a2.5", bucket_y(2))), "{page}");
         assert_eq!(page.matches("<tr><td>").count(), 1);
         assert!(bucket_y(6) < bucket_y(2), "slower is higher");
     }

@@ -29,7 +29,7 @@ const PASSES: i64 = 20;
 /// Notes, sessions and artifacts a user's page lists of each (the newest).
 pub(super) const LISTED: usize = 100;
 /// Events shown of a session (its last ones).
-const EVENTS: usize = 200;
+const EVENTS: usize = 100;
 
 /// A form or query field as given: a blank one is not given.
 fn given(text: &Option<String>) -> Option<&str> {

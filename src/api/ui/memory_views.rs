@@ -27,20 +27,44 @@ fn at(ms: i64, now: Now) -> Markup {
     moment(&to_rfc3339(ms), now)
 }
 
+/// Characters of long texts one page shows behind clicks, in all: a page of long turns
+/// stays within its size (the rest of each text after that is a head alone).
+const PAGE_WHOLE_CHARS: usize = 30_000;
+
+/// What is left of a page's [`PAGE_WHOLE_CHARS`].
+pub struct TextBudget(std::cell::Cell<usize>);
+
+impl TextBudget {
+    pub fn new() -> Self {
+        TextBudget(std::cell::Cell::new(PAGE_WHOLE_CHARS))
+    }
+}
+
 /// Stored text shown whole when short, else its head with the rest behind a click (up to
-/// [`WHOLE_CHARS`]).
-fn long_text(text: &str) -> Markup {
+/// [`WHOLE_CHARS`], while the page's `budget` lasts; after it, the head alone).
+fn long_text(text: &str, budget: &TextBudget) -> Markup {
     let shown = visible(text);
     let head = crate::text::truncate_chars(&shown, HEAD_CHARS);
     if head.len() == shown.len() {
         return html! { span.text { (shown) } };
     }
     let whole = crate::text::truncate_chars(&shown, WHOLE_CHARS);
+    // The head is the whole's first characters: the rest follows it on opening.
+    let rest = &whole[head.len()..];
     let chars = shown.chars().count();
+    let rest_chars = rest.chars().count();
+    if rest_chars > budget.0.get() {
+        return html! {
+            span.text { (head) "…" } " "
+            span.hint { "(" (chars) " characters; this page shows no more of it: "
+                code { "nightshift memory recall" } " or the API has all)" }
+        };
+    }
+    budget.0.set(budget.0.get() - rest_chars);
     html! {
         details {
-            summary { span.text { (head) "…" } " " span.hint { "show all (" (chars) " characters)" } }
-            div.text { (whole) }
+            summary { span.text { (head) } span.more { "… show all (" (chars) " characters)" } }
+            div.text { (rest) }
             @if whole.len() < shown.len() {
                 p.hint { "… and " (chars - WHOLE_CHARS) " characters more, in full through the API." }
             }
@@ -218,7 +242,7 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: Now) -> Page {
             }
         }
         h2 #state { "State (" (page.state.len()) ")" }
-        (state_table(&page.state, now))
+        (state_table(&page.state, now, &TextBudget::new()))
         h2 #artifacts { "Artifacts (" (page.artifacts.len()) ")" }
         @if page.artifacts.len() > LISTED { p.hint { "The " (LISTED) " newest." } }
         @if page.artifacts.is_empty() { p.hint { "No artifacts." } } @else {
@@ -246,7 +270,7 @@ pub fn user(page: &UserMemoryPage, csrf: &str, now: Now) -> Page {
     )
 }
 
-fn state_table(entries: &[StateEntry], now: Now) -> Markup {
+fn state_table(entries: &[StateEntry], now: Now, budget: &TextBudget) -> Markup {
     html! {
         @if entries.is_empty() { p.hint { "No keys." } } @else {
             table {
@@ -255,7 +279,7 @@ fn state_table(entries: &[StateEntry], now: Now) -> Markup {
                     @for e in entries {
                         tr {
                             td { code { (visible(&e.key)) } }
-                            td.goal { (long_text(&e.value.to_string())) }
+                            td.goal { (long_text(&e.value.to_string(), budget)) }
                             td { (e.version) }
                             td { (at(e.updated_at, now)) }
                         }
@@ -399,6 +423,7 @@ pub struct SessionPage {
 
 pub fn session(page: &SessionPage, csrf: &str, now: Now) -> Page {
     let s = &page.session;
+    let budget = TextBudget::new();
     let body = html! {
         p { a href=(user_path(&s.user_id)) { "← Memory of " (visible(&s.user_id)) } " · "
             a href={ "/ui/search?user=" (urlencode(&s.user_id)) "&session=" (urlencode(&s.session_id)) } { "Search this conversation" } }
@@ -427,7 +452,7 @@ pub fn session(page: &SessionPage, csrf: &str, now: Now) -> Page {
                         tr {
                             td { (e.sequence) }
                             td { (e.role.as_str()) @if let Some(name) = &e.name { br; span.hint { (visible(name)) } } }
-                            td.goal { (long_text(&e.content)) }
+                            td.goal { (long_text(&e.content, &budget)) }
                             td { (at(e.created_at, now)) }
                         }
                     }
@@ -435,7 +460,7 @@ pub fn session(page: &SessionPage, csrf: &str, now: Now) -> Page {
             }
         }
         h2 { "State" }
-        (state_table(&page.state, now))
+        (state_table(&page.state, now, &budget))
     };
     layout(
         &format!("Session {}", visible(&s.session_id)),
@@ -458,12 +483,28 @@ mod tests {
             prop_assert!(text.ends_with(" B") || text.ends_with(" KiB") || text.ends_with(" MiB"), "{}", text);
         }
 
-        /// Any text is shown whole or as its head, and the whole is always on the page.
+        /// Any text is shown whole, or as its head with the rest (to `WHOLE_CHARS`) behind a
+        /// click while the page's budget lasts, and as its head alone after.
         #[test]
-        fn long_text_keeps_the_whole_text(text in any::<String>()) {
-            let page = long_text(&text).into_string();
-            let whole = maud::html! { (visible(&text)) }.into_string();
-            prop_assert!(page.contains(&whole));
+        fn long_text_shows_its_head_and_then_its_rest(text in any::<String>(), spent in any::<bool>()) {
+            let budget = TextBudget::new();
+            if spent {
+                budget.0.set(0);
+            }
+            let page = long_text(&text, &budget).into_string();
+            let shown = visible(&text);
+            let head = crate::text::truncate_chars(&shown, HEAD_CHARS);
+            let escaped = |t: &str| maud::html! { (t) }.into_string();
+            prop_assert!(page.contains(&escaped(head)));
+            let whole = crate::text::truncate_chars(&shown, WHOLE_CHARS);
+            let rest = &whole[head.len()..];
+            if !rest.is_empty() {
+                if spent {
+                    prop_assert!(!page.contains("<details>"), "{}", page);
+                } else {
+                    prop_assert!(page.contains(&format!("<div class=\"text\">{}</div>", escaped(rest))), "{}", page);
+                }
+            }
         }
     }
 }

@@ -43,8 +43,10 @@ use crate::schedule::view::{RunView, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUN
 use crate::tokens::ui_sessions::UiSessionError;
 use crate::tokens::TokenError;
 
-/// Schedules on one overview page, and runs on a schedule's page.
+/// Runs on a schedule's page.
 const PAGE: i64 = 50;
+/// Schedules on one overview page (within the page's size beside a week's charts).
+const SCHEDULES_PAGE: i64 = 25;
 /// Outbox messages on its page (the newest).
 const MESSAGES: i64 = 100;
 
@@ -315,7 +317,7 @@ async fn overview(
     session: UiSession,
     UiQuery(query): UiQuery<PageQuery>,
 ) -> Response {
-    let page = query.page.unwrap_or(1).clamp(1, i64::MAX / PAGE);
+    let page = query.page.unwrap_or(1).clamp(1, i64::MAX / SCHEDULES_PAGE);
     let wanted = match query.filter() {
         Ok(wanted) => wanted,
         Err(err) => return failure(err),
@@ -329,8 +331,8 @@ async fn overview(
         user_id: wanted.user.clone(),
         status: wanted.status,
         made_by_agent: wanted.made_by_agent,
-        limit: Some(PAGE),
-        offset: (page - 1) * PAGE,
+        limit: Some(SCHEDULES_PAGE),
+        offset: (page - 1) * SCHEDULES_PAGE,
     };
     let (schedules, total) = match state.app.schedules().list(&Actor::Operator, &filter).await {
         Ok(found) => found,
@@ -374,7 +376,7 @@ async fn overview(
         schedules: &views,
         total,
         page,
-        pages: (total + PAGE - 1) / PAGE,
+        pages: (total + SCHEDULES_PAGE - 1) / SCHEDULES_PAGE,
         stats: &stats,
         now: session.now_at(now),
         filter: &wanted,

@@ -168,16 +168,23 @@ pub(super) fn badge(status: &str) -> Markup {
     html! { span class={ "badge s-" (status) } { (status) } }
 }
 
+/// A schedule's actions as one form (each button posts to its own action): one form token
+/// a row, not one a button, keeps a list of them small.
 fn schedule_buttons(s: &ScheduleView, csrf: &str) -> Markup {
     let base = format!("/ui/schedules/{}", urlencode(&s.schedule_id));
+    let toggle = match s.status.as_str() {
+        "active" => Some(("pause", "Pause")),
+        "paused" => Some(("resume", "Resume")),
+        _ => None,
+    };
     html! {
-        @match s.status.as_str() {
-            "active" => { (action_button(&format!("{base}/pause"), "Pause", csrf)) }
-            "paused" => { (action_button(&format!("{base}/resume"), "Resume", csrf)) }
-            _ => {}
-        }
-        @if s.status.as_str() == "active" || s.status.as_str() == "paused" {
-            (action_button(&format!("{base}/run-now"), "Run now", csrf))
+        @if let Some((action, label)) = toggle {
+            form method="post" action={ (base) "/" (action) } class="inline" {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { (label) }
+                " "
+                button type="submit" formaction={ (base) "/run-now" } { "Run now" }
+            }
         }
     }
 }

@@ -83,24 +83,43 @@ impl ScheduleStore {
             (Some(own), _) => Some(own),
             (None, named) => named,
         };
-        let conditions = "(?1 IS NULL OR schedule_id IN (SELECT schedule_id FROM schedules
-                                                          WHERE user_id = ?1))
-             AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR schedule_id = ?3)
-             AND (?4 IS NULL OR scheduled_for >= ?4) AND (?5 IS NULL OR scheduled_for <= ?5)";
-        let params = || {
-            libsql::params![
-                user,
-                filter.status.map(RunStatus::as_str),
-                filter.schedule_id.as_deref(),
-                filter.since,
-                filter.until
-            ]
+        // Only the filters given, so each can use its index (`?N IS NULL OR …` would read
+        // every run, their outputs with them, to count them).
+        let mut conditions = Vec::new();
+        let mut values: Vec<libsql::Value> = Vec::new();
+        let mut given = |condition: &str, value: libsql::Value| {
+            values.push(value);
+            conditions.push(condition.replace("?N", &format!("?{}", values.len())));
         };
+        if let Some(user) = user {
+            given(
+                "schedule_id IN (SELECT schedule_id FROM schedules WHERE user_id = ?N)",
+                user.into(),
+            );
+        }
+        if let Some(status) = filter.status {
+            given("status = ?N", status.as_str().into());
+        }
+        if let Some(schedule_id) = filter.schedule_id.as_deref() {
+            given("schedule_id = ?N", schedule_id.into());
+        }
+        if let Some(since) = filter.since {
+            given("scheduled_for >= ?N", since.into());
+        }
+        if let Some(until) = filter.until {
+            given("scheduled_for <= ?N", until.into());
+        }
+        let conditions = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let params = || libsql::params::Params::Positional(values.clone());
         let conn = self.db.conn().await?;
         let runs = fetch_all(
             &conn,
             &format!(
-                "SELECT {} FROM schedule_runs WHERE {conditions}
+                "SELECT {} FROM schedule_runs {conditions}
                  ORDER BY scheduled_for DESC, run_id DESC LIMIT {} OFFSET {}",
                 Run::COLUMNS,
                 filter.limit,
@@ -111,7 +130,7 @@ impl ScheduleStore {
         .await?;
         let total = query_scalar(
             &conn,
-            &format!("SELECT count(*) FROM schedule_runs WHERE {conditions}"),
+            &format!("SELECT count(*) FROM schedule_runs {conditions}"),
             params(),
         )
         .await?
