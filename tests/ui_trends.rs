@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use common::api::TestApi;
 use common::browser::Browser;
+use nightshift::access::Actor;
 use nightshift::consolidate::Pass;
 use nightshift::db::clock::{to_rfc3339, ManualClock};
 use nightshift::memory::{NewEvent, NewNote, Role};
 use nightshift::notify::outbox::{enqueue_in, NewMessage, Outbox, Priority};
 use nightshift::schedule::store::history::HistorySpan;
+use nightshift::schedule::types::RunStatus;
+use nightshift::spec::ScheduleSpec;
 
 /// On the hour (and 8 h into a UTC day).
 const START: i64 = 1_800_000_000_000;
@@ -410,4 +413,52 @@ async fn each_login_keeps_its_own_time_zone_and_a_bad_one_changes_nothing() {
     assert_eq!(saved.status(), 303);
     let (_, page) = mine.get("/ui/memory").await;
     assert_eq!(first_title(&page), utc);
+}
+
+/// One run of a triggered schedule, ended as succeeded.
+async fn one_run(api: &TestApi, schedule_id: &str) {
+    api.app
+        .schedules()
+        .trigger(&Actor::Operator, schedule_id, None, None)
+        .await
+        .unwrap();
+    let claims = common::runs::claim_events(&api.app, "w").await;
+    common::runs::finish(&api.app, &claims[0], RunStatus::Succeeded, "").await;
+}
+
+#[tokio::test]
+async fn a_weeks_charts_are_worked_out_at_most_once_a_minute_and_say_so() {
+    let clock = ManualClock::starting_at(START);
+    let api = TestApi::start_on(clock.clone(), |_| {}).await;
+    let spec = ScheduleSpec {
+        goal: "triage".into(),
+        triggered: true,
+        ..Default::default()
+    };
+    let schedule_id = api
+        .app
+        .add_schedule(&Actor::Operator, "alice", &spec)
+        .await
+        .unwrap()
+        .schedule_id;
+    one_run(&api, &schedule_id).await;
+    let browser = Browser::logged_in(&api).await;
+    let (_, week) = browser.get("/ui?range=7d").await;
+    assert!(week.contains("over the last 7 days: 1 runs"), "{week}");
+    assert!(!week.contains("The week's figures as of"), "fresh: {week}");
+
+    clock.advance_ms(30_000);
+    one_run(&api, &schedule_id).await;
+    let (_, week) = browser.get("/ui?range=7d").await;
+    assert!(week.contains("over the last 7 days: 1 runs"), "{week}");
+    assert!(
+        week.contains("The week's figures as of <time"),
+        "a page that shows older figures says so: {week}"
+    );
+    let (_, day) = browser.get("/ui").await;
+    assert!(day.contains("over the last 24 hours: 2 runs"), "{day}");
+
+    clock.advance_ms(30_000);
+    let (_, week) = browser.get("/ui?range=7d").await;
+    assert!(week.contains("over the last 7 days: 2 runs"), "{week}");
 }

@@ -42,6 +42,8 @@ pub struct ApiState {
     pub stop: CancellationToken,
     /// Places for open event streams (a run followed live; see `stream_slots`).
     pub streams: Arc<stream_slots::StreamSlots>,
+    /// The dashboard overview's week of charts, worked out at most once a minute.
+    pub week_charts: Arc<ui::WeekCharts>,
 }
 
 #[derive(OpenApi)]
@@ -136,6 +138,7 @@ pub fn router(app: &App, worker_expected: bool, stop: &CancellationToken) -> axu
         openapi: Arc::new(openapi),
         stop: stop.child_token(),
         streams: stream_slots::StreamSlots::new(server::served_connections(config.max_connections)),
+        week_charts: Arc::default(),
     };
     let mcp = routes::mcp::router(&state, stop.child_token());
     // `Router::layer` wraps every route (and the fallback) by itself: a plain concurrency

@@ -21,6 +21,9 @@ mod settings;
 mod trend_charts;
 mod upcoming;
 mod views;
+mod week_charts;
+
+pub use week_charts::WeekCharts;
 
 use self::extract::{UiForm, UiQuery};
 use axum::extract::{Path, State};
@@ -38,6 +41,7 @@ use super::ApiState;
 use crate::access::Actor;
 use crate::error::Error;
 use crate::memory::{SearchRequest, SearchResponse};
+use crate::schedule::store::history::HistorySpan;
 use crate::schedule::store::ScheduleFilter;
 use crate::schedule::view::{RunView, ScheduleView, LIST_NEXT_RUNS, SHOW_NEXT_RUNS};
 use crate::tokens::ui_sessions::UiSessionError;
@@ -361,16 +365,26 @@ async fn overview(
         Ok(stats) => stats,
         Err(err) => return failure(err),
     };
-    let span = query
-        .range
-        .unwrap_or(crate::schedule::store::history::HistorySpan::Day);
-    let history = match state.app.schedules().run_history(now, span).await {
-        Ok(history) => history,
-        Err(err) => return failure(err),
-    };
-    let lateness = match state.app.schedules().lateness_history(now, span).await {
-        Ok(lateness) => lateness,
-        Err(err) => return failure(err),
+    let span = query.range.unwrap_or(HistorySpan::Day);
+    let charts = match span {
+        HistorySpan::Day => {
+            let store = state.app.schedules();
+            match (
+                store.run_history(now, span).await,
+                store.lateness_history(now, span).await,
+            ) {
+                (Ok(runs), Ok(lateness)) => week_charts::WeekFigures {
+                    runs,
+                    lateness,
+                    at: now,
+                },
+                (Err(err), _) | (_, Err(err)) => return failure(err),
+            }
+        }
+        HistorySpan::Week => match state.week_charts.get(&state.app, now).await {
+            Ok(figures) => figures,
+            Err(err) => return failure(err),
+        },
     };
     let list = SchedulePage {
         schedules: &views,
@@ -382,7 +396,7 @@ async fn overview(
         filter: &wanted,
         to_confirm,
     };
-    views::overview(&overview, &ready, &list, &history, &lateness, &session.csrf).into_response()
+    views::overview(&overview, &ready, &list, &charts, &session.csrf).into_response()
 }
 
 async fn schedule(

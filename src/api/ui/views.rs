@@ -261,8 +261,7 @@ pub fn overview(
     o: &Overview,
     ready: &Readiness,
     list: &SchedulePage,
-    history: &crate::schedule::store::history::RunHistory,
-    lateness: &crate::schedule::store::lateness::LatenessHistory,
+    charts: &super::week_charts::WeekFigures,
     csrf: &str,
 ) -> Page {
     let count = |k: &str| o.schedules.by_status.get(k).copied().unwrap_or(0);
@@ -302,8 +301,11 @@ pub fn overview(
                 p { (o.embedding_backlog) " chunk(s) waiting for a vector" }
             }
         }
-        (super::charts::runs_per_hour(history))
-        (super::charts::lateness(lateness))
+        (super::charts::runs_per_hour(&charts.runs))
+        @if charts.at < list.now.ms {
+            p.hint { "The week's figures as of " (moment(&when(charts.at), list.now)) " (worked out at most once a minute)." }
+        }
+        (super::charts::lateness(&charts.lateness))
         h2 { "Schedules" }
         p { (count("active")) " active · " (count("paused")) " paused · " (count("completed"))
             " completed · " (count("failed")) " failed · " (o.schedules.failing) " failing" }
