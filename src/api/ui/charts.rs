@@ -77,6 +77,14 @@ fn hour_title(hour: &HourOfRuns) -> String {
     }
 }
 
+/// Hours between a chart's axis labels: every 3 over a day, every day over a week.
+pub(super) fn label_every(span: HistorySpan) -> usize {
+    match span {
+        HistorySpan::Day => 3,
+        HistorySpan::Week => 24,
+    }
+}
+
 /// Where a pointer shows a chart's figures: each hour over a day, each day over a week
 /// (a week's 168 titles would double the page).
 pub(super) struct HoverRegion {
@@ -172,10 +180,7 @@ pub fn runs_per_hour(history: &RunHistory) -> Markup {
     let bar = (slot * 0.8).max(1.0);
     let scale = (HEIGHT - AXIS) / most as f64;
     // A label every 3 hours over a day, every day over a week.
-    let label_every = match history.span {
-        HistorySpan::Day => 3,
-        HistorySpan::Week => 24,
-    };
+    let label_every = label_every(history.span);
     let span_words = match history.span {
         HistorySpan::Day => "the last 24 hours",
         HistorySpan::Week => "the last 7 days",
@@ -256,10 +261,7 @@ fn bucket_y(bucket: usize) -> f64 {
 pub fn lateness(history: &LatenessHistory) -> Markup {
     let hours = &history.hours;
     let slot = WIDTH / hours.len().max(1) as f64;
-    let label_every = match history.span {
-        HistorySpan::Day => 3,
-        HistorySpan::Week => 24,
-    };
+    let label_every = label_every(history.span);
     let runs: i64 = hours.iter().map(|h| h.runs).sum();
     let worst = hours.iter().filter_map(|h| h.p99).max();
     let summary = match worst {

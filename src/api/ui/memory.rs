@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::memory_views as views;
 use super::session::UiSession;
 use super::views::urlencode;
-use super::{checked, failure, see_other};
+use super::{checked, failure, given, see_other};
 use crate::access::Actor;
 use crate::api::ApiState;
 use crate::error::Error;
@@ -32,10 +32,6 @@ pub(super) const LISTED: usize = 100;
 const EVENTS: usize = 100;
 
 /// A form or query field as given: a blank one is not given.
-fn given(text: &Option<String>) -> Option<&str> {
-    text.as_deref().map(str::trim).filter(|t| !t.is_empty())
-}
-
 /// The user's memory as `agent` sees it (its notes and the shared ones), or the shared
 /// notes alone.
 fn memory_of(state: &ApiState, agent: Option<&str>) -> Result<Memory, Error> {

@@ -255,6 +255,12 @@ async fn logout(
     response
 }
 
+/// A form's or query's field as given: a form sends every field, and a blank one is
+/// not a value.
+pub(super) fn given(text: &Option<String>) -> Option<&str> {
+    text.as_deref().map(str::trim).filter(|t| !t.is_empty())
+}
+
 /// A change's checks: from this site, with this session's form token.
 pub(super) fn checked(
     state: &ApiState,
@@ -281,23 +287,17 @@ struct PageQuery {
 impl PageQuery {
     /// The list's filter, from the form's fields; a bad status or user id is refused.
     fn filter(&self) -> Result<views::ScheduleListFilter, Error> {
-        let given = |v: &Option<String>| {
-            v.as_deref()
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string)
-        };
         let status = given(&self.status)
             .map(|s| {
                 s.parse()
                     .map_err(|reason| crate::input::InputError::new("status", reason))
             })
             .transpose()?;
-        let user = given(&self.user);
+        let user = given(&self.user).map(str::to_string);
         if let Some(user) = &user {
             crate::input::check_user_id(user)?;
         }
-        let made_by_agent = match given(&self.made_by_agent).as_deref() {
+        let made_by_agent = match given(&self.made_by_agent) {
             None | Some("off" | "false" | "0") => false,
             Some("on" | "true" | "1") => true,
             Some(_) => {

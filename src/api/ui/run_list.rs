@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::failure;
 use super::moments::{moment, Now};
 use super::session::UiSession;
 use super::views::{badge, layout, urlencode, Page, Script};
+use super::{failure, given};
 use crate::access::Actor;
 use crate::api::ApiState;
 use crate::error::{ErrorKind, Kind};
@@ -59,10 +59,6 @@ pub async fn list(
     session: UiSession,
     UiQuery(query): UiQuery<RunListQuery>,
 ) -> Response {
-    // A form sends every field: a blank one is not a filter.
-    fn given(text: &Option<String>) -> Option<&str> {
-        text.as_deref().map(str::trim).filter(|t| !t.is_empty())
-    }
     let filter = RunFilter::parse(
         given(&query.status),
         given(&query.user),

@@ -62,11 +62,7 @@ pub fn outbox(history: &OutboxHistory, status: Option<&str>) -> Markup {
     let dead: i64 = hours.iter().map(|h| h.dead).sum();
     let deepest = hours.iter().map(|h| h.waiting).max().unwrap_or(0);
     let now_waiting = hours.last().map_or(0, |h| h.waiting);
-    let label_every = if history.span == HistorySpan::Day {
-        3
-    } else {
-        24
-    };
+    let label_every = super::charts::label_every(history.span);
     let summary = format!(
         "The outbox by hour over the last {}: {now_waiting} waiting now, at most {deepest} at an hour's end; {dead} new dead letters",
         if history.span == HistorySpan::Day { "24 hours" } else { "7 days" }
