@@ -262,11 +262,18 @@ fn search(config: &Config) -> Result<(), ConfigError> {
             "search.vector_weight and search.keyword_weight must not both be 0",
         );
     }
-    range(
-        "search.candidates",
-        search.candidates,
-        search.max_top_k..=100_000,
-    )?;
+    // Its lower bound is another key's: say which, so raising `max_top_k` alone tells
+    // what to raise with it.
+    if search.candidates < search.max_top_k {
+        return invalid(
+            "search.candidates",
+            format!(
+                "must be at least search.max_top_k ({}), got {}",
+                search.max_top_k, search.candidates
+            ),
+        );
+    }
+    range("search.candidates", search.candidates, 1..=100_000)?;
     range(
         "search.vector_cache_mib",
         search.vector_cache_mib,
