@@ -1,10 +1,11 @@
 //! `eval locomo` on a small LoCoMo-format file made here (the real dev set stays in
-//! ../shared and is not copied into the project).
+//! ../shared and is not copied into the project), and `eval chats` on a small chats file.
 
 mod common;
 
 use nightshift::access::Actor;
-use nightshift::eval::locomo::{evaluate, EvalError};
+use nightshift::eval::locomo::evaluate;
+use nightshift::eval::{chats, EvalError};
 use serde_json::json;
 
 fn fixture() -> String {
@@ -51,8 +52,8 @@ async fn recall_is_measured_through_ingest_and_search() {
     assert_eq!(report.recall[&5], 1.0, "{report:?}");
     assert!(report.recall[&1] > 0.5);
     assert_eq!(
-        report.per_category.keys().copied().collect::<Vec<_>>(),
-        [1, 2, 4]
+        report.per_category.keys().cloned().collect::<Vec<_>>(),
+        ["1", "2", "4"]
     );
     // Turns were stored through the real path, with the speaker and the session's date.
     let events = memory
@@ -143,4 +144,87 @@ async fn an_oversize_turn_is_refused_and_counted_or_kept_cut() {
     let kept = &events[0].content;
     assert!(kept.len() <= 8 * 1024, "{}", kept.len());
     assert!(kept.contains("smoky lapsang") && kept.contains("bytes cut"));
+}
+
+fn chats_fixture() -> serde_json::Value {
+    json!({
+        "format": "nightshift-chats", "version": 1, "seed": 1,
+        "chats": [{
+            "id": "c1",
+            "sessions": [
+                {"date": "2026-03-02T09:15:00Z", "turns": [
+                    {"id": "S1:1", "role": "user", "text": "Can you plan a week of dinners? We adopted a beagle called Biscuit, so I have little time."},
+                    {"id": "S1:2", "role": "assistant", "text": "Since Biscuit keeps you busy, here are quick dinners: a lentil soup, a tray bake, a stir fry."}
+                ]},
+                {"date": "2026-03-20T18:00:00Z", "turns": [
+                    {"id": "S2:1", "role": "user", "text": "From now on, please give every measurement in metric units."},
+                    {"id": "S2:2", "role": "assistant", "text": "Understood: grams, litres and degrees Celsius from here on."}
+                ]}
+            ],
+            "questions": [
+                {"question": "What is my beagle called?", "kind": "fact", "evidence": ["S1:1"], "asked_at": "2026-04-01T10:00:00Z"},
+                {"question": "Which units should measurements be in?", "kind": "instruction", "evidence": ["S2:1"], "asked_at": "2026-04-01T10:00:00Z"},
+                {"question": "No evidence", "kind": "order", "evidence": [], "asked_at": "2026-04-01T10:00:00Z"}
+            ]
+        }]
+    })
+}
+
+#[tokio::test]
+async fn chats_are_stored_with_their_roles_and_times_and_scored_by_kind() {
+    let (_dir, memory) = common::fresh().await;
+    let report = chats::evaluate(&memory, &chats_fixture().to_string(), &[1, 2])
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.conversations, report.turns, report.questions, report.skipped),
+        (1, 4, 2, 1)
+    );
+    assert_eq!(
+        report.per_category.keys().cloned().collect::<Vec<_>>(),
+        ["fact", "instruction"]
+    );
+    assert_eq!(report.recall[&2], 1.0, "{report:?}");
+    let events = memory
+        .recall(&Actor::user("chats-c1").unwrap(), "chats-c1", 10)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 4);
+    assert_eq!(events[0].role, nightshift::memory::Role::User);
+    assert_eq!(events[1].role, nightshift::memory::Role::Assistant);
+    assert_eq!(events[1].name, None, "the role is the voice: no name");
+    // 2026-03-02T09:15:00Z, and the next turn a second later.
+    assert_eq!(events[0].created_at, 1_772_442_900_000);
+    assert_eq!(events[1].created_at, 1_772_442_901_000);
+}
+
+#[tokio::test]
+async fn malformed_chats_are_refused_naming_what_is_wrong() {
+    let (_dir, memory) = common::fresh().await;
+    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        (Box::new(|f| f["format"] = json!("locomo")), "nightshift-chats"),
+        (Box::new(|f| f["version"] = json!(2)), "version 2"),
+        (Box::new(|f| f["chats"][0]["sessions"][1]["date"] = json!("March 20")), "`March 20` is not an RFC 3339 time"),
+        (Box::new(|f| f["chats"][0]["sessions"][1]["date"] = json!("2026-03-01T00:00:00Z")), "session 2 is not after"),
+        (Box::new(|f| f["chats"][0]["sessions"][0]["turns"][0]["role"] = json!("system")), "role `system`"),
+        (Box::new(|f| f["chats"][0]["questions"][0]["kind"] = json!("trivia")), "kind `trivia`"),
+        (Box::new(|f| f["chats"][0]["questions"][0]["evidence"] = json!(["S1:2"])), "evidence `S1:2` is not a user turn"),
+        (Box::new(|f| f["chats"][0]["questions"][0]["evidence"] = json!(["S9:9"])), "evidence `S9:9`"),
+        (Box::new(|f| f["chats"][0]["questions"][0]["asked_at"] = json!("soon")), "`soon`"),
+        (Box::new(|f| f["chats"] = json!({})), "invalid type"),
+    ];
+    for (break_it, needle) in cases {
+        let mut file = chats_fixture();
+        break_it(&mut file);
+        let err = chats::evaluate(&memory, &file.to_string(), &[5])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, EvalError::Json(_) | EvalError::Format(_)));
+        assert!(err.to_string().contains(needle), "{needle}: {err}");
+    }
+    assert_eq!(
+        common::count(&memory, "SELECT count(*) FROM events").await,
+        0,
+        "nothing half-written"
+    );
 }

@@ -284,15 +284,19 @@ pub async fn consolidate(
     })
 }
 
-/// Largest LoCoMo file read.
+/// Largest dev-set file read.
 const EVAL_FILE_LIMIT: usize = 256 * 1024 * 1024;
 
 pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(), Error> {
-    use nightshift::eval::locomo;
-    let EvalCommand::Locomo { file, k, ablate } = command;
-    let ks = locomo::parse_ks(&k, config.search.max_top_k)?;
+    use nightshift::eval;
+    let (parse, file, k, ablate): (fn(&str) -> _, _, _, _) = match command {
+        EvalCommand::Locomo { file, k, ablate } => (eval::locomo::parse, file, k, ablate),
+        EvalCommand::Chats { file, k, ablate } => (eval::chats::parse, file, k, ablate),
+    };
+    let ks = eval::parse_ks(&k, config.search.max_top_k)?;
     let bytes = super::input::file_arg(&file, EVAL_FILE_LIMIT)?;
     let text = nightshift::input::utf8(&file.display().to_string(), bytes)?;
+    let conversations = parse(&text)?;
     // A scratch database: evaluation never touches the real one.
     let scratch =
         std::env::temp_dir().join(format!("{}.db", nightshift::ids::new_id("nightshift-eval")));
@@ -306,7 +310,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
         } else {
             vec![(String::new(), memory.clone())]
         };
-        let reports = locomo::evaluate_stages(&text, &ks, &stages).await?;
+        let reports = eval::evaluate_stages(&conversations, &ks, &stages).await?;
         Ok::<_, Error>((reports, memory.embedder().model_id().to_string()))
     }
     .await;
@@ -325,7 +329,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
         "refused_turns": first.refused_turns,
         "embedding_model": model,
     });
-    let stage_json = |report: &locomo::Report| {
+    let stage_json = |report: &eval::Report| {
         let mut out = serde_json::json!({
             "latency_ms_p50": report.latency_ms_p50,
             "latency_ms_p95": report.latency_ms_p95,
@@ -392,8 +396,14 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
                     .iter()
                     .map(|(k, r)| format!("recall@{k} {r:.3}"))
                     .collect();
+                // LoCoMo's categories are numbers; the chats' kinds are words.
+                let label = if category.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("category {category}")
+                } else {
+                    category.clone()
+                };
                 lines.push(format!(
-                    "category {category}   {}  ({} questions)",
+                    "{label:<13}{}  ({} questions)",
                     ks.join("  "),
                     score.questions
                 ));

@@ -428,4 +428,16 @@ pub enum EvalCommand {
         #[arg(long)]
         ablate: bool,
     },
+    /// Recall@k on long user–assistant chats (the `nightshift-chats` format that
+    /// `scripts/make_chats_dev.py` writes), per kind of question, in a scratch database
+    /// with the configured embedding and search settings.
+    Chats {
+        file: PathBuf,
+        /// Cut-offs, comma-separated.
+        #[arg(long, default_value = "5,10")]
+        k: String,
+        /// Also measure each stage of search on the same data in one run, as for `locomo`.
+        #[arg(long)]
+        ablate: bool,
+    },
 }

@@ -31,6 +31,10 @@ pub struct SearchRequest {
     /// Search the notes as they were at this instant (UTC ms): the versions valid then,
     /// by keywords. Not combined with a session, note filters or a window.
     pub as_of: Option<i64>,
+    /// The instant the query's relative time words ("last week", "yesterday") are read
+    /// from (UTC ms): when a conversation is replayed, the time it was asked. Now when
+    /// absent.
+    pub asked_at: Option<i64>,
 }
 
 /// Chunk ids read by one `IN (…)` statement (SQLite allows 32,766 parameters).
