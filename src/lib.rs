@@ -66,6 +66,7 @@ pub mod strict_json;
 pub mod telemetry;
 pub mod text;
 pub mod time_of_day;
+pub mod time_words;
 pub mod tokens;
 pub mod traces;
 pub mod usage;

@@ -468,3 +468,195 @@ async fn a_bad_speaker_name_is_refused_and_nothing_is_appended() {
         .unwrap();
     assert_eq!(events[0].name.as_deref(), Some(name));
 }
+
+/// A store of its own with `set` applied to the default configuration.
+async fn memory_with(
+    set: impl FnOnce(&mut nightshift::config::Config),
+) -> (tempfile::TempDir, nightshift::memory::Memory) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = config_in(&dir);
+    set(&mut config);
+    let memory = open_memory(&config).await.unwrap();
+    (dir, memory)
+}
+
+/// "What is my dog called" is answered by the user's turn, not by the assistant's longer
+/// answer that repeats it (the better keyword match): a query in the first person divides
+/// the assistant's turns' scores by `1 + speaker_weight`.
+#[tokio::test]
+async fn a_first_person_query_prefers_the_users_turn_to_the_assistants_echo() {
+    let turns = [
+        NewEvent::new(
+            Role::User,
+            "We adopted a beagle called Biscuit. Dinner ideas?",
+        ),
+        NewEvent::new(
+            Role::Assistant,
+            "Since Biscuit the beagle keeps you busy: beagle-friendly quick dinners, so \
+             Biscuit gets walked and you eat well. Biscuit and other beagles love routine.",
+        ),
+        // The weakest match, so that min-max normalisation does not zero the user's.
+        NewEvent::new(
+            Role::User,
+            "Where is the biscuit tin? Also the laundry, the bins.",
+        ),
+    ];
+    let mut first = Vec::new();
+    for weight in [0.0, 2.0] {
+        let (_dir, memory) = memory_with(|c| c.search.speaker_weight = weight).await;
+        memory.append("u", "chat", &turns).await.unwrap();
+        let hits = memory
+            .search(&request(
+                "u",
+                "what is my beagle Biscuit like",
+                Some("chat"),
+            ))
+            .await
+            .unwrap();
+        first.push(hits[0].role);
+        // Not in the first person: the better match stays first.
+        let hits = memory
+            .search(&request(
+                "u",
+                "what is the beagle Biscuit like",
+                Some("chat"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(hits[0].role, Some(Role::Assistant));
+    }
+    assert_eq!(first, [Some(Role::Assistant), Some(Role::User)]);
+}
+
+/// `turns` three turns apart, so that none is another's context or neighbour.
+fn apart(turns: &[&NewEvent]) -> Vec<NewEvent> {
+    let mut out = Vec::new();
+    for (i, turn) in turns.iter().enumerate() {
+        let mut filler = NewEvent::new(Role::User, format!("Unrelated {i}: bread and tax"));
+        filler.created_at = turn.created_at;
+        out.extend([(*turn).clone(), filler.clone(), filler.clone(), filler]);
+    }
+    out
+}
+
+/// "What did I say about the dentist last week?", asked on Wednesday 2026-06-17: with
+/// `time_weight` 0 the older turn that matches the words better comes first; with a
+/// weight, the one said the week before. Nothing is filtered out.
+#[tokio::test]
+async fn time_words_in_a_query_prefer_what_was_said_then() {
+    const DAY: i64 = 86_400_000;
+    let asked_at = 1_781_708_400_000; // 2026-06-17T15:00:00Z
+    let mut older = NewEvent::new(Role::User, "Called the dentist about the dentist bill");
+    older.created_at = Some(asked_at - 30 * DAY);
+    let mut last_week = NewEvent::new(Role::User, "Booked the dentist for a filling");
+    last_week.created_at = Some(asked_at - 7 * DAY);
+    // The weakest match, so that min-max normalisation does not zero the others.
+    let mut oldest = NewEvent::new(
+        Role::User,
+        "A long month: meetings, errands, rain, a leaflet from a dentist, the car.",
+    );
+    oldest.created_at = Some(asked_at - 60 * DAY);
+    let mut first = Vec::new();
+    for weight in [0.0, 5.0] {
+        let (_dir, memory) = memory_with(|c| c.search.time_weight = weight).await;
+        let turns = apart(&[&oldest, &older, &last_week]);
+        memory.append("u", "chat", &turns).await.unwrap();
+        let mut asked = request(
+            "u",
+            "what did I say about the dentist last week?",
+            Some("chat"),
+        );
+        asked.asked_at = Some(asked_at);
+        let hits = memory.search(&asked).await.unwrap();
+        assert_eq!(
+            hits.iter().filter(|h| h.text.contains("dentist")).count(),
+            3,
+            "preferred, never filtered"
+        );
+        first.push(hits[0].at);
+    }
+    assert_eq!(first, [asked_at - 30 * DAY, asked_at - 7 * DAY]);
+}
+
+/// A day is the user's own (`[users.U] timezone`): "yesterday" asked at 02:00 in Auckland
+/// (14:00 the day before in UTC) is Auckland's yesterday. Two turns match alike; the one
+/// said on the user's yesterday comes first.
+#[tokio::test]
+async fn time_words_are_read_in_the_users_zone() {
+    const HOUR: i64 = 3_600_000;
+    let asked_at = 1_781_704_800_000; // 2026-06-17T14:00:00Z = 2026-06-18T02:00 NZST
+    let mut auckland_yesterday = NewEvent::new(Role::User, "Fed the cat at noon");
+    auckland_yesterday.created_at = Some(asked_at - 14 * HOUR); // 06-17 00:00 UTC
+    let mut utc_yesterday = NewEvent::new(Role::User, "Fed the cat at dawn");
+    utc_yesterday.created_at = Some(asked_at - 30 * HOUR); // 06-16 08:00 UTC
+    let mut weakest = NewEvent::new(Role::User, "Errands, rain, bins, post, a cat, the car");
+    weakest.created_at = Some(asked_at - 30 * 24 * HOUR);
+    let zones = [
+        (None, utc_yesterday.created_at),
+        (Some("Pacific/Auckland"), auckland_yesterday.created_at),
+    ];
+    for (zone, expected) in zones {
+        let (_dir, memory) = memory_with(|c| {
+            if let Some(zone) = zone {
+                let user = nightshift::config::UserConfig {
+                    timezone: Some(zone.to_string()),
+                    ..Default::default()
+                };
+                c.users.insert("u".into(), user);
+            }
+        })
+        .await;
+        let turns = apart(&[&weakest, &utc_yesterday, &auckland_yesterday]);
+        memory.append("u", "chat", &turns).await.unwrap();
+        let mut asked = request("u", "when did I feed the cat yesterday", Some("chat"));
+        asked.asked_at = Some(asked_at);
+        let hits = memory.search(&asked).await.unwrap();
+        assert_eq!(Some(hits[0].at), expected, "{zone:?}");
+    }
+}
+
+/// One long turn whose every chunk matches is one candidate, not many: with as many
+/// candidates as hits, the short turns that also match are still found. (No neighbour
+/// spreading here: only which turns are candidates is measured.)
+#[tokio::test]
+async fn a_long_turns_many_chunks_do_not_crowd_out_short_turns() {
+    let (_dir, memory) = memory_with(|c| {
+        c.search.max_top_k = 5;
+        c.search.default_top_k = 5;
+        c.search.candidates = 5;
+        c.search.neighbor_weight = 0.0;
+    })
+    .await;
+    let mut turns = vec![NewEvent::new(
+        Role::Assistant,
+        (0..200)
+            .map(|i| format!("kayak paddle {i} kayak lake kayak river kayak. "))
+            .collect::<String>(),
+    )];
+    let filler = |i: usize| NewEvent::new(Role::User, format!("Unrelated turn {i}: bread, tax"));
+    for (i, place) in ["lake", "coast", "fjord"].iter().enumerate() {
+        turns.extend([filler(i), filler(i), filler(i)]);
+        turns.push(NewEvent::new(
+            Role::User,
+            format!("I took the kayak to the {place}"),
+        ));
+    }
+    // Weaker matches, each buried in a longer turn.
+    for i in 0..6 {
+        turns.extend([filler(i), filler(i), filler(i)]);
+        turns.push(NewEvent::new(
+            Role::User,
+            format!("Day {i}: errands, rain, bins, the post, the car, the garden, a kayak shop"),
+        ));
+    }
+    memory.append("u", "chat", &turns).await.unwrap();
+    let mut asked = request("u", "kayak", Some("chat"));
+    asked.top_k = Some(5);
+    let hits = memory.search(&asked).await.unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| &h.text[..20]).collect();
+    let short = texts
+        .iter()
+        .filter(|t| t.starts_with("I took the kayak"))
+        .count();
+    assert_eq!(short, 3, "{texts:?}");
+}

@@ -129,6 +129,15 @@ impl App {
                     config.search.rerank_cache_mib,
                 )));
         }
+        // A zone that does not parse was refused by validation above.
+        let zones = config
+            .users
+            .iter()
+            .filter_map(|(user, settings)| {
+                Some((user.clone(), settings.timezone.as_deref()?.parse().ok()?))
+            })
+            .collect();
+        memory = memory.with_user_zones(zones);
         memory = memory.with_change_events(crate::notify::changes::ChangeForwarder::events(config));
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());

@@ -385,7 +385,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
                 .map(|(k, r)| format!("recall@{k} {r:.3}"))
                 .collect();
             lines.push(format!(
-                "overall      {}  latency p50 {:.1} ms  p95 {:.1} ms",
+                "overall       {}  latency p50 {:.1} ms  p95 {:.1} ms",
                 ks.join("  "),
                 report.latency_ms_p50,
                 report.latency_ms_p95
@@ -403,7 +403,7 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
                     category.clone()
                 };
                 lines.push(format!(
-                    "{label:<13}{}  ({} questions)",
+                    "{label:<14}{}  ({} questions)",
                     ks.join("  "),
                     score.questions
                 ));

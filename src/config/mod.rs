@@ -366,7 +366,8 @@ pub struct UserConfig {
     /// Where this user's memory changes go as events (`ID` or `ID:CONTEXT`), instead of
     /// `[notify] memory_changes_channel`.
     pub memory_changes_channel: Option<String>,
-    /// This user's IANA time zone, for `quiet_hours` (UTC when unset).
+    /// This user's IANA time zone, for `quiet_hours`, `digest_at` and the days their
+    /// search queries name (UTC when unset).
     pub timezone: Option<String>,
     /// `HH:MM-HH:MM` in `timezone`: notifications that can wait are held until it ends;
     /// urgent ones (failures, approvals) go at once.
@@ -542,6 +543,10 @@ pub struct SearchConfig {
     /// A hit said by a speaker its query names (an event's `name`) scores `1 +
     /// speaker_weight` times its fused score; 0 turns it off.
     pub speaker_weight: f64,
+    /// A conversation hit said inside the time its query names ("last week", "in March",
+    /// read in the user's zone) scores `1 + time_weight` times its fused score; 0 turns
+    /// it off.
+    pub time_weight: f64,
     /// Candidates each leg contributes before fusion.
     pub candidates: usize,
     /// Memory for the per-session vector matrices kept between searches.
@@ -582,6 +587,7 @@ impl Default for SearchConfig {
             context_weight: 0.3,
             neighbor_weight: 0.2,
             speaker_weight: 2.0,
+            time_weight: 1.0,
             candidates: 50,
             vector_cache_mib: 256,
             keyword_cache_mib: 256,

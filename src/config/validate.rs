@@ -256,6 +256,7 @@ fn search(config: &Config) -> Result<(), ConfigError> {
     fraction("search.context_weight", search.context_weight)?;
     fraction("search.neighbor_weight", search.neighbor_weight)?;
     range("search.speaker_weight", search.speaker_weight, 0.0..=10.0)?;
+    range("search.time_weight", search.time_weight, 0.0..=10.0)?;
     if search.vector_weight + search.keyword_weight <= 0.0 {
         return invalid(
             "search.keyword_weight",

@@ -41,7 +41,13 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    pub(super) fn add(&mut self, category: &str, evidence: &[String], found: &[&str], ks: &[usize]) {
+    pub(super) fn add(
+        &mut self,
+        category: &str,
+        evidence: &[String],
+        found: &[&str],
+        ks: &[usize],
+    ) {
         self.questions += 1;
         let score = self.per_category.entry(category.to_string()).or_default();
         score.questions += 1;

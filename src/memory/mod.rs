@@ -16,6 +16,7 @@ mod embedding;
 mod events;
 mod filters;
 mod fts_query;
+mod fusion;
 mod growth;
 mod index;
 mod keywords;
@@ -39,6 +40,7 @@ mod upkeep;
 mod users;
 mod vectors;
 mod versions;
+pub mod when;
 mod writer;
 
 /// Characters of the previous event a conversation chunk carries as its context.
@@ -78,6 +80,8 @@ pub use versions::{NoteChange, NoteVersion, Origin};
 pub use writer::Appended;
 
 use crate::config::{MemoryConfig, SearchConfig};
+use std::collections::HashMap;
+
 use crate::db::clock::{Clock, SystemClock};
 use crate::db::{Db, DbError};
 use crate::embed::{EmbedError, Embedder};
@@ -178,6 +182,8 @@ pub struct Memory {
     agent: Option<String>,
     /// Search's second stage, when one is set up (`search.rerank` decides if it runs).
     rerank: Option<Arc<rerank::RerankStage>>,
+    /// Each user's zone (`[users.U] timezone`), in which a query's days are read.
+    user_zones: Arc<HashMap<String, chrono_tz::Tz>>,
 }
 
 impl Memory {
@@ -220,6 +226,7 @@ impl Memory {
             changes: ChangeEvents::default(),
             agent: None,
             rerank: None,
+            user_zones: Arc::default(),
         };
         let recorded = memory.recorded_model().await?;
         match recorded {
@@ -247,6 +254,21 @@ impl Memory {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The same store, reading each user's queries' days in their zone (UTC for the
+    /// users not in `zones`).
+    pub fn with_user_zones(mut self, zones: HashMap<String, chrono_tz::Tz>) -> Self {
+        self.user_zones = Arc::new(zones);
+        self
+    }
+
+    /// The zone `user_id`'s days are read in.
+    pub fn user_zone(&self, user_id: &str) -> chrono_tz::Tz {
+        self.user_zones
+            .get(user_id)
+            .copied()
+            .unwrap_or(chrono_tz::Tz::UTC)
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {

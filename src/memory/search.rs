@@ -8,6 +8,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::fusion::{
+    best_per_target, normalize, spread_to_neighbours, targets_of, LegScores, Source, Target,
+};
 use super::terms::Terms;
 use super::{
     check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result, SessionKey,
@@ -35,10 +38,55 @@ pub struct SearchRequest {
     /// from (UTC ms): when a conversation is replayed, the time it was asked. Now when
     /// absent.
     pub asked_at: Option<i64>,
+    /// The zone the query's days and months are read in; the user's (`[users.U]
+    /// timezone`, else UTC) when absent.
+    pub time_zone: Option<chrono_tz::Tz>,
 }
 
 /// Chunk ids read by one `IN (…)` statement (SQLite allows 32,766 parameters).
-const MAX_IDS_PER_STATEMENT: usize = 30_000;
+pub(super) const MAX_IDS_PER_STATEMENT: usize = 30_000;
+
+/// Chunks each leg reads for each candidate it brings (see
+/// [`super::fusion::best_per_target`]).
+const CHUNKS_PER_CANDIDATE: usize = 3;
+
+/// How many times as many chunks a leg reads again when the first read was crowded.
+const DEEPER: usize = 8;
+
+/// Whether a leg's `hits`, a full read of `pool` chunks, came from fewer than
+/// `candidates` notes and events.
+fn crowded<S>(
+    hits: &[(i64, S)],
+    pool: usize,
+    sources: &HashMap<i64, Source>,
+    candidates: usize,
+) -> bool {
+    if hits.len() < pool {
+        return false;
+    }
+    let targets: std::collections::HashSet<&Target> = hits
+        .iter()
+        .filter_map(|(id, _)| sources.get(id).map(|s| &s.target))
+        .collect();
+    targets.len() < candidates
+}
+
+/// Reads where the chunks of `hits` that are not in `sources` yet came from.
+async fn map_new<S>(
+    conn: &crate::db::Conn,
+    user_id: &str,
+    sessions: &[String],
+    hits: &[(i64, S)],
+    sources: &mut HashMap<i64, Source>,
+) -> Result<()> {
+    let new: Vec<i64> = hits
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| !sources.contains_key(id))
+        .collect();
+    sources.extend(targets_of(conn, user_id, sessions, &new).await?);
+    Ok(())
+}
 
 /// How many more candidates each leg fetches when a filter may drop some of them.
 const FILTERED_CANDIDATES: usize = 4;
@@ -121,107 +169,6 @@ impl From<SearchResults> for SearchResponse {
             degraded_reason: results.degraded,
         }
     }
-}
-
-/// Scores per chunk from each leg, before fusion.
-#[derive(Default, Clone, Copy)]
-struct LegScores {
-    vector: Option<f64>,
-    keyword: Option<f64>,
-}
-
-/// Min-max normalises one leg in place: best → 1, worst → 0, a single value → 1.
-fn normalize(scores: &mut HashMap<i64, LegScores>, leg: fn(&mut LegScores) -> &mut Option<f64>) {
-    let values: Vec<f64> = scores.values_mut().filter_map(|s| *leg(s)).collect();
-    let (Some(min), Some(max)) = (
-        values.iter().copied().reduce(f64::min),
-        values.iter().copied().reduce(f64::max),
-    ) else {
-        return;
-    };
-    for s in scores.values_mut() {
-        if let Some(v) = leg(s) {
-            *v = if max > min {
-                (*v - min) / (max - min)
-            } else {
-                1.0
-            };
-        }
-    }
-}
-
-/// Lends each event's score, scaled by `weight`, to the events next to it in its session
-/// (half as much two steps away). The answer to a question often sits in the turn after
-/// the one that matches it, or a multi-turn exchange matches as a whole; both surface this
-/// way. Notes stand alone.
-fn spread_to_neighbours(targets: &mut HashMap<Target, f64>, weight: f64) {
-    if weight <= 0.0 {
-        return;
-    }
-    let events: Vec<(String, i64, f64)> = targets
-        .iter()
-        .filter_map(|(target, score)| match target {
-            Target::Event(session, sequence) => Some((session.clone(), *sequence, *score)),
-            Target::Note(_) => None,
-        })
-        .collect();
-    for (session, sequence, score) in events {
-        for (distance, share) in [(1, weight), (2, weight / 2.0)] {
-            for neighbour in [sequence - distance, sequence + distance] {
-                if neighbour >= 1 {
-                    *targets
-                        .entry(Target::Event(session.clone(), neighbour))
-                        .or_insert(0.0) += share * score;
-                }
-            }
-        }
-    }
-}
-
-/// What a chunk points at: a note or an event.
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum Target {
-    Note(String),
-    Event(String, i64),
-}
-
-/// The note or event each of `ids` came from, for the chunks of the user's that are in
-/// `sessions`; the others are left out. In slices, as a statement takes at most 32,766
-/// parameters.
-async fn targets_of(
-    conn: &crate::db::Conn,
-    user_id: &str,
-    sessions: &[String],
-    ids: &[i64],
-) -> Result<HashMap<i64, Target>> {
-    let mut targets = HashMap::with_capacity(ids.len());
-    for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
-        let placeholders = placeholders(2, slice.len());
-        let mut params: Vec<libsql::Value> = vec![user_id.into()];
-        params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
-        let mut rows = conn
-            .query(
-                &format!(
-                    "SELECT chunk_id, session_id, note_id, sequence_start FROM chunks
-                     WHERE user_id = ?1 AND chunk_id IN ({placeholders})"
-                ),
-                params,
-            )
-            .await?;
-        while let Some(row) = rows.next().await? {
-            let chunk_id: i64 = row.get(0)?;
-            let session_id: String = row.get(1)?;
-            if !sessions.contains(&session_id) {
-                continue;
-            }
-            let target = match row.get::<Option<String>>(2)? {
-                Some(note_id) => Target::Note(note_id),
-                None => Target::Event(session_id, row.get(3)?),
-            };
-            targets.insert(chunk_id, target);
-        }
-    }
-    Ok(targets)
 }
 
 impl Memory {
@@ -330,7 +277,9 @@ impl Memory {
         } else {
             self.search.candidates
         };
-        let mut scores: HashMap<i64, LegScores> = HashMap::new();
+        // Each leg reads several chunks a candidate, as one long turn's chunks all
+        // match alike: its candidates are then the best `candidates` turns and notes.
+        let pool = candidates.saturating_mul(CHUNKS_PER_CANDIDATE);
 
         // The vector scan is CPU work on an in-memory matrix: it runs on a blocking thread
         // while this task runs the keyword query, so the two legs overlap.
@@ -359,12 +308,14 @@ impl Memory {
                 matrices.push(m);
             }
         }
-        let scan_query = query_vector.clone();
-        let vector_scan = tokio::task::spawn_blocking(move || {
-            vectors::candidates_all(&matrices, &scan_query, candidates)
-        });
+        let matrices = std::sync::Arc::new(matrices);
+        let scan = |k: usize| {
+            let (matrices, query) = (matrices.clone(), query_vector.clone());
+            tokio::task::spawn_blocking(move || vectors::candidates_all(&matrices, &query, k))
+        };
+        let vector_scan = scan(pool);
 
-        let keyword_hits = match Terms::default().query(&request.query) {
+        let keyword_leg = match Terms::default().query(&request.query) {
             // Its words but stop words, or its stop words when it has no other word.
             Some((field, terms)) => {
                 let cache = self.keyword_cache(field);
@@ -374,34 +325,67 @@ impl Memory {
                         copies.push(cache.current(&conn, session_id, *tag).await?);
                     }
                 }
-                let weight = self.search.context_weight;
-                keywords::best_matches(&copies, &terms, candidates, weight)
+                Some((copies, terms))
             }
             // No word at all ("?!"): nothing for the keyword leg.
+            None => None,
+        };
+        let keyword = |k: usize| match &keyword_leg {
+            Some((copies, terms)) => {
+                keywords::best_matches(copies, terms, k, self.search.context_weight)
+            }
             None => Vec::new(),
         };
+        let mut keyword_hits = keyword(pool);
         // The keyword hits' notes and events are read while the vector scan may still run.
         let keyword_ids: Vec<i64> = keyword_hits.iter().map(|(id, _)| *id).collect();
         let mut chunk_targets = targets_of(&conn, user_id, &sessions, &keyword_ids).await?;
-        for (chunk_id, score) in keyword_hits {
-            scores.entry(chunk_id).or_default().keyword = Some(score);
-        }
 
         // A panic in the scan is a bug: surface it here rather than hide it.
-        let vector_candidates = vector_scan
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        let vector_hits = vectors::rescore(
-            &conn,
-            self.embedder.model_id(),
-            &sessions,
-            &vector_candidates,
-            &query_vector,
-            candidates,
-        )
-        .await?;
-        for (chunk_id, score) in vector_hits {
-            scores.entry(chunk_id).or_default().vector = Some(score as f64);
+        let joined = |task: tokio::task::JoinHandle<Vec<(i64, f64)>>| async {
+            task.await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        };
+        let rescore = |found: Vec<(i64, f64)>, k: usize| {
+            let (conn, sessions, query) = (&conn, &sessions, &query_vector);
+            async move {
+                vectors::rescore(conn, self.embedder.model_id(), sessions, &found, query, k).await
+            }
+        };
+        let mut vector_hits = rescore(joined(vector_scan).await, pool).await?;
+        // The vector leg's chunks the keyword leg did not bring are mapped now.
+        map_new(&conn, user_id, &sessions, &vector_hits, &mut chunk_targets).await?;
+        // A leg whose chunks came from too few notes and events (one long turn matching
+        // in all of its chunks) reads deeper, once.
+        let deeper = pool.saturating_mul(DEEPER);
+        if crowded(&keyword_hits, pool, &chunk_targets, candidates) {
+            keyword_hits = keyword(deeper);
+            map_new(&conn, user_id, &sessions, &keyword_hits, &mut chunk_targets).await?;
+        }
+        if crowded(&vector_hits, pool, &chunk_targets, candidates) {
+            vector_hits = rescore(joined(scan(deeper)).await, deeper).await?;
+            map_new(&conn, user_id, &sessions, &vector_hits, &mut chunk_targets).await?;
+        }
+
+        // Each leg's best `candidates` notes and events, each scored by its best chunk.
+        let mut scores: HashMap<Target, LegScores> = HashMap::new();
+        let mut sources: HashMap<Target, Source> = HashMap::new();
+        let keyword_hits = keyword_hits.into_iter();
+        let vector_hits = vector_hits.into_iter().map(|(id, s)| (id, f64::from(s)));
+        for (hits, leg) in [
+            (
+                best_per_target(keyword_hits, &chunk_targets, candidates),
+                (|s| &mut s.keyword) as fn(&mut LegScores) -> &mut Option<f64>,
+            ),
+            (
+                best_per_target(vector_hits, &chunk_targets, candidates),
+                |s| &mut s.vector,
+            ),
+        ] {
+            for (source, score) in hits {
+                *leg(scores.entry(source.target.clone()).or_default()) = Some(score);
+                sources.insert(source.target.clone(), source);
+            }
         }
         if scores.is_empty() {
             return Ok(SearchResults {
@@ -411,36 +395,32 @@ impl Memory {
         }
         normalize(&mut scores, |s| &mut s.vector);
         normalize(&mut scores, |s| &mut s.keyword);
-        let fused: HashMap<i64, f64> = scores
+        // A turn said inside the time the query names is preferred ("what did I say last
+        // week"), and an assistant's turn is not, when the query speaks of its user ("my
+        // dog"): both before neighbours borrow from them and before the best are read.
+        let said_when = self.query_window(request);
+        let of_the_user = super::speakers::in_the_first_person(&request.query);
+        let mut targets: HashMap<Target, f64> = scores
             .iter()
-            .map(|(id, s)| {
-                let score = self.search.vector_weight * s.vector.unwrap_or(0.0)
+            .map(|(target, s)| {
+                let mut score = self.search.vector_weight * s.vector.unwrap_or(0.0)
                     + self.search.keyword_weight * s.keyword.unwrap_or(0.0);
-                (*id, score)
+                let Some(source) = sources.get(target) else {
+                    return (target.clone(), score);
+                };
+                if matches!(target, Target::Event(..))
+                    && said_when.is_some_and(|w| w.contains(source.at))
+                {
+                    score *= 1.0 + self.search.time_weight;
+                }
+                if of_the_user && source.by_assistant {
+                    score /= 1.0 + self.search.speaker_weight;
+                }
+                (target.clone(), score)
             })
             .collect();
-
-        // Chunks → the notes and events they came from, keeping each target's best chunk.
-        // The keyword leg's were read while the scan ran; the vector leg's others now.
-        let unmapped: Vec<i64> = scores
-            .iter()
-            .filter(|(_, s)| s.keyword.is_none())
-            .map(|(id, _)| *id)
-            .collect();
-        chunk_targets.extend(targets_of(&conn, user_id, &sessions, &unmapped).await?);
-        let mut targets: HashMap<Target, f64> = HashMap::new();
-        // Each target's best passage's scores by leg, to show with its hit.
-        let mut legs: HashMap<Target, LegScores> = HashMap::new();
-        for (chunk_id, target) in chunk_targets {
-            let Some(score) = fused.get(&chunk_id).copied() else {
-                continue;
-            };
-            let best = targets.entry(target.clone()).or_insert(f64::NEG_INFINITY);
-            if score > *best {
-                *best = score;
-                legs.insert(target, scores.get(&chunk_id).copied().unwrap_or_default());
-            }
-        }
+        // Each target's scores by leg, to show with its hit.
+        let legs = scores;
         spread_to_neighbours(&mut targets, self.search.neighbor_weight);
 
         // Read the best targets first; notes that expired, were superseded or lack a tag
@@ -484,6 +464,22 @@ impl Memory {
 
     /// The vector leg alone for one session: the `k` most similar chunk ids with their
     /// cosine similarity, best first. For benchmarks and retrieval evaluation.
+    /// The window of time the request's query names, read in its zone from when it was
+    /// asked; `None` when it names none or `search.time_weight` is 0.
+    fn query_window(&self, request: &SearchRequest) -> Option<super::when::TimeWindow> {
+        if self.search.time_weight <= 0.0 {
+            return None;
+        }
+        let asked_at = request.asked_at.unwrap_or_else(|| self.clock.now_ms());
+        super::when::window(
+            &request.query,
+            asked_at,
+            request
+                .time_zone
+                .unwrap_or_else(|| self.user_zone(&request.user_id)),
+        )
+    }
+
     pub async fn vector_leg(
         &self,
         key: &SessionKey,

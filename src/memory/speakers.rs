@@ -3,6 +3,11 @@
 //! Both kinds match the name as a keyword; an event's `name` (who said it) tells them
 //! apart. On the LoCoMo dev set 97% of the evidence of a question naming one speaker is
 //! that speaker's own turns.
+//!
+//! The first person names the user the same way: "what did I say about the move", "what
+//! is my dog called" are answered by the user's turns, not by the assistant's answers that
+//! repeat them (often longer and the better keyword match). No name is needed: the role
+//! tells them apart.
 
 use std::collections::HashSet;
 
@@ -35,6 +40,16 @@ pub(super) fn prefer_named_speakers(query: &str, hits: &mut [SearchHit], weight:
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
     }
     preferred
+}
+
+/// Words by which a query speaks of its user.
+const FIRST_PERSON: [&str; 9] = ["i", "me", "my", "mine", "myself", "we", "us", "our", "ours"];
+
+/// Whether `query` speaks of its user ("what is my dog called", "what did I say"): its
+/// answers are then the user's own turns more than the assistant's (search divides an
+/// assistant's turn's score by `1 + search.speaker_weight`).
+pub(super) fn in_the_first_person(query: &str) -> bool {
+    tokens(query).any(|w| FIRST_PERSON.contains(&w.as_str()))
 }
 
 #[cfg(test)]
@@ -90,6 +105,27 @@ mod tests {
         // Stop words alone never name anyone.
         assert!(!named("The Who", &query));
         assert!(!named("I", &query));
+    }
+
+    #[test]
+    fn first_person_queries_speak_of_the_user() {
+        for query in [
+            "What is MY dog called?",
+            "what did I say",
+            "where do we live",
+            "tell me",
+        ] {
+            assert!(in_the_first_person(query), "{query}");
+        }
+        // "mine" inside a word is not "mine"; "you" is not the user.
+        for query in [
+            "What is the dog called?",
+            "minefield",
+            "what did you suggest",
+            "",
+        ] {
+            assert!(!in_the_first_person(query), "{query}");
+        }
     }
 
     #[test]

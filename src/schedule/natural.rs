@@ -8,6 +8,7 @@ use chrono_tz::Tz;
 use super::cadence::{Cadence, CadenceError};
 use super::cron::resolve_local;
 use crate::input::MAX_DURATION_SECS;
+use crate::time_words::{amount, unit_secs, weekday};
 
 /// Reads `text`, with "now" and the user's zone to resolve relative times.
 pub fn parse(text: &str, now_ms: i64, tz: Tz) -> Result<Cadence, CadenceError> {
@@ -210,47 +211,6 @@ fn parse_time(text: &str) -> Option<NaiveTime> {
         None => h,
     };
     NaiveTime::from_hms_opt(h, m, 0)
-}
-
-fn amount(word: &str) -> Option<i64> {
-    let n = match word {
-        "a" | "an" | "one" => 1,
-        "two" => 2,
-        "three" => 3,
-        "four" => 4,
-        "five" => 5,
-        "ten" => 10,
-        "fifteen" => 15,
-        "twenty" => 20,
-        "thirty" => 30,
-        other => other.parse().ok()?,
-    };
-    (n > 0).then_some(n)
-}
-
-fn unit_secs(word: &str) -> Option<i64> {
-    Some(match word.trim_end_matches('s') {
-        "second" | "sec" => 1,
-        "minute" | "min" => 60,
-        "hour" | "hr" => 3600,
-        "day" => 86_400,
-        "week" => 604_800,
-        _ => return None,
-    })
-}
-
-fn weekday(word: &str) -> Option<Weekday> {
-    let w = word.trim_end_matches('s');
-    Some(match w {
-        "monday" | "mon" => Weekday::Mon,
-        "tuesday" | "tue" | "tues" => Weekday::Tue,
-        "wednesday" | "wed" => Weekday::Wed,
-        "thursday" | "thu" | "thur" | "thurs" => Weekday::Thu,
-        "friday" | "fri" => Weekday::Fri,
-        "saturday" | "sat" => Weekday::Sat,
-        "sunday" | "sun" => Weekday::Sun,
-        _ => return None,
-    })
 }
 
 /// "monday and friday", "mon wed fri", "tuesday, thursday".

@@ -1,0 +1,159 @@
+//! The fusion of search's two legs: each leg's chunk hits become the notes and events
+//! they came from (one candidate each, by its best chunk), each leg's scores are min-max
+//! normalised and weighed, and an event lends part of its score to its neighbours.
+
+use std::collections::HashMap;
+
+use super::search::{placeholders, MAX_IDS_PER_STATEMENT};
+use super::Result;
+
+/// A note's or event's scores from each leg, before fusion.
+#[derive(Default, Clone, Copy)]
+pub(super) struct LegScores {
+    pub(super) vector: Option<f64>,
+    pub(super) keyword: Option<f64>,
+}
+
+/// Min-max normalises one leg in place: best → 1, worst → 0, a single value → 1.
+pub(super) fn normalize<K>(
+    scores: &mut HashMap<K, LegScores>,
+    leg: fn(&mut LegScores) -> &mut Option<f64>,
+) {
+    let values: Vec<f64> = scores.values_mut().filter_map(|s| *leg(s)).collect();
+    let (Some(min), Some(max)) = (
+        values.iter().copied().reduce(f64::min),
+        values.iter().copied().reduce(f64::max),
+    ) else {
+        return;
+    };
+    for s in scores.values_mut() {
+        if let Some(v) = leg(s) {
+            *v = if max > min {
+                (*v - min) / (max - min)
+            } else {
+                1.0
+            };
+        }
+    }
+}
+
+/// Lends each event's score, scaled by `weight`, to the events next to it in its session
+/// (half as much two steps away). The answer to a question often sits in the turn after
+/// the one that matches it, or a multi-turn exchange matches as a whole; both surface this
+/// way. Notes stand alone.
+pub(super) fn spread_to_neighbours(targets: &mut HashMap<Target, f64>, weight: f64) {
+    if weight <= 0.0 {
+        return;
+    }
+    let events: Vec<(String, i64, f64)> = targets
+        .iter()
+        .filter_map(|(target, score)| match target {
+            Target::Event(session, sequence) => Some((session.clone(), *sequence, *score)),
+            Target::Note(_) => None,
+        })
+        .collect();
+    for (session, sequence, score) in events {
+        for (distance, share) in [(1, weight), (2, weight / 2.0)] {
+            for neighbour in [sequence - distance, sequence + distance] {
+                if neighbour >= 1 {
+                    *targets
+                        .entry(Target::Event(session.clone(), neighbour))
+                        .or_insert(0.0) += share * score;
+                }
+            }
+        }
+    }
+}
+
+/// The best `k` notes and events of one leg's chunk hits, each with the score of its
+/// best chunk: a long turn's many matching chunks are one candidate, not many.
+pub(super) fn best_per_target(
+    hits: impl Iterator<Item = (i64, f64)>,
+    sources: &HashMap<i64, Source>,
+    k: usize,
+) -> Vec<(Source, f64)> {
+    let mut best: HashMap<&Target, (&Source, f64)> = HashMap::new();
+    for (chunk_id, score) in hits {
+        let Some(source) = sources.get(&chunk_id) else {
+            continue;
+        };
+        let entry = best
+            .entry(&source.target)
+            .or_insert((source, f64::NEG_INFINITY));
+        entry.1 = entry.1.max(score);
+    }
+    let mut ranked: Vec<(Source, f64)> = best
+        .into_values()
+        .map(|(source, score)| (source.clone(), score))
+        .collect();
+    // Ties: the newer first.
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.at.cmp(&a.0.at)));
+    ranked.truncate(k);
+    ranked
+}
+
+/// Where a chunk came from.
+#[derive(Clone)]
+pub(super) struct Source {
+    pub(super) target: Target,
+    /// When its note was written or its event happened (UTC ms).
+    pub(super) at: i64,
+    /// Whether it is an assistant's turn.
+    pub(super) by_assistant: bool,
+}
+
+/// What a chunk points at: a note or an event.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) enum Target {
+    Note(String),
+    Event(String, i64),
+}
+
+/// Where each of `ids` came from, for the chunks of the user's that are in
+/// `sessions`; the others are left out. In slices, as a statement takes at most 32,766
+/// parameters.
+pub(super) async fn targets_of(
+    conn: &crate::db::Conn,
+    user_id: &str,
+    sessions: &[String],
+    ids: &[i64],
+) -> Result<HashMap<i64, Source>> {
+    let mut targets = HashMap::with_capacity(ids.len());
+    for slice in ids.chunks(MAX_IDS_PER_STATEMENT) {
+        let placeholders = placeholders(2, slice.len());
+        let mut params: Vec<libsql::Value> = vec![user_id.into()];
+        params.extend(slice.iter().map(|id| libsql::Value::from(*id)));
+        let mut rows = conn
+            .query(
+                &format!(
+                    "SELECT c.chunk_id, c.session_id, c.note_id, c.sequence_start,
+                            c.created_at, e.role
+                     FROM chunks c
+                     LEFT JOIN events e ON c.note_id IS NULL
+                          AND e.session_id = c.session_id AND e.sequence = c.sequence_start
+                     WHERE c.user_id = ?1 AND c.chunk_id IN ({placeholders})"
+                ),
+                params,
+            )
+            .await?;
+        while let Some(row) = rows.next().await? {
+            let chunk_id: i64 = row.get(0)?;
+            let session_id: String = row.get(1)?;
+            if !sessions.contains(&session_id) {
+                continue;
+            }
+            let target = match row.get::<Option<String>>(2)? {
+                Some(note_id) => Target::Note(note_id),
+                None => Target::Event(session_id, row.get(3)?),
+            };
+            let role: Option<String> = row.get(5)?;
+            let source = Source {
+                target,
+                at: row.get(4)?,
+                by_assistant: role.as_deref() == Some("assistant"),
+            };
+            targets.insert(chunk_id, source);
+        }
+    }
+    Ok(targets)
+}
