@@ -206,45 +206,46 @@ async fn chats_are_stored_with_their_roles_and_times_and_scored_by_kind() {
 #[tokio::test]
 async fn malformed_chats_are_refused_naming_what_is_wrong() {
     let (_dir, memory) = common::fresh().await;
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    // Each case: where in the file (a JSON pointer), what goes there, what the error says.
+    let cases = [
+        ("/format", json!("locomo"), "nightshift-chats"),
+        ("/version", json!(2), "version 2"),
         (
-            Box::new(|f| f["format"] = json!("locomo")),
-            "nightshift-chats",
-        ),
-        (Box::new(|f| f["version"] = json!(2)), "version 2"),
-        (
-            Box::new(|f| f["chats"][0]["sessions"][1]["date"] = json!("March 20")),
+            "/chats/0/sessions/1/date",
+            json!("March 20"),
             "`March 20` is not an RFC 3339 time",
         ),
         (
-            Box::new(|f| f["chats"][0]["sessions"][1]["date"] = json!("2026-03-01T00:00:00Z")),
+            "/chats/0/sessions/1/date",
+            json!("2026-03-01T00:00:00Z"),
             "session 2 is not after",
         ),
         (
-            Box::new(|f| f["chats"][0]["sessions"][0]["turns"][0]["role"] = json!("system")),
+            "/chats/0/sessions/0/turns/0/role",
+            json!("system"),
             "role `system`",
         ),
         (
-            Box::new(|f| f["chats"][0]["questions"][0]["kind"] = json!("trivia")),
+            "/chats/0/questions/0/kind",
+            json!("trivia"),
             "kind `trivia`",
         ),
         (
-            Box::new(|f| f["chats"][0]["questions"][0]["evidence"] = json!(["S1:2"])),
+            "/chats/0/questions/0/evidence",
+            json!(["S1:2"]),
             "evidence `S1:2` is not a user turn",
         ),
         (
-            Box::new(|f| f["chats"][0]["questions"][0]["evidence"] = json!(["S9:9"])),
+            "/chats/0/questions/0/evidence",
+            json!(["S9:9"]),
             "evidence `S9:9`",
         ),
-        (
-            Box::new(|f| f["chats"][0]["questions"][0]["asked_at"] = json!("soon")),
-            "`soon`",
-        ),
-        (Box::new(|f| f["chats"] = json!({})), "invalid type"),
+        ("/chats/0/questions/0/asked_at", json!("soon"), "`soon`"),
+        ("/chats", json!({}), "invalid type"),
     ];
-    for (break_it, needle) in cases {
+    for (pointer, value, needle) in cases {
         let mut file = chats_fixture();
-        break_it(&mut file);
+        *file.pointer_mut(pointer).unwrap() = value;
         let err = chats::evaluate(&memory, &file.to_string(), &[5])
             .await
             .unwrap_err();
