@@ -576,6 +576,14 @@ async fn time_words_in_a_query_prefer_what_was_said_then() {
         first.push(hits[0].at);
     }
     assert_eq!(first, [asked_at - 30 * DAY, asked_at - 7 * DAY]);
+    // An instant outside 1970..=9999 is refused, naming it.
+    let (_dir, memory) = memory_with(|_| {}).await;
+    for bad in [-1, i64::MIN, i64::MAX, 253_402_300_800_000] {
+        let mut asked = request("u", "what did I say last week", None);
+        asked.asked_at = Some(bad);
+        let err = memory.search(&asked).await.unwrap_err();
+        assert!(err.to_string().contains("asked_at"), "{bad}: {err}");
+    }
 }
 
 /// A day is the user's own (`[users.U] timezone`): "yesterday" asked at 02:00 in Auckland

@@ -541,7 +541,8 @@ pub struct SearchConfig {
     /// (half that two steps away); 0 turns it off.
     pub neighbor_weight: f64,
     /// A hit said by a speaker its query names (an event's `name`) scores `1 +
-    /// speaker_weight` times its fused score; 0 turns it off.
+    /// speaker_weight` times its fused score, and an assistant's turn `1 / (1 +
+    /// speaker_weight)` times when the query is in the first person; 0 turns both off.
     pub speaker_weight: f64,
     /// A conversation hit said inside the time its query names ("last week", "in March",
     /// read in the user's zone) scores `1 + time_weight` times its fused score; 0 turns

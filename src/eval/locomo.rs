@@ -134,9 +134,7 @@ pub fn parse(text: &str) -> Result<Vec<Conversation>, EvalError> {
 /// Runs the evaluation of a LoCoMo file on `memory` (use a scratch database) for each k
 /// in `ks`.
 pub async fn evaluate(memory: &Memory, json: &str, ks: &[usize]) -> Result<Report, EvalError> {
-    let stages = [(String::new(), memory.clone())];
-    let mut reports = super::evaluate_stages(&parse(json)?, ks, &stages).await?;
-    Ok(reports.remove(0).1)
+    super::evaluate(memory, &parse(json)?, ks).await
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ pub mod locomo;
 mod run;
 mod tally;
 
-pub use run::{evaluate_stages, Conversation, Question};
+pub use run::{evaluate, evaluate_stages, Conversation, Question};
 pub use tally::{parse_ks, CategoryScore, Report};
 
 use crate::memory::MemoryError;

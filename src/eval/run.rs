@@ -30,6 +30,18 @@ pub struct Question {
     pub asked_at: Option<i64>,
 }
 
+/// Runs the evaluation of `conversations` on `memory` (use a scratch database) for each k
+/// in `ks`.
+pub async fn evaluate(
+    memory: &Memory,
+    conversations: &[Conversation],
+    ks: &[usize],
+) -> Result<Report, EvalError> {
+    let stages = [(String::new(), memory.clone())];
+    let mut reports = evaluate_stages(conversations, ks, &stages).await?;
+    Ok(reports.remove(0).1)
+}
+
 /// Ingests the conversations once through the first store and asks every question of
 /// each named store in turn (clones of one store with different search settings: see
 /// [`Memory::with_search_config`]), so stages are compared on the same data in one run.

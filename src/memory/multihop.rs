@@ -29,11 +29,13 @@ impl Memory {
         }
         // The rounds after the first use the fusion alone: the model's time goes to the
         // first round's candidates. Nor do they prefer a speaker: their query holds the
-        // seed's text, whose names the user did not ask about (the first round did).
+        // seed's text, whose names and time words the user did not ask about (the first
+        // round did).
         let mut plain = self.search.clone();
         plain.multi_hop_seeds = 0;
         plain.rerank = RerankMode::None;
         plain.speaker_weight = 0.0;
+        plain.time_weight = 0.0;
         let plain = self.clone().with_search_config(plain);
         let depth = hits.len();
         let mut rounds: Vec<Vec<SearchHit>> = Vec::new();

@@ -53,6 +53,10 @@ const CHUNKS_PER_CANDIDATE: usize = 3;
 /// How many times as many chunks a leg reads again when the first read was crowded.
 const DEEPER: usize = 8;
 
+/// The most chunks that deeper read takes (a configuration of many candidates would
+/// otherwise make it millions).
+const MAX_DEEPER: usize = 20_000;
+
 /// Whether a leg's `hits`, a full read of `pool` chunks, came from fewer than
 /// `candidates` notes and events.
 fn crowded<S>(
@@ -234,6 +238,14 @@ impl Memory {
         filter.tags.extend(request.tags.iter().cloned());
         filter.check()?;
         request.window.check()?;
+        if let Some(at) = request.asked_at {
+            if !(0..=super::when::LATEST_MS).contains(&at) {
+                return Err(MemoryError::invalid(
+                    "asked_at",
+                    format!("must be a time from 1970 to 9999 in UTC milliseconds, got {at}"),
+                ));
+            }
+        }
         let top_k = request.top_k.unwrap_or(self.search.default_top_k);
         if top_k == 0 || top_k > self.search.max_top_k {
             return Err(MemoryError::invalid(
@@ -357,7 +369,7 @@ impl Memory {
         map_new(&conn, user_id, &sessions, &vector_hits, &mut chunk_targets).await?;
         // A leg whose chunks came from too few notes and events (one long turn matching
         // in all of its chunks) reads deeper, once.
-        let deeper = pool.saturating_mul(DEEPER);
+        let deeper = pool.saturating_mul(DEEPER).min(MAX_DEEPER.max(pool));
         if crowded(&keyword_hits, pool, &chunk_targets, candidates) {
             keyword_hits = keyword(deeper);
             map_new(&conn, user_id, &sessions, &keyword_hits, &mut chunk_targets).await?;
@@ -462,8 +474,6 @@ impl Memory {
         Ok(SearchResults { hits, degraded })
     }
 
-    /// The vector leg alone for one session: the `k` most similar chunk ids with their
-    /// cosine similarity, best first. For benchmarks and retrieval evaluation.
     /// The window of time the request's query names, read in its zone from when it was
     /// asked; `None` when it names none or `search.time_weight` is 0.
     fn query_window(&self, request: &SearchRequest) -> Option<super::when::TimeWindow> {
@@ -480,6 +490,8 @@ impl Memory {
         )
     }
 
+    /// The vector leg alone for one session: the `k` most similar chunk ids with their
+    /// cosine similarity, best first. For benchmarks and retrieval evaluation.
     pub async fn vector_leg(
         &self,
         key: &SessionKey,

@@ -25,6 +25,10 @@ impl TimeWindow {
 
 const DAY_MS: i64 = 86_400_000;
 
+/// The last instant read (the end of the year 9999, UTC): every calendar step from a day
+/// before it stays within chrono's range.
+pub const LATEST_MS: i64 = 253_402_300_799_999;
+
 /// Words before a month name that make "may" and "march" (and a short name) a month.
 const MONTH_CUES: [&str; 11] = [
     "in", "during", "of", "since", "early", "late", "mid", "last", "this", "back", "around",
@@ -33,6 +37,9 @@ const MONTH_CUES: [&str; 11] = [
 /// The window `query`'s first time words name, read at `now_ms` in `zone`; `None` when it
 /// has none (or names a time this calendar cannot hold).
 pub fn window(query: &str, now_ms: i64, zone: Tz) -> Option<TimeWindow> {
+    if !(0..=LATEST_MS).contains(&now_ms) {
+        return None;
+    }
     let lowered = query.to_lowercase();
     let words: Vec<&str> = lowered
         .split(|c: char| !c.is_alphanumeric())
@@ -40,7 +47,10 @@ pub fn window(query: &str, now_ms: i64, zone: Tz) -> Option<TimeWindow> {
         .collect();
     let now = DateTime::<Utc>::from_timestamp_millis(now_ms)?.with_timezone(&zone);
     let today = now.date_naive();
-    (0..words.len()).find_map(|i| at_word(&words, i, today, now_ms, zone))
+    (0..words.len())
+        .find_map(|i| at_word(&words, i, today, now_ms, zone))
+        // "since March 2030": a window that ends before it starts is none.
+        .filter(|w| w.since < w.until)
 }
 
 /// The window the words starting at `i` name, if they name one.
@@ -77,12 +87,14 @@ fn at_word(
             if !matches!(before, "on" | "last" | "this" | "past") {
                 return None;
             }
-            days(latest(today, day, before == "last"), 1)
+            days(latest(today, day, matches!(before, "last" | "past")), 1)
         }
         (name, next) if month(name).is_some() => {
+            // "June said…", "April's trip": a month is a month only after a cue ("in
+            // March"), or with a day or a year.
             let number = month(name)?;
-            let full = name.len() > 3 && name != "sept" && name != "march";
-            let cued = i > 0 && MONTH_CUES.contains(&word(i - 1));
+            let before = if i > 0 { word(i - 1) } else { "" };
+            let cued = MONTH_CUES.contains(&before);
             let as_year = |w: &str| w.parse::<i32>().ok().filter(|y| (1900..=2200).contains(y));
             let day_of_month = next
                 .trim_end_matches(|c: char| c.is_ascii_alphabetic())
@@ -91,14 +103,12 @@ fn at_word(
                 .filter(|d| (1..=31).contains(d) && next.len() <= 4);
             // "March 2024", or "March 29 2026" (the comma is gone with the punctuation).
             let year = as_year(next).or_else(|| day_of_month.and_then(|_| as_year(word(i + 2))));
-            if !(full && name != "may" || cued || year.is_some() || day_of_month.is_some()) {
+            if !(cued || year.is_some() || day_of_month.is_some()) {
                 return None;
             }
-            let year = year.unwrap_or(if number <= today.month() {
-                today.year()
-            } else {
-                today.year() - 1
-            });
+            // The latest such month that has begun; "last March" in March is a year ago.
+            let this_year = number < today.month() || number == today.month() && before != "last";
+            let year = year.unwrap_or(today.year() - i32::from(!this_year));
             match day_of_month {
                 Some(d) => {
                     let mut date = NaiveDate::from_ymd_opt(year, number, d)?;
@@ -110,7 +120,7 @@ fn at_word(
                 None => {
                     let first = NaiveDate::from_ymd_opt(year, number, 1)?;
                     let mut window = month_window(first, zone)?;
-                    if i > 0 && word(i - 1) == "since" {
+                    if before == "since" {
                         window.until = now_ms.checked_add(1)?;
                     }
                     Some(window)
@@ -297,6 +307,11 @@ mod tests {
             read("last Wednesday's call"),
             Some((utc(2026, 6, 10), utc(2026, 6, 11)))
         );
+        // Asked on a Wednesday, "this past Wednesday" is last week's.
+        assert_eq!(
+            read("this past Wednesday"),
+            Some((utc(2026, 6, 10), utc(2026, 6, 11)))
+        );
     }
 
     #[test]
@@ -323,6 +338,15 @@ mod tests {
         );
         let since = read("everything since February").unwrap();
         assert_eq!(since, (utc(2026, 2, 1), NOW + 1));
+        // A month is a month after a cue, or with a day or a year: not a name.
+        assert_eq!(read("what did June say about the move"), None);
+        assert_eq!(read("April's trip"), None);
+        // "last March" asked in June is this year's; "last June" in June a year ago.
+        assert_eq!(read("last March"), Some((utc(2026, 3, 1), utc(2026, 4, 1))));
+        assert_eq!(read("last June"), Some((utc(2025, 6, 1), utc(2025, 7, 1))));
+        assert_eq!(read("in June"), Some((utc(2026, 6, 1), utc(2026, 7, 1))));
+        // A window that would end before it starts is none.
+        assert_eq!(read("since March 2030"), None);
         // Everyday words that are also month names are not read as months.
         assert_eq!(read("may I ask what you march to"), None);
         assert_eq!(read("how do I sat nav"), None);
@@ -377,9 +401,29 @@ mod tests {
         #[test]
         fn any_query_reads_as_no_window_or_a_non_empty_one(
             query in ".{0,80}",
-            now in 0i64..8_000_000_000_000,
+            now in any::<i64>(),
             zone in prop::sample::select(chrono_tz::TZ_VARIANTS.to_vec()),
         ) {
+            if let Some(w) = window(&query, now, zone) {
+                prop_assert!(w.since < w.until, "{query:?}: {w:?}");
+            }
+        }
+
+        /// Queries of time words, numbers, names of days and months and their cues, in any
+        /// order, at any instant in any zone: no window, or one that is not empty.
+        #[test]
+        fn any_time_words_read_as_no_window_or_a_non_empty_one(
+            words in prop::collection::vec(prop::sample::select(vec![
+                "in", "on", "since", "last", "this", "past", "the", "a", "few", "couple", "of",
+                "ago", "week", "weeks", "weekend", "month", "months", "year", "day", "days",
+                "night", "today", "yesterday", "tonight", "morning", "march", "may", "june",
+                "december", "sept", "friday", "sunday", "1", "3rd", "29", "31", "2024",
+                "2030", "1900", "2200", "9999", "seven", "twelve", "10000", "0",
+            ]), 0..6),
+            now in any::<i64>(),
+            zone in prop::sample::select(chrono_tz::TZ_VARIANTS.to_vec()),
+        ) {
+            let query = words.join(" ");
             if let Some(w) = window(&query, now, zone) {
                 prop_assert!(w.since < w.until, "{query:?}: {w:?}");
             }

@@ -268,6 +268,7 @@ mod tests {
             ("every 15 minutes", "every 900s"),
             ("every hour", "every 3600s"),
             ("every 2 hours", "every 7200s"),
+            ("every six hours", "every 21600s"),
             ("tomorrow at 8pm", "once Tue 2026-11-24 20:00"),
             ("in 2 hours", "once Mon 2026-11-23 12:00"),
             ("in 30 minutes", "once Mon 2026-11-23 10:30"),
