@@ -139,6 +139,12 @@ impl App {
             .collect();
         memory = memory.with_user_zones(zones);
         memory = memory.with_change_events(crate::notify::changes::ChangeForwarder::events(config));
+        let artifacts = ArtifactStore::new(
+            memory.db().clone(),
+            memory.clock().clone(),
+            config.artifacts.clone(),
+        );
+        memory = memory.with_whole_text_keeper(Arc::new(artifacts.clone()));
         let router = Arc::new(Router::from_config(config));
         let outbox_wake = Arc::new(Notify::new());
         let scheduler_wake = Arc::new(Notify::new());
@@ -157,11 +163,7 @@ impl App {
             liveness: Arc::new(crate::health::Liveness::default()),
             tokens: crate::tokens::TokenStore::new(memory.db().clone(), memory.clock().clone()),
             state: crate::state::StateStore::new(memory.clone()),
-            artifacts: ArtifactStore::new(
-                memory.db().clone(),
-                memory.clock().clone(),
-                config.artifacts.clone(),
-            ),
+            artifacts,
             memory,
             schedules,
             router,

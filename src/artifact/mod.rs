@@ -17,6 +17,7 @@ mod notice;
 mod store;
 mod types;
 mod validate;
+mod whole_text;
 
 pub use gc::GcReport;
 pub use notice::{ascii_file_name, notice_json, of_run_in};
@@ -25,6 +26,7 @@ pub use types::{Artifact, ArtifactDeleted, NewArtifact};
 pub use validate::{
     check_mime_type, check_name, DEFAULT_MIME_TYPE, MAX_MIME_BYTES, MAX_NAME_CHARS,
 };
+pub use whole_text::{TURN_ARTIFACT_NAME, TURN_ARTIFACT_TYPE};
 
 use crate::db::DbError;
 use crate::error::{ErrorKind, Kind};

@@ -460,9 +460,10 @@ pub fn credential_path(path: &str) -> PathBuf {
 
 text_enum!(
     /// What happens to a conversation event over `memory.max_text_bytes`: `refuse` it
-    /// (the append fails, naming it), or `truncate` it to its head and tail around a
-    /// marker saying how much was cut (see `memory::oversize`).
-    Oversize { Refuse => "refuse", Truncate => "truncate" }
+    /// (the append fails, naming it), `truncate` it to its head and tail around a marker
+    /// saying how much was cut, or do that and keep the whole text as an `artifact` of
+    /// the user's in the event's session, named in the marker (see `memory::oversize`).
+    Oversize { Refuse => "refuse", Truncate => "truncate", Artifact => "artifact" }
 );
 
 // Written out: `text_enum!` makes the enum and takes no further derive.
@@ -478,7 +479,8 @@ impl Default for Oversize {
 pub struct MemoryConfig {
     /// Largest event or note accepted, in bytes of UTF-8.
     pub max_text_bytes: usize,
-    /// An event over `max_text_bytes`: refused, or kept as its head and tail.
+    /// An event over `max_text_bytes`: refused, kept as its head and tail, or that and
+    /// its whole text as an artifact.
     pub oversize: Oversize,
     /// Largest chunk of the search index, in characters.
     pub chunk_chars: usize,

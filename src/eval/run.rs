@@ -60,14 +60,14 @@ pub async fn evaluate_stages(
     for conversation in conversations {
         let session = conversation.user.clone();
         // A turn the store would refuse (over memory.max_text_bytes, and not one
-        // `oversize = "truncate"` can cut) is counted and left out, so one huge turn does
+        // `oversize = "truncate"` or `"artifact"` can cut) is counted and left out, so one huge turn does
         // not stop the run; the questions about it count as misses.
         let kept: Vec<&(String, NewEvent)> = conversation
             .turns
             .iter()
             .filter(|(_, event)| {
                 event.content.len() <= limits.max_text_bytes
-                    || (limits.oversize == Oversize::Truncate
+                    || (limits.oversize != Oversize::Refuse
                         && truncate_middle(&event.content, limits.max_text_bytes).is_some())
             })
             .collect();

@@ -5,6 +5,7 @@ use super::{
     check_id, Event, Memory, MemoryError, NewEvent, Result, Role, Session, SessionKey, SessionKind,
 };
 use crate::access::Actor;
+use crate::config::Oversize;
 use crate::db::{fetch_all, fetch_optional, finish_rows, json_column, DbError, FromRow, WriteTx};
 
 /// Most events one recall returns.
@@ -147,10 +148,103 @@ impl Memory {
         Ok(())
     }
 
-    /// `events`, each over `memory.max_text_bytes` cut to fit when `memory.oversize` is
-    /// `truncate` (see [`super::oversize`]).
+    /// `events`, each over `memory.max_text_bytes` cut to fit unless `memory.oversize`
+    /// is `refuse`, no whole text kept (see [`super::oversize::fit`]).
     fn fit_oversize<'a>(&self, events: &'a [NewEvent]) -> std::borrow::Cow<'a, [NewEvent]> {
         super::oversize::fit(events, self.limits.max_text_bytes, self.limits.oversize)
+    }
+
+    /// Whether an over-long event's whole text is kept as an artifact.
+    fn keeps_whole_texts(&self) -> Option<&dyn super::oversize::WholeTextKeeper> {
+        match self.limits.oversize {
+            Oversize::Artifact => self.whole_texts.as_deref(),
+            Oversize::Refuse | Oversize::Truncate => None,
+        }
+    }
+
+    /// `event` cut to fit, the marker naming `whole`; `None` when it fits, the policy is
+    /// to refuse, or it is too long even to cut (the content check then names it).
+    fn cut(&self, event: &NewEvent, whole: Option<&str>) -> Option<NewEvent> {
+        let max = self.limits.max_text_bytes;
+        if event.content.len() <= max || self.limits.oversize == Oversize::Refuse {
+            return None;
+        }
+        let content = super::oversize::cut_middle(&event.content, max, whole)?.into_owned();
+        Some(NewEvent {
+            content,
+            ..event.clone()
+        })
+    }
+
+    /// Checks `event` as it will be stored: cut to fit when it is over-long and may be
+    /// (with a stand-in for the artifact id its marker will name).
+    fn check_fitted(&self, event: &NewEvent) -> Result<()> {
+        let whole = self
+            .keeps_whole_texts()
+            .map(|_| super::oversize::PLACEHOLDER_ID);
+        match self.cut(event, whole) {
+            Some(cut) => self.check_event(&cut),
+            None => self.check_event(event),
+        }
+    }
+
+    /// Appends `events`, each already checked by [`Memory::check_fitted`]: an over-long
+    /// one cut to fit, its whole text first kept as an artifact under `oversize =
+    /// "artifact"`. When the append then fails, the artifacts it kept are removed.
+    async fn append_fitted(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<i64>> {
+        let mut kept = Vec::new();
+        let fitted = self
+            .fit_keeping(user_id, session_id, events, &mut kept)
+            .await;
+        let appended = match fitted {
+            Ok(events) => self.append_checked(user_id, session_id, &events).await,
+            Err(err) => Err(err),
+        };
+        if appended.is_err() {
+            if let Some(keeper) = self.keeps_whole_texts() {
+                for artifact_id in &kept {
+                    keeper.discard(user_id, artifact_id).await;
+                }
+            }
+        }
+        appended
+    }
+
+    /// `events` cut to fit, the whole text of each cut one kept first when the policy
+    /// says so (its artifact's id pushed on `kept`, and named in its marker).
+    async fn fit_keeping(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        events: &[NewEvent],
+        kept: &mut Vec<String>,
+    ) -> Result<Vec<NewEvent>> {
+        let mut fitted = Vec::with_capacity(events.len());
+        for event in events {
+            if self.cut(event, None).is_none() {
+                fitted.push(event.clone());
+                continue;
+            }
+            let whole = match self.keeps_whole_texts() {
+                Some(keeper) => {
+                    let id = keeper.keep(user_id, session_id, &event.content).await?;
+                    kept.push(id.clone());
+                    Some(id)
+                }
+                None => None,
+            };
+            let cut = self
+                .cut(event, whole.as_deref())
+                .unwrap_or_else(|| event.clone());
+            self.check_event(&cut)?;
+            fitted.push(cut);
+        }
+        Ok(fitted)
     }
 
     /// At most `memory.max_batch_events` events in one append, and at least one.
@@ -208,11 +302,10 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         self.check_appendable(user_id, session_id)?;
         self.check_batch(events.len())?;
-        let events = self.fit_oversize(events);
-        for event in events.iter() {
-            self.check_event(event)?;
+        for event in events {
+            self.check_fitted(event)?;
         }
-        self.append_checked(user_id, session_id, &events).await
+        self.append_fitted(user_id, session_id, events).await
     }
 
     /// Appends a run's transcript to its schedule's session (`scheduled:…`) of the
@@ -225,11 +318,10 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         self.check_transcript(user_id, session_id)?;
         self.check_batch(events.len())?;
-        let events = self.fit_oversize(events);
-        for event in events.iter() {
-            self.check_event(event)?;
+        for event in events {
+            self.check_fitted(event)?;
         }
-        self.append_checked(user_id, session_id, &events).await
+        self.append_fitted(user_id, session_id, events).await
     }
 
     /// Appends the events of a JSONL text (one `{"role": …, "content": …}` per line; blank
@@ -273,11 +365,7 @@ impl Memory {
             }
             let event: NewEvent =
                 serde_json::from_str(line).map_err(|e| at(format!("invalid event: {e}")))?;
-            let event = self
-                .fit_oversize(std::slice::from_ref(&event))
-                .into_owned()
-                .remove(0);
-            self.check_event(&event).map_err(|e| at(e.to_string()))?;
+            self.check_fitted(&event).map_err(|e| at(e.to_string()))?;
             events.push(event);
             if events.len() > self.limits.max_batch_events {
                 return Err(at(format!(
@@ -290,7 +378,7 @@ impl Memory {
         if events.is_empty() {
             return Err(MemoryError::invalid("JSONL input", "holds no events"));
         }
-        self.append_checked(user_id, session_id, &events).await
+        self.append_fitted(user_id, session_id, &events).await
     }
 
     async fn append_checked(
@@ -323,7 +411,8 @@ impl Memory {
 
     /// As [`Memory::append_transcript`], inside the caller's write transaction: the
     /// events are stored if and when it commits. Call [`Memory::appended`] after the
-    /// commit.
+    /// commit. An over-long event is cut under `oversize = "artifact"` too, its whole
+    /// text not kept: an artifact's own transaction cannot join the caller's.
     pub async fn append_in(
         &self,
         tx: &WriteTx,

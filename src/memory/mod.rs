@@ -115,6 +115,14 @@ pub enum MemoryError {
     TooManyNotes { user_id: String, limit: i64 },
     #[error("write failed: {0}")]
     WriteFailed(String),
+    /// An event over `memory.max_text_bytes` whose whole text the artifact store refused
+    /// to keep (`oversize = "artifact"`): nothing was stored.
+    #[error("an event of {size} bytes is over memory.max_text_bytes, and its whole text could not be kept as an artifact: {reason}")]
+    WholeTextNotKept {
+        size: usize,
+        reason: String,
+        kind: ErrorKind,
+    },
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
     #[error(transparent)]
@@ -142,6 +150,7 @@ impl Kind for MemoryError {
             | MemoryError::VersionNotFound { .. } => ErrorKind::NotFound,
             MemoryError::TooManyNotes { .. } | MemoryError::KeyTaken { .. } => ErrorKind::Conflict,
             MemoryError::WriteFailed(_) => ErrorKind::Internal,
+            MemoryError::WholeTextNotKept { kind, .. } => *kind,
             MemoryError::Embed(err) => err.kind(),
             MemoryError::Db(err) => err.kind(),
         }
@@ -184,6 +193,8 @@ pub struct Memory {
     rerank: Option<Arc<rerank::RerankStage>>,
     /// Each user's zone (`[users.U] timezone`), in which a query's days are read.
     user_zones: Arc<HashMap<String, chrono_tz::Tz>>,
+    /// Where `memory.oversize = "artifact"` keeps a cut turn's whole text.
+    whole_texts: Option<Arc<dyn oversize::WholeTextKeeper>>,
 }
 
 impl Memory {
@@ -227,6 +238,7 @@ impl Memory {
             agent: None,
             rerank: None,
             user_zones: Arc::default(),
+            whole_texts: None,
         };
         let recorded = memory.recorded_model().await?;
         match recorded {
@@ -260,6 +272,13 @@ impl Memory {
     /// users not in `zones`).
     pub fn with_user_zones(mut self, zones: HashMap<String, chrono_tz::Tz>) -> Self {
         self.user_zones = Arc::new(zones);
+        self
+    }
+
+    /// The same store, keeping the whole text of a turn cut under `memory.oversize =
+    /// "artifact"` in `keeper` (without one, such a turn is only cut).
+    pub fn with_whole_text_keeper(mut self, keeper: Arc<dyn oversize::WholeTextKeeper>) -> Self {
+        self.whole_texts = Some(keeper);
         self
     }
 

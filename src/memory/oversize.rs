@@ -1,12 +1,34 @@
 //! A conversation event longer than `memory.max_text_bytes`, under `oversize =
-//! "truncate"`: kept as its head and its tail around a marker that says how much was cut,
-//! so a chat with one huge pasted turn (a log, a file) still goes in whole as a
-//! conversation, and what the user wrote before and after the paste stays searchable.
+//! "truncate"` or `"artifact"`: kept as its head and its tail around a marker that says
+//! how much was cut, so a chat with one huge pasted turn (a log, a file) still goes in
+//! whole as a conversation, and what the user wrote before and after the paste stays
+//! searchable. Under `"artifact"` the whole text is kept too, as an artifact of the
+//! user's in the event's session, which the marker names.
 
 use std::borrow::Cow;
 
-use super::NewEvent;
+use async_trait::async_trait;
+
+use super::{NewEvent, Result};
 use crate::config::Oversize;
+
+/// Where `oversize = "artifact"` keeps a cut turn's whole text: the artifact store, which
+/// the app hands to the memory store (memory does not depend on artifacts; they depend on
+/// it, for sessions).
+#[async_trait]
+pub trait WholeTextKeeper: Send + Sync {
+    /// Stores `text` as `user_id`'s artifact in their session `session_id`, returning its
+    /// id; refused (nothing stored) over the artifact limits.
+    async fn keep(&self, user_id: &str, session_id: &str, text: &str) -> Result<String>;
+
+    /// Removes what `keep` stored for an append that then failed (best effort: an
+    /// artifact left behind is the user's own, listed and deletable like any other).
+    async fn discard(&self, user_id: &str, artifact_id: &str);
+}
+
+/// As long as any artifact id (`art-` and a UUID): stands in for the id a marker will
+/// name while an event is checked before its artifact is stored.
+pub const PLACEHOLDER_ID: &str = "art-00000000-0000-0000-0000-000000000000";
 
 /// Share of the kept bytes taken from the start (the rest from the end).
 const HEAD_SHARE: f64 = 2.0 / 3.0;
@@ -15,12 +37,21 @@ const HEAD_SHARE: f64 = 2.0 / 3.0;
 /// marker, on character boundaries. `None` when `max` is too small to hold a marker and
 /// some of both ends (the event is refused as too long, as without the option).
 pub fn truncate_middle(text: &str, max: usize) -> Option<Cow<'_, str>> {
+    cut_middle(text, max, None)
+}
+
+/// As [`truncate_middle`], the marker naming `whole`, the artifact that keeps the whole
+/// text, when there is one.
+pub fn cut_middle<'a>(text: &'a str, max: usize, whole: Option<&str>) -> Option<Cow<'a, str>> {
     if text.len() <= max {
         return Some(Cow::Borrowed(text));
     }
+    let kept_as = whole
+        .map(|id| format!("; the whole turn is artifact {id}"))
+        .unwrap_or_default();
     let marker = |cut: usize| {
         format!(
-            "\n\n[… {cut} bytes cut: this turn was {} bytes, over memory.max_text_bytes …]\n\n",
+            "\n\n[… {cut} bytes cut: this turn was {} bytes, over memory.max_text_bytes{kept_as} …]\n\n",
             text.len()
         )
     };
@@ -52,8 +83,10 @@ fn ceil_boundary(text: &str, at: usize) -> usize {
         .unwrap_or(text.len())
 }
 
-/// `events` with each one over `max` cut to fit when `policy` is to truncate (borrowed
+/// `events` with each one over `max` cut to fit unless `policy` is to refuse (borrowed
 /// as they are when none needs it); a refused one is left for the content check to name.
+/// No whole text is kept here: for a caller's transaction, which an artifact's own
+/// cannot join.
 pub fn fit(events: &[NewEvent], max: usize, policy: Oversize) -> Cow<'_, [NewEvent]> {
     if policy == Oversize::Refuse || events.iter().all(|e| e.content.len() <= max) {
         return Cow::Borrowed(events);
@@ -81,8 +114,13 @@ mod tests {
         /// Whatever the text and the limit: what is kept fits, starts with the text's
         /// head, ends with its tail, and says how much was cut; a text that fits is kept.
         #[test]
-        fn a_cut_turn_fits_and_keeps_both_ends(text in "\\PC{0,3000}", max in 1usize..4000) {
-            match truncate_middle(&text, max) {
+        fn a_cut_turn_fits_and_keeps_both_ends(
+            text in "\\PC{0,3000}",
+            max in 1usize..4000,
+            named in any::<bool>(),
+        ) {
+            let whole = named.then_some(PLACEHOLDER_ID);
+            match cut_middle(&text, max, whole) {
                 Some(Cow::Borrowed(kept)) => {
                     prop_assert!(text.len() <= max);
                     prop_assert_eq!(kept, text.as_str());
@@ -95,8 +133,12 @@ mod tests {
                     prop_assert!(!head.is_empty() && !tail.is_empty());
                     let cut: usize = note.split(' ').next().unwrap().parse().unwrap();
                     prop_assert_eq!(head.len() + cut + tail.len(), text.len());
+                    prop_assert_eq!(
+                        note.ends_with(&format!("the whole turn is artifact {PLACEHOLDER_ID}")),
+                        named
+                    );
                 }
-                None => prop_assert!(text.len() > max && max < 200),
+                None => prop_assert!(text.len() > max && max < 250),
             }
         }
     }
