@@ -137,8 +137,14 @@ async fn an_over_long_turn_is_cut_and_its_whole_text_is_the_users_artifact() {
     api.stop().await;
 }
 
-async fn stored(app: &nightshift::app::App) -> (i64, i64) {
+/// Sessions, events and artifacts stored.
+async fn stored(app: &nightshift::app::App) -> (i64, i64, i64) {
     (
+        common::count(
+            app.memory(),
+            "SELECT count(*) FROM sessions WHERE kind != 'memory'",
+        )
+        .await,
         common::count(app.memory(), "SELECT count(*) FROM events").await,
         common::count(app.memory(), "SELECT count(*) FROM artifacts").await,
     )
@@ -157,7 +163,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
     let memory = app.memory();
     let user = |content: &str| NewEvent::new(Role::User, content);
 
-    // The second turn's artifact would pass the quota: the first one's is removed again.
+    // The second turn's artifact would pass the quota: neither is kept, nor the session.
     let err = memory
         .append("alice", "chat", &[user(&one), user(&pasted(200, "beta"))])
         .await
@@ -169,7 +175,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         "{message}"
     );
     assert!(message.contains("max_bytes_per_user"), "{message}");
-    assert_eq!(stored(&app).await, (0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0));
 
     // A bad event beside an over-long one: refused before any artifact is kept.
     let mut bad = user("fine text");
@@ -180,7 +186,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput);
     assert!(err.to_string().contains("importance"), "{err}");
-    assert_eq!(stored(&app).await, (0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0));
 
     // A JSONL import with a bad line: the line is named, and nothing is kept.
     let jsonl = format!(
@@ -192,7 +198,21 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .await
         .unwrap_err();
     assert!(err.to_string().starts_with("line 2:"), "{err}");
-    assert_eq!(stored(&app).await, (0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0));
+
+    // Two long lines past the quota: the second is named.
+    let jsonl = format!(
+        "{}\n\n{}\n",
+        json!({"role": "user", "content": one}),
+        json!({"role": "user", "content": pasted(200, "gamma")})
+    );
+    let err = memory
+        .append_jsonl("alice", "chat", jsonl.as_bytes())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().starts_with("line 3:"), "{err}");
+    assert!(err.to_string().contains("max_bytes_per_user"), "{err}");
+    assert_eq!(stored(&app).await, (0, 0, 0));
 
     // Alone it fits the quota, through the JSONL door too.
     let jsonl = format!("{}\n", json!({"role": "user", "content": one}));
@@ -200,12 +220,22 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .append_jsonl("alice", "chat", jsonl.as_bytes())
         .await
         .unwrap();
-    assert_eq!(stored(&app).await, (1, 1));
+    assert_eq!(stored(&app).await, (1, 1, 1));
     let owner = Actor::user("alice").unwrap();
     let events = memory.recall(&owner, "chat", 10).await.unwrap();
     let artifact_id = named_artifact(&events[0].content);
     let (_, bytes) = app.artifacts().get(&owner, &artifact_id).await.unwrap();
     assert_eq!(bytes, one.as_bytes());
+
+    // A run's transcript is only cut: never kept whole, never lost to the user's quota.
+    memory
+        .append_transcript("alice", "scheduled:sch-1", &[user(&pasted(300, "delta"))])
+        .await
+        .unwrap();
+    let transcript = memory.recall(&owner, "scheduled:sch-1", 10).await.unwrap();
+    assert!(transcript[0].content.contains("bytes cut"));
+    assert!(!transcript[0].content.contains("artifact"));
+    assert_eq!(stored(&app).await, (2, 2, 1));
 }
 
 #[tokio::test]

@@ -1,14 +1,16 @@
 //! A user's profile in the context an agent is given: their standing facts (the notes
 //! with a category the `facts` pass keeps) offered first, in the profile's order, within
 //! their share of the budget; a superseded fact replaced by the new one (the old one as of
-//! before); another user's, another agent's and uncategorised notes left out.
+//! before); another user's, another agent's and uncategorised notes left out; each fact
+//! the facts pass learned with the turns it was said in.
 
 mod common;
 
 use std::sync::Arc;
 
+use nightshift::consolidate::Pass;
 use nightshift::db::clock::{Clock, ManualClock};
-use nightshift::memory::{ContextRequest, Memory, NewEvent, NewNote, Role, Strategy};
+use nightshift::memory::{ContextRequest, Memory, NewEvent, NewNote, ProfileFact, Role, Strategy};
 use tempfile::TempDir;
 
 const START: i64 = 1_800_000_000_000;
@@ -193,4 +195,172 @@ async fn the_profile_comes_first_in_its_order_and_as_the_facts_now_stand() {
             .unwrap();
         assert!(context.items.iter().all(|i| i.kind != "profile"));
     }
+}
+
+/// A user turn said at `at` (UTC ms).
+fn said(text: &str, at: i64) -> NewEvent {
+    NewEvent {
+        created_at: Some(at),
+        ..NewEvent::new(Role::User, text)
+    }
+}
+
+/// The facts pass keeps, with each fact, the turns it was said in: a fact said again adds
+/// its turn, a changed fact's new note starts its own (the old one keeps its turns), an
+/// instruction comes right after who the user is, and forgetting a session takes its
+/// turns with it. Another user learns nothing of them.
+#[tokio::test]
+async fn each_fact_comes_with_the_turns_it_was_said_in() {
+    const DAY: i64 = 86_400_000;
+    let clock = ManualClock::starting_at(START + 30 * DAY);
+    let dir = TempDir::new().unwrap();
+    let app = common::app_with(
+        &common::config_in(&dir),
+        Some(clock.clone() as Arc<dyn Clock>),
+    )
+    .await;
+    let memory = app.memory().clone();
+    let (first, second, third) = (START, START + 10 * DAY, START + 20 * DAY);
+    memory
+        .append(
+            "alice",
+            "s1-monday",
+            &[
+                said("I prefer green tea in the morning.", first),
+                NewEvent::new(Role::Assistant, "I prefer to note that: green tea."),
+                said("I live in Lisbon.", first + 1_000),
+            ],
+        )
+        .await
+        .unwrap();
+    memory
+        .append(
+            "alice",
+            "s2-friday",
+            &[
+                said("From now on, reply in Spanish.", second),
+                said(
+                    "As I said, I prefer green tea in the morning.",
+                    second + 1_000,
+                ),
+            ],
+        )
+        .await
+        .unwrap();
+    memory
+        .append("alice", "s3-later", &[said("I moved to Porto.", third)])
+        .await
+        .unwrap();
+    // (The pass reads sessions in the order of their ids: these are named in the order
+    // they were said, so the move is read after the home it replaces.)
+    let consolidator = app.consolidator(None);
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+
+    let evidence = |facts: &[ProfileFact], text: &str| -> Vec<(String, i64, i64)> {
+        let fact = facts
+            .iter()
+            .find(|f| f.text.contains(text))
+            .unwrap_or_else(|| panic!("no fact with {text:?} in {facts:?}"));
+        fact.evidence
+            .iter()
+            .map(|e| (e.session_id.clone(), e.sequence, e.said_at))
+            .collect()
+    };
+    let profile = memory.profile("alice", 50, None).await.unwrap();
+    let order: Vec<&str> = profile.iter().map(|f| f.category.as_str()).collect();
+    assert_eq!(
+        order,
+        ["profile", "instruction", "preference"],
+        "{profile:?}"
+    );
+    assert_eq!(
+        evidence(&profile, "reply in Spanish"),
+        [("s2-friday".to_string(), 1, second)]
+    );
+    // Said twice: both turns, the latest first; the assistant's echo is no evidence.
+    assert_eq!(
+        evidence(&profile, "green tea"),
+        [
+            ("s2-friday".to_string(), 2, second + 1_000),
+            ("s1-monday".to_string(), 1, first)
+        ]
+    );
+    assert_eq!(
+        evidence(&profile, "Porto"),
+        [("s3-later".to_string(), 1, third)]
+    );
+    // The superseded fact keeps where it was said, as its history.
+    let conn = memory.db().conn().await.unwrap();
+    let lisbon: String = nightshift::db::query_scalar(
+        &conn,
+        "SELECT note_id FROM notes WHERE user_id = 'alice' AND superseded_by IS NOT NULL",
+        (),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    drop(conn);
+    let kept: Vec<(String, i64)> = memory
+        .fact_evidence("alice", &lisbon, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.session_id, e.sequence))
+        .collect();
+    assert_eq!(kept, [("s1-monday".to_string(), 3)]);
+    let rendered = memory
+        .context(&ContextRequest {
+            user_id: "alice".into(),
+            session_id: "s3-later".into(),
+            budget_tokens: Some(2000),
+            query: None,
+            strategy: Strategy::All,
+        })
+        .await
+        .unwrap()
+        .render();
+    let day = |at: i64| {
+        chrono::DateTime::from_timestamp_millis(at)
+            .unwrap()
+            .format("%Y-%m-%d")
+            .to_string()
+    };
+    assert!(
+        rendered.contains(&format!("I moved to Porto (said {})", day(third))),
+        "{rendered}"
+    );
+
+    // Read again, nothing is recorded twice.
+    let rows = "SELECT count(*) FROM fact_evidence";
+    let before = common::count(&memory, rows).await;
+    assert_eq!(before, 5);
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(common::count(&memory, rows).await, before);
+
+    // Bob has no profile, and alice's facts' turns are not his to read.
+    assert!(memory.profile("bob", 50, None).await.unwrap().is_empty());
+    let tea = profile
+        .iter()
+        .find(|f| f.text.contains("green tea"))
+        .unwrap();
+    assert!(memory
+        .fact_evidence("bob", &tea.note_id, None)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Forgetting a session takes the turns it holds.
+    memory
+        .forget(
+            &nightshift::access::Actor::user("alice").unwrap(),
+            "s2-friday",
+        )
+        .await
+        .unwrap();
+    let profile = memory.profile("alice", 50, None).await.unwrap();
+    assert_eq!(
+        evidence(&profile, "green tea"),
+        [("s1-monday".to_string(), 1, first)]
+    );
+    assert!(evidence(&profile, "reply in Spanish").is_empty());
 }

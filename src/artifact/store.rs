@@ -12,6 +12,7 @@ use crate::config::ArtifactsConfig;
 use crate::db::clock::Clock;
 use crate::db::{fetch_all, fetch_optional, query_first_row, query_scalar, Db, DbTarget, FromRow};
 use crate::input;
+use crate::memory::oversize::PlacedText as Placed;
 use crate::memory::{SessionKey, SessionKind};
 
 /// The artifact store. Cheap to clone; clones share the folder lock.
@@ -132,11 +133,36 @@ impl ArtifactStore {
         if SessionKind::of(session_id) == SessionKind::Memory {
             return Err(ArtifactError::ReservedSession(session_id.to_string()));
         }
+        let placed = self.placement(user_id, artifact).await?;
+        let _guard = match placed.in_folder {
+            true => Some(self.folder_lock.lock().await),
+            false => None,
+        };
+        if placed.in_folder {
+            self.write_file(&placed.hash, &artifact.content).await?;
+        }
+        let record = self
+            .insert(
+                user_id,
+                session_id,
+                run_id,
+                artifact,
+                &placed.hash,
+                placed.in_folder,
+            )
+            .await?;
+        self.settle(&placed, &artifact.content).await?;
+        Ok(record)
+    }
+
+    /// Where a new artifact's content goes, checked against the limits first (and again
+    /// in the transaction that records it): content already stored keeps its place; new
+    /// content goes to the folder above `inline_max_bytes`. Nothing is written.
+    pub(crate) async fn placement(&self, user_id: &str, artifact: &NewArtifact) -> Result<Placed> {
         self.check(artifact)?;
         let size = artifact.content.len() as u64;
         let hash = blake3::hash(&artifact.content).to_hex().to_string();
         let conn = self.db.conn().await?;
-        // Checked before the file is written, and again in the transaction.
         let used = self.used(&conn, user_id).await?;
         self.over_quota(user_id, used, size)?;
         let stored: Option<i64> = query_scalar(
@@ -146,28 +172,32 @@ impl ArtifactStore {
         )
         .await?;
         drop(conn);
-        // Content already stored keeps its place; new content goes by its size.
         let in_folder = match (&self.folder, stored) {
             (Some(_), Some(flag)) => flag == 1,
             (Some(_), None) => size > self.config.inline_max_bytes as u64,
             (None, _) => false,
         };
-        let _guard = match in_folder {
-            true => Some(self.folder_lock.lock().await),
-            false => None,
-        };
-        if in_folder {
-            self.write_file(&hash, &artifact.content).await?;
+        Ok(Placed { hash, in_folder })
+    }
+
+    /// Writes placed content's folder file, if it has one, before the transaction that
+    /// records it (a crash between leaves a file the expiry pass collects).
+    pub(crate) async fn write_placed(&self, placed: &Placed, content: &[u8]) -> Result<()> {
+        if placed.in_folder {
+            let _guard = self.folder_lock.lock().await;
+            self.write_file(&placed.hash, content).await?;
         }
-        let record = self
-            .insert(user_id, session_id, run_id, artifact, &hash, in_folder)
-            .await?;
-        if in_folder {
-            // A delete in another process may have removed the file between our write and
-            // our commit: the content is referenced now, so put it back.
-            self.write_file(&hash, &artifact.content).await?;
+        Ok(())
+    }
+
+    /// After the transaction that recorded placed content committed: a delete in another
+    /// process may have removed its folder file between the write and the commit, and
+    /// the content is referenced now, so it is put back.
+    pub(crate) async fn settle(&self, placed: &Placed, content: &[u8]) -> Result<()> {
+        if placed.in_folder {
+            self.write_file(&placed.hash, content).await?;
         }
-        Ok(record)
+        Ok(())
     }
 
     /// Places the bytes of an artifact being imported as a put would: content already
@@ -247,17 +277,37 @@ impl ArtifactStore {
         hash: &str,
         in_folder: bool,
     ) -> Result<Artifact> {
-        let now = self.clock.now_ms();
-        let size = artifact.content.len() as i64;
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
-        // The user's session of that id, created on first use like an append's.
         let key = SessionKey::new(user_id, session_id);
-        crate::memory::ensure_session(&tx.runner(), &key, now).await?;
-        let used = self.used(&tx, user_id).await?;
+        let record = self
+            .insert_in(&tx, &key, run_id, artifact, hash, in_folder)
+            .await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// The rows inside the caller's transaction: the session (created if new), the
+    /// quota, the content (once per hash) and the artifact. Its content, when it goes to
+    /// the folder, was written before (see [`ArtifactStore::put`]).
+    pub(crate) async fn insert_in(
+        &self,
+        tx: &crate::db::WriteTx,
+        key: &SessionKey,
+        run_id: Option<&str>,
+        artifact: &NewArtifact,
+        hash: &str,
+        in_folder: bool,
+    ) -> Result<Artifact> {
+        let now = self.clock.now_ms();
+        let size = artifact.content.len() as i64;
+        let (user_id, session_id) = (key.user_id(), key.session_id());
+        // The user's session of that id, created on first use like an append's.
+        crate::memory::ensure_session(&tx.runner(), key, now).await?;
+        let used = self.used(tx, user_id).await?;
         self.over_quota(user_id, used, size as u64)?;
         let count: i64 = query_scalar(
-            &tx,
+            tx,
             "SELECT count(*) FROM (SELECT 1 FROM artifacts WHERE user_id = ?1 LIMIT ?2) AS held",
             libsql::params![user_id, super::MAX_ARTIFACTS_PER_USER],
         )
@@ -303,7 +353,6 @@ impl ArtifactStore {
             ],
         )
         .await?;
-        tx.commit().await?;
         Ok(record)
     }
 

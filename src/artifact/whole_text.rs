@@ -1,52 +1,74 @@
 //! The artifact store as the keeper of a conversation turn's whole text under
 //! `memory.oversize = "artifact"`: the turn itself is stored cut to fit, its marker naming
-//! the artifact that holds all of it.
+//! the artifact that holds all of it, both in the append's one transaction.
 
 use async_trait::async_trait;
 
-use super::{ArtifactStore, NewArtifact};
-use crate::access::Actor;
+use super::{ArtifactError, ArtifactStore, NewArtifact};
+use crate::db::WriteTx;
 use crate::error::Kind;
-use crate::memory::oversize::WholeTextKeeper;
-use crate::memory::MemoryError;
+use crate::memory::oversize::{PlacedText, WholeTextKeeper};
+use crate::memory::{MemoryError, SessionKey};
 
 /// The name a kept turn's artifact is stored under.
 pub const TURN_ARTIFACT_NAME: &str = "turn.txt";
 /// Its MIME type: the text as it was sent.
 pub const TURN_ARTIFACT_TYPE: &str = "text/plain; charset=utf-8";
 
+fn turn(text: &str) -> NewArtifact {
+    NewArtifact {
+        name: TURN_ARTIFACT_NAME.to_string(),
+        mime_type: TURN_ARTIFACT_TYPE.to_string(),
+        content: text.as_bytes().to_vec(),
+    }
+}
+
+/// Why a turn's whole text was not kept, as the memory store reports it: a database
+/// failure as itself, a limit (or a folder that cannot be written) naming the artifact.
+fn not_kept(text: &str, err: ArtifactError) -> MemoryError {
+    match err {
+        ArtifactError::Db(err) => MemoryError::Db(err),
+        err => MemoryError::WholeTextNotKept {
+            size: text.len(),
+            kind: err.kind(),
+            reason: err.to_string(),
+        },
+    }
+}
+
 #[async_trait]
 impl WholeTextKeeper for ArtifactStore {
-    async fn keep(
-        &self,
-        user_id: &str,
-        session_id: &str,
-        text: &str,
-    ) -> Result<String, MemoryError> {
-        let artifact = NewArtifact {
-            name: TURN_ARTIFACT_NAME.to_string(),
-            mime_type: TURN_ARTIFACT_TYPE.to_string(),
-            content: text.as_bytes().to_vec(),
-        };
-        match self.put(user_id, session_id, None, &artifact).await {
-            Ok(stored) => Ok(stored.artifact_id),
-            Err(err) => Err(MemoryError::WholeTextNotKept {
-                size: text.len(),
-                kind: err.kind(),
-                reason: err.to_string(),
-            }),
-        }
+    async fn place(&self, user_id: &str, text: &str) -> Result<PlacedText, MemoryError> {
+        let artifact = turn(text);
+        let placed = self
+            .placement(user_id, &artifact)
+            .await
+            .map_err(|e| not_kept(text, e))?;
+        self.write_placed(&placed, &artifact.content)
+            .await
+            .map_err(|e| not_kept(text, e))?;
+        Ok(placed)
     }
 
-    async fn discard(&self, user_id: &str, artifact_id: &str) {
-        let Ok(owner) = Actor::user(user_id) else {
-            return;
-        };
-        if let Err(err) = self.delete(&owner, artifact_id).await {
-            tracing::warn!(
-                artifact_id,
+    async fn record_in(
+        &self,
+        tx: &WriteTx,
+        key: &SessionKey,
+        text: &str,
+        placed: &PlacedText,
+    ) -> Result<String, MemoryError> {
+        self.insert_in(tx, key, None, &turn(text), &placed.hash, placed.in_folder)
+            .await
+            .map(|record| record.artifact_id)
+            .map_err(|e| not_kept(text, e))
+    }
+
+    async fn settle(&self, text: &str, placed: &PlacedText) {
+        if let Err(err) = ArtifactStore::settle(self, placed, text.as_bytes()).await {
+            tracing::error!(
+                hash = %placed.hash,
                 error = %err,
-                "an append failed and the artifact kept for its over-long turn was not removed"
+                "a kept turn's content file could not be put back after its commit"
             );
         }
     }

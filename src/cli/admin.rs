@@ -302,6 +302,11 @@ pub async fn eval(config: &Config, command: EvalCommand, json: bool) -> Result<(
         std::env::temp_dir().join(format!("{}.db", nightshift::ids::new_id("nightshift-eval")));
     let mut scratch_config = config.clone();
     scratch_config.database.path = scratch.display().to_string();
+    // A cut turn's whole text is not searched: kept as an artifact it would only write
+    // files (maybe in the real `[artifacts] dir`) that outlive the scratch database.
+    if scratch_config.memory.oversize == nightshift::config::Oversize::Artifact {
+        scratch_config.memory.oversize = nightshift::config::Oversize::Truncate;
+    }
     let result = async {
         let app = App::open(&scratch_config).await?;
         let memory = app.memory().clone();

@@ -250,9 +250,7 @@ impl Default for ConsolidationConfig {
             macros_decay: 0.95,
             macros_floor: 0.5,
             extraction_instructions: None,
-            fact_categories: ["preference", "decision", "habit", "profile", "fact"]
-                .map(String::from)
-                .to_vec(),
+            fact_categories: crate::fact_category::CATEGORIES.map(String::from).to_vec(),
         }
     }
 }

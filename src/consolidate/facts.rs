@@ -5,7 +5,7 @@ use crate::text;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fact {
-    /// preference, decision, habit or profile.
+    /// preference, instruction, decision, habit or profile.
     pub category: &'static str,
     /// What the fact is about: a changed fact with the same key supersedes the old one.
     pub key: String,
@@ -48,6 +48,16 @@ const PATTERNS: &[(&str, &str, Option<&str>)] = &[
     ("decision", "we decided to", None),
     ("decision", "we'll use", None),
     ("decision", "we will use", None),
+    // How the user asks to be answered: said to the assistant, standing until changed.
+    ("instruction", "from now on", None),
+    ("instruction", "going forward", None),
+    ("instruction", "please always", None),
+    ("instruction", "please never", None),
+    ("instruction", "please don't", None),
+    ("instruction", "please do not", None),
+    ("instruction", "i want you to", None),
+    ("instruction", "i'd like you to", None),
+    ("instruction", "i would like you to", None),
     ("habit", "i usually", None),
     ("habit", "i always", None),
     ("habit", "i tend to", None),
@@ -240,7 +250,8 @@ fn find_phrase(sentence: &str, phrase: &str) -> Option<usize> {
         let at = from + i;
         let before_ok = at == 0 || sentence[..at].ends_with(' ');
         let end = at + phrase.len();
-        let after_ok = sentence[end..].starts_with(' ');
+        // A comma may follow a phrase that stands apart ("from now on, reply in …").
+        let after_ok = sentence[end..].starts_with([' ', ',']);
         if before_ok && after_ok {
             return Some(at);
         }
@@ -322,6 +333,26 @@ mod tests {
             ("Please call me SG from now on", "profile", "profile:name"),
             ("I live in Lisbon", "profile", "profile:home"),
             ("I work at Acme as a plumber", "profile", "profile:employer"),
+            (
+                "From now on, reply in Spanish",
+                "instruction",
+                "instruction:reply spanish",
+            ),
+            (
+                "Please always answer in metric units",
+                "instruction",
+                "instruction:answer metric",
+            ),
+            (
+                "I want you to keep answers under 100 words",
+                "instruction",
+                "instruction:keep answers",
+            ),
+            (
+                "Please don't use emoji in replies",
+                "instruction",
+                "instruction:use emoji",
+            ),
         ];
         for (text, category, key) in cases {
             assert_eq!(
@@ -488,8 +519,9 @@ impl FactExtractor for ModelExtractor {
             .unwrap_or_default();
         let prompt = format!(
             "Extract lasting facts the speaker states about themselves (preferences, decisions, \
-             habits, profile facts such as name, home, job). Answer with JSON only: an array of \
-             {{\"category\": \"preference|decision|habit|profile\", \"key\": \"the subject in 1-3 \
+             habits, profile facts such as name, home, job) and standing instructions on how to \
+             answer them. Answer with JSON only: an array of {{\"category\": \
+             \"preference|instruction|decision|habit|profile\", \"key\": \"the subject in 1-3 \
              words\", \"content\": \"the fact as one short sentence\"}}, or [] when there are none.\n\n\
              {steer}Message:\n{}",
             crate::text::truncate_chars(input, 8000)

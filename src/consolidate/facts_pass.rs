@@ -84,7 +84,8 @@ pub struct FactsDryRun {
 /// What judging a fact against the user's memory found (nothing written).
 enum Judged {
     Tombstoned,
-    Duplicate,
+    /// Already known: as this note when it is one (a fact said again is more evidence).
+    Duplicate(Option<String>),
     Supersede(String),
     Save,
 }
@@ -172,7 +173,7 @@ impl Consolidator {
                     } else {
                         match self.judge(&memory, &user_id, &fact).await? {
                             Judged::Tombstoned => FactOutcome::Tombstoned,
-                            Judged::Duplicate => FactOutcome::Duplicate,
+                            Judged::Duplicate(_) => FactOutcome::Duplicate,
                             Judged::Supersede(_) => FactOutcome::Supersede,
                             Judged::Save => FactOutcome::Save,
                         }
@@ -234,7 +235,6 @@ impl Consolidator {
         key: &SessionKey,
         counts: &mut Counts,
     ) -> Result<(), ConsolidateError> {
-        let user_id = key.user_id();
         let memory = self.session_memory(key).await?;
         let cursor = self.memory.facts_cursor(key).await?;
         let events = self.memory.events_after(key, cursor.upper_sequence).await?;
@@ -248,10 +248,7 @@ impl Consolidator {
             if !matches!(event.role, Role::User | Role::Tool) {
                 continue;
             }
-            if let Err(err) = self
-                .facts_of_event(&memory, user_id, &event.content, counts)
-                .await
-            {
+            if let Err(err) = self.facts_of_event(&memory, key, event, counts).await {
                 let failures = self
                     .memory
                     .record_facts_failure(key, event.sequence)
@@ -273,22 +270,25 @@ impl Consolidator {
         Ok(())
     }
 
+    /// The facts of one of the session `key`'s turns, each stored (or found already
+    /// stored) with the turn as its evidence.
     async fn facts_of_event(
         &self,
         memory: &Memory,
-        user_id: &str,
-        content: &str,
+        key: &SessionKey,
+        event: &crate::memory::Event,
         counts: &mut Counts,
     ) -> Result<(), ConsolidateError> {
+        let user_id = key.user_id();
         let extracted = self
             .extractor
-            .extract(content, self.instructions(user_id).as_deref())
+            .extract(&event.content, self.instructions(user_id).as_deref())
             .await
             .map_err(ConsolidateError::Extraction)?;
         add_usage(counts, &extracted.usage);
         for fact in extracted.facts {
             let outcome = if self.allowed(&fact) {
-                self.learn(memory, user_id, &fact).await?
+                self.learn(memory, key, event.sequence, &fact).await?
             } else {
                 FactOutcome::NotAllowed
             };
@@ -336,9 +336,9 @@ impl Consolidator {
         }
         drop(rows);
         drop(conn);
-        for (_, content) in &same_key {
+        for (note_id, content) in &same_key {
             if self.same_fact(content, &fact.content)? {
-                return Ok(Judged::Duplicate);
+                return Ok(Judged::Duplicate(Some(note_id.clone())));
             }
         }
         // The same fact may already be a note the user or agent saved by hand.
@@ -352,7 +352,7 @@ impl Consolidator {
             .await?;
         for hit in &similar {
             if self.same_fact(&hit.text, &fact.content)? {
-                return Ok(Judged::Duplicate);
+                return Ok(Judged::Duplicate(hit.note_id.clone()));
             }
         }
         Ok(match same_key.into_iter().next() {
@@ -361,14 +361,18 @@ impl Consolidator {
         })
     }
 
-    /// Stores a fact unless the user deleted it or already has it; a changed fact
-    /// supersedes the old one, which stays as history.
+    /// Stores a fact said in turn `sequence` of the session `key` unless the user deleted
+    /// it or already has it; a changed fact supersedes the old one, which stays as
+    /// history. The turn is recorded as the evidence of the note that holds the fact
+    /// (a new one, or the one that already did).
     async fn learn(
         &self,
         memory: &Memory,
-        user_id: &str,
+        key: &SessionKey,
+        sequence: i64,
         fact: &Fact,
     ) -> Result<FactOutcome, ConsolidateError> {
+        let user_id = key.user_id();
         let judged = self.judge(memory, user_id, fact).await?;
         let note = NewNote {
             content: fact.content.clone(),
@@ -380,20 +384,30 @@ impl Consolidator {
             ..Default::default()
         };
         let memory = memory.by(Origin::Consolidation("facts"));
-        match judged {
-            Judged::Tombstoned => Ok(FactOutcome::Tombstoned),
-            Judged::Duplicate => Ok(FactOutcome::Duplicate),
+        let (outcome, held_by) = match judged {
+            Judged::Tombstoned => (FactOutcome::Tombstoned, None),
+            Judged::Duplicate(held_by) => (FactOutcome::Duplicate, held_by),
             Judged::Supersede(old) => {
-                memory.supersede_note(user_id, &old, &note).await?;
-                Ok(FactOutcome::Supersede)
+                let saved = memory.supersede_note(user_id, &old, &note).await?;
+                (FactOutcome::Supersede, Some(saved.note_id))
             }
             Judged::Save => match memory.save_note(user_id, &note).await {
-                Ok(_) => Ok(FactOutcome::Save),
+                Ok(saved) => (FactOutcome::Save, Some(saved.note_id)),
                 // A user at the notes limit must not fail the pass on every run: the
                 // fact is left out, counted, and the pass goes on.
-                Err(crate::memory::MemoryError::TooManyNotes { .. }) => Ok(FactOutcome::OverLimit),
-                Err(err) => Err(err.into()),
+                Err(crate::memory::MemoryError::TooManyNotes { .. }) => {
+                    (FactOutcome::OverLimit, None)
+                }
+                Err(err) => return Err(err.into()),
             },
+        };
+        // After the note: a crash between the two leaves the cursor before this turn, and
+        // the turn read again finds the fact stored and records it then.
+        if let Some(note_id) = held_by {
+            self.memory
+                .add_fact_evidence(&note_id, key, sequence)
+                .await?;
         }
+        Ok(outcome)
     }
 }

@@ -214,6 +214,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "dashboard_history",
         sql: include_str!("../../migrations/0040_dashboard_history.sql"),
     },
+    Migration {
+        version: 41,
+        name: "fact_evidence",
+        sql: include_str!("../../migrations/0041_fact_evidence.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -259,6 +264,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 40,
         name: "dashboard_history",
         sql: include_str!("../../migrations/postgres/0040_dashboard_history.sql"),
+    },
+    Migration {
+        version: 41,
+        name: "fact_evidence",
+        sql: include_str!("../../migrations/postgres/0041_fact_evidence.sql"),
     },
 ];
 

@@ -5,8 +5,6 @@ use std::collections::HashMap;
 
 use super::tally::{Report, Tally};
 use super::EvalError;
-use crate::config::Oversize;
-use crate::memory::oversize::truncate_middle;
 use crate::memory::{Memory, NewEvent, SearchRequest};
 
 /// One conversation of a dev set, as the store will be given it.
@@ -56,20 +54,15 @@ pub async fn evaluate_stages(
     let max_k = ks.iter().copied().max().unwrap_or(10);
     let mut tallies: Vec<Tally> = stages.iter().map(|_| Tally::default()).collect();
     let (mut skipped, mut turns, mut refused) = (0, 0, 0);
-    let limits = memory.limits();
     for conversation in conversations {
         let session = conversation.user.clone();
         // A turn the store would refuse (over memory.max_text_bytes, and not one
-        // `oversize = "truncate"` or `"artifact"` can cut) is counted and left out, so one huge turn does
-        // not stop the run; the questions about it count as misses.
+        // `oversize` lets it cut) is counted and left out, so one huge turn does not
+        // stop the run; the questions about it count as misses.
         let kept: Vec<&(String, NewEvent)> = conversation
             .turns
             .iter()
-            .filter(|(_, event)| {
-                event.content.len() <= limits.max_text_bytes
-                    || (limits.oversize != Oversize::Refuse
-                        && truncate_middle(&event.content, limits.max_text_bytes).is_some())
-            })
+            .filter(|(_, event)| !memory.would_refuse(event))
             .collect();
         refused += conversation.turns.len() - kept.len();
         let events: Vec<NewEvent> = kept.iter().map(|(_, e)| e.clone()).collect();

@@ -80,6 +80,9 @@ pub struct ContextItem {
     pub sequence: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note_id: Option<String>,
+    /// For a profile fact the facts pass learned: when the user last said it (UTC ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub said_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -215,6 +218,7 @@ impl Memory {
                         role: None,
                         sequence: None,
                         note_id: None,
+                        said_at: None,
                     });
                 }
             }
@@ -242,6 +246,7 @@ impl Memory {
                 role: Some(event.role),
                 sequence: Some(event.sequence),
                 note_id: None,
+                said_at: None,
             };
             match filler.add(item) {
                 Added::Yes => chosen.push(filler.items.pop().expect("just added")),
@@ -279,6 +284,7 @@ impl Memory {
                     role: Some(event.role),
                     sequence: Some(event.sequence),
                     note_id: None,
+                    said_at: None,
                 });
             }
             let query = request.query.clone().or_else(|| {
@@ -322,6 +328,7 @@ impl Memory {
                         role: hit.role,
                         sequence: hit.sequence,
                         note_id: hit.note_id,
+                        said_at: None,
                     });
                 }
             }
@@ -360,6 +367,7 @@ impl Memory {
                 role: None,
                 sequence: None,
                 note_id: Some(fact.note_id),
+                said_at: fact.evidence.first().map(|e| e.said_at),
             });
             if added == Added::Yes {
                 filler.seen.remove(&key);
@@ -385,7 +393,14 @@ impl Context {
             out.push('\n');
             for item in items {
                 match (&item.note_id, item.role) {
-                    (Some(id), _) => out.push_str(&format!("- [{id}] {}\n", item.text)),
+                    (Some(id), _) => {
+                        let said = item
+                            .said_at
+                            .and_then(chrono::DateTime::from_timestamp_millis)
+                            .map(|at| format!(" (said {})", at.format("%Y-%m-%d")))
+                            .unwrap_or_default();
+                        out.push_str(&format!("- [{id}] {}{said}\n", item.text))
+                    }
                     (None, Some(role)) if kind != "summary" => {
                         out.push_str(&format!("- {}: {}\n", role.as_str(), item.text))
                     }

@@ -188,63 +188,83 @@ impl Memory {
         }
     }
 
-    /// Appends `events`, each already checked by [`Memory::check_fitted`]: an over-long
-    /// one cut to fit, its whole text first kept as an artifact under `oversize =
-    /// "artifact"`. When the append then fails, the artifacts it kept are removed.
+    /// Whether an append of `event` would be refused for what it is: too long to cut
+    /// (or too long, under `oversize = "refuse"`), or invalid.
+    pub fn would_refuse(&self, event: &NewEvent) -> bool {
+        self.check_fitted(event).is_err()
+    }
+
+    /// Appends `events`, each already checked by [`Memory::check_fitted`], an over-long
+    /// one cut to fit. Under `oversize = "artifact"` its whole text is kept too, in the
+    /// same transaction. A failure about one event is told through `about` (its index).
     async fn append_fitted(
         &self,
         user_id: &str,
         session_id: &str,
         events: &[NewEvent],
+        about: impl Fn(usize, MemoryError) -> MemoryError,
     ) -> Result<Vec<i64>> {
-        let mut kept = Vec::new();
-        let fitted = self
-            .fit_keeping(user_id, session_id, events, &mut kept)
-            .await;
-        let appended = match fitted {
-            Ok(events) => self.append_checked(user_id, session_id, &events).await,
-            Err(err) => Err(err),
-        };
-        if appended.is_err() {
-            if let Some(keeper) = self.keeps_whole_texts() {
-                for artifact_id in &kept {
-                    keeper.discard(user_id, artifact_id).await;
-                }
+        match self.keeps_whole_texts() {
+            Some(keeper) if events.iter().any(|e| self.cut(e, None).is_some()) => {
+                self.append_keeping(keeper, user_id, session_id, events, about)
+                    .await
+            }
+            _ => {
+                let events = self.fit_oversize(events);
+                self.append_checked(user_id, session_id, &events).await
             }
         }
-        appended
     }
 
-    /// `events` cut to fit, the whole text of each cut one kept first when the policy
-    /// says so (its artifact's id pushed on `kept`, and named in its marker).
-    async fn fit_keeping(
+    /// An append with turns to keep whole: outside the group writer, in a transaction of
+    /// its own that holds the artifacts' rows and the events together (rare, and large).
+    async fn append_keeping(
         &self,
+        keeper: &dyn super::oversize::WholeTextKeeper,
         user_id: &str,
         session_id: &str,
         events: &[NewEvent],
-        kept: &mut Vec<String>,
-    ) -> Result<Vec<NewEvent>> {
-        let mut fitted = Vec::with_capacity(events.len());
-        for event in events {
-            if self.cut(event, None).is_none() {
-                fitted.push(event.clone());
-                continue;
+        about: impl Fn(usize, MemoryError) -> MemoryError,
+    ) -> Result<Vec<i64>> {
+        let mut placed = Vec::new();
+        for (index, event) in events.iter().enumerate() {
+            if self.cut(event, None).is_some() {
+                let at = keeper
+                    .place(user_id, &event.content)
+                    .await
+                    .map_err(|e| about(index, e))?;
+                placed.push((index, at));
             }
-            let whole = match self.keeps_whole_texts() {
-                Some(keeper) => {
-                    let id = keeper.keep(user_id, session_id, &event.content).await?;
-                    kept.push(id.clone());
-                    Some(id)
-                }
-                None => None,
-            };
-            let cut = self
-                .cut(event, whole.as_deref())
-                .unwrap_or_else(|| event.clone());
-            self.check_event(&cut)?;
-            fitted.push(cut);
         }
-        Ok(fitted)
+        let key = SessionKey::new(user_id, session_id);
+        let conn = self.db.conn().await?;
+        let tx = conn.write_tx().await?;
+        let mut fitted = events.to_vec();
+        for (index, at) in &placed {
+            let event = &events[*index];
+            let artifact_id = keeper
+                .record_in(&tx, &key, &event.content, at)
+                .await
+                .map_err(|e| about(*index, e))?;
+            fitted[*index] = self.cut(event, Some(&artifact_id)).ok_or_else(|| {
+                about(
+                    *index,
+                    MemoryError::invalid("event content", "is too long to cut to fit"),
+                )
+            })?;
+            self.check_event(&fitted[*index])
+                .map_err(|e| about(*index, e))?;
+        }
+        let append = self.prepare_append(user_id, session_id, &fitted);
+        let statements = Statements::on(&tx.runner(), self.embedder.model_id(), false).await?;
+        let appended = append_in_tx(&statements, &append).await?;
+        drop(statements);
+        tx.commit().await?;
+        for (index, at) in &placed {
+            keeper.settle(&events[*index].content, at).await;
+        }
+        self.appended(&appended);
+        Ok(appended.sequences)
     }
 
     /// At most `memory.max_batch_events` events in one append, and at least one.
@@ -305,7 +325,8 @@ impl Memory {
         for event in events {
             self.check_fitted(event)?;
         }
-        self.append_fitted(user_id, session_id, events).await
+        self.append_fitted(user_id, session_id, events, |_, err| err)
+            .await
     }
 
     /// Appends a run's transcript to its schedule's session (`scheduled:…`) of the
@@ -318,10 +339,13 @@ impl Memory {
     ) -> Result<Vec<i64>> {
         self.check_transcript(user_id, session_id)?;
         self.check_batch(events.len())?;
-        for event in events {
-            self.check_fitted(event)?;
+        // Only cut, never kept whole: a run's transcript is not the user's to keep as
+        // artifacts, and must not be lost to their artifact limits.
+        let events = self.fit_oversize(events);
+        for event in events.iter() {
+            self.check_event(event)?;
         }
-        self.append_fitted(user_id, session_id, events).await
+        self.append_checked(user_id, session_id, &events).await
     }
 
     /// Appends the events of a JSONL text (one `{"role": …, "content": …}` per line; blank
@@ -346,6 +370,8 @@ impl Memory {
             ));
         }
         let mut events = Vec::new();
+        // Each event's line number, to name it in an error found after reading.
+        let mut lines = Vec::new();
         for (index, line) in jsonl.split(|b| *b == b'\n').enumerate() {
             let at = |reason: String| JsonlError {
                 line: index + 1,
@@ -367,6 +393,7 @@ impl Memory {
                 serde_json::from_str(line).map_err(|e| at(format!("invalid event: {e}")))?;
             self.check_fitted(&event).map_err(|e| at(e.to_string()))?;
             events.push(event);
+            lines.push(index + 1);
             if events.len() > self.limits.max_batch_events {
                 return Err(at(format!(
                     "more than {} events in one append (memory.max_batch_events)",
@@ -378,7 +405,14 @@ impl Memory {
         if events.is_empty() {
             return Err(MemoryError::invalid("JSONL input", "holds no events"));
         }
-        self.append_fitted(user_id, session_id, &events).await
+        self.append_fitted(user_id, session_id, &events, |index, err| {
+            JsonlError {
+                line: lines[index],
+                reason: err.to_string(),
+            }
+            .into()
+        })
+        .await
     }
 
     async fn append_checked(
@@ -411,8 +445,8 @@ impl Memory {
 
     /// As [`Memory::append_transcript`], inside the caller's write transaction: the
     /// events are stored if and when it commits. Call [`Memory::appended`] after the
-    /// commit. An over-long event is cut under `oversize = "artifact"` too, its whole
-    /// text not kept: an artifact's own transaction cannot join the caller's.
+    /// commit. An over-long event is only cut, under `oversize = "artifact"` too (see
+    /// [`Memory::append_transcript`]).
     pub async fn append_in(
         &self,
         tx: &WriteTx,

@@ -14,6 +14,7 @@ mod context;
 mod dots;
 mod embedding;
 mod events;
+mod evidence;
 mod filters;
 mod fts_query;
 mod fusion;
@@ -54,6 +55,7 @@ pub use context::{Context, ContextItem, ContextRequest, Strategy, DEFAULT_BUDGET
 pub use embedding::{stored_embedding, EmbeddingStatus, StoredEmbedding};
 pub(crate) use events::ensure_session;
 pub use events::{JsonlError, MAX_RECALL};
+pub use evidence::{FactEvidence, EVIDENCE_PER_FACT};
 pub use filters::{parse_time, parse_time_opt, EventWindow, NoteFilter, NOTE_SOURCES};
 pub use fts_query::keyword_expression;
 pub use growth::{DayOfMemory, GROWTH_DAYS};

@@ -9,21 +9,41 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 
-use super::{NewEvent, Result};
+use super::{NewEvent, Result, SessionKey};
 use crate::config::Oversize;
+use crate::db::WriteTx;
 
 /// Where `oversize = "artifact"` keeps a cut turn's whole text: the artifact store, which
 /// the app hands to the memory store (memory does not depend on artifacts; they depend on
-/// it, for sessions).
+/// it, for sessions). The artifact's rows go in the append's own transaction, so a turn
+/// and its whole text are stored together or not at all.
 #[async_trait]
 pub trait WholeTextKeeper: Send + Sync {
-    /// Stores `text` as `user_id`'s artifact in their session `session_id`, returning its
-    /// id; refused (nothing stored) over the artifact limits.
-    async fn keep(&self, user_id: &str, session_id: &str, text: &str) -> Result<String>;
+    /// Checks `text` against `user_id`'s artifact limits and writes its content where it
+    /// goes before the transaction (a crash after leaves only a file no row names, which
+    /// the expiry pass collects). Over a limit nothing is written.
+    async fn place(&self, user_id: &str, text: &str) -> Result<PlacedText>;
 
-    /// Removes what `keep` stored for an append that then failed (best effort: an
-    /// artifact left behind is the user's own, listed and deletable like any other).
-    async fn discard(&self, user_id: &str, artifact_id: &str);
+    /// Records placed `text` as the user's artifact in the session `key`, inside `tx`
+    /// (the limits checked again there), returning its id.
+    async fn record_in(
+        &self,
+        tx: &WriteTx,
+        key: &SessionKey,
+        text: &str,
+        placed: &PlacedText,
+    ) -> Result<String>;
+
+    /// After the transaction committed: makes sure placed content's file is there (a
+    /// delete of the same bytes elsewhere may have removed it meanwhile).
+    async fn settle(&self, text: &str, placed: &PlacedText);
+}
+
+/// Where a whole text's content went: its hash, and whether it lives in the folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedText {
+    pub hash: String,
+    pub in_folder: bool,
 }
 
 /// As long as any artifact id (`art-` and a UUID): stands in for the id a marker will

@@ -3,7 +3,7 @@
 //! with one of its categories. A changed fact is superseded in place (its old version kept in the
 //! note's history), so the profile is always the facts as they stand. Context assembly
 //! offers it first, within a share of the budget: an agent should know who it talks to
-//! before what was said.
+//! before what was said. Each fact comes with the latest turns it was said in.
 
 use super::agents::visible;
 use super::{check_id, Memory, Note, Result};
@@ -13,9 +13,19 @@ use crate::fact_category::CATEGORIES;
 /// Profile facts read at most (the context takes what fits of them).
 pub const PROFILE_FACTS: usize = 50;
 
-/// The order categories are offered in: who the user is first, then what they want.
-const CATEGORY_ORDER: &str = "CASE category WHEN 'profile' THEN 0 WHEN 'preference' THEN 1
-    WHEN 'habit' THEN 2 WHEN 'decision' THEN 3 ELSE 4 END";
+/// The order categories are offered in: who the user is first, then how they asked to be
+/// answered and what they want; any other (`fact`) last.
+const ORDER: [&str; 5] = ["profile", "instruction", "preference", "habit", "decision"];
+
+/// [`ORDER`] as an SQL expression over `category`.
+fn category_order() -> String {
+    let whens: String = ORDER
+        .iter()
+        .enumerate()
+        .map(|(rank, c)| format!("WHEN '{c}' THEN {rank} "))
+        .collect();
+    format!("CASE category {whens}ELSE {} END", ORDER.len())
+}
 
 /// One standing fact of a user's profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +33,8 @@ pub struct ProfileFact {
     pub note_id: String,
     pub text: String,
     pub category: String,
+    /// The latest turns it was said in, latest first (none for a fact saved by hand).
+    pub evidence: Vec<super::FactEvidence>,
 }
 
 impl Memory {
@@ -48,13 +60,14 @@ impl Memory {
                         category: v.category?,
                         note_id: v.note_id,
                         text: v.content,
+                        evidence: Vec::new(),
                     })
                 })
                 .collect();
             // Stable: within a category, most recently changed first, as read.
             facts.sort_by_key(|f| rank(&f.category));
             facts.truncate(limit);
-            return Ok(facts);
+            return self.with_evidence(user_id, facts, Some(at)).await;
         }
         let now = self.clock.now_ms();
         // The vocabulary is the code's own (no quote in it): written into the statement.
@@ -66,23 +79,39 @@ impl Memory {
                 "SELECT {} FROM notes
                  WHERE user_id = ?1 AND superseded_by IS NULL AND category IN ({categories})
                    AND (expires_at IS NULL OR expires_at > ?2) AND {}
-                 ORDER BY {CATEGORY_ORDER}, updated_at DESC, note_id LIMIT ?4",
+                 ORDER BY {}, updated_at DESC, note_id LIMIT ?4",
                 Note::COLUMNS,
-                visible("?3")
+                visible("?3"),
+                category_order()
             ),
             libsql::params![user_id, now, self.agent(), limit as i64],
         )
         .await?;
-        Ok(notes
+        let facts = notes
             .into_iter()
             .filter_map(|n| {
                 Some(ProfileFact {
                     category: n.category?,
                     note_id: n.note_id,
                     text: n.content,
+                    evidence: Vec::new(),
                 })
             })
-            .collect())
+            .collect();
+        self.with_evidence(user_id, facts, None).await
+    }
+
+    /// `facts`, each with the turns it was said in (as of `as_of`: those said by then).
+    async fn with_evidence(
+        &self,
+        user_id: &str,
+        mut facts: Vec<ProfileFact>,
+        as_of: Option<i64>,
+    ) -> Result<Vec<ProfileFact>> {
+        for fact in &mut facts {
+            fact.evidence = self.fact_evidence(user_id, &fact.note_id, as_of).await?;
+        }
+        Ok(facts)
     }
 }
 
@@ -91,13 +120,10 @@ fn is_fact_category(category: Option<&str>) -> bool {
     category.is_some_and(|c| CATEGORIES.contains(&c))
 }
 
-/// A category's place in the profile's order (see `CATEGORY_ORDER`).
-fn rank(category: &str) -> u8 {
-    match category {
-        "profile" => 0,
-        "preference" => 1,
-        "habit" => 2,
-        "decision" => 3,
-        _ => 4,
-    }
+/// A category's place in the profile's order (see [`ORDER`]).
+fn rank(category: &str) -> usize {
+    ORDER
+        .iter()
+        .position(|c| *c == category)
+        .unwrap_or(ORDER.len())
 }

@@ -490,8 +490,9 @@ pub(super) async fn write_row(
             }
         }
     }
-    // A version of a note that is (or was) another user's is theirs, not this user's.
-    if table.kind == "note_version" {
+    // A version of a note that is (or was) another user's is theirs, not this user's; so
+    // is where it was said.
+    if matches!(table.kind, "note_version" | "fact_evidence") {
         if let Some(Value::String(note_id)) = row.get("note_id") {
             let others: Option<i64> = query_scalar(
                 tx,

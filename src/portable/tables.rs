@@ -143,6 +143,15 @@ pub(crate) const TABLES: &[Table] = &[
         contents: &["content"],
     },
     Table {
+        kind: "fact_evidence",
+        table: "fact_evidence",
+        columns: &["note_id", "user_id", "session_id", "sequence", "said_at"],
+        key: &["note_id", "session_id", "sequence"],
+        select: "WHERE user_id = ?1 ORDER BY note_id, session_id, sequence",
+        texts: &[],
+        contents: &[],
+    },
+    Table {
         kind: "tombstone",
         table: "note_tombstones",
         columns: &["user_id", "content_hash", "deleted_at"],
