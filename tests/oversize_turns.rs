@@ -137,8 +137,12 @@ async fn an_over_long_turn_is_cut_and_its_whole_text_is_the_users_artifact() {
     api.stop().await;
 }
 
-/// Sessions, events and artifacts stored.
-async fn stored(app: &nightshift::app::App) -> (i64, i64, i64) {
+/// Sessions, events and artifacts stored, and the artifact folder's files.
+async fn stored(app: &nightshift::app::App) -> (i64, i64, i64, usize) {
+    let files = app
+        .artifacts()
+        .folder()
+        .map_or(0, |folder| walk(folder).len());
     (
         common::count(
             app.memory(),
@@ -147,7 +151,26 @@ async fn stored(app: &nightshift::app::App) -> (i64, i64, i64) {
         .await,
         common::count(app.memory(), "SELECT count(*) FROM events").await,
         common::count(app.memory(), "SELECT count(*) FROM artifacts").await,
+        files,
     )
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -156,14 +179,16 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
     let one = pasted(200, "alpha");
     let mut config = common::config_in(&dir);
     artifact_policy(&mut config);
-    // Room for one kept turn, not two.
+    // Room for one kept turn, not two; each in the folder.
+    config.artifacts.inline_max_bytes = 1_024;
     config.artifacts.max_artifact_bytes = one.len() + 1_000;
     config.artifacts.max_bytes_per_user = (one.len() * 3 / 2) as u64;
     let app = common::app_with(&config, None).await;
     let memory = app.memory();
     let user = |content: &str| NewEvent::new(Role::User, content);
 
-    // The second turn's artifact would pass the quota: neither is kept, nor the session.
+    // The second turn's artifact would pass the quota: neither is kept, nor the session,
+    // nor a file.
     let err = memory
         .append("alice", "chat", &[user(&one), user(&pasted(200, "beta"))])
         .await
@@ -175,7 +200,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         "{message}"
     );
     assert!(message.contains("max_bytes_per_user"), "{message}");
-    assert_eq!(stored(&app).await, (0, 0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0, 0));
 
     // A bad event beside an over-long one: refused before any artifact is kept.
     let mut bad = user("fine text");
@@ -186,7 +211,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::BadInput);
     assert!(err.to_string().contains("importance"), "{err}");
-    assert_eq!(stored(&app).await, (0, 0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0, 0));
 
     // A JSONL import with a bad line: the line is named, and nothing is kept.
     let jsonl = format!(
@@ -198,7 +223,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .await
         .unwrap_err();
     assert!(err.to_string().starts_with("line 2:"), "{err}");
-    assert_eq!(stored(&app).await, (0, 0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0, 0));
 
     // Two long lines past the quota: the second is named.
     let jsonl = format!(
@@ -212,7 +237,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .unwrap_err();
     assert!(err.to_string().starts_with("line 3:"), "{err}");
     assert!(err.to_string().contains("max_bytes_per_user"), "{err}");
-    assert_eq!(stored(&app).await, (0, 0, 0));
+    assert_eq!(stored(&app).await, (0, 0, 0, 0));
 
     // Alone it fits the quota, through the JSONL door too.
     let jsonl = format!("{}\n", json!({"role": "user", "content": one}));
@@ -220,7 +245,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
         .append_jsonl("alice", "chat", jsonl.as_bytes())
         .await
         .unwrap();
-    assert_eq!(stored(&app).await, (1, 1, 1));
+    assert_eq!(stored(&app).await, (1, 1, 1, 1));
     let owner = Actor::user("alice").unwrap();
     let events = memory.recall(&owner, "chat", 10).await.unwrap();
     let artifact_id = named_artifact(&events[0].content);
@@ -235,7 +260,7 @@ async fn over_the_artifact_limits_or_beside_a_bad_event_nothing_is_stored() {
     let transcript = memory.recall(&owner, "scheduled:sch-1", 10).await.unwrap();
     assert!(transcript[0].content.contains("bytes cut"));
     assert!(!transcript[0].content.contains("artifact"));
-    assert_eq!(stored(&app).await, (2, 2, 1));
+    assert_eq!(stored(&app).await, (2, 2, 1, 1));
 }
 
 #[tokio::test]

@@ -668,3 +668,47 @@ async fn a_long_turns_many_chunks_do_not_crowd_out_short_turns() {
         .count();
     assert_eq!(short, 3, "{texts:?}");
 }
+
+/// An order question ("what did I first say …") gets its best hits oldest first; any
+/// other question, best first.
+#[tokio::test]
+async fn an_order_question_is_answered_in_time_order() {
+    let (_dir, memory) = fresh().await;
+    const DAY: i64 = 86_400_000;
+    let start = 1_790_000_000_000;
+    let said = |day: i64, text: &str| NewEvent {
+        created_at: Some(start + day * DAY),
+        ..NewEvent::new(Role::User, text)
+    };
+    // The latest says the most about the diet: best first, it leads.
+    let turns = [
+        said(0, "I started a keto diet"),
+        said(1, "Weather was grey all day, bins out"),
+        said(5, "The keto diet is hard, I may switch diet"),
+        said(
+            9,
+            "Diet update: the vegetarian diet beat the keto diet, diet done",
+        ),
+    ];
+    memory.append("u", "chat", &turns).await.unwrap();
+    let times = |hits: &[nightshift::memory::SearchHit]| -> Vec<i64> {
+        hits.iter().map(|h| (h.at - start) / DAY).collect()
+    };
+    let best_first = memory
+        .search(&request("u", "keto diet", Some("chat")))
+        .await
+        .unwrap();
+    assert_eq!(times(&best_first)[0], 9, "{:?}", times(&best_first));
+    let in_order = memory
+        .search(&request(
+            "u",
+            "what did I first say about the keto diet",
+            Some("chat"),
+        ))
+        .await
+        .unwrap();
+    let days = times(&in_order);
+    assert!(days.len() >= 3, "{days:?}");
+    assert!(days.windows(2).all(|w| w[0] <= w[1]), "{days:?}");
+    assert_eq!(days[0], 0, "{days:?}");
+}

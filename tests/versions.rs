@@ -236,13 +236,14 @@ async fn a_deleted_notes_versions_last_until_the_retention_ends() {
 
 /// Rows of `user` in every table that holds a user's data.
 async fn rows_of(app: &App, user: &str) -> Vec<(&'static str, i64)> {
-    let tables: [(&str, &str); 20] = [
+    let tables: [(&str, &str); 21] = [
         ("sessions", "SELECT count(*) FROM sessions WHERE user_id = ?1"),
         ("events", "SELECT count(*) FROM events e JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
         ("session_state", "SELECT count(*) FROM session_state st JOIN sessions s USING (session_id) WHERE s.user_id = ?1"),
         ("notes", "SELECT count(*) FROM notes WHERE user_id = ?1"),
         ("note_versions", "SELECT count(*) FROM note_versions WHERE user_id = ?1"),
         ("note_tombstones", "SELECT count(*) FROM note_tombstones WHERE user_id = ?1"),
+        ("fact_evidence", "SELECT count(*) FROM fact_evidence WHERE user_id = ?1"),
         ("chunks", "SELECT count(*) FROM chunks WHERE user_id = ?1"),
         ("keyword_blocks", "SELECT count(*) FROM keyword_blocks WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)"),
         ("vector_blocks", "SELECT count(*) FROM vector_blocks WHERE session_id IN (SELECT session_id FROM sessions WHERE user_id = ?1)"),

@@ -45,6 +45,10 @@ const COUNTS: &[(&str, &str)] = &[
         "note_tombstones",
         "SELECT count(*) FROM note_tombstones WHERE user_id = ?1",
     ),
+    (
+        "fact_evidence",
+        "SELECT count(*) FROM fact_evidence WHERE user_id = ?1",
+    ),
     ("chunks", "SELECT count(*) FROM chunks WHERE user_id = ?1"),
     (
         "vectors",
@@ -90,6 +94,8 @@ const DELETES: &[&str] = &[
     "DELETE FROM state_entries WHERE user_id = ?1",
     "DELETE FROM artifacts WHERE user_id = ?1",
     "DELETE FROM chunks WHERE user_id = ?1",
+    // Named, not left to the cascades: a server's foreign keys are its own setting.
+    "DELETE FROM fact_evidence WHERE user_id = ?1",
     "DELETE FROM notes WHERE user_id = ?1",
     "DELETE FROM note_versions WHERE user_id = ?1",
     "DELETE FROM note_tombstones WHERE user_id = ?1",

@@ -133,7 +133,7 @@ impl ArtifactStore {
         if SessionKind::of(session_id) == SessionKind::Memory {
             return Err(ArtifactError::ReservedSession(session_id.to_string()));
         }
-        let placed = self.placement(user_id, artifact).await?;
+        let placed = self.placement(user_id, artifact, 0).await?;
         let _guard = match placed.in_folder {
             true => Some(self.folder_lock.lock().await),
             false => None,
@@ -158,12 +158,18 @@ impl ArtifactStore {
     /// Where a new artifact's content goes, checked against the limits first (and again
     /// in the transaction that records it): content already stored keeps its place; new
     /// content goes to the folder above `inline_max_bytes`. Nothing is written.
-    pub(crate) async fn placement(&self, user_id: &str, artifact: &NewArtifact) -> Result<Placed> {
+    pub(crate) async fn placement(
+        &self,
+        user_id: &str,
+        artifact: &NewArtifact,
+        pending: u64,
+    ) -> Result<Placed> {
         self.check(artifact)?;
         let size = artifact.content.len() as u64;
         let hash = blake3::hash(&artifact.content).to_hex().to_string();
         let conn = self.db.conn().await?;
-        let used = self.used(&conn, user_id).await?;
+        // With what the caller placed already and has yet to record.
+        let used = self.used(&conn, user_id).await?.saturating_add(pending);
         self.over_quota(user_id, used, size)?;
         let stored: Option<i64> = query_scalar(
             &conn,

@@ -38,10 +38,15 @@ fn not_kept(text: &str, err: ArtifactError) -> MemoryError {
 
 #[async_trait]
 impl WholeTextKeeper for ArtifactStore {
-    async fn place(&self, user_id: &str, text: &str) -> Result<PlacedText, MemoryError> {
+    async fn place(
+        &self,
+        user_id: &str,
+        text: &str,
+        pending: u64,
+    ) -> Result<PlacedText, MemoryError> {
         let artifact = turn(text);
         let placed = self
-            .placement(user_id, &artifact)
+            .placement(user_id, &artifact, pending)
             .await
             .map_err(|e| not_kept(text, e))?;
         self.write_placed(&placed, &artifact.content)
@@ -61,6 +66,18 @@ impl WholeTextKeeper for ArtifactStore {
             .await
             .map(|record| record.artifact_id)
             .map_err(|e| not_kept(text, e))
+    }
+
+    async fn release(&self, placed: &[&PlacedText]) {
+        for placed in placed.iter().filter(|p| p.in_folder) {
+            if let Err(err) = self.remove_unreferenced_file(&placed.hash).await {
+                tracing::warn!(
+                    hash = %placed.hash,
+                    error = %err,
+                    "a file placed for a refused append was not removed (the expiry pass will)"
+                );
+            }
+        }
     }
 
     async fn settle(&self, text: &str, placed: &PlacedText) {

@@ -48,16 +48,12 @@ const PATTERNS: &[(&str, &str, Option<&str>)] = &[
     ("decision", "we decided to", None),
     ("decision", "we'll use", None),
     ("decision", "we will use", None),
-    // How the user asks to be answered: said to the assistant, standing until changed.
+    // How the user asks to be answered, standing until changed. Only phrasings that say
+    // it stands: "I'd like you to summarise this" asks for one thing, once.
     ("instruction", "from now on", None),
     ("instruction", "going forward", None),
     ("instruction", "please always", None),
     ("instruction", "please never", None),
-    ("instruction", "please don't", None),
-    ("instruction", "please do not", None),
-    ("instruction", "i want you to", None),
-    ("instruction", "i'd like you to", None),
-    ("instruction", "i would like you to", None),
     ("habit", "i usually", None),
     ("habit", "i always", None),
     ("habit", "i tend to", None),
@@ -167,6 +163,10 @@ pub fn extract(input: &str) -> Vec<Fact> {
         for (index, (_, phrase, _)) in PATTERNS.iter().enumerate() {
             let mut from = 0;
             while let Some(at) = find_phrase(&lower[from..], phrase).map(|i| i + from) {
+                if LEADING.contains(phrase) && !leads(lower, at, phrase) {
+                    from = at + phrase.len();
+                    continue;
+                }
                 if !found
                     .iter()
                     .any(|(a, i)| *a <= at && at < *a + PATTERNS[*i].1.len())
@@ -243,6 +243,21 @@ fn trim_clause(clause: &str) -> &str {
     }
 }
 
+/// Phrases that make an instruction only where they lead their sentence, or follow a
+/// comma ("ok, from now on …"): "we're going forward, so …" is no instruction.
+const LEADING: [&str; 2] = ["from now on", "going forward"];
+
+/// Whether the leading phrase at `at` of the lower-cased `sentence` leads it, and is
+/// followed by the instruction ("going forward" by a comma: "going forward with the
+/// merger" is a story).
+fn leads(sentence: &str, at: usize, phrase: &str) -> bool {
+    let before = sentence[..at].trim_end();
+    let after = &sentence[at + phrase.len()..];
+    let comma_after = after.starts_with(',');
+    (before.is_empty() || before.ends_with(','))
+        && (comma_after || (phrase == "from now on" && after.starts_with(' ')))
+}
+
 /// The phrase as whole words at the start of a clause.
 fn find_phrase(sentence: &str, phrase: &str) -> Option<usize> {
     let mut from = 0;
@@ -250,8 +265,10 @@ fn find_phrase(sentence: &str, phrase: &str) -> Option<usize> {
         let at = from + i;
         let before_ok = at == 0 || sentence[..at].ends_with(' ');
         let end = at + phrase.len();
-        // A comma may follow a phrase that stands apart ("from now on, reply in …").
-        let after_ok = sentence[end..].starts_with([' ', ',']);
+        // A comma may follow a leading phrase ("from now on, reply in …"), and only
+        // those: "don't call me, I'll call you" names no one.
+        let after_ok = sentence[end..].starts_with(' ')
+            || (LEADING.contains(&phrase) && sentence[end..].starts_with(','));
         if before_ok && after_ok {
             return Some(at);
         }
@@ -344,12 +361,12 @@ mod tests {
                 "instruction:answer metric",
             ),
             (
-                "I want you to keep answers under 100 words",
+                "Ok, going forward, keep answers under 100 words",
                 "instruction",
                 "instruction:keep answers",
             ),
             (
-                "Please don't use emoji in replies",
+                "Please never use emoji in replies",
                 "instruction",
                 "instruction:use emoji",
             ),
@@ -373,6 +390,13 @@ mod tests {
             "I like",
             "do I like jazz?",
             "Do I like jazz",
+            // Asked once, or a story: no standing instruction.
+            "I want you to know that I'm moving",
+            "I'd like you to summarize this PDF",
+            "Please don't forget the milk",
+            "Going forward with the merger was a mistake",
+            "We're going forward, so the call is at 5",
+            "Don't call me, I'll call you",
         ] {
             assert!(extract(text).is_empty(), "{text}");
         }

@@ -34,6 +34,9 @@ pub enum FactOutcome {
     NotAllowed,
     /// The user is at `memory.max_notes_per_user`.
     OverLimit,
+    /// Changes a fact the user said again later (read earlier in another session): what
+    /// stands is the later one.
+    Outdated,
 }
 
 impl FactOutcome {
@@ -45,6 +48,7 @@ impl FactOutcome {
             FactOutcome::Tombstoned => "tombstoned",
             FactOutcome::NotAllowed => "not_allowed",
             FactOutcome::OverLimit => "over_limit",
+            FactOutcome::Outdated => "outdated",
         }
     }
 
@@ -56,6 +60,7 @@ impl FactOutcome {
             FactOutcome::Tombstoned => "tombstoned",
             FactOutcome::NotAllowed => "facts_not_allowed",
             FactOutcome::OverLimit => "facts_over_limit",
+            FactOutcome::Outdated => "facts_outdated",
         }
     }
 }
@@ -87,7 +92,16 @@ enum Judged {
     /// Already known: as this note when it is one (a fact said again is more evidence).
     Duplicate(Option<String>),
     Supersede(String),
+    /// Would supersede a fact the user said later.
+    Outdated,
     Save,
+}
+
+/// Whether `fact` may be learned from a turn of `role`: how to answer is the user's to
+/// say, so a tool's output (a fetched page, an email) saying "from now on …" never
+/// becomes an instruction that steers every later prompt.
+fn said_by_whom_it_may_be(fact: &Fact, role: Role) -> bool {
+    fact.category != "instruction" || role == Role::User
 }
 
 /// Adds a model call's usage to a pass's counts.
@@ -168,13 +182,20 @@ impl Consolidator {
                 out.completion_tokens += extracted.usage.completion_tokens;
                 out.cost += extracted.usage.cost;
                 for fact in extracted.facts {
+                    if !said_by_whom_it_may_be(&fact, event.role) {
+                        continue;
+                    }
                     let outcome = if !self.allowed(&fact) {
                         FactOutcome::NotAllowed
                     } else {
-                        match self.judge(&memory, &user_id, &fact).await? {
+                        match self
+                            .judge(&memory, &user_id, &fact, event.created_at)
+                            .await?
+                        {
                             Judged::Tombstoned => FactOutcome::Tombstoned,
                             Judged::Duplicate(_) => FactOutcome::Duplicate,
                             Judged::Supersede(_) => FactOutcome::Supersede,
+                            Judged::Outdated => FactOutcome::Outdated,
                             Judged::Save => FactOutcome::Save,
                         }
                     };
@@ -287,8 +308,11 @@ impl Consolidator {
             .map_err(ConsolidateError::Extraction)?;
         add_usage(counts, &extracted.usage);
         for fact in extracted.facts {
+            if !said_by_whom_it_may_be(&fact, event.role) {
+                continue;
+            }
             let outcome = if self.allowed(&fact) {
-                self.learn(memory, key, event.sequence, &fact).await?
+                self.learn(memory, key, event, &fact).await?
             } else {
                 FactOutcome::NotAllowed
             };
@@ -312,11 +336,13 @@ impl Consolidator {
     /// What storing `fact` would do, reading only.
     /// `memory` is the handle of the agent the fact is for: a fact supersedes only a note
     /// of the same scope, and is a duplicate of any note that agent sees.
+    /// `said_at` is when the fact was said.
     async fn judge(
         &self,
         memory: &Memory,
         user_id: &str,
         fact: &Fact,
+        said_at: i64,
     ) -> Result<Judged, ConsolidateError> {
         if self.memory.is_tombstoned(user_id, &fact.content).await? {
             return Ok(Judged::Tombstoned);
@@ -355,25 +381,31 @@ impl Consolidator {
                 return Ok(Judged::Duplicate(hit.note_id.clone()));
             }
         }
-        Ok(match same_key.into_iter().next() {
-            Some((old, _)) => Judged::Supersede(old),
-            None => Judged::Save,
-        })
+        let Some((old, _)) = same_key.into_iter().next() else {
+            return Ok(Judged::Save);
+        };
+        // Sessions are read one after another: a session read later may hold what the
+        // user said before the fact that stands.
+        let standing = self.memory.fact_evidence(user_id, &old, None).await?;
+        if standing.first().is_some_and(|e| e.said_at > said_at) {
+            return Ok(Judged::Outdated);
+        }
+        Ok(Judged::Supersede(old))
     }
 
-    /// Stores a fact said in turn `sequence` of the session `key` unless the user deleted
-    /// it or already has it; a changed fact supersedes the old one, which stays as
-    /// history. The turn is recorded as the evidence of the note that holds the fact
-    /// (a new one, or the one that already did).
+    /// Stores a fact said in `event` of the session `key` unless the user deleted it or
+    /// already has it; a changed fact supersedes the old one, which stays as history,
+    /// unless the old one was said later. The turn is recorded as the evidence of the
+    /// note that holds the fact (a new one, or the one that already did).
     async fn learn(
         &self,
         memory: &Memory,
         key: &SessionKey,
-        sequence: i64,
+        event: &crate::memory::Event,
         fact: &Fact,
     ) -> Result<FactOutcome, ConsolidateError> {
         let user_id = key.user_id();
-        let judged = self.judge(memory, user_id, fact).await?;
+        let judged = self.judge(memory, user_id, fact, event.created_at).await?;
         let note = NewNote {
             content: fact.content.clone(),
             category: Some(fact.category.to_string()),
@@ -386,6 +418,7 @@ impl Consolidator {
         let memory = memory.by(Origin::Consolidation("facts"));
         let (outcome, held_by) = match judged {
             Judged::Tombstoned => (FactOutcome::Tombstoned, None),
+            Judged::Outdated => (FactOutcome::Outdated, None),
             Judged::Duplicate(held_by) => (FactOutcome::Duplicate, held_by),
             Judged::Supersede(old) => {
                 let saved = memory.supersede_note(user_id, &old, &note).await?;
@@ -404,8 +437,10 @@ impl Consolidator {
         // After the note: a crash between the two leaves the cursor before this turn, and
         // the turn read again finds the fact stored and records it then.
         if let Some(note_id) = held_by {
-            self.memory
-                .add_fact_evidence(&note_id, key, sequence)
+            // By the agent's handle: a turn of its private session is evidence only for
+            // the notes private to it.
+            memory
+                .add_fact_evidence(&note_id, key, event.sequence)
                 .await?;
         }
         Ok(outcome)

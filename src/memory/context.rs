@@ -344,6 +344,9 @@ impl Memory {
     }
 }
 
+/// Tokens the day a profile fact was said takes in the prompt.
+const SAID_TOKENS: usize = 6;
+
 impl Memory {
     /// The user's profile, first, within its share of the budget: the facts that fit, in
     /// the profile's order. What they say is returned rather than marked as said, so a
@@ -360,14 +363,17 @@ impl Memory {
         let mut profile = Vec::new();
         for fact in facts {
             let key = said(&fact.text);
+            let said_at = fact.evidence.first().map(|e| e.said_at);
             let added = filler.add(ContextItem {
                 kind: "profile",
-                tokens: estimate_tokens(&fact.text),
+                // With the " (said YYYY-MM-DD)" it is rendered with.
+                tokens: estimate_tokens(&fact.text)
+                    + if said_at.is_some() { SAID_TOKENS } else { 0 },
                 text: fact.text,
                 role: None,
                 sequence: None,
                 note_id: Some(fact.note_id),
-                said_at: fact.evidence.first().map(|e| e.said_at),
+                said_at,
             });
             if added == Added::Yes {
                 filler.seen.remove(&key);

@@ -227,20 +227,60 @@ impl Memory {
         about: impl Fn(usize, MemoryError) -> MemoryError,
     ) -> Result<Vec<i64>> {
         let mut placed = Vec::new();
+        let mut pending = 0u64;
         for (index, event) in events.iter().enumerate() {
-            if self.cut(event, None).is_some() {
-                let at = keeper
-                    .place(user_id, &event.content)
-                    .await
-                    .map_err(|e| about(index, e))?;
-                placed.push((index, at));
+            if self.cut(event, None).is_none() {
+                continue;
+            }
+            match keeper.place(user_id, &event.content, pending).await {
+                Ok(at) => {
+                    pending = pending.saturating_add(event.content.len() as u64);
+                    placed.push((index, at));
+                }
+                Err(err) => {
+                    keeper
+                        .release(&placed.iter().map(|(_, at)| at).collect::<Vec<_>>())
+                        .await;
+                    return Err(about(index, err));
+                }
             }
         }
+        let stored = self
+            .store_keeping(keeper, (user_id, session_id), events, &placed, &about)
+            .await;
+        match stored {
+            Ok(appended) => {
+                for (index, at) in &placed {
+                    keeper.settle(&events[*index].content, at).await;
+                }
+                self.appended(&appended);
+                Ok(appended.sequences)
+            }
+            Err(err) => {
+                // Nothing of the append was stored: the files placed for it go at once.
+                keeper
+                    .release(&placed.iter().map(|(_, at)| at).collect::<Vec<_>>())
+                    .await;
+                Err(err)
+            }
+        }
+    }
+
+    /// The transaction of [`Memory::append_keeping`]: the artifacts' rows of the `placed`
+    /// whole texts, then the events, cut to fit, their markers naming the artifacts.
+    async fn store_keeping(
+        &self,
+        keeper: &dyn super::oversize::WholeTextKeeper,
+        (user_id, session_id): (&str, &str),
+        events: &[NewEvent],
+        placed: &[(usize, super::oversize::PlacedText)],
+        about: &impl Fn(usize, MemoryError) -> MemoryError,
+    ) -> Result<Appended> {
         let key = SessionKey::new(user_id, session_id);
         let conn = self.db.conn().await?;
         let tx = conn.write_tx().await?;
         let mut fitted = events.to_vec();
-        for (index, at) in &placed {
+        for (index, at) in placed {
             let event = &events[*index];
             let artifact_id = keeper
                 .record_in(&tx, &key, &event.content, at)
@@ -260,11 +300,7 @@ impl Memory {
         let appended = append_in_tx(&statements, &append).await?;
         drop(statements);
         tx.commit().await?;
-        for (index, at) in &placed {
-            keeper.settle(&events[*index].content, at).await;
-        }
-        self.appended(&appended);
-        Ok(appended.sequences)
+        Ok(appended)
     }
 
     /// At most `memory.max_batch_events` events in one append, and at least one.
@@ -405,12 +441,13 @@ impl Memory {
         if events.is_empty() {
             return Err(MemoryError::invalid("JSONL input", "holds no events"));
         }
-        self.append_fitted(user_id, session_id, &events, |index, err| {
-            JsonlError {
+        self.append_fitted(user_id, session_id, &events, |index, err| match err {
+            // A database failure is no fault of the line's.
+            MemoryError::Db(_) => err,
+            err => MemoryError::OnLine {
                 line: lines[index],
-                reason: err.to_string(),
-            }
-            .into()
+                source: Box::new(err),
+            },
         })
         .await
     }

@@ -127,6 +127,13 @@ pub enum MemoryError {
     },
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
+    /// What went wrong with the event of a JSONL input's line `line`, found once all its
+    /// lines were read (its kind is the error's own: a limit is still a conflict).
+    #[error("line {line}: {source}")]
+    OnLine {
+        line: usize,
+        source: Box<MemoryError>,
+    },
     #[error(transparent)]
     Embed(#[from] EmbedError),
     #[error(transparent)]
@@ -153,6 +160,7 @@ impl Kind for MemoryError {
             MemoryError::TooManyNotes { .. } | MemoryError::KeyTaken { .. } => ErrorKind::Conflict,
             MemoryError::WriteFailed(_) => ErrorKind::Internal,
             MemoryError::WholeTextNotKept { kind, .. } => *kind,
+            MemoryError::OnLine { source, .. } => source.kind(),
             MemoryError::Embed(err) => err.kind(),
             MemoryError::Db(err) => err.kind(),
         }

@@ -377,6 +377,13 @@ impl Memory {
     ) -> Result<()> {
         conn.execute("DELETE FROM chunks WHERE note_id = ?1", [note_id])
             .await?;
+        // Where the old text was said is no evidence for the new one.
+        conn.execute(
+            "DELETE FROM fact_evidence WHERE note_id = ?1 AND user_id = ?2
+             AND ?3 != (SELECT content FROM notes WHERE note_id = ?1 AND user_id = ?2)",
+            libsql::params![note_id, user_id, content],
+        )
+        .await?;
         let tags_json = tags.map(|t| serde_json::to_string(t).expect("tags serialise"));
         conn.execute(
             "UPDATE notes SET content = ?3, tags_json = coalesce(?4, tags_json), updated_at = ?5

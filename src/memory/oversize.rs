@@ -19,10 +19,15 @@ use crate::db::WriteTx;
 /// and its whole text are stored together or not at all.
 #[async_trait]
 pub trait WholeTextKeeper: Send + Sync {
-    /// Checks `text` against `user_id`'s artifact limits and writes its content where it
-    /// goes before the transaction (a crash after leaves only a file no row names, which
-    /// the expiry pass collects). Over a limit nothing is written.
-    async fn place(&self, user_id: &str, text: &str) -> Result<PlacedText>;
+    /// Checks `text` against `user_id`'s artifact limits, counting `pending` bytes this
+    /// append placed already, and writes its content where it goes before the
+    /// transaction (a crash after leaves only a file no row names, which the expiry pass
+    /// collects). Over a limit nothing is written.
+    async fn place(&self, user_id: &str, text: &str, pending: u64) -> Result<PlacedText>;
+
+    /// Removes what [`WholeTextKeeper::place`] wrote for an append that stored nothing
+    /// (a file still named by another artifact's row stays).
+    async fn release(&self, placed: &[&PlacedText]);
 
     /// Records placed `text` as the user's artifact in the session `key`, inside `tx`
     /// (the limits checked again there), returning its id.

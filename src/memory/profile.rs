@@ -33,13 +33,15 @@ pub struct ProfileFact {
     pub note_id: String,
     pub text: String,
     pub category: String,
-    /// The latest turns it was said in, latest first (none for a fact saved by hand).
+    /// The latest turns it was said in, latest first: none for a note saved by hand that
+    /// the facts pass never found said, nor once its text was changed by hand.
     pub evidence: Vec<super::FactEvidence>,
 }
 
 impl Memory {
     /// The user's profile as the handle's agent sees it: their current, unexpired notes
-    /// with a category, by category (profile, preference, habit, decision, fact) and then
+    /// with a category, by category (profile, instruction, preference, habit, decision,
+    /// fact) and then
     /// most recently changed first; at most `limit`. With `as_of` (UTC ms), the profile as
     /// it stood then: the categorised versions valid at that instant.
     pub async fn profile(
@@ -108,8 +110,10 @@ impl Memory {
         mut facts: Vec<ProfileFact>,
         as_of: Option<i64>,
     ) -> Result<Vec<ProfileFact>> {
+        let note_ids: Vec<String> = facts.iter().map(|f| f.note_id.clone()).collect();
+        let mut evidence = self.evidence_of(user_id, &note_ids, as_of).await?;
         for fact in &mut facts {
-            fact.evidence = self.fact_evidence(user_id, &fact.note_id, as_of).await?;
+            fact.evidence = evidence.remove(&fact.note_id).unwrap_or_default();
         }
         Ok(facts)
     }

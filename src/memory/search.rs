@@ -471,6 +471,10 @@ impl Memory {
         }
         self.second_round(request, &mut hits).await;
         hits.truncate(top_k);
+        // The best hits of an order question, told oldest first (ties by their rank).
+        if super::when::asks_for_order(&request.query) {
+            hits.sort_by_key(|hit| hit.at);
+        }
         Ok(SearchResults { hits, degraded })
     }
 

@@ -257,6 +257,13 @@ impl Memory {
             if exists.is_some() {
                 tx.execute("DELETE FROM chunks WHERE note_id = ?1", [note_id])
                     .await?;
+                // Where the text it had was said is no evidence for another.
+                tx.execute(
+                    "DELETE FROM fact_evidence WHERE note_id = ?1 AND user_id = ?2
+                     AND ?3 != (SELECT content FROM notes WHERE note_id = ?1 AND user_id = ?2)",
+                    libsql::params![note_id, user_id, wanted.content.as_str()],
+                )
+                .await?;
                 tx.execute(
                     "UPDATE notes SET content = ?3, tags_json = ?4, key = ?5, category = ?6,
                      superseded_by = NULL, updated_at = ?7 WHERE note_id = ?1 AND user_id = ?2",

@@ -34,6 +34,24 @@ const MONTH_CUES: [&str; 11] = [
     "in", "during", "of", "since", "early", "late", "mid", "last", "this", "back", "around",
 ];
 
+/// Words that ask about the order things were said or happened in.
+const ORDER_CUES: [&str; 8] = [
+    "first",
+    "earliest",
+    "before",
+    "after",
+    "order",
+    "chronological",
+    "chronologically",
+    "timeline",
+];
+
+/// Whether `query` asks about order ("what did I first say about …", "did I move before
+/// or after …"): its hits are then told in time order, oldest first.
+pub fn asks_for_order(query: &str) -> bool {
+    crate::text::tokens(query).any(|word| ORDER_CUES.contains(&word.as_str()))
+}
+
 /// The window `query`'s first time words name, read at `now_ms` in `zone`; `None` when it
 /// has none (or names a time this calendar cannot hold).
 pub fn window(query: &str, now_ms: i64, zone: Tz) -> Option<TimeWindow> {
@@ -395,6 +413,27 @@ mod tests {
             read("on March 29, 2025"),
             Some((utc(2025, 3, 29), utc(2025, 3, 30)))
         );
+    }
+
+    #[test]
+    fn order_questions_are_told_apart() {
+        for query in [
+            "What did I first say about the boiler?",
+            "Did I move before or after I changed jobs?",
+            "In what order did I try the three diets?",
+            "my earliest note on Rust",
+            "Give me a timeline of the kitchen work",
+        ] {
+            assert!(asks_for_order(query), "{query}");
+        }
+        for query in [
+            "What is my favourite tea?",
+            "Which firstborn rule did we discuss",
+            "orders of magnitude",
+            "",
+        ] {
+            assert!(!asks_for_order(query), "{query}");
+        }
     }
 
     proptest! {
