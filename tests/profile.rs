@@ -413,4 +413,40 @@ async fn each_fact_comes_with_the_turns_it_was_said_in() {
         [("monday".to_string(), 1, first)]
     );
     assert!(evidence(&profile, "Catalan").is_empty());
+
+    // A hand edit stands from when it was made: a turn said before it, read after it,
+    // does not undo it; one said after it does.
+    memory
+        .append(
+            "alice",
+            "early",
+            &[said("From now on, reply in German.", second - 1)],
+        )
+        .await
+        .unwrap();
+    let report = consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    assert_eq!(report[0].counts["facts_outdated"], 1, "{report:?}");
+    let instruction = |profile: &[ProfileFact]| {
+        profile
+            .iter()
+            .find(|f| f.category == "instruction")
+            .map(|f| f.text.clone())
+    };
+    let profile = memory.profile("alice", 50, None).await.unwrap();
+    assert_eq!(instruction(&profile).as_deref(), Some("Answer in Catalan"));
+    clock.advance_ms(DAY);
+    memory
+        .append(
+            "alice",
+            "early",
+            &[NewEvent::new(Role::User, "From now on, reply in Italian.")],
+        )
+        .await
+        .unwrap();
+    consolidator.run(&[Pass::Facts], None, None).await.unwrap();
+    let profile = memory.profile("alice", 50, None).await.unwrap();
+    assert_eq!(
+        instruction(&profile).as_deref(),
+        Some("From now on, reply in Italian")
+    );
 }

@@ -81,6 +81,9 @@ impl WholeTextKeeper for ArtifactStore {
     }
 
     async fn settle(&self, text: &str, placed: &PlacedText) {
+        // Under the folder lock: a refused append's release of the same bytes must not
+        // remove the file between this commit and this write.
+        let _guard = self.folder_lock.lock().await;
         if let Err(err) = ArtifactStore::settle(self, placed, text.as_bytes()).await {
             tracing::error!(
                 hash = %placed.hash,

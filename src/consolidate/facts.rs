@@ -194,6 +194,10 @@ pub fn extract(input: &str) -> Vec<Fact> {
                             .next()
                             .map(topic)
                             .unwrap_or(subject.clone())
+                    } else if category == "instruction" {
+                        // What to do, not how: "reply in French" changes "reply in
+                        // Spanish".
+                        subject.split(' ').next().unwrap_or_default().to_string()
                     } else {
                         subject.clone()
                     };
@@ -254,9 +258,17 @@ fn leads(sentence: &str, at: usize, phrase: &str) -> bool {
     let before = sentence[..at].trim_end();
     let after = &sentence[at + phrase.len()..];
     let comma_after = after.starts_with(',');
-    (before.is_empty() || before.ends_with(','))
-        && (comma_after || (phrase == "from now on" && after.starts_with(' ')))
+    // Only a short lead-in may come first: "ok, from now on", "please from now on".
+    let lead_in = before.trim_end_matches([',', ':']).trim_end();
+    let led = before.is_empty()
+        || before.ends_with(',')
+        || before.ends_with(':')
+        || LEAD_INS.contains(&lead_in);
+    led && (comma_after || (phrase == "from now on" && after.starts_with(' ')))
 }
+
+/// Words that may come before a leading phrase, alone.
+const LEAD_INS: [&str; 8] = ["please", "so", "and", "ok", "okay", "also", "note", "but"];
 
 /// The phrase as whole words at the start of a clause.
 fn find_phrase(sentence: &str, phrase: &str) -> Option<usize> {
@@ -353,22 +365,27 @@ mod tests {
             (
                 "From now on, reply in Spanish",
                 "instruction",
-                "instruction:reply spanish",
+                "instruction:reply",
             ),
             (
                 "Please always answer in metric units",
                 "instruction",
-                "instruction:answer metric",
+                "instruction:answer",
             ),
             (
                 "Ok, going forward, keep answers under 100 words",
                 "instruction",
-                "instruction:keep answers",
+                "instruction:keep",
+            ),
+            (
+                "Please from now on answer in French",
+                "instruction",
+                "instruction:answer",
             ),
             (
                 "Please never use emoji in replies",
                 "instruction",
-                "instruction:use emoji",
+                "instruction:use",
             ),
         ];
         for (text, category, key) in cases {

@@ -350,7 +350,7 @@ impl Consolidator {
         let conn = self.memory.db().conn().await?;
         let mut rows = conn
             .query(
-                "SELECT note_id, content FROM notes WHERE user_id = ?1 AND fact_key = ?2
+                "SELECT note_id, content, updated_at FROM notes WHERE user_id = ?1 AND fact_key = ?2
                  AND superseded_by IS NULL AND coalesce(agent_id, '') = coalesce(?3, '')
                  ORDER BY updated_at DESC",
                 libsql::params![user_id, fact.key.as_str(), memory.agent()],
@@ -358,11 +358,15 @@ impl Consolidator {
             .await?;
         let mut same_key = Vec::new();
         while let Some(row) = rows.next().await? {
-            same_key.push((row.get::<String>(0)?, row.get::<String>(1)?));
+            same_key.push((
+                row.get::<String>(0)?,
+                row.get::<String>(1)?,
+                row.get::<i64>(2)?,
+            ));
         }
         drop(rows);
         drop(conn);
-        for (note_id, content) in &same_key {
+        for (note_id, content, _) in &same_key {
             if self.same_fact(content, &fact.content)? {
                 return Ok(Judged::Duplicate(Some(note_id.clone())));
             }
@@ -381,13 +385,17 @@ impl Consolidator {
                 return Ok(Judged::Duplicate(hit.note_id.clone()));
             }
         }
-        let Some((old, _)) = same_key.into_iter().next() else {
+        let Some((old, _, updated_at)) = same_key.into_iter().next() else {
             return Ok(Judged::Save);
         };
         // Sessions are read one after another: a session read later may hold what the
-        // user said before the fact that stands.
+        // user said before the fact that stands. The fact stands since it was last said,
+        // or (said nowhere the pass saw: changed by hand) since it was last written; a
+        // turn stamped later than now counts as said now, as its evidence does.
+        let said_at = said_at.min(self.now());
         let standing = self.memory.fact_evidence(user_id, &old, None).await?;
-        if standing.first().is_some_and(|e| e.said_at > said_at) {
+        let since = standing.first().map_or(updated_at, |e| e.said_at);
+        if since > said_at {
             return Ok(Judged::Outdated);
         }
         Ok(Judged::Supersede(old))

@@ -184,8 +184,16 @@ impl Memory {
     /// As [`Memory::search`], also saying whether the vector leg was left out.
     pub async fn search_detailed(&self, request: &SearchRequest) -> Result<SearchResults> {
         let started = std::time::Instant::now();
-        let results = self.search_checked(request, false).await;
+        let mut results = self.search_checked(request, false).await;
         crate::telemetry::search(started.elapsed());
+        // The best hits of an order question, told oldest first (ties by their rank).
+        // Here, for whoever reads them, not below: context assembly fills its budget
+        // best first.
+        if let Ok(found) = &mut results {
+            if super::when::asks_for_order(&request.query) {
+                found.hits.sort_by_key(|hit| hit.at);
+            }
+        }
         results
     }
 
@@ -471,10 +479,6 @@ impl Memory {
         }
         self.second_round(request, &mut hits).await;
         hits.truncate(top_k);
-        // The best hits of an order question, told oldest first (ties by their rank).
-        if super::when::asks_for_order(&request.query) {
-            hits.sort_by_key(|hit| hit.at);
-        }
         Ok(SearchResults { hits, degraded })
     }
 

@@ -34,22 +34,32 @@ const MONTH_CUES: [&str; 11] = [
     "in", "during", "of", "since", "early", "late", "mid", "last", "this", "back", "around",
 ];
 
-/// Words that ask about the order things were said or happened in.
-const ORDER_CUES: [&str; 8] = [
-    "first",
-    "earliest",
-    "before",
-    "after",
-    "order",
-    "chronological",
-    "chronologically",
-    "timeline",
+/// Phrases that ask about the order things were said or happened in (single words such
+/// as "first" or "before" are too common alone: "what's my first name?").
+const ORDER_CUES: [&[&str]; 12] = [
+    &["in", "what", "order"],
+    &["which", "order"],
+    &["before", "or", "after"],
+    &["which", "came", "first"],
+    &["at", "first"],
+    &["first", "time"],
+    &["first", "say"],
+    &["first", "said"],
+    &["first", "mention"],
+    &["earliest"],
+    &["timeline"],
+    &["chronological"],
 ];
 
 /// Whether `query` asks about order ("what did I first say about …", "did I move before
 /// or after …"): its hits are then told in time order, oldest first.
 pub fn asks_for_order(query: &str) -> bool {
-    crate::text::tokens(query).any(|word| ORDER_CUES.contains(&word.as_str()))
+    let words: Vec<String> = crate::text::tokens(query).collect();
+    ORDER_CUES.iter().any(|cue| {
+        words
+            .windows(cue.len())
+            .any(|w| w.iter().zip(cue.iter()).all(|(a, b)| a == b))
+    }) || words.iter().any(|w| w == "chronologically")
 }
 
 /// The window `query`'s first time words name, read at `now_ms` in `zone`; `None` when it
@@ -430,6 +440,8 @@ mod tests {
             "What is my favourite tea?",
             "Which firstborn rule did we discuss",
             "orders of magnitude",
+            "what's my first name?",
+            "what did I do after lunch",
             "",
         ] {
             assert!(!asks_for_order(query), "{query}");
