@@ -162,6 +162,13 @@ impl Memory {
         }
     }
 
+    /// Whether `event` is stored cut: over `memory.max_text_bytes` under a policy that
+    /// cuts (one too long even to cut was refused by [`Memory::check_fitted`]). Asked
+    /// without building the cut.
+    fn over_long(&self, event: &NewEvent) -> bool {
+        event.content.len() > self.limits.max_text_bytes && self.limits.oversize != Oversize::Refuse
+    }
+
     /// `event` cut to fit, the marker naming `whole`; `None` when it fits, the policy is
     /// to refuse, or it is too long even to cut (the content check then names it).
     fn cut(&self, event: &NewEvent, whole: Option<&str>) -> Option<NewEvent> {
@@ -205,7 +212,7 @@ impl Memory {
         about: impl Fn(usize, MemoryError) -> MemoryError,
     ) -> Result<Vec<i64>> {
         match self.keeps_whole_texts() {
-            Some(keeper) if events.iter().any(|e| self.cut(e, None).is_some()) => {
+            Some(keeper) if events.iter().any(|e| self.over_long(e)) => {
                 self.append_keeping(keeper, user_id, session_id, events, about)
                     .await
             }
@@ -229,7 +236,7 @@ impl Memory {
         let mut placed = Vec::new();
         let mut pending = 0u64;
         for (index, event) in events.iter().enumerate() {
-            if self.cut(event, None).is_none() {
+            if !self.over_long(event) {
                 continue;
             }
             match keeper.place(user_id, &event.content, pending).await {
