@@ -258,3 +258,47 @@ async fn malformed_chats_are_refused_naming_what_is_wrong() {
         "nothing half-written"
     );
 }
+
+/// An order question's hits come back oldest first; its recall@k is still taken over the
+/// k best, the set a caller asking for k gets. Here the evidence is the newer, better
+/// match: told in time order it is second, yet it is the best one.
+#[tokio::test]
+async fn an_order_question_is_scored_over_its_best_hits_not_their_time_order() {
+    let (_dir, memory) = common::fresh().await;
+    let file = json!({
+        "format": "nightshift-chats", "version": 1, "seed": 1,
+        "chats": [{
+            "id": "c2",
+            "sessions": [
+                {"date": "2026-01-05T09:00:00Z", "turns": [
+                    {"id": "S1:1", "role": "user", "text": "Pottery sounds fun."}
+                ]},
+                {"date": "2026-02-05T09:00:00Z", "turns": [
+                    {"id": "S2:1", "role": "user", "text": "We adopted Biscuit the beagle, and I started a pottery class."}
+                ]}
+            ],
+            "questions": [
+                {"question": "Which came first: adopting Biscuit the beagle or the pottery class?",
+                 "kind": "order", "evidence": ["S2:1"], "asked_at": "2026-03-01T10:00:00Z"}
+            ]
+        }]
+    });
+    let report = chats::evaluate(&memory, &file.to_string(), &[1, 2])
+        .await
+        .unwrap();
+    assert_eq!(report.recall[&1], 1.0, "{report:?}");
+    // The search itself tells both, the older first.
+    let hits = memory
+        .search(&nightshift::memory::SearchRequest {
+            user_id: "chats-c2".into(),
+            query: "Which came first: adopting Biscuit the beagle or the pottery class?".into(),
+            top_k: Some(2),
+            session_id: Some("chats-c2".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with("Pottery"), "{texts:?}");
+}

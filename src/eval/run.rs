@@ -94,7 +94,10 @@ pub async fn evaluate_stages(
             };
             for ((_, stage), tally) in stages.iter().zip(tallies.iter_mut()) {
                 let started = std::time::Instant::now();
-                let hits = stage.search(&request).await?;
+                let mut hits = stage.search(&request).await?;
+                // An order question's hits are told oldest first; the set a caller
+                // asking for k gets is still the k best, so each cut-off is taken by score.
+                hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
                 tally
                     .latencies
                     .push(started.elapsed().as_secs_f64() * 1000.0);
