@@ -262,6 +262,8 @@ async fn malformed_chats_are_refused_naming_what_is_wrong() {
 /// An order question's hits come back oldest first; its recall@k is still taken over the
 /// k best, the set a caller asking for k gets. Here the evidence is the newer, better
 /// match: told in time order it is second, yet it is the best one.
+const ORDER_QUESTION: &str = "Which came first: adopting Biscuit the beagle or the pottery class?";
+
 #[tokio::test]
 async fn an_order_question_is_scored_over_its_best_hits_not_their_time_order() {
     let (_dir, memory) = common::fresh().await;
@@ -278,7 +280,7 @@ async fn an_order_question_is_scored_over_its_best_hits_not_their_time_order() {
                 ]}
             ],
             "questions": [
-                {"question": "Which came first: adopting Biscuit the beagle or the pottery class?",
+                {"question": ORDER_QUESTION,
                  "kind": "order", "evidence": ["S2:1"], "asked_at": "2026-03-01T10:00:00Z"}
             ]
         }]
@@ -291,7 +293,7 @@ async fn an_order_question_is_scored_over_its_best_hits_not_their_time_order() {
     let hits = memory
         .search(&nightshift::memory::SearchRequest {
             user_id: "chats-c2".into(),
-            query: "Which came first: adopting Biscuit the beagle or the pottery class?".into(),
+            query: ORDER_QUESTION.into(),
             top_k: Some(2),
             session_id: Some("chats-c2".into()),
             ..Default::default()

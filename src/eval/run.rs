@@ -97,7 +97,7 @@ pub async fn evaluate_stages(
                 let mut hits = stage.search(&request).await?;
                 // An order question's hits are told oldest first; the set a caller
                 // asking for k gets is still the k best, so each cut-off is taken by score.
-                hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+                hits.sort_by(crate::memory::SearchHit::best_first);
                 tally
                     .latencies
                     .push(started.elapsed().as_secs_f64() * 1000.0);

@@ -88,7 +88,7 @@ fn blend_rounds(hits: &mut Vec<SearchHit>, rounds: Vec<Vec<SearchHit>>, weight: 
         hit.score = first + weight * later;
         hit
     }));
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+    hits.sort_by(SearchHit::best_first);
 }
 
 /// The hits' scores min-max normalised (all 1 when equal).

@@ -154,7 +154,7 @@ fn blend(hits: &mut [SearchHit], scores: &[f32], weight: f64) {
     for ((hit, f), r) in hits.iter_mut().zip(fused).zip(reranked) {
         hit.score = (1.0 - weight) * f + weight * r;
     }
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+    hits.sort_by(SearchHit::best_first);
 }
 
 /// Values scaled to 0..=1 (all 1 when they are equal; a NaN counts as the worst).

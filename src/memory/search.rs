@@ -175,6 +175,13 @@ impl From<SearchResults> for SearchResponse {
     }
 }
 
+impl SearchHit {
+    /// The order hits are ranked in: higher score first, the newer of equal scores first.
+    pub fn best_first(a: &Self, b: &Self) -> std::cmp::Ordering {
+        b.score.total_cmp(&a.score).then(b.at.cmp(&a.at))
+    }
+}
+
 impl Memory {
     /// The best notes and events for the request, best first.
     pub async fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>> {
@@ -460,7 +467,7 @@ impl Memory {
                 break;
             }
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+        hits.sort_by(SearchHit::best_first);
         super::speakers::prefer_named_speakers(
             &request.query,
             &mut hits,

@@ -37,7 +37,7 @@ pub(super) fn prefer_named_speakers(query: &str, hits: &mut [SearchHit], weight:
         }
     }
     if preferred {
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.at.cmp(&a.at)));
+        hits.sort_by(SearchHit::best_first);
     }
     preferred
 }
