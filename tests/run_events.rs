@@ -67,6 +67,86 @@ struct Sse {
     data: Value,
 }
 
+/// Fails, naming where, unless `value` is what `schema` (a part of the OpenAPI document
+/// `doc`) describes, by the keywords the document uses for this stream: `$ref`, `type`,
+/// `enum`, `required`, `properties`, a digits `pattern`, and JSON text of a
+/// `contentSchema`. A keyword it does not know fails rather than passes unread.
+fn conforms(doc: &Value, schema: &Value, value: &Value, at: &str) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.strip_prefix("#/components/schemas/").unwrap();
+        let named = &doc["components"]["schemas"][name];
+        assert!(
+            named.is_object(),
+            "{at}: {reference} is not in the document"
+        );
+        return conforms(doc, named, value, at);
+    }
+    for keyword in ["oneOf", "anyOf", "allOf", "not", "items", "const"] {
+        assert!(
+            schema.get(keyword).is_none(),
+            "{at}: `{keyword}` is not checked here"
+        );
+    }
+    if let Some(ty) = schema.get("type") {
+        let kind = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let allowed: Vec<&str> = match ty {
+            Value::Array(types) => types.iter().filter_map(Value::as_str).collect(),
+            other => vec![other.as_str().unwrap()],
+        };
+        let fits = allowed.contains(&kind) || (kind == "integer" && allowed.contains(&"number"));
+        assert!(fits, "{at}: a {kind}, documented as {ty}");
+    }
+    if let Some(allowed) = schema["enum"].as_array() {
+        assert!(
+            allowed.contains(value),
+            "{at}: {value} is not one of {allowed:?}"
+        );
+    }
+    for key in schema["required"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap();
+        assert!(
+            value.get(key).is_some(),
+            "{at}: no `{key}`, which the document requires"
+        );
+    }
+    for (key, part) in schema["properties"].as_object().into_iter().flatten() {
+        if let Some(inner) = value.get(key) {
+            conforms(doc, part, inner, &format!("{at}.{key}"));
+        }
+    }
+    if let Some(pattern) = schema["pattern"].as_str() {
+        assert_eq!(
+            pattern, "^[0-9]+$",
+            "{at}: a pattern this check does not read"
+        );
+        let text = value.as_str().unwrap_or_default();
+        let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        assert!(digits, "{at}: {value} is not digits");
+    }
+    if let Some(media) = schema["contentMediaType"].as_str() {
+        assert_eq!(
+            media, "application/json",
+            "{at}: a media type this check does not read"
+        );
+        let inner: Value = serde_json::from_str(value.as_str().unwrap())
+            .unwrap_or_else(|err| panic!("{at}: not JSON: {err}"));
+        conforms(
+            doc,
+            &schema["contentSchema"],
+            &inner,
+            &format!("{at} (its JSON)"),
+        );
+    }
+}
+
 /// An open event stream, read event by event.
 struct Stream {
     response: reqwest::Response,
@@ -258,6 +338,16 @@ async fn a_runs_progress_streams_live_resumes_after_the_last_event_and_ends() {
     for event in &all {
         assert_eq!(event.data["seq"], event.id, "the data names its own id");
         assert_eq!(event.data["kind"], event.event.as_str());
+    }
+    // Each event is what the OpenAPI document says a client reads from the stream, which
+    // is how generated clients and the API fuzzer (scripts/api-fuzz.sh) judge it.
+    let doc = api.call("GET", "/v1/openapi.json", None, None).await.body;
+    let documented = &doc["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"]["200"]
+        ["content"]["text/event-stream"]["schema"];
+    for event in &all {
+        let frame = json!({"id": event.id.to_string(), "event": event.event,
+            "data": event.data.to_string()});
+        conforms(&doc, documented, &frame, &format!("event {}", event.id));
     }
 
     // A client that lost its connection after event 2 gets exactly what followed.

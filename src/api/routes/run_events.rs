@@ -16,6 +16,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -26,7 +29,7 @@ use crate::api::stream_slots::{Full, StreamSlot, PER_CALLER};
 use crate::api::types::UserQuery;
 use crate::api::ApiState;
 use crate::input::InputError;
-use crate::schedule::progress::{parse_last_event_id, ProgressEvent};
+use crate::schedule::progress::{parse_last_event_id, ProgressEvent, ProgressKind};
 use crate::schedule::store::Follow;
 
 /// How often an open stream checks that its caller may still follow it (a revoked token,
@@ -48,7 +51,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
         ("Last-Event-ID" = Option<String>, Header,
          description = "The id of the last event seen, to resume after it (a whole number)")),
     responses(
-        (status = 200, content_type = "text/event-stream", body = ProgressEvent,
+        (status = 200, content_type = "text/event-stream", body = ProgressFrame,
          description = "One SSE event per progress event; its data is the event as JSON"),
         (status = 204, description = "The client already saw the run's end"),
         Failures),
@@ -78,6 +81,43 @@ async fn run_events(
         .into_response(),
         None => StatusCode::NO_CONTENT.into_response(),
     })
+}
+
+/// One event of the stream as an SSE client parses it: `id` (the event's seq), `event`
+/// (its kind) and `data`, the [`ProgressEvent`] as JSON text. The document describes the
+/// frame, not the event inside it, since that is what a generated client and a checker
+/// read from a `text/event-stream` response (OpenAPI 3.1 has no item schema for streams).
+pub struct ProgressFrame;
+
+impl PartialSchema for ProgressFrame {
+    fn schema() -> RefOr<Schema> {
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9]+$"))
+            .description(Some(
+                "The event's seq; sent back as `Last-Event-ID`, the stream resumes after it",
+            ));
+        let data = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .content_media_type("application/json")
+            .content_schema(Some(Ref::from_schema_name(ProgressEvent::name())))
+            .description(Some("The progress event, as JSON"));
+        ObjectBuilder::new()
+            .property("id", id)
+            .property("event", ProgressKind::schema())
+            .property("data", data)
+            .required("id")
+            .required("event")
+            .required("data")
+            .into()
+    }
+}
+
+impl ToSchema for ProgressFrame {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((ProgressEvent::name().into(), ProgressEvent::schema()));
+        <ProgressEvent as ToSchema>::schemas(schemas);
+    }
 }
 
 /// The id of the last event the client saw: its `Last-Event-ID` header (a reconnecting
