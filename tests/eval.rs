@@ -304,3 +304,106 @@ async fn an_order_question_is_scored_over_its_best_hits_not_their_time_order() {
     assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(texts[0].starts_with("Pottery"), "{texts:?}");
 }
+
+/// `nightshift eval chats FILE ARGS…` with the default (hash) settings, its scratch
+/// database in `dir`.
+fn eval_cli(dir: &std::path::Path, file: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .current_dir(dir)
+        .env_remove("NIGHTSHIFT_CONFIG")
+        .env("TMPDIR", dir)
+        .args(["--json", "eval", "chats"])
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn vary_scores_each_search_setting_over_one_ingest_and_refuses_a_bad_one_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The assistant's reply repeats the fact, and matches the question better than the
+    // user's turn that is its evidence: only the first-person preference for
+    // the user's own turns (`search.speaker_weight`) puts the evidence first. (A weaker
+    // match, a month before, keeps min-max normalisation from zeroing the evidence.)
+    let file = dir.path().join("chats.json");
+    let chats = json!({
+        "format": "nightshift-chats", "version": 1, "seed": 1,
+        "chats": [{
+            "id": "c3",
+            "sessions": [{"date": "2026-02-02T09:15:00Z", "turns": [
+                {"id": "S0:1", "role": "user", "text": "A long day: the vet, the post, rain, errands, a beagle book, the car, the bins."},
+                {"id": "S0:2", "role": "assistant", "text": "That is a lot of errands."}
+            ]}, {"date": "2026-03-02T09:15:00Z", "turns": [
+                {"id": "S1:1", "role": "user", "text": "We adopted a beagle, and he is called Biscuit."},
+                {"id": "S1:2", "role": "assistant", "text": "Your beagle is called Biscuit, a lovely name for a beagle."}
+            ]}],
+            "questions": [{"question": "What is my beagle called?", "kind": "fact",
+                "evidence": ["S1:1"], "asked_at": "2026-04-01T10:00:00Z"}]
+        }]
+    });
+    std::fs::write(&file, chats.to_string()).unwrap();
+    let out = eval_cli(
+        dir.path(),
+        &file,
+        &["--k", "1", "--vary", "search.speaker_weight=0,4"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stages: Vec<(String, f64)> = report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["stage"].as_str().unwrap().to_string(),
+                s["recall@1"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            ("configured".to_string(), 1.0),
+            ("search.speaker_weight = 0".to_string(), 0.0),
+            ("search.speaker_weight = 4".to_string(), 1.0),
+        ]
+    );
+    assert_eq!(report["turns"], 4, "one ingest, whatever the stages");
+
+    // A bad setting is refused, naming it, before anything is stored.
+    let leftovers = || std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(leftovers(), 1, "the scratch database went with the run");
+    for (args, says) in [
+        (
+            &["--vary", "search.speaker_weigth=1"][..],
+            "search.speaker_weigth",
+        ),
+        (
+            &["--vary", "search.keyword_weight=1.5"][..],
+            "search.keyword_weight",
+        ),
+        (
+            &["--vary", "memory.chunk_chars=320"][..],
+            "only `search.` keys",
+        ),
+        (&["--vary", "search.candidates=10"][..], "search.candidates"),
+        (
+            &["--ablate", "--vary", "search.time_weight=0"][..],
+            "--ablate",
+        ),
+    ] {
+        let out = eval_cli(dir.path(), &file, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && out.status.code() != Some(101),
+            "{args:?}"
+        );
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(leftovers(), 1, "{args:?} stored nothing");
+    }
+}

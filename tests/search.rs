@@ -586,6 +586,86 @@ async fn time_words_in_a_query_prefer_what_was_said_then() {
     }
 }
 
+/// "What did I say about the garden last week?" when last week's turn names the garden
+/// once in passing and eight older turns are all about it: with as few candidates as
+/// hits, a leg's best over the whole conversation are all older, and only asking the
+/// turns said last week alone finds it (`time_weight` 0 turns that off). Yesterday's
+/// small talk, which never names the garden, does not push the garden out of the first
+/// places when the question is about yesterday; a time in which nothing was said changes
+/// nothing.
+#[tokio::test]
+async fn a_turn_said_in_the_querys_time_is_found_though_older_turns_match_better() {
+    const DAY: i64 = 86_400_000;
+    let asked_at = 1_781_708_400_000; // Wednesday 2026-06-17T15:00:00Z
+    let garden = |text: &str| text.contains("garden");
+    let mut said = Vec::new();
+    for i in 0..8 {
+        let mut turn = NewEvent::new(
+            Role::User,
+            format!("The garden again ({i}): garden beds, garden tomatoes, the garden hose"),
+        );
+        turn.created_at = Some(asked_at - (120 + i) * DAY);
+        said.push(turn);
+    }
+    let mut last_week = NewEvent::new(
+        Role::User,
+        "A long stretch of meetings, rain and errands; the bins, the post, the car, and the \
+         gate of the garden squeaks again.",
+    );
+    last_week.created_at = Some(asked_at - 7 * DAY);
+    said.push(last_week.clone());
+    for chat in [
+        "Rain again today",
+        "The post came late",
+        "Errands and the car wash",
+    ] {
+        let mut small_talk = NewEvent::new(Role::User, chat);
+        small_talk.created_at = Some(asked_at - DAY);
+        said.push(small_talk);
+    }
+    let turns = apart(&said.iter().collect::<Vec<_>>());
+    let ask = async |time_weight: f64, query: &str| {
+        let (_dir, memory) = memory_with(|c| {
+            c.search.max_top_k = 5;
+            c.search.default_top_k = 5;
+            c.search.candidates = 5;
+            c.search.neighbor_weight = 0.0;
+            c.search.time_weight = time_weight;
+        })
+        .await;
+        memory.append("u", "chat", &turns).await.unwrap();
+        let mut asked = request("u", query, Some("chat"));
+        asked.asked_at = Some(asked_at);
+        asked.top_k = Some(5);
+        let hits = memory.search(&asked).await.unwrap();
+        hits.into_iter().map(|h| (h.at, h.text)).collect::<Vec<_>>()
+    };
+    let query = "what did I say about the garden last week?";
+    let last_week_at = last_week.created_at.unwrap();
+    let without = ask(0.0, query).await;
+    assert_eq!(without.len(), 5);
+    assert!(
+        without.iter().all(|(at, _)| *at != last_week_at),
+        "not among the candidates by the words alone: {without:?}"
+    );
+    let with = ask(1.0, query).await;
+    assert!(
+        with.iter().any(|(at, _)| *at == last_week_at),
+        "found when the turns said then are asked alone: {with:?}"
+    );
+
+    let yesterday = "what did I say about the garden yesterday?";
+    let with = ask(1.0, yesterday).await;
+    assert_eq!(with[0], ask(0.0, yesterday).await[0], "{with:?}");
+    assert!(
+        with.iter().filter(|(_, text)| garden(text)).count() >= 4,
+        "{with:?}"
+    );
+    // Nothing was said three days ago: the same hits as without a time.
+    let then = "what did I say about the garden three days ago?";
+    assert_eq!(ask(1.0, then).await, ask(0.0, then).await);
+}
+
 /// A day is the user's own (`[users.U] timezone`): "yesterday" asked at 02:00 in Auckland
 /// (14:00 the day before in UTC) is Auckland's yesterday. Two turns match alike; the one
 /// said on the user's yesterday comes first.

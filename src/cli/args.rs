@@ -418,26 +418,27 @@ pub enum OutboxCommand {
 pub enum EvalCommand {
     /// Recall@k on a LoCoMo-format file, in a scratch database with the configured
     /// embedding and search settings.
-    Locomo {
-        file: PathBuf,
-        /// Cut-offs, comma-separated.
-        #[arg(long, default_value = "5,10")]
-        k: String,
-        /// Also measure each stage of search on the same data in one run: the fusion
-        /// without the speaker cue, fusion only, + rerank (late interaction), + multi-hop.
-        #[arg(long)]
-        ablate: bool,
-    },
+    Locomo(EvalArgs),
     /// Recall@k on long user–assistant chats (the `nightshift-chats` format that
     /// `scripts/make_chats_dev.py` writes), per kind of question, in a scratch database
     /// with the configured embedding and search settings.
-    Chats {
-        file: PathBuf,
-        /// Cut-offs, comma-separated.
-        #[arg(long, default_value = "5,10")]
-        k: String,
-        /// Also measure each stage of search on the same data in one run, as for `locomo`.
-        #[arg(long)]
-        ablate: bool,
-    },
+    Chats(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The dev set.
+    pub file: PathBuf,
+    /// Cut-offs, comma-separated.
+    #[arg(long, default_value = "5,10")]
+    pub k: String,
+    /// Also measure each stage of search on the same data in one run: the fusion
+    /// without the speaker cue, fusion only, + rerank (late interaction), + multi-hop.
+    #[arg(long)]
+    pub ablate: bool,
+    /// Also measure the configured search with one setting changed, for each value, on
+    /// the same data in one run (`search.` keys only; repeatable; at most 64 values).
+    #[arg(long, value_name = "search.KEY=V1,V2", conflicts_with = "ablate",
+          value_parser = nightshift::eval::parse_variation)]
+    pub vary: Vec<nightshift::eval::Variation>,
 }

@@ -5,6 +5,7 @@ mod admin;
 mod approvals;
 mod args;
 mod artifact;
+mod eval;
 mod filters;
 mod generate;
 mod input;
@@ -163,7 +164,7 @@ async fn dispatch(cli: Cli) -> Result<(), Error> {
             nightshift::mcp::stdio::serve(&app, &user, shutdown).await
         }
         Command::Db(command) => admin::db(&config()?, command, json).await,
-        Command::Eval(command) => admin::eval(&config()?, command, json).await,
+        Command::Eval(command) => eval::eval(&config()?, command, json).await,
         Command::Memory(command) => memory::run(&open(config()?).await?, command, json).await,
         Command::Schedule(command) => schedule::run(&open(config()?).await?, command, json).await,
         Command::State(command) => state::run(&open(config()?).await?, command, json).await,

@@ -545,8 +545,9 @@ pub struct SearchConfig {
     /// speaker_weight)` times when the query is in the first person; 0 turns both off.
     pub speaker_weight: f64,
     /// A conversation hit said inside the time its query names ("last week", "in March",
-    /// read in the user's zone) scores `1 + time_weight` times its fused score; 0 turns
-    /// it off.
+    /// read in the user's zone) scores `1 + time_weight` times its fused score, and the
+    /// turns said then are also searched on their own (`memory::window_read`); 0 turns
+    /// both off.
     pub time_weight: f64,
     /// Candidates each leg contributes before fusion.
     pub candidates: usize,

@@ -298,6 +298,9 @@ fn search(config: &Config) -> Result<(), ConfigError> {
         search.rerank_cache_mib,
         0..=65_536,
     )?;
+    // Each seed is one more search.
+    range("search.multi_hop_seeds", search.multi_hop_seeds, 0..=5)?;
+    fraction("search.multi_hop_weight", search.multi_hop_weight)?;
     Ok(())
 }
 

@@ -7,9 +7,11 @@ pub mod chats;
 pub mod locomo;
 mod run;
 mod tally;
+mod vary;
 
 pub use run::{evaluate, evaluate_stages, Conversation, Question};
 pub use tally::{parse_ks, CategoryScore, Report};
+pub use vary::{parse_variation, variants, Variation, MAX_VARIANTS};
 
 use crate::memory::MemoryError;
 
@@ -21,6 +23,8 @@ pub enum EvalError {
     Format(String),
     #[error("invalid k `{0}`: use numbers from 1 to the search limit, like 5,10")]
     BadK(String),
+    #[error("invalid --vary {0}")]
+    BadVary(String),
     #[error(transparent)]
     Memory(#[from] MemoryError),
 }

@@ -92,6 +92,80 @@ pub(super) fn best_per_target(
     ranked
 }
 
+/// Each leg's best `candidates` notes and events of its chunk hits (each by its best
+/// chunk, see [`best_per_target`]), normalised by leg; and where each came from.
+pub(super) fn candidates_by_leg(
+    keyword_hits: Vec<(i64, f64)>,
+    vector_hits: Vec<(i64, f32)>,
+    chunk_sources: &HashMap<i64, Source>,
+    candidates: usize,
+) -> (HashMap<Target, LegScores>, HashMap<Target, Source>) {
+    let (mut scores, sources) =
+        raw_candidates_by_leg(keyword_hits, vector_hits, chunk_sources, candidates);
+    normalize(&mut scores, |s| &mut s.vector);
+    normalize(&mut scores, |s| &mut s.keyword);
+    (scores, sources)
+}
+
+/// [`candidates_by_leg`] with each leg's raw scores (bm25, cosine).
+pub(super) fn raw_candidates_by_leg(
+    keyword_hits: Vec<(i64, f64)>,
+    vector_hits: Vec<(i64, f32)>,
+    chunk_sources: &HashMap<i64, Source>,
+    candidates: usize,
+) -> (HashMap<Target, LegScores>, HashMap<Target, Source>) {
+    let mut scores: HashMap<Target, LegScores> = HashMap::new();
+    let mut sources: HashMap<Target, Source> = HashMap::new();
+    let vector_hits = vector_hits.into_iter().map(|(id, s)| (id, f64::from(s)));
+    let keyword = best_per_target(keyword_hits.into_iter(), chunk_sources, candidates);
+    let vector = best_per_target(vector_hits, chunk_sources, candidates);
+    for (hits, leg) in [
+        (
+            keyword,
+            (|s| &mut s.keyword) as fn(&mut LegScores) -> &mut Option<f64>,
+        ),
+        (vector, |s| &mut s.vector),
+    ] {
+        for (source, score) in hits {
+            *leg(scores.entry(source.target.clone()).or_default()) = Some(score);
+            sources.insert(source.target.clone(), source);
+        }
+    }
+    (scores, sources)
+}
+
+/// Scales one leg's raw scores in place to shares of `best` (clamped to 0..=1); all 1
+/// when there is no positive best.
+pub(super) fn scale_to_best<K>(
+    scores: &mut HashMap<K, LegScores>,
+    leg: fn(&mut LegScores) -> &mut Option<f64>,
+    best: Option<f64>,
+) {
+    for s in scores.values_mut() {
+        if let Some(v) = leg(s) {
+            *v = match best {
+                Some(best) if best > 0.0 => (*v / best).clamp(0.0, 1.0),
+                _ => 1.0,
+            };
+        }
+    }
+}
+
+/// Each candidate's fused score: its legs' normalised scores by `search`'s weights.
+pub(super) fn fuse(
+    scores: &HashMap<Target, LegScores>,
+    search: &crate::config::SearchConfig,
+) -> HashMap<Target, f64> {
+    scores
+        .iter()
+        .map(|(target, s)| {
+            let fused = search.vector_weight * s.vector.unwrap_or(0.0)
+                + search.keyword_weight * s.keyword.unwrap_or(0.0);
+            (target.clone(), fused)
+        })
+        .collect()
+}
+
 /// Where a chunk came from.
 #[derive(Clone)]
 pub(super) struct Source {
@@ -126,34 +200,75 @@ pub(super) async fn targets_of(
         let mut rows = conn
             .query(
                 &format!(
-                    "SELECT c.chunk_id, c.session_id, c.note_id, c.sequence_start,
-                            c.created_at, e.role
-                     FROM chunks c
-                     LEFT JOIN events e ON c.note_id IS NULL
-                          AND e.session_id = c.session_id AND e.sequence = c.sequence_start
+                    "SELECT {SOURCE_COLUMNS}
                      WHERE c.user_id = ?1 AND c.chunk_id IN ({placeholders})"
                 ),
                 params,
             )
             .await?;
         while let Some(row) = rows.next().await? {
-            let chunk_id: i64 = row.get(0)?;
-            let session_id: String = row.get(1)?;
-            if !sessions.contains(&session_id) {
-                continue;
+            let (chunk_id, session_id, source) = source_of(&row)?;
+            if sessions.contains(&session_id) {
+                targets.insert(chunk_id, source);
             }
-            let target = match row.get::<Option<String>>(2)? {
-                Some(note_id) => Target::Note(note_id),
-                None => Target::Event(session_id, row.get(3)?),
-            };
-            let role: Option<String> = row.get(5)?;
-            let source = Source {
-                target,
-                at: row.get(4)?,
-                by_assistant: role.as_deref() == Some("assistant"),
-            };
-            targets.insert(chunk_id, source);
         }
     }
     Ok(targets)
+}
+
+/// The chunks of the events of session `session_key` (the user's) said inside `window`,
+/// with where each came from: at most `limit`, the latest first.
+pub(super) async fn targets_in_window(
+    conn: &crate::db::Conn,
+    user_id: &str,
+    session_key: &str,
+    window: super::when::TimeWindow,
+    limit: usize,
+) -> Result<HashMap<i64, Source>> {
+    let mut rows = conn
+        .query(
+            &format!(
+                "SELECT {SOURCE_COLUMNS}
+                 WHERE c.user_id = ?1 AND c.created_at >= ?2 AND c.created_at < ?3
+                   AND c.session_id = ?4 AND c.note_id IS NULL
+                 ORDER BY c.created_at DESC, c.chunk_id DESC LIMIT ?5"
+            ),
+            libsql::params![
+                user_id,
+                window.since,
+                window.until,
+                session_key,
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+        )
+        .await?;
+    let mut targets = HashMap::new();
+    while let Some(row) = rows.next().await? {
+        let (chunk_id, _, source) = source_of(&row)?;
+        targets.insert(chunk_id, source);
+    }
+    Ok(targets)
+}
+
+/// What [`source_of`] reads, from `chunks c` and the event of each.
+const SOURCE_COLUMNS: &str = "c.chunk_id, c.session_id, c.note_id, c.sequence_start,
+        c.created_at, e.role
+     FROM chunks c
+     LEFT JOIN events e ON c.note_id IS NULL
+          AND e.session_id = c.session_id AND e.sequence = c.sequence_start";
+
+/// A chunk's id, session and where it came from, from a row of [`SOURCE_COLUMNS`].
+fn source_of(row: &libsql::Row) -> std::result::Result<(i64, String, Source), libsql::Error> {
+    let session_id: String = row.get(1)?;
+    let target = match row.get::<Option<String>>(2)? {
+        Some(note_id) => Target::Note(note_id),
+        None => Target::Event(session_id.clone(), row.get(3)?),
+    };
+    let role: Option<String> = row.get(5)?;
+    let source = Source {
+        target,
+        at: row.get(4)?,
+        by_assistant: role.as_deref() == Some("assistant"),
+    };
+    Ok((row.get(0)?, session_id, source))
 }

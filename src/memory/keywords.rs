@@ -302,12 +302,14 @@ async fn joined<T>(task: tokio::task::JoinHandle<T>) -> T {
 /// Chunk rows indexed on the async worker itself: a search's usual top-up.
 const INLINE_ROWS: usize = 256;
 
-/// The `k` chunks of the copies best matching `terms` by bm25 over them all, best first.
+/// The `k` chunks of the copies best matching `terms` by bm25 over them all, best first;
+/// with `among`, the best of those chunks only (scored as among them all).
 pub(super) fn best_matches(
     copies: &[Arc<SessionKeywords>],
     terms: &[u64],
     k: usize,
     context_weight: f64,
+    among: Option<Arc<std::collections::HashSet<i64>>>,
 ) -> Vec<(i64, f64)> {
     let chunks: usize = copies.iter().map(|c| c.rows()).sum();
     let total_length: u64 = copies.iter().map(|c| c.total_length).sum();
@@ -329,7 +331,10 @@ pub(super) fn best_matches(
         })
         .collect();
     let bm25 = Bm25::new(&holding, chunks, total_length, context_weight);
-    let mut top = TopK::new(k);
+    let mut top = match among {
+        Some(among) => TopK::among(k, among),
+        None => TopK::new(k),
+    };
     let mut scratch = vec![0.0; BLOCK_ROWS];
     for copy in copies {
         for segment in &copy.segments {
@@ -474,6 +479,7 @@ impl Memory {
             &terms,
             k,
             self.search.context_weight,
+            None,
         )))
     }
 

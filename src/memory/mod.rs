@@ -42,6 +42,7 @@ mod users;
 mod vectors;
 mod versions;
 pub mod when;
+mod window_read;
 mod writer;
 
 /// Characters of the previous event a conversation chunk carries as its context.

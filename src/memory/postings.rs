@@ -251,10 +251,11 @@ impl Ord for Kept {
     }
 }
 
-/// The best `k` chunks seen so far.
+/// The best `k` chunks seen so far (of those it is limited to, when it is).
 pub(super) struct TopK {
     k: usize,
     heap: BinaryHeap<Kept>,
+    among: Option<std::sync::Arc<std::collections::HashSet<i64>>>,
 }
 
 impl TopK {
@@ -262,11 +263,20 @@ impl TopK {
         Self {
             k,
             heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1),
+            among: None,
+        }
+    }
+
+    /// The best `k` of the chunks `among` only.
+    pub(super) fn among(k: usize, among: std::sync::Arc<std::collections::HashSet<i64>>) -> Self {
+        Self {
+            among: Some(among),
+            ..Self::new(k)
         }
     }
 
     fn offer(&mut self, score: f64, chunk_id: i64) {
-        if self.k == 0 {
+        if self.k == 0 || self.among.as_ref().is_some_and(|a| !a.contains(&chunk_id)) {
             return;
         }
         if self.heap.len() < self.k {

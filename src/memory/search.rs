@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::fusion::{
-    best_per_target, normalize, spread_to_neighbours, targets_of, LegScores, Source, Target,
+    candidates_by_leg, fuse, spread_to_neighbours, targets_of, LegScores, Source, Target,
 };
 use super::terms::Terms;
 use super::{
@@ -48,7 +48,7 @@ pub(super) const MAX_IDS_PER_STATEMENT: usize = 30_000;
 
 /// Chunks each leg reads for each candidate it brings (see
 /// [`super::fusion::best_per_target`]).
-const CHUNKS_PER_CANDIDATE: usize = 3;
+pub(super) const CHUNKS_PER_CANDIDATE: usize = 3;
 
 /// How many times as many chunks a leg reads again when the first read was crowded.
 const DEEPER: usize = 8;
@@ -359,7 +359,7 @@ impl Memory {
         };
         let keyword = |k: usize| match &keyword_leg {
             Some((copies, terms)) => {
-                keywords::best_matches(copies, terms, k, self.search.context_weight)
+                keywords::best_matches(copies, terms, k, self.search.context_weight, None)
             }
             None => Vec::new(),
         };
@@ -395,23 +395,45 @@ impl Memory {
         }
 
         // Each leg's best `candidates` notes and events, each scored by its best chunk.
-        let mut scores: HashMap<Target, LegScores> = HashMap::new();
-        let mut sources: HashMap<Target, Source> = HashMap::new();
-        let keyword_hits = keyword_hits.into_iter();
-        let vector_hits = vector_hits.into_iter().map(|(id, s)| (id, f64::from(s)));
-        for (hits, leg) in [
-            (
-                best_per_target(keyword_hits, &chunk_targets, candidates),
-                (|s| &mut s.keyword) as fn(&mut LegScores) -> &mut Option<f64>,
-            ),
-            (
-                best_per_target(vector_hits, &chunk_targets, candidates),
-                |s| &mut s.vector,
-            ),
-        ] {
-            for (source, score) in hits {
-                *leg(scores.entry(source.target.clone()).or_default()) = Some(score);
-                sources.insert(source.target.clone(), source);
+        // Each leg's best raw score over the whole conversation (hits come best first).
+        let best = (
+            keyword_hits.first().map(|h| h.1),
+            vector_hits.first().map(|h| f64::from(h.1)),
+        );
+        let (mut scores, mut sources) =
+            candidates_by_leg(keyword_hits, vector_hits, &chunk_targets, candidates);
+        // A query naming a time ("in March", "last week") is also asked of the turns said
+        // then alone (see `window_read`): the best of them may match too weakly to be
+        // among the whole conversation's best, where no preference could reach it.
+        let said_when = self.query_window(request);
+        let mut said_then = HashMap::new();
+        if let (Some(window), Some(session_id)) = (said_when, &request.session_id) {
+            let key = SessionKey::new(user_id, session_id);
+            let legs = super::window_read::Legs {
+                keyword: keyword_leg
+                    .as_ref()
+                    .map(|(c, t)| (c.as_slice(), t.as_slice())),
+                query_vector: &query_vector,
+                context_weight: self.search.context_weight,
+                model: self.embedder.model_id(),
+                sessions: &sessions,
+                best,
+            };
+            let (window_scores, window_sources) = super::window_read::candidates(
+                &conn,
+                user_id,
+                key.as_str(),
+                window,
+                legs,
+                candidates,
+            )
+            .await?;
+            said_then = fuse(&window_scores, &self.search);
+            for (target, legs) in window_scores {
+                scores.entry(target).or_insert(legs);
+            }
+            for (target, source) in window_sources {
+                sources.entry(target).or_insert(source);
             }
         }
         if scores.is_empty() {
@@ -420,32 +442,28 @@ impl Memory {
                 degraded,
             });
         }
-        normalize(&mut scores, |s| &mut s.vector);
-        normalize(&mut scores, |s| &mut s.keyword);
         // A turn said inside the time the query names is preferred ("what did I say last
         // week"), and an assistant's turn is not, when the query speaks of its user ("my
         // dog"): both before neighbours borrow from them and before the best are read.
-        let said_when = self.query_window(request);
         let of_the_user = super::speakers::in_the_first_person(&request.query);
-        let mut targets: HashMap<Target, f64> = scores
-            .iter()
-            .map(|(target, s)| {
-                let mut score = self.search.vector_weight * s.vector.unwrap_or(0.0)
-                    + self.search.keyword_weight * s.keyword.unwrap_or(0.0);
-                let Some(source) = sources.get(target) else {
-                    return (target.clone(), score);
-                };
-                if matches!(target, Target::Event(..))
-                    && said_when.is_some_and(|w| w.contains(source.at))
-                {
-                    score *= 1.0 + self.search.time_weight;
-                }
-                if of_the_user && source.by_assistant {
-                    score /= 1.0 + self.search.speaker_weight;
-                }
-                (target.clone(), score)
-            })
-            .collect();
+        let mut targets = fuse(&scores, &self.search);
+        for (target, then) in said_then {
+            let score = targets.entry(target).or_insert(0.0);
+            *score = score.max(then);
+        }
+        for (target, score) in targets.iter_mut() {
+            let Some(source) = sources.get(target) else {
+                continue;
+            };
+            if matches!(target, Target::Event(..))
+                && said_when.is_some_and(|w| w.contains(source.at))
+            {
+                *score *= 1.0 + self.search.time_weight;
+            }
+            if of_the_user && source.by_assistant {
+                *score /= 1.0 + self.search.speaker_weight;
+            }
+        }
         // Each target's scores by leg, to show with its hit.
         let legs = scores;
         spread_to_neighbours(&mut targets, self.search.neighbor_weight);
