@@ -3,20 +3,9 @@
 
 mod common;
 
-use common::{config_in, count, fresh, keyword_integrity};
+use common::{config_in, count, fresh, keyword_integrity, memory_with, search_request as request};
 use nightshift::app::open_memory;
 use nightshift::memory::{HitSource, NewEvent, NewNote, Role, SearchRequest};
-
-fn request(user: &str, query: &str, session: Option<&str>) -> SearchRequest {
-    SearchRequest {
-        user_id: user.into(),
-        query: query.into(),
-        top_k: Some(10),
-        session_id: session.map(Into::into),
-        tags: Vec::new(),
-        ..Default::default()
-    }
-}
 
 #[tokio::test]
 async fn any_text_a_user_types_is_a_safe_query() {
@@ -391,143 +380,6 @@ async fn the_most_candidates_allowed_are_read_in_slices() {
 /// Two people of one conversation: Bob's question names Ann and the trip, Ann's answer
 /// only the trip. Asked what Ann said, search puts Ann's own turn first because the event
 /// names its speaker; with `search.speaker_weight = 0` the keyword match on her name wins.
-#[tokio::test]
-async fn a_query_naming_a_speaker_prefers_that_speakers_turns() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let turns = [
-        NewEvent::new(
-            Role::User,
-            "Ann, how was the trip to Lisbon with Ann's sister?",
-        )
-        .named("Bob"),
-        NewEvent::new(Role::User, "The trip to Lisbon was lovely, lots of tiles").named("Ann"),
-        NewEvent::new(Role::User, "Unrelated: the boiler needs a service"),
-    ];
-    let query = "What did Ann say about the trip to Lisbon?";
-    let mut first = Vec::new();
-    for weight in [0.0, 1.0] {
-        let mut config = config_in(&dir);
-        config.database.path = dir
-            .path()
-            .join(format!("w{weight}.db"))
-            .display()
-            .to_string();
-        config.search.speaker_weight = weight;
-        let memory = open_memory(&config).await.unwrap();
-        memory.append("u", "chat", &turns).await.unwrap();
-        let hits = memory
-            .search(&request("u", query, Some("chat")))
-            .await
-            .unwrap();
-        first.push(hits[0].name.clone());
-        // Another user never sees the turns, named or not.
-        assert!(memory
-            .search(&request("v", "Ann Lisbon", None))
-            .await
-            .unwrap()
-            .is_empty());
-    }
-    assert_eq!(first, [Some("Bob".to_string()), Some("Ann".to_string())]);
-}
-
-/// A speaker's name is one line of text within 256 bytes: anything else is refused,
-/// naming the field, and the batch it came in is not appended.
-#[tokio::test]
-async fn a_bad_speaker_name_is_refused_and_nothing_is_appended() {
-    let (_dir, memory) = fresh().await;
-    let too_long = "n".repeat(257);
-    for bad in [
-        "",
-        "   ",
-        "Ann\nBob",
-        "A\u{0}nn",
-        "\u{7}",
-        too_long.as_str(),
-    ] {
-        let batch = [
-            NewEvent::new(Role::User, "fine"),
-            NewEvent::new(Role::User, "also fine").named(bad),
-        ];
-        let err = memory.append("u", "chat", &batch).await.unwrap_err();
-        assert!(err.to_string().contains("event name"), "{bad:?}: {err}");
-    }
-    assert_eq!(count(&memory, "SELECT COUNT(*) FROM events").await, 0);
-    // Any Unicode within the limit is a name, and it comes back as given.
-    let name = "Zoë 张伟 🙂";
-    memory
-        .append(
-            "u",
-            "chat",
-            &[NewEvent::new(Role::User, "hello").named(name)],
-        )
-        .await
-        .unwrap();
-    let events = memory
-        .recall(&nightshift::access::Actor::user("u").unwrap(), "chat", 10)
-        .await
-        .unwrap();
-    assert_eq!(events[0].name.as_deref(), Some(name));
-}
-
-/// A store of its own with `set` applied to the default configuration.
-async fn memory_with(
-    set: impl FnOnce(&mut nightshift::config::Config),
-) -> (tempfile::TempDir, nightshift::memory::Memory) {
-    let dir = tempfile::TempDir::new().unwrap();
-    let mut config = config_in(&dir);
-    set(&mut config);
-    let memory = open_memory(&config).await.unwrap();
-    (dir, memory)
-}
-
-/// "What is my dog called" is answered by the user's turn, not by the assistant's longer
-/// answer that repeats it (the better keyword match): a query in the first person divides
-/// the assistant's turns' scores by `1 + speaker_weight`.
-#[tokio::test]
-async fn a_first_person_query_prefers_the_users_turn_to_the_assistants_echo() {
-    let turns = [
-        NewEvent::new(
-            Role::User,
-            "We adopted a beagle called Biscuit. Dinner ideas?",
-        ),
-        NewEvent::new(
-            Role::Assistant,
-            "Since Biscuit the beagle keeps you busy: beagle-friendly quick dinners, so \
-             Biscuit gets walked and you eat well. Biscuit and other beagles love routine.",
-        ),
-        // The weakest match, so that min-max normalisation does not zero the user's.
-        NewEvent::new(
-            Role::User,
-            "Where is the biscuit tin? Also the laundry, the bins.",
-        ),
-    ];
-    let mut first = Vec::new();
-    for weight in [0.0, 2.0] {
-        let (_dir, memory) = memory_with(|c| c.search.speaker_weight = weight).await;
-        memory.append("u", "chat", &turns).await.unwrap();
-        let hits = memory
-            .search(&request(
-                "u",
-                "what is my beagle Biscuit like",
-                Some("chat"),
-            ))
-            .await
-            .unwrap();
-        first.push(hits[0].role);
-        // Not in the first person: the better match stays first.
-        let hits = memory
-            .search(&request(
-                "u",
-                "what is the beagle Biscuit like",
-                Some("chat"),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(hits[0].role, Some(Role::Assistant));
-    }
-    assert_eq!(first, [Some(Role::Assistant), Some(Role::User)]);
-}
-
 /// `turns` three turns apart, so that none is another's context or neighbour.
 fn apart(turns: &[&NewEvent]) -> Vec<NewEvent> {
     let mut out = Vec::new();

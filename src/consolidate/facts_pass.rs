@@ -9,9 +9,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::counts::{bump, Counts, PassOutcome};
+use super::error::ConsolidateError;
 use super::facts::{cosine, token_jaccard, Fact, ModelUsage};
+use super::pass::{Pass, Progress};
 use super::passes::{Consolidator, FACTS_TRIES};
-use super::{ConsolidateError, Pass, Progress};
 use crate::memory::{Memory, NewNote, Origin, Role, SearchRequest, SessionKey, SessionKind};
 
 /// Cosine and word-overlap thresholds above which two facts are the same fact.

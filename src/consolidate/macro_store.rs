@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::error::ConsolidateError;
 use super::macros::{Learning, NextKey, TriggerKey, Turn};
-use super::ConsolidateError;
 use crate::db::{fetch_all, json_column, query_scalar, DbError, FromRow};
 use crate::memory::{Memory, Role};
 

@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::counts::{bump, Counts};
+use super::error::ConsolidateError;
 use super::macro_store::{self, Cursor, Learned, Row, Trigger};
-use super::ConsolidateError;
 use crate::config::ConsolidationConfig;
 use crate::memory::{args_pattern, call_arguments, Memory, Role};
 

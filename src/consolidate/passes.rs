@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio_util::task::AbortOnDropHandle;
 
+use super::error::ConsolidateError;
 use super::facts::FactExtractor;
-use super::{ConsolidateError, Pass, Progress};
+use super::pass::{Pass, Progress};
 use crate::artifact::ArtifactStore;
 use crate::config::ConsolidationConfig;
 use crate::ids;

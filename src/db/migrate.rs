@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use super::{clock, Db, DbError};
+use super::error::DbError;
+use super::{clock, Db};
 
 pub struct Migration {
     pub version: i64,

@@ -9,7 +9,9 @@ mod pool;
 pub mod postgres;
 mod query;
 mod runner;
+mod server_stream;
 mod target;
+mod write_gate;
 mod write_tx;
 
 use std::sync::Arc;
@@ -53,7 +55,7 @@ struct DbInner {
     pool: pool::Pool,
     /// One write transaction at a time from this process, against a server (see
     /// [`WriteTx`]).
-    write_gate: Option<write_tx::WriteGate>,
+    write_gate: Option<write_gate::WriteGate>,
 }
 
 /// What statements run on.
@@ -126,11 +128,11 @@ impl Db {
                 pool: pool::Pool::new(options.pool_size),
                 write_gate: match target {
                     DbTarget::Local(_) => None,
-                    DbTarget::Remote { .. } => Some(write_tx::WriteGate::new(Some(
-                        write_tx::WriteConnSlot::new(database),
+                    DbTarget::Remote { .. } => Some(write_gate::WriteGate::new(Some(
+                        write_gate::WriteConnSlot::new(database),
                     ))),
                     DbTarget::Replica { .. } | DbTarget::Postgres { .. } => {
-                        Some(write_tx::WriteGate::new(None))
+                        Some(write_gate::WriteGate::new(None))
                     }
                 },
                 options,
@@ -304,8 +306,8 @@ impl Db {
             }
         }
         // Against a server a connection keeps the statements it has described.
-        let stream =
-            matches!(self.inner.target, DbTarget::Remote { .. }).then(runner::ServerStream::new);
+        let stream = matches!(self.inner.target, DbTarget::Remote { .. })
+            .then(server_stream::ServerStream::new);
         Ok(self.wrap(conn, stream))
     }
 
@@ -342,7 +344,7 @@ impl Db {
         )
     }
 
-    fn wrap(&self, conn: libsql::Connection, stream: Option<runner::ServerStream>) -> Conn {
+    fn wrap(&self, conn: libsql::Connection, stream: Option<server_stream::ServerStream>) -> Conn {
         let local_busy = matches!(self.inner.target, DbTarget::Local(_))
             .then_some(self.inner.options.busy_timeout);
         Conn::new(

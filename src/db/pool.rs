@@ -8,8 +8,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::runner::{Runner, ServerStream};
-use super::write_tx::{Begin, WriteGate, WriteTx};
+use super::runner::Runner;
+use super::server_stream::ServerStream;
+use super::write_gate::WriteGate;
+use super::write_tx::{Begin, WriteTx};
 
 /// An idle connection and, against a server, what is kept of its stream.
 type Idle = (libsql::Connection, Option<ServerStream>);

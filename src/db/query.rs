@@ -1,7 +1,9 @@
 //! Reading rows as values: scalars, typed rows ([`FromRow`]) and the helpers every store
 //! reads with, on a connection or inside a write transaction alike.
 
-use super::{Conn, DbError, WriteTx};
+use super::error::DbError;
+use super::pool::Conn;
+use super::write_tx::WriteTx;
 
 /// A column value [`query_scalar`] can return. (libsql keeps its own conversion trait
 /// private.)

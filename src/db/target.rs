@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{postgres, DbError};
+use super::error::DbError;
+use super::postgres;
 
 /// Where the database is: a local file, a libSQL server (sqld, Turso) reached over HTTP,
 /// or such a server read through a local embedded replica. The same SQL runs on all three.

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use rmcp::ServiceExt;
 
-use super::McpServer;
+use super::handler::McpServer;
 use crate::app::App;
 use crate::error::{Error, ErrorKind};
 

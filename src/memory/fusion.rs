@@ -2,7 +2,7 @@
 //! they came from (one candidate each, by its best chunk), each leg's scores are min-max
 //! normalised and weighed, and an event lends part of its score to its neighbours.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::search::{placeholders, MAX_IDS_PER_STATEMENT};
 use super::Result;
@@ -40,16 +40,22 @@ pub(super) fn normalize<K>(
 /// Lends each event's score, scaled by `weight`, to the events next to it in its session
 /// (half as much two steps away). The answer to a question often sits in the turn after
 /// the one that matches it, or a multi-turn exchange matches as a whole; both surface this
-/// way. Notes stand alone.
-pub(super) fn spread_to_neighbours(targets: &mut HashMap<Target, f64>, weight: f64) {
+/// way. Notes stand alone, and so do the events of the sessions in `standing_alone`.
+pub(super) fn spread_to_neighbours(
+    targets: &mut HashMap<Target, f64>,
+    weight: f64,
+    standing_alone: &HashSet<String>,
+) {
     if weight <= 0.0 {
         return;
     }
     let events: Vec<(String, i64, f64)> = targets
         .iter()
         .filter_map(|(target, score)| match target {
-            Target::Event(session, sequence) => Some((session.clone(), *sequence, *score)),
-            Target::Note(_) => None,
+            Target::Event(session, sequence) if !standing_alone.contains(session) => {
+                Some((session.clone(), *sequence, *score))
+            }
+            Target::Event(..) | Target::Note(_) => None,
         })
         .collect();
     for (session, sequence, score) in events {

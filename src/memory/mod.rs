@@ -19,6 +19,7 @@ mod filters;
 mod fts_query;
 mod fusion;
 mod growth;
+mod hydrate;
 mod index;
 mod keywords;
 mod macros;

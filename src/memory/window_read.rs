@@ -57,6 +57,9 @@ pub(super) async fn candidates(
     }
     let pool = candidates.saturating_mul(CHUNKS_PER_CANDIDATE);
     let among: Arc<HashSet<i64>> = Arc::new(inside.keys().copied().collect());
+    // Every copy the search read, the notes' too, though only the conversation's chunks
+    // can be among these: bm25's statistics (chunks, mean length, how many hold a term)
+    // must be the whole search's for a score here to be a share of the leg's best.
     let keyword_hits = match legs.keyword {
         Some((copies, terms)) => keywords::best_matches(
             copies,

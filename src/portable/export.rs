@@ -8,10 +8,12 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::{PortableError, Result};
 use super::format::{End, ExportReport, Header, FORMAT, VERSION};
+use super::request::ExportScope;
 use super::rows::{self, Row, CONTENT, TYPE, USER};
+use super::store::Portable;
 use super::tables::TABLES;
-use super::{ExportScope, Portable, PortableError, Result};
 use crate::access::Actor;
 use crate::db::DbError;
 use crate::input;

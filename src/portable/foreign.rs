@@ -10,11 +10,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::error::{PortableError, Result};
 use super::format::ImportFormat;
 use super::import::Line;
 use super::rows::{Row, TYPE, USER};
 use super::tables::table_of;
-use super::{PortableError, Result};
 use crate::config::MemoryConfig;
 use crate::input;
 

@@ -11,11 +11,14 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::columns::ColumnTypes;
+use super::error::{PortableError, Result};
+use super::foreign;
 use super::format::{End, Header, ImportFormat, ImportReport, FORMAT, VERSION};
+use super::request::ImportRequest;
 use super::rows::{self, LineLimits, Row, CONTENT, TYPE};
+use super::store::Portable;
 use super::tables::{table_of, Table};
 use super::user_import::{write_user, UserImport};
-use super::{foreign, ImportRequest, Portable, PortableError, Result};
 use crate::access::Actor;
 use crate::db::{query_scalar, WriteTx};
 use crate::memory::{SessionKey, SessionKind};

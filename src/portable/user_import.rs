@@ -8,13 +8,14 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::error::{PortableError, Result};
 use super::format::ImportReport;
 use super::import::{
     check_reserved_sessions, check_schedules, ensure_notes_session, notes_key, write_row, Line,
     Outcome, Placing,
 };
 use super::rows;
-use super::{Portable, PortableError, Result};
+use super::store::Portable;
 use crate::db::{query_scalar, Conn, WriteTx};
 use crate::memory::SessionKey;
 

@@ -81,6 +81,31 @@ pub async fn fresh() -> (TempDir, Memory) {
     (dir, memory)
 }
 
+/// A search of `user`'s memory for `query`, ten hits, in `session` when given.
+pub fn search_request(
+    user: &str,
+    query: &str,
+    session: Option<&str>,
+) -> nightshift::memory::SearchRequest {
+    nightshift::memory::SearchRequest {
+        user_id: user.into(),
+        query: query.into(),
+        top_k: Some(10),
+        session_id: session.map(Into::into),
+        tags: Vec::new(),
+        ..Default::default()
+    }
+}
+
+/// A store of its own with `set` applied to the default configuration.
+pub async fn memory_with(set: impl FnOnce(&mut Config)) -> (TempDir, Memory) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut config = config_in(&dir);
+    set(&mut config);
+    let memory = open_memory(&config).await.unwrap();
+    (dir, memory)
+}
+
 pub async fn count(memory: &Memory, sql: &str) -> i64 {
     let conn = memory.db().conn().await.unwrap();
     query_scalar::<i64>(&conn, sql, ())
