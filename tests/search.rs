@@ -377,9 +377,6 @@ async fn the_most_candidates_allowed_are_read_in_slices() {
     assert_eq!(hits[0].text, "tea tea tea oolong tea");
 }
 
-/// Two people of one conversation: Bob's question names Ann and the trip, Ann's answer
-/// only the trip. Asked what Ann said, search puts Ann's own turn first because the event
-/// names its speaker; with `search.speaker_weight = 0` the keyword match on her name wins.
 /// `turns` three turns apart, so that none is another's context or neighbour.
 fn apart(turns: &[&NewEvent]) -> Vec<NewEvent> {
     let mut out = Vec::new();

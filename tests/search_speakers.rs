@@ -5,8 +5,11 @@ mod common;
 
 use common::{config_in, count, fresh, memory_with, search_request as request};
 use nightshift::app::open_memory;
-use nightshift::memory::{NewEvent, Role};
+use nightshift::memory::{Memory, NewEvent, Role};
 
+/// Two people of one conversation: Bob's question names Ann and the trip, Ann's answer
+/// only the trip. Asked what Ann said, search puts Ann's own turn first because the event
+/// names its speaker; with `search.speaker_weight = 0` the keyword match on her name wins.
 #[tokio::test]
 async fn a_query_naming_a_speaker_prefers_that_speakers_turns() {
     let dir = tempfile::TempDir::new().unwrap();
@@ -175,35 +178,58 @@ async fn in_a_chat_with_an_assistant_the_users_turns_borrow_nothing_from_its_rep
             .map(|h| h.text)
             .collect()
     };
-    let (_dir, memory) = memory_with(|c| c.search.neighbor_weight = 1.0).await;
-    memory
-        .append("u", "chat", &chat(Role::Assistant))
-        .await
-        .unwrap();
-    let borrowed = |hits: &[nightshift::memory::SearchHit]| {
-        // The small talk matches no word of either query: its score is what it borrowed.
-        hits.iter().find(|h| h.text == between).map(|h| h.score)
-    };
-    let hits = memory
+    // The same conversations in a store that lends (weight 1) and in one that does not.
+    let (_lending_dir, lending) = memory_with(|c| c.search.neighbor_weight = 1.0).await;
+    let (_alone_dir, alone) = memory_with(|c| c.search.neighbor_weight = 0.0).await;
+    for memory in [&lending, &alone] {
+        let chat_with_assistant = chat(Role::Assistant);
+        memory
+            .append("u", "chat", &chat_with_assistant)
+            .await
+            .unwrap();
+        memory
+            .append("u", "people", &chat(Role::User))
+            .await
+            .unwrap();
+    }
+
+    // About the user: the small talk scores only what it matches itself, as where
+    // nothing is lent, and the turn where the user said it comes first.
+    assert_eq!(
+        score_of(&lending, "chat", query, between).await,
+        score_of(&alone, "chat", query, between).await
+    );
+    let hits = lending
         .search(&request("u", query, Some("chat")))
         .await
         .unwrap();
-    assert_eq!(borrowed(&hits), Some(0.0));
     assert_eq!(users_turns(hits), [said, between]);
     // A question not about the user: the turns borrow from the replies as before.
-    let hits = memory
-        .search(&request("u", "Maren's wedding in Porto", Some("chat")))
-        .await
-        .unwrap();
-    assert!(borrowed(&hits).is_some_and(|score| score > 0.0), "{hits:?}");
-    // The same turns between people: the small talk borrows from the two turns beside it.
-    memory
-        .append("u", "people", &chat(Role::User))
-        .await
-        .unwrap();
-    let hits = memory
+    let not_about_the_user = "Maren's wedding in Porto";
+    assert!(
+        score_of(&lending, "chat", not_about_the_user, between).await
+            > score_of(&alone, "chat", not_about_the_user, between).await
+    );
+    // The same turns between people: the small talk borrows from the two turns beside it
+    // and comes first.
+    assert!(
+        score_of(&lending, "people", query, between).await
+            > score_of(&alone, "people", query, between).await
+    );
+    let hits = lending
         .search(&request("u", query, Some("people")))
         .await
         .unwrap();
     assert_eq!(users_turns(hits), [between, said]);
+}
+
+/// The score of the hit in `session` whose text is `text`, searching for `query`.
+async fn score_of(memory: &Memory, session: &str, query: &str, text: &str) -> f64 {
+    let hits = memory
+        .search(&request("u", query, Some(session)))
+        .await
+        .unwrap();
+    let hit = hits.iter().find(|h| h.text == text);
+    hit.unwrap_or_else(|| panic!("{text:?} not among {hits:?}"))
+        .score
 }

@@ -87,7 +87,8 @@ pub struct SearchConfig {
     pub context_weight: f64,
     /// Share of an event's fused score lent to the events next to it in its session
     /// (half that two steps away); 0 turns it off. Nothing is lent for a question in the
-    /// first person in a conversation with an assistant (see `memory::search`).
+    /// first person in a conversation where an assistant's turn is among the candidates
+    /// (see `memory::search`).
     pub neighbor_weight: f64,
     /// A hit said by a speaker its query names (an event's `name`) scores `1 +
     /// speaker_weight` times its fused score, and an assistant's turn `1 / (1 +

@@ -1,5 +1,5 @@
-//! `[scheduler]`, `[runtime]` and `[consolidation]`: how runs are scheduled, sent to an
-//! agent runtime, and tidied up after overnight.
+//! `[scheduler]`, `[runtime]` and `[consolidation]`: how runs are scheduled and sent to
+//! an agent runtime, and the overnight passes that consolidate memory.
 
 use serde::{Deserialize, Serialize};
 

@@ -69,8 +69,8 @@ pub(super) enum Lane {
 pub(super) struct WriteGate {
     queue: Arc<Semaphore>,
     turn: Arc<Semaphore>,
-    /// Against a plain server, the connection write transactions run on (see the module
-    /// documentation); through a replica they are libsql's.
+    /// Against a plain server, the connection write transactions run on (see `write_tx`'s
+    /// module documentation); through a replica they are libsql's.
     pub(super) write_conn: Option<WriteConnSlot>,
 }
 

@@ -131,7 +131,7 @@ impl Memory {
         conn: &crate::db::Conn,
         sessions: &[String],
     ) -> Result<SearchState> {
-        let placeholders = super::search::placeholders(1, sessions.len());
+        let placeholders = super::in_list::placeholders(1, sessions.len());
         let params: Vec<libsql::Value> = sessions.iter().map(|s| s.as_str().into()).collect();
         let mut rows = conn
             .query(

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::search::placeholders;
+use super::in_list::placeholders;
 use super::{check_id, Memory, Result, SessionKey};
 use crate::db::{fetch_all, DbError, FromRow};
 

@@ -4,8 +4,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::search::{placeholders, MAX_IDS_PER_STATEMENT};
+use super::in_list::{placeholders, MAX_IDS_PER_STATEMENT};
 use super::Result;
+
+/// Chunks each leg reads for each candidate it brings (see
+/// [`best_per_target`]).
+pub(super) const CHUNKS_PER_CANDIDATE: usize = 3;
 
 /// A note's or event's scores from each leg, before fusion.
 #[derive(Default, Clone, Copy)]

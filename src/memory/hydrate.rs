@@ -1,10 +1,11 @@
 //! Reading search's best candidates whole: the notes (still current, visible to the
-//! agent, matching the filters) and the events (inside the window) behind them, as hits.
+//! agent, matching the filters) and the events (inside the window; none when a note
+//! filter is set) behind them, as hits.
 
 use std::collections::HashMap;
 
 use super::fusion::{LegScores, Target};
-use super::search::placeholders;
+use super::in_list::placeholders;
 use super::{EventWindow, HitSource, Memory, NoteFilter, Result, SearchHit, SessionKey};
 
 impl Memory {

@@ -216,7 +216,7 @@ impl RowsSql {
                 format!(
                     "({}{}{})",
                     shape.prefix,
-                    super::search::placeholders(first, shape.width),
+                    super::in_list::placeholders(first, shape.width),
                     shape.suffix
                 )
             })

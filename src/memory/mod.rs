@@ -19,7 +19,9 @@ mod filters;
 mod fts_query;
 mod fusion;
 mod growth;
+mod hits;
 mod hydrate;
+mod in_list;
 mod index;
 mod keywords;
 mod macros;
@@ -61,6 +63,7 @@ pub use evidence::{FactEvidence, EVIDENCE_PER_FACT};
 pub use filters::{parse_time, parse_time_opt, EventWindow, NoteFilter, NOTE_SOURCES};
 pub use fts_query::keyword_expression;
 pub use growth::{DayOfMemory, GROWTH_DAYS};
+pub use hits::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};
 pub use keywords::CachedKeywords;
 pub use macros::{args_pattern, call_arguments, Macro, MacroList};
 pub use matrix::VectorMatrix;
@@ -68,7 +71,6 @@ pub use notes::{tombstone_hash, MAX_TAGS, MAX_TAG_CHARS};
 pub use profile::{ProfileFact, PROFILE_FACTS};
 pub use rebuild::RebuildReport;
 pub use rerank::{CandidateScorer, RerankStage};
-pub use search::{HitSource, SearchHit, SearchRequest, SearchResponse, SearchResults};
 pub use summarize::{
     estimate_tokens, ExtractiveSummarizer, SummarizeOutcome, Summarizer, SummaryPolicy,
 };

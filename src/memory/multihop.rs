@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::search::{SearchHit, SearchRequest};
+use super::hits::{SearchHit, SearchRequest};
 use super::Memory;
 use crate::config::RerankMode;
 

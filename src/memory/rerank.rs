@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::search::SearchHit;
+use super::hits::SearchHit;
 use super::Memory;
 use crate::config::{EmbeddingConfig, RerankMode};
 use crate::embed::{EmbedError, LateInteraction};

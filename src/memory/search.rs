@@ -6,47 +6,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
-
-use super::fusion::{candidates_by_leg, fuse, spread_to_neighbours, targets_of, Source, Target};
+use super::fusion::{
+    candidates_by_leg, fuse, spread_to_neighbours, targets_of, Source, Target, CHUNKS_PER_CANDIDATE,
+};
 use super::terms::Terms;
 use super::{
-    check_id, keywords, vectors, EventWindow, Memory, MemoryError, NoteFilter, Result, SessionKey,
+    check_id, keywords, vectors, Memory, MemoryError, Result, SearchHit, SearchRequest,
+    SearchResults, SessionKey,
 };
-
-#[derive(Debug, Clone, Default)]
-pub struct SearchRequest {
-    pub user_id: String,
-    pub query: String,
-    /// Hits to return; the configured default when `None`.
-    pub top_k: Option<usize>,
-    /// Also search this conversation session (it must belong to the user).
-    pub session_id: Option<String>,
-    /// Only notes carrying every one of these tags (conversation hits are left out); the
-    /// same as `filter.tags`, kept for the callers that set it alone.
-    pub tags: Vec<String>,
-    /// Only notes passing this filter; any condition in it leaves conversation hits out.
-    pub filter: NoteFilter,
-    /// Only conversation events that happened in this window (notes are not affected).
-    pub window: EventWindow,
-    /// Search the notes as they were at this instant (UTC ms): the versions valid then,
-    /// by keywords. Not combined with a session, note filters or a window.
-    pub as_of: Option<i64>,
-    /// The instant the query's relative time words ("last week", "yesterday") are read
-    /// from (UTC ms): when a conversation is replayed, the time it was asked. Now when
-    /// absent.
-    pub asked_at: Option<i64>,
-    /// The zone the query's days and months are read in; the user's (`[users.U]
-    /// timezone`, else UTC) when absent.
-    pub time_zone: Option<chrono_tz::Tz>,
-}
-
-/// Chunk ids read by one `IN (…)` statement (SQLite allows 32,766 parameters).
-pub(super) const MAX_IDS_PER_STATEMENT: usize = 30_000;
-
-/// Chunks each leg reads for each candidate it brings (see
-/// [`super::fusion::best_per_target`]).
-pub(super) const CHUNKS_PER_CANDIDATE: usize = 3;
 
 /// How many times as many chunks a leg reads again when the first read was crowded.
 const DEEPER: usize = 8;
@@ -92,93 +59,6 @@ async fn map_new<S>(
 
 /// How many more candidates each leg fetches when a filter may drop some of them.
 const FILTERED_CANDIDATES: usize = 4;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum HitSource {
-    Note,
-    Conversation,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct SearchHit {
-    pub text: String,
-    pub score: f64,
-    pub source: HitSource,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sequence: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub role: Option<super::Role>,
-    /// Who said an event, when its appender named the speaker.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// When the note was last written or the event happened (UTC ms).
-    pub at: i64,
-    /// The keyword leg's score of the hit's best passage, 0 to 1 over the first stage's
-    /// candidates; absent when that leg did not find it (an event found as a hit's
-    /// neighbour, an `as_of` search). `score` also counts neighbours, the second stage and
-    /// a second round, so it is not these two alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keyword_score: Option<f64>,
-    /// The vector leg's score of the hit's best passage, likewise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vector_score: Option<f64>,
-}
-
-/// `?first, ?first+1, …`: `count` numbered parameters for an `IN (…)` list.
-pub(super) fn placeholders(first: usize, count: usize) -> String {
-    // `IN ()` is SQLite's empty list, which PostgreSQL does not read; `IN (NULL)` holds
-    // for no row on both (every caller asks `IN`, never `NOT IN`).
-    if count == 0 {
-        return "NULL".to_string();
-    }
-    (first..first + count)
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A search's hits and whether it ran on the keyword leg alone.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchResults {
-    pub hits: Vec<SearchHit>,
-    /// Why the vector leg was left out (stored vectors of another model, or a re-embed
-    /// in progress); `None` when both legs ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
-}
-
-/// A search as every front door answers it: the hits, and whether (and why) the vector
-/// leg was left out.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct SearchResponse {
-    pub hits: Vec<SearchHit>,
-    pub degraded: bool,
-    pub degraded_reason: Option<String>,
-}
-
-impl From<SearchResults> for SearchResponse {
-    fn from(results: SearchResults) -> Self {
-        Self {
-            hits: results.hits,
-            degraded: results.degraded.is_some(),
-            degraded_reason: results.degraded,
-        }
-    }
-}
-
-impl SearchHit {
-    /// The order hits are ranked in: higher score first, the newer of equal scores first.
-    pub fn best_first(a: &Self, b: &Self) -> std::cmp::Ordering {
-        b.score.total_cmp(&a.score).then(b.at.cmp(&a.at))
-    }
-}
 
 impl Memory {
     /// The best notes and events for the request, best first.

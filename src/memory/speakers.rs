@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::search::SearchHit;
+use super::hits::SearchHit;
 use crate::text::{is_stop_word, tokens};
 
 /// Whether every word of `name` is a word of the query. A name without a word ("!!") or

@@ -255,7 +255,7 @@ pub(super) async fn rescore(
                 &format!(
                     "SELECT chunk_id, session_id, embedding FROM chunk_vectors
                      WHERE model = ?1 AND chunk_id IN ({})",
-                    super::search::placeholders(2, slice.len())
+                    super::in_list::placeholders(2, slice.len())
                 ),
                 params,
             )

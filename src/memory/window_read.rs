@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use super::fusion::{
     raw_candidates_by_leg, scale_to_best, targets_in_window, LegScores, Source, Target,
+    CHUNKS_PER_CANDIDATE,
 };
 use super::keywords::{self, SessionKeywords};
-use super::search::CHUNKS_PER_CANDIDATE;
 use super::when::TimeWindow;
 use super::{vectors, Result};
 
