@@ -32,6 +32,10 @@ pub struct MemoryConfig {
     pub chunk_chars: usize,
     /// Characters shared by consecutive chunks of one text.
     pub chunk_overlap_chars: usize,
+    /// The most sentences of a user's chunk embedded on their own beside the whole chunk
+    /// (the vector leg scores the chunk by the best of them; see `memory::sentences`);
+    /// 0 embeds whole chunks only.
+    pub sentence_vectors: usize,
     /// Events returned by `memory recall` when no `--limit` is given.
     pub recall_limit: usize,
     /// Largest `payload` an event may carry, in bytes of its JSON.
@@ -60,6 +64,7 @@ impl Default for MemoryConfig {
             oversize: Oversize::Refuse,
             chunk_chars: 640,
             chunk_overlap_chars: 96,
+            sentence_vectors: 12,
             recall_limit: 50,
             max_payload_bytes: 65_536,
             max_import_bytes: 16 * 1024 * 1024,

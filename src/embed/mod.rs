@@ -71,6 +71,30 @@ pub fn blob_to_vector(blob: &[u8]) -> Option<Vec<f32>> {
     )
 }
 
+/// Several vectors of one width in one blob, one after another: a chunk's own vector and
+/// its sentences' (`memory::sentences`).
+pub fn vectors_to_blob<V: AsRef<[f32]>>(vectors: &[V]) -> Vec<u8> {
+    vectors
+        .iter()
+        .flat_map(|v| v.as_ref().iter().flat_map(|x| x.to_le_bytes()))
+        .collect()
+}
+
+/// The vectors of `dimensions` floats a blob holds (one for a blob of one vector); `None`
+/// if it is empty or not a whole number of them (a vector of another model's width).
+pub fn blob_to_vectors(blob: &[u8], dimensions: usize) -> Option<Vec<Vec<f32>>> {
+    let floats = blob_to_vector(blob)?;
+    if dimensions == 0 || floats.is_empty() || !floats.len().is_multiple_of(dimensions) {
+        return None;
+    }
+    Some(
+        floats
+            .chunks_exact(dimensions)
+            .map(<[f32]>::to_vec)
+            .collect(),
+    )
+}
+
 /// Scales a vector to unit length in place (a zero vector stays zero).
 pub fn l2_normalize(vector: &mut [f32]) {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -88,5 +112,17 @@ mod tests {
         let v = vec![0.25f32, -1.5, 3.0];
         assert_eq!(blob_to_vector(&vector_to_blob(&v)).unwrap(), v);
         assert!(blob_to_vector(&[1, 2, 3]).is_none());
+        let several = [vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0, 6.0]];
+        assert_eq!(
+            blob_to_vectors(&vectors_to_blob(&several), 2).unwrap(),
+            several
+        );
+        assert_eq!(
+            blob_to_vectors(&vector_to_blob(&v), v.len()).unwrap(),
+            vec![v.clone()]
+        );
+        // Three floats are not a whole number of vectors of two.
+        assert!(blob_to_vectors(&vector_to_blob(&[1.0, 2.0, 3.0]), 2).is_none());
+        assert!(blob_to_vectors(&[], 2).is_none());
     }
 }

@@ -8,7 +8,7 @@
 use super::codes::CodeRows;
 use super::terms::Field;
 use super::{Memory, Result, SessionKey};
-use crate::embed::blob_to_vector;
+use crate::embed::blob_to_vectors;
 
 /// Vectors a block holds; a session's newest vectors, fewer than this, stay rows.
 pub(super) const BLOCK_ROWS: usize = 4096;
@@ -131,8 +131,9 @@ impl Memory {
                 last = row.get(0)?;
                 let blob: Vec<u8> = row.get(2)?;
                 // A vector of another width is left out, as the loader leaves it out.
-                if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == dimensions) {
-                    codes.push(row.get(1)?, &v);
+                let chunk_id = row.get(1)?;
+                for v in blob_to_vectors(&blob, dimensions).unwrap_or_default() {
+                    codes.push(chunk_id, &v);
                 }
             }
             drop(rows);

@@ -14,9 +14,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::index::embedding_input;
+use super::index::{embed_chunks, vector_inputs};
 use super::{Memory, Result};
-use crate::embed::vector_to_blob;
 
 /// How long a claimed batch is held before another worker may take it over.
 const CLAIM_LEASE_MS: i64 = 120_000;
@@ -296,7 +295,11 @@ impl Memory {
         }
         let mut rows = conn
             .query(
-                "SELECT q.chunk_id, c.context, c.text, c.session_id
+                // A user's turn's sentences are embedded on their own too.
+                "SELECT q.chunk_id, c.context, c.text, c.session_id,
+                        EXISTS (SELECT 1 FROM events e
+                                WHERE c.note_id IS NULL AND e.session_id = c.session_id
+                                  AND e.sequence = c.sequence_start AND e.role = 'user')
                  FROM embed_queue q JOIN chunks c USING (chunk_id)
                  WHERE q.claim_token = ?1 ORDER BY q.chunk_id",
                 [token.as_str()],
@@ -308,9 +311,10 @@ impl Memory {
         while let Some(row) = rows.next().await? {
             ids.push(row.get::<i64>(0)?);
             *sessions.entry(row.get::<String>(3)?).or_default() += 1;
-            texts.push(embedding_input(
+            texts.push(vector_inputs(
                 &row.get::<String>(1)?,
                 &row.get::<String>(2)?,
+                self.sentences_of(row.get::<i64>(4)? != 0),
             ));
         }
         drop(rows);
@@ -320,8 +324,8 @@ impl Memory {
             return Ok(0);
         }
 
-        let vectors = match self.embed_blocking(texts).await {
-            Ok(vectors) => vectors,
+        let blobs = match embed_chunks(self, texts).await {
+            Ok(blobs) => blobs,
             Err(err) => {
                 // Hand the batch back at once rather than when its lease runs out.
                 let conn = self.db.conn().await?;
@@ -353,10 +357,10 @@ impl Memory {
             libsql::Value::Text(model),
         ];
         let mut rows = Vec::with_capacity(ids.len());
-        for (chunk_id, vector) in ids.iter().zip(&vectors) {
+        for (chunk_id, blob) in ids.iter().zip(blobs) {
             rows.push(format!("(?{}, ?{})", params.len() + 1, params.len() + 2));
             params.push(libsql::Value::Integer(*chunk_id));
-            params.push(libsql::Value::Blob(vector_to_blob(vector)));
+            params.push(libsql::Value::Blob(blob));
         }
         let rows = rows.join(", ");
         conn.execute(

@@ -5,7 +5,7 @@
 
 use super::{chunk_text, Memory, Result};
 use crate::db::Runner;
-use crate::embed::vector_to_blob;
+use crate::embed::vectors_to_blob;
 
 /// A chunk ready to be written: its text, content hash and, when already embedded, its
 /// vector blob (otherwise it is queued for the background embedder).
@@ -52,6 +52,36 @@ pub(super) fn embedding_input(context: &str, text: &str) -> String {
     }
 }
 
+/// Everything the embedder reads for one chunk, in the order its vectors are stored: the
+/// chunk with its context, then at most `sentences` of its sentences alone (a user's
+/// chunk's, up to `memory.sentence_vectors`; 0 for any other: see [`super::sentences`]).
+pub(super) fn vector_inputs(context: &str, text: &str, sentences: usize) -> Vec<String> {
+    let mut inputs = vec![embedding_input(context, text)];
+    inputs.extend(
+        super::sentences::sentences(text, sentences)
+            .into_iter()
+            .map(str::to_string),
+    );
+    inputs
+}
+
+/// Embeds each chunk's inputs (`per_chunk`, from [`vector_inputs`]) in one call and
+/// returns one blob a chunk: its vectors one after another.
+pub(super) async fn embed_chunks(
+    memory: &Memory,
+    per_chunk: Vec<Vec<String>>,
+) -> Result<Vec<Vec<u8>>> {
+    let counts: Vec<usize> = per_chunk.iter().map(Vec::len).collect();
+    let vectors = memory
+        .embed_blocking(per_chunk.into_iter().flatten().collect())
+        .await?;
+    let mut vectors = vectors.into_iter();
+    Ok(counts
+        .into_iter()
+        .map(|n| vectors_to_blob(&vectors.by_ref().take(n).collect::<Vec<_>>()))
+        .collect())
+}
+
 impl Memory {
     /// Chunks each text, to be embedded later by the queue; one entry per input text.
     pub(super) fn prepare_chunks(&self, texts: &[&str]) -> Vec<Vec<PreparedChunk>> {
@@ -72,22 +102,40 @@ impl Memory {
 
     /// Chunks and embeds each text with its context (on a blocking thread), for a rebuild
     /// that swaps a session's whole index in one transaction.
+    /// `by_user[i]` says whether `texts[i]` is a user's turn, whose sentences are embedded
+    /// on their own too.
     pub(super) async fn prepare_chunks_embedded(
         &self,
         texts: &[&str],
         contexts: &[String],
+        by_user: &[bool],
     ) -> Result<Vec<Vec<PreparedChunk>>> {
         let mut per_text = self.prepare_chunks(texts);
-        let flat: Vec<String> = per_text
+        let inputs: Vec<Vec<String>> = per_text
             .iter()
             .zip(contexts)
-            .flat_map(|(chunks, context)| chunks.iter().map(|c| embedding_input(context, &c.text)))
+            .zip(by_user)
+            .flat_map(|((chunks, context), by_user)| {
+                chunks
+                    .iter()
+                    .map(|c| vector_inputs(context, &c.text, self.sentences_of(*by_user)))
+            })
             .collect();
-        let vectors = self.embed_blocking(flat).await?;
-        for (chunk, vector) in per_text.iter_mut().flatten().zip(vectors) {
-            chunk.vector = Some(vector_to_blob(&vector));
+        let blobs = embed_chunks(self, inputs).await?;
+        for (chunk, blob) in per_text.iter_mut().flatten().zip(blobs) {
+            chunk.vector = Some(blob);
         }
         Ok(per_text)
+    }
+
+    /// How many sentences of a chunk are embedded on their own: up to
+    /// `memory.sentence_vectors` of a user's, none of anything else.
+    pub(super) fn sentences_of(&self, by_user: bool) -> usize {
+        if by_user {
+            self.limits.sentence_vectors
+        } else {
+            0
+        }
     }
 
     /// Runs the embedder on a blocking thread: model calls take milliseconds to seconds.

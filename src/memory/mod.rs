@@ -34,6 +34,7 @@ mod profile;
 mod rebuild;
 mod rerank;
 mod search;
+mod sentences;
 mod session_lru;
 mod speakers;
 mod summarize;

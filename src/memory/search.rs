@@ -421,7 +421,8 @@ impl Memory {
     }
 
     /// The vector leg alone for one session: the `k` most similar chunk ids with their
-    /// cosine similarity, best first. For benchmarks and retrieval evaluation.
+    /// cosine similarity (a user's chunk's, the best of its own and its sentences'), best
+    /// first. For benchmarks and retrieval evaluation.
     pub async fn vector_leg(
         &self,
         key: &SessionKey,

@@ -15,7 +15,7 @@ use super::blocks::{self, BLOCK_ROWS};
 use super::codes::CodeRows;
 use super::matrix::{best_k, dot};
 use super::session_lru::{DueSessions, SessionLru, Weighed};
-use crate::embed::blob_to_vector;
+use crate::embed::blob_to_vectors;
 
 /// What tells one state of a session's vectors from another besides new rows: its
 /// `vector_removals` (every removal counts) and its `created_at` (a session forgotten and
@@ -131,8 +131,10 @@ impl VectorCache {
             let blob: Vec<u8> = row.get(2)?;
             added.last_vector_id = row.get(0)?;
             from_rows += 1;
-            if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == dimensions) {
-                added.codes.push(row.get(1)?, &v);
+            // A chunk's own vector and its sentences' are rows of the same chunk.
+            let chunk_id = row.get(1)?;
+            for v in blob_to_vectors(&blob, dimensions).unwrap_or_default() {
+                added.codes.push(chunk_id, &v);
             }
         }
         drop(rows);
@@ -227,10 +229,11 @@ const RESCORE_SLICE: usize = 10_000;
 
 /// The `k` of `candidates` (chunk ids, each with the most it can score) whose stored
 /// `model` vectors in `sessions` score best against `query`, best first, each with its
-/// exact score; chunks removed meanwhile (or whose id now names a chunk of another
-/// session) are left out. Candidates are read best bound first, and reading stops once
-/// `k` exact scores beat every bound left: at a million rows a scan leaves a few hundred
-/// candidates, and most need not be read.
+/// exact score (the best of its stored vectors: its own and its sentences'); chunks
+/// removed meanwhile (or whose id now names a chunk of another session) are left out.
+/// Candidates are read best bound first, and reading stops once `k` exact scores beat
+/// every bound left: at a million rows a scan leaves a few hundred candidates, and most
+/// need not be read.
 pub(super) async fn rescore(
     conn: &crate::db::Conn,
     model: &str,
@@ -241,6 +244,10 @@ pub(super) async fn rescore(
 ) -> Result<Vec<(i64, f32)>, libsql::Error> {
     let mut order = candidates.to_vec();
     order.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // A chunk's sentences are rows of their own in the scan: read each chunk once, at its
+    // best bound.
+    let mut seen = std::collections::HashSet::with_capacity(order.len());
+    order.retain(|(id, _)| seen.insert(*id));
     let mut scored = Vec::with_capacity(order.len().min(RESCORE_SLICE));
     let mut read = 0;
     while read < order.len() {
@@ -266,8 +273,14 @@ pub(super) async fn rescore(
                 continue;
             }
             let blob: Vec<u8> = row.get(2)?;
-            if let Some(v) = blob_to_vector(&blob).filter(|v| v.len() == query.len()) {
-                scored.push((row.get::<i64>(0)?, dot(&v, query)));
+            // The chunk scores as the best of its own vector and its sentences'.
+            let best = blob_to_vectors(&blob, query.len())
+                .unwrap_or_default()
+                .iter()
+                .map(|v| dot(v, query))
+                .reduce(f32::max);
+            if let Some(best) = best {
+                scored.push((row.get::<i64>(0)?, best));
             }
         }
         if let Some((_, next_bound)) = order.get(read) {

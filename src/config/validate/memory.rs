@@ -16,6 +16,7 @@ pub(super) fn memory(config: &Config) -> Result<(), ConfigError> {
             ),
         );
     }
+    range("memory.sentence_vectors", mem.sentence_vectors, 0..=64)?;
     range("memory.recall_limit", mem.recall_limit, 1..=10_000)?;
     range(
         "memory.max_payload_bytes",

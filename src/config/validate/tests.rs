@@ -11,6 +11,7 @@ const NUMERIC_KEYS: &[(&str, &str)] = &[
     ("memory", "max_text_bytes"),
     ("memory", "chunk_chars"),
     ("memory", "chunk_overlap_chars"),
+    ("memory", "sentence_vectors"),
     ("memory", "recall_limit"),
     ("memory", "max_payload_bytes"),
     ("memory", "max_import_bytes"),
