@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use nightshift::access::Actor;
 use nightshift::app::App;
 use nightshift::config::Config;
-use nightshift::embed::blob_to_vector;
+use nightshift::embed::blob_to_vectors;
 use nightshift::memory::{
     Memory, NewEvent, NewNote, Role, SearchRequest, SessionKey, VectorMatrix,
 };
@@ -177,10 +177,14 @@ async fn load_matrix(memory: &Memory, session: &SessionKey) -> VectorMatrix {
         .unwrap();
     let mut matrix = None;
     while let Some(row) = rows.next().await.unwrap() {
-        let v = blob_to_vector(&row.get::<Vec<u8>>(1).unwrap()).unwrap();
-        matrix
-            .get_or_insert_with(|| VectorMatrix::new(v.len()))
-            .push(row.get(0).unwrap(), &v);
+        // A chunk's own vector and its sentences' are rows of the same chunk.
+        let dimensions = memory.embedder().dimensions();
+        let chunk_id = row.get(0).unwrap();
+        for v in blob_to_vectors(&row.get::<Vec<u8>>(1).unwrap(), dimensions).unwrap() {
+            matrix
+                .get_or_insert_with(|| VectorMatrix::new(dimensions))
+                .push(chunk_id, &v);
+        }
     }
     matrix.expect("the session has vectors")
 }

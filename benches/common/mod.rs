@@ -104,13 +104,26 @@ impl Language {
         &self.words[i.min(self.words.len() - 1)]
     }
 
+    /// Words to about `chars` characters. With `NIGHTSHIFT_BENCH_SENTENCE_WORDS=N` every
+    /// Nth word ends a sentence, so that a user's chunk is also embedded sentence by
+    /// sentence (`memory.sentence_vectors`); by default the text has no sentence end and
+    /// each chunk is one vector row.
     pub fn sentence(&self, rng: &mut Rng, chars: usize) -> String {
+        let every = std::env::var("NIGHTSHIFT_BENCH_SENTENCE_WORDS")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n > 0);
         let mut out = String::new();
+        let mut words = 0;
         while out.len() < chars {
             if !out.is_empty() {
                 out.push(' ');
             }
             out.push_str(self.word(rng, 0));
+            words += 1;
+            if every.is_some_and(|n| words % n == 0) {
+                out.push('.');
+            }
         }
         out
     }
@@ -124,9 +137,10 @@ impl Language {
     }
 }
 
-/// The ids of the `k` stored vectors of `session` most similar to `query` (positive
-/// similarity only), by a scan of every row done here from scratch: the reference a
-/// vector index is checked against.
+/// The ids of the `k` chunks of `session` most similar to `query` (positive similarity
+/// only; a chunk scored by the best of its stored vectors, its own and its sentences'),
+/// by a scan of every row done here from scratch: the reference a vector index is checked
+/// against.
 pub async fn exact_vector_top(
     memory: &nightshift::memory::Memory,
     session: &nightshift::memory::SessionKey,
@@ -144,8 +158,12 @@ pub async fn exact_vector_top(
         .unwrap();
     let mut scored = Vec::new();
     while let Some(row) = rows.next().await.unwrap() {
-        let v = nightshift::embed::blob_to_vector(&row.get::<Vec<u8>>(1).unwrap()).unwrap();
-        let s: f32 = v.iter().zip(&q).map(|(a, b)| a * b).sum();
+        let blob = row.get::<Vec<u8>>(1).unwrap();
+        let s = nightshift::embed::blob_to_vectors(&blob, q.len())
+            .unwrap()
+            .iter()
+            .map(|v| v.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>())
+            .fold(f32::MIN, f32::max);
         scored.push((row.get::<i64>(0).unwrap(), s));
     }
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
