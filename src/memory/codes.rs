@@ -77,15 +77,22 @@ impl Scan {
 /// be bounded, so every row is a candidate.
 struct Unbounded;
 
-/// Rows offered one at a time, with the least and the most each can score: the k best
-/// lower bounds so far (a min-heap) give a floor that only rises, and a row whose upper
-/// bound is under the floor when it is offered can never be among the k best. Rows kept
-/// are checked against the final floor at the end.
+/// Rows offered one at a time, with their chunk and the least and the most each can
+/// score: the k best chunks' lower bounds so far (a min-heap) give a floor that only
+/// rises, and a row whose upper bound is under the floor when it is offered can never be
+/// of the k best chunks. Rows kept are checked against the final floor at the end.
+///
+/// The floor counts chunks, not rows: a user's chunk is several rows (its own vector and
+/// its sentences', `memory::sentences`), and k rows of one chunk surely scoring well say
+/// nothing of the k-th best chunk. A chunk's rows are consecutive (one stored blob, pushed
+/// in order), so a chunk's best lower bound is settled when the next chunk's row comes.
 struct Pruner {
     k: usize,
     lows: BinaryHeap<Reverse<OrderedLow>>,
     floor: f64,
     kept: Vec<(usize, f64)>,
+    /// The chunk of the last row kept, with the best lower bound among its rows.
+    current: Option<(i64, f64)>,
 }
 
 impl Pruner {
@@ -95,14 +102,30 @@ impl Pruner {
             lows: BinaryHeap::with_capacity(k + 1),
             floor: 0.0,
             kept: Vec::new(),
+            current: None,
         }
     }
 
-    fn offer(&mut self, row: usize, (low, high): (f64, f64)) {
+    fn offer(&mut self, row: usize, chunk: i64, (low, high): (f64, f64)) {
+        if self.current.is_some_and(|(id, _)| id != chunk) {
+            self.settle();
+        }
         if high <= 0.0 || high < self.floor {
             return;
         }
         self.kept.push((row, high));
+        let best = match self.current {
+            Some((_, best)) => best.max(low),
+            None => low,
+        };
+        self.current = Some((chunk, best));
+    }
+
+    /// Counts the current chunk's best lower bound among the k best.
+    fn settle(&mut self) {
+        let Some((_, low)) = self.current.take() else {
+            return;
+        };
         self.lows.push(Reverse(OrderedLow(low)));
         if self.lows.len() > self.k {
             self.lows.pop();
@@ -114,8 +137,9 @@ impl Pruner {
         }
     }
 
-    /// The rows that can still be among the k best, each with the most it can score.
-    fn kept(self) -> Vec<(usize, f64)> {
+    /// The rows that can still be of the k best chunks, each with the most it can score.
+    fn kept(mut self) -> Vec<(usize, f64)> {
+        self.settle();
         let floor = self.floor;
         self.kept
             .into_iter()
@@ -376,9 +400,9 @@ impl CodeRows {
     pub fn chunk_id(&self, row: usize) -> i64 {
         self.chunk_ids[row]
     }
-    /// The rows that may be among the `k` best for `query` by dot product: every row that
-    /// can score above zero and above what `k` rows surely score, each with the most it
-    /// can score. A query holding a value that is not finite has no rounding to bound:
+    /// The rows that may be of the `k` best chunks for `query` by dot product (a chunk
+    /// scored by its best row): every row that can score above zero and above what `k`
+    /// chunks surely score, each with the most it can score. A query holding a value that is not finite has no rounding to bound:
     /// every row is returned.
     pub fn candidates(&self, query: &[f32], k: usize) -> Vec<(usize, f64)> {
         let scan = match self.scan(query, k) {
@@ -394,7 +418,8 @@ impl CodeRows {
                 let end = (start + SUMS_AT_ONCE).min(rows.end);
                 let sums = rounded_dots(&self.codes_of(start..end), &scan.rounded);
                 for (i, sum) in sums.into_iter().enumerate() {
-                    pruner.offer(start + i, scan.bounds(sum, self.steps[start + i]));
+                    let row = start + i;
+                    pruner.offer(row, self.chunk_ids[row], scan.bounds(sum, self.steps[row]));
                 }
                 start = end;
             }
@@ -436,7 +461,11 @@ impl CodeRows {
             for rows in rows.chunks(BOUND_AT_ONCE) {
                 let sums = self.half_sums(rows, &even, &odd);
                 for (row, sum) in rows.iter().zip(sums) {
-                    pruner.offer(*row, scan.bounds(sum, self.steps[*row]));
+                    pruner.offer(
+                        *row,
+                        self.chunk_ids[*row],
+                        scan.bounds(sum, self.steps[*row]),
+                    );
                 }
             }
             pruner.kept()
@@ -709,6 +738,52 @@ mod tests {
                 assert!(found.contains(&row), "row {row} of the top {k} missed");
             }
             assert!(found.len() < rows.rows() / 10, "a scan that prunes");
+        }
+    }
+
+    /// Chunks of several rows each (a user's chunk: its own vector and its sentences'):
+    /// the scan keeps a row of every chunk of the exact top k chunks, each chunk scored by
+    /// its best row, however many rows the best chunks have. Counting rows, k rows of one
+    /// chunk would set the floor and lose the next chunks.
+    #[test]
+    fn a_scan_counts_chunks_not_rows() {
+        let (_, noise, query) = random_rows(16, PARALLEL_ROWS + 777, 0x5DEE_CE66_D1CE_4E5B);
+        let (_, bases, _) = random_rows(16, noise.len(), 0x2545_F491_4F6C_DD1D);
+        // Chunks of 1 to 13 rows in turn, a chunk's rows alike (its sentences share its
+        // topic): the best rows crowd into the best chunks.
+        let mut rows = CodeRows::new(16);
+        let (mut exact, mut chunk_of) = (Vec::new(), Vec::new());
+        let (mut chunk, mut left) = (0i64, 1usize);
+        for (row, noise) in noise.iter().enumerate() {
+            if left == 0 {
+                chunk += 1;
+                left = 1 + row % 13;
+            }
+            left -= 1;
+            let base = &bases[chunk as usize];
+            let v: Vec<f32> = base.iter().zip(noise).map(|(b, n)| b + 0.1 * n).collect();
+            rows.push(chunk, &v);
+            exact.push(v);
+            chunk_of.push(chunk);
+        }
+        let mut best: std::collections::HashMap<i64, f32> = Default::default();
+        for (row, v) in exact.iter().enumerate() {
+            let score: f32 = v.iter().zip(&query).map(|(a, b)| a * b).sum();
+            let entry = best.entry(chunk_of[row]).or_insert(f32::MIN);
+            *entry = entry.max(score);
+        }
+        let mut ranked: Vec<(i64, f32)> = best.into_iter().filter(|(_, s)| *s > 0.0).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for k in [1, 10, 100] {
+            let found: std::collections::HashSet<i64> = rows
+                .candidates(&query, k)
+                .iter()
+                .map(|c| rows.chunk_id(c.0))
+                .collect();
+            for (chunk, _) in ranked.iter().take(k) {
+                assert!(found.contains(chunk), "chunk {chunk} of the top {k} missed");
+            }
+            assert!(found.len() < chunk as usize / 5, "a scan that prunes");
         }
     }
 

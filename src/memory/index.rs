@@ -72,9 +72,17 @@ pub(super) async fn embed_chunks(
     per_chunk: Vec<Vec<String>>,
 ) -> Result<Vec<Vec<u8>>> {
     let counts: Vec<usize> = per_chunk.iter().map(Vec::len).collect();
-    let vectors = memory
-        .embed_blocking(per_chunk.into_iter().flatten().collect())
-        .await?;
+    let inputs: Vec<String> = per_chunk.into_iter().flatten().collect();
+    let asked = inputs.len();
+    let vectors = memory.embed_blocking(inputs).await?;
+    // One vector short would shift every chunk after it onto another's vectors.
+    if vectors.len() != asked {
+        return Err(crate::embed::EmbedError::Failed(format!(
+            "the embedder returned {} vectors for {asked} texts",
+            vectors.len()
+        ))
+        .into());
+    }
     let mut vectors = vectors.into_iter();
     Ok(counts
         .into_iter()
