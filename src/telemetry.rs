@@ -88,7 +88,7 @@ fn describe_families() {
     describe_counter!("nightshift_runs_total", "Finished run attempts by status");
     describe_counter!(
         "nightshift_vectors_written_total",
-        "Vectors computed and stored"
+        "Chunks embedded and their vectors stored (a user's chunk: its own and its sentences')"
     );
     describe_counter!(
         "nightshift_deliveries_total",

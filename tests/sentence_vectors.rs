@@ -49,11 +49,23 @@ async fn a_users_side_remark_is_matched_by_its_own_sentence() {
             .unwrap();
     }
     memory.embed_pending(&|_, _| {}).await.unwrap();
-    // One vector row a chunk, whatever it holds.
+    // One vector row a chunk: the user's holds the chunk's vector and each of its six
+    // sentences' (384 floats each), the assistant's the chunk's alone.
     assert_eq!(
         count(&memory, "SELECT count(*) FROM chunk_vectors").await,
         2
     );
+    for (session, vectors) in [("said", 7), ("echoed", 1)] {
+        let bytes = count(
+            &memory,
+            &format!(
+                "SELECT length(v.embedding) FROM chunk_vectors v JOIN chunks c USING (chunk_id)
+                 WHERE c.session_id = 'u\u{1f}{session}'"
+            ),
+        )
+        .await;
+        assert_eq!(bytes, vectors * 384 * 4, "{session}");
+    }
 
     let v = embedder.embed(&[QUESTION, TURN, REMARK]).unwrap();
     let (whole, remark) = (cosine(&v[0], &v[1]), cosine(&v[0], &v[2]));
@@ -73,15 +85,16 @@ async fn a_users_side_remark_is_matched_by_its_own_sentence() {
         "assistant's {echoed}, turn {whole}"
     );
 
-    // A rebuild embeds the same way as the queue.
+    // A rebuild embeds the same way as the queue (the model's batches differ: int8
+    // activations are quantised per call, hence the tolerance).
     memory.rebuild_index(&|_, _| {}).await.unwrap();
-    assert!((score(&memory, "said").await - said).abs() < 1e-4);
-    assert!((score(&memory, "echoed").await - echoed).abs() < 1e-4);
+    assert!((score(&memory, "said").await - said).abs() < 1e-3);
+    assert!((score(&memory, "echoed").await - echoed).abs() < 1e-3);
 
-    // And a new process loads the stored rows (and blocks) the same way.
+    // And a new process loads the stored rows the same way.
     drop(memory);
     let reopened = open_memory(&config).await.unwrap();
-    assert!((score(&reopened, "said").await - said).abs() < 1e-4);
+    assert!((score(&reopened, "said").await - said).abs() < 1e-3);
     // Another user asking the same learns nothing of either.
     assert!(reopened
         .vector_leg(&SessionKey::new("v", "said"), QUESTION, 5)

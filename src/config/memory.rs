@@ -173,7 +173,8 @@ pub struct EmbeddingConfig {
     pub onnxruntime: PathBuf,
     /// `fastembed`: word pieces per text; longer texts are truncated, not rejected.
     pub max_length: usize,
-    /// Texts embedded together by the background queue (and per model call).
+    /// Chunks the background queue claims and embeds at a time (a user's chunk as itself
+    /// and its sentences: see `memory.sentence_vectors`); also the texts per model call.
     pub batch_size: usize,
     /// `fastembed`: threads ONNX Runtime may use; 0 means one per core.
     pub threads: usize,

@@ -1,7 +1,7 @@
 //! Stored blocks of a session's vector codes (`vector_blocks`): what lets a search load a
 //! large session's vectors in a fraction of a second after a start. Reading a million
-//! vector rows takes seconds; reading their codes packed 4,096 to a row takes a tenth of
-//! that. Blocks are derived, like the vectors: made by the embedder when it idles (or by
+//! vector rows takes seconds; reading their codes packed 4,096 chunks' to a row takes a
+//! tenth of that. Blocks are derived, like the vectors: made by the embedder when it idles (or by
 //! [`Memory::pack_vectors`]), each in its own short transaction, and ignored when made
 //! before a removal from their session, after which they are made again.
 
@@ -10,7 +10,8 @@ use super::terms::Field;
 use super::{Memory, Result, SessionKey};
 use crate::embed::blob_to_vectors;
 
-/// Vectors a block holds; a session's newest vectors, fewer than this, stay rows.
+/// Stored vector rows (chunks) a block holds, each one code row or, for a user's chunk,
+/// one and one a sentence; a session's newest rows, fewer than this, stay rows.
 pub(super) const BLOCK_ROWS: usize = 4096;
 
 /// Blocks (or attempts) one call of [`Memory::pack_vectors`] makes at most: a million

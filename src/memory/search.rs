@@ -1,6 +1,6 @@
 //! Hybrid search over a user's notes and, optionally, one of their conversations: a
 //! keyword leg (bm25 over the keyword index, [`super::keywords`]) and a vector leg (exact
-//! below [`super::codes::COARSE_ROWS`] chunks a session), each min-max
+//! below [`super::codes::COARSE_ROWS`] vector rows a session), each min-max
 //! normalised and fused by weight, ties broken by recency. Hits are whole notes and whole
 //! events, never fragments.
 

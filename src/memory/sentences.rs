@@ -79,8 +79,10 @@ mod tests {
         assert!(sentences("My dog is called Biscuit.", 12).is_empty());
         assert!(sentences("", 12).is_empty());
         assert!(sentences("Hi. Ok. Yes.", 12).is_empty());
-        // 0 turns it off.
-        assert!(sentences("Hello there, I am Ann. I live in Porto these days.", 0).is_empty());
+        // Two sentences; 0 turns it off.
+        let two = "Hello there, my name is Ann. I live in Porto these days.";
+        assert_eq!(sentences(two, 12).len(), 2);
+        assert!(sentences(two, 0).is_empty());
     }
 
     #[test]
@@ -97,6 +99,21 @@ mod tests {
         );
     }
 
+    /// Sentences built to be long enough come back exactly, in order, whatever ends them.
+    #[test]
+    fn known_sentences_come_back_whole() {
+        let said = [
+            "I moved to Porto in the spring of last year.",
+            "My sister still lives in Utrecht with her two cats!",
+            "Do you think the tram pass is worth it for me?",
+            "Our landlady, Priya, has to approve anything drilled",
+        ];
+        for joiner in [" ", "\n", "  \n\n "] {
+            assert_eq!(sentences(&said.join(joiner), 12), said, "{joiner:?}");
+        }
+        assert_eq!(sentences(&said.join(" "), 2), said[..2]);
+    }
+
     proptest! {
         /// Whatever the text and cap: at most `most`, none empty, each a trimmed piece of
         /// the text, in order.
@@ -107,6 +124,10 @@ mod tests {
         ) {
             let found = sentences(&text, most);
             prop_assert!(found.len() <= most);
+            // Each but a last that took a short tail is a whole sentence of its own.
+            for sentence in &found {
+                prop_assert!(sentence.chars().count() >= MIN_SENTENCE_CHARS);
+            }
             // One alone is the chunk's own vector again, unless only one was allowed.
             prop_assert!(found.len() != 1 || most == 1);
             let mut from = 0;

@@ -4,7 +4,7 @@
 //! reloaded whole after any removal, and bounded by an LRU memory budget. A scan of the
 //! codes finds every chunk that could be among the best; those few are scored exactly
 //! from their vectors in the database. The result is exact for the sessions in scope
-//! (approximate only in a session of [`COARSE_ROWS`](super::codes::COARSE_ROWS) chunks or
+//! (approximate only in a session of [`COARSE_ROWS`](super::codes::COARSE_ROWS) rows or
 //! more, whose scan ranks rows coarsely first), and only those sessions are scanned, so no
 //! other user's rows can crowd out the right ones (the failure of a global ANN index
 //! filtered afterwards).
@@ -189,7 +189,8 @@ impl SessionVectors {
 
 /// The chunks of several sessions that may be among the `k` most similar to `query`,
 /// each with the most its exact score can be (approximately in a session of
-/// [`COARSE_ROWS`](super::codes::COARSE_ROWS) chunks or more).
+/// [`COARSE_ROWS`](super::codes::COARSE_ROWS) rows or more; a user's chunk is a row and one a
+/// sentence).
 pub(super) fn candidates_all(
     all: &[Arc<SessionVectors>],
     query: &[f32],
