@@ -13,6 +13,9 @@ of that shape from material it makes itself: no downloads, no network, stdlib on
 
 OUT may be `-` for stdout. Defaults: seed 7, 12 chats of 150–700 turns, ~370 questions.
 --small: 2 chats of ~60 turns with ~10 questions each, for quick checks.
+--relative N: also N questions a chat about the time before or after a life event the user
+told of ("which podcast was I listening to before I moved house?", kind `relative`). It makes
+another set (the rest of the text is drawn after it); without it a seed's set is unchanged.
 
 How a chat is made: a persona gets ~30 personal facts from large pools. The timeline
 (sessions of 4–24 turns, 1 or more days apart over 3–6 months) is laid out first; then
@@ -523,6 +526,44 @@ MONTH_TOPICS = [
      "This weekend's project is {v}.", "What DIY job was I doing in {month}?"),
     ("series", ["Slow Horses", "The Bear", "Severance", "Shōgun", "Fleabag", "Mare of Easttown", "Dark"],
      "We're bingeing {v} in the evenings.", "Which TV series were we watching in {month}?"),
+]
+
+# Relative (--relative): a life event said once, and what the user was doing on one side of it.
+# (what is said, the event as a question tells it, the echo)
+ANCHORS = [
+    ("We finally moved into the new flat across town this weekend.", "I moved house",
+     "I hope the new flat feels like home soon."),
+    ("I started the new job at the agency today.", "I started my new job", "Good luck in the new role."),
+    ("We got back from the honeymoon in Crete last night.", "we got back from our honeymoon",
+     "Welcome back, and congratulations again."),
+    ("I had the knee surgery yesterday, so I'm on crutches for now.", "my knee surgery",
+     "Rest up after the surgery."),
+    ("I handed in my notice at the bank this morning.", "I quit the bank", "That's a big step."),
+    ("We sold the old car on Saturday; it's bikes and buses from now on.", "we sold our car",
+     "Bikes and buses it is, then."),
+    ("My sister's wedding was on Saturday and I survived giving the speech.", "my sister's wedding",
+     "I'm sure the speech went down well."),
+    ("I defended my thesis this morning and passed!", "I defended my thesis", "Congratulations, doctor!"),
+]
+# (key, values, what is said, the question: {side} before/after, {event} an ANCHORS event)
+RELATIVE_TOPICS = [
+    ("podcast", ["Hardcore History", "Radiolab", "The Rest Is History", "Reply All", "99% Invisible",
+                 "Song Exploder"],
+     "I've been listening to {v} on my walks.", "Which podcast was I listening to {side} {event}?"),
+    ("dinner", ["a lentil and spinach soup", "sheet-pan gnocchi", "black bean tacos", "a big miso ramen",
+                "chickpea curry", "baked salmon with greens"],
+     "My go-to weeknight dinner lately is {v}.", "What was my usual weeknight dinner {side} {event}?"),
+    ("game", ["Stardew Valley", "Hades", "Celeste", "Outer Wilds", "Tetris Effect", "Slay the Spire"],
+     "I'm hooked on {v} in the evenings.", "Which video game was I playing {side} {event}?"),
+    ("coffee", ["flat whites", "oat-milk cortados", "pour-over", "cold brew", "moka-pot espresso",
+                "plain filter coffee"],
+     "I'm drinking {v} every morning at the moment.", "What coffee was I drinking {side} {event}?"),
+    ("sport", ["five-a-side football", "lane swimming", "a spin class", "yoga on Thursdays",
+               "badminton at the leisure centre", "parkrun"],
+     "My weekly exercise right now is {v}.", "What exercise was I doing each week {side} {event}?"),
+    ("learning", ["a pottery course", "guitar lessons", "a sign language class", "an evening French class",
+                  "a first-aid course", "a woodworking class"],
+     "I've signed up for {v} on Tuesdays.", "What was I learning on Tuesdays {side} {event}?"),
 ]
 
 # Multi-session: items of one list, each said in its own session.
@@ -1361,6 +1402,37 @@ class Planner:
         self.ask("temporal", question.format(month=MONTHS[months[0][1] - 1]), [turns[0]])
         return True
 
+    def relative(self):
+        """What the user said on one side of a life event they told of, asked as "before I
+        moved" / "after I quit the bank" (only with --relative)."""
+        anchors = [a for a in ANCHORS if a[0] not in self.used_keys]
+        topics = [t for t in RELATIVE_TOPICS if t[0] not in self.used_keys]
+        n = len(self.sessions)
+        if not anchors or not topics or n < 6:
+            return False
+        said, event, echo = self.rng.choice(anchors)
+        key, pool, statement, question = self.rng.choice(topics)
+        middle = self.pick(range(n // 3, 2 * n // 3))
+        values = [v for v in pool if v not in self.used_values]
+        if middle is None or len(values) < 3:
+            return False
+        side = self.rng.choice(["before", "after"])
+        before, after = range(0, middle.sid - 1), range(middle.sid, n)
+        inside, outside = (before, after) if side == "before" else (after, before)
+        evidence = self.pick(inside, avoid=[middle])
+        others = [self.pick(outside, avoid=[middle]) for _ in range(2)]
+        if evidence is None or None in others or others[0] is others[1]:
+            return False
+        values = self.rng.sample(values, 3)
+        self.used_keys += [said, key]
+        self.used_values.extend(values)
+        self.plant(middle, said, echo, evidence=False)
+        self.plant(evidence, statement.format(v=values[0]), f"Enjoy {values[0]}.")
+        for other, v in zip(others, values[1:]):
+            self.plant(other, statement.format(v=v), f"Enjoy {v}.", evidence=False)
+        self.ask("relative", question.format(side=side, event=event), [evidence])
+        return True
+
     def multi(self):
         for s in self.free(MULTI):
             roomy = [i for i in range(len(self.sessions)) if self.user_turns([i])]
@@ -1582,7 +1654,7 @@ def paste_text(rng, turn, size):
 # A chat, the file, and the command line.
 # ---------------------------------------------------------------------------------------
 
-def make_chat(rng, cid, n_turns, n_questions, span_days, code):
+def make_chat(rng, cid, n_turns, n_questions, span_days, code, relative=0):
     sessions = lay_out(rng, n_turns, span_days)
     asked_at = (sessions[-1].date + dt.timedelta(days=rng.randint(1, 3))).replace(hour=10, minute=rng.randrange(60))
     user_turns = [t for s in sessions for t in s.turns if t.role == "user"]
@@ -1604,6 +1676,8 @@ def make_chat(rng, cid, n_turns, n_questions, span_days, code):
             makers[kind]()
     for _ in range(rng.randint(2, 4)):                # facts said but never asked about
         plan.fact(asked=False)
+    for _ in range(relative):                         # after the rest: a seed's set is unchanged without
+        plan.relative()
     for s in sessions:
         for turn in s.turns:
             if turn.paste:
@@ -1625,6 +1699,9 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--chats", type=int, default=None, help="number of chats (default 12, or 2 with --small)")
     parser.add_argument("--small", action="store_true", help="2 chats of ~60 turns, ~10 questions each")
+    parser.add_argument("--relative", type=int, default=0, metavar="N",
+                        help="also N questions a chat about the time before or after a life event the "
+                             "user told of (kind `relative`)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     code = load_stdlib()
@@ -1639,7 +1716,7 @@ def main():
         chats.append((n_turns, span))
     rng.shuffle(chats)
     data = {"format": "nightshift-chats", "version": 1, "seed": args.seed,
-            "chats": [make_chat(rng, f"chat-{i:02d}", n, min(n // 6, 20 + n // 40), span, code)
+            "chats": [make_chat(rng, f"chat-{i:02d}", n, min(n // 6, 20 + n // 40), span, code, args.relative)
                       for i, (n, span) in enumerate(chats, 1)]}
     text = json.dumps(data, ensure_ascii=False)
     if args.out == "-":
@@ -1648,7 +1725,8 @@ def main():
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")
     turns = [t for c in data["chats"] for s in c["sessions"] for t in s["turns"]]
-    kinds = {k: sum(q["kind"] == k for c in data["chats"] for q in c["questions"]) for k, _ in KIND_SHARES}
+    kinds = {k: sum(q["kind"] == k for c in data["chats"] for q in c["questions"])
+             for k in [k for k, _ in KIND_SHARES] + ["relative"] * bool(args.relative)}
     print(f"{len(data['chats'])} chats, {len(turns)} turns, {sum(kinds.values())} questions "
           f"({', '.join(f'{k} {v}' for k, v in kinds.items())}), "
           f"median user/assistant turn {statistics.median(len(t['text']) for t in turns if t['role'] == 'user'):.0f}/"

@@ -101,8 +101,9 @@ pub struct SearchConfig {
     pub speaker_weight: f64,
     /// A conversation hit said inside the time its query names ("last week", "in March",
     /// read in the user's zone) scores `1 + time_weight` times its fused score, and the
-    /// turns said then are also searched on their own (`memory::window_read`); 0 turns
-    /// both off.
+    /// turns said then are also searched on their own (`memory::window_read`). A time
+    /// named by an event the user told of ("before I moved", `memory::anchors`) is
+    /// preferred alike. 0 turns all three off.
     pub time_weight: f64,
     /// Candidates each leg contributes before fusion.
     pub candidates: usize,

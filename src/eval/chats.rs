@@ -18,7 +18,7 @@ const FORMAT: &str = "nightshift-chats";
 const VERSION: u64 = 1;
 
 /// The kinds of question the format knows.
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 8] = [
     "fact",
     "update",
     "preference",
@@ -26,6 +26,9 @@ pub const KINDS: [&str; 7] = [
     "order",
     "temporal",
     "multi-session",
+    // The time before or after an event the user told of ("before I moved"):
+    // `make_chats_dev.py --relative N` only.
+    "relative",
 ];
 
 #[derive(Deserialize)]

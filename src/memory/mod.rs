@@ -6,6 +6,7 @@
 //! rebuilt.
 
 mod agents;
+mod anchors;
 mod blocks;
 mod changes;
 mod chunking;
