@@ -529,21 +529,24 @@ MONTH_TOPICS = [
 ]
 
 # Relative (--relative): a life event said once, and what the user was doing on one side of it.
-# (what is said, the event as a question tells it, the echo)
+# (what is said, the event as a question tells it, the echo, the slot keys that would say a
+# like event elsewhere in the chat: an update's move, job or car)
 ANCHORS = [
     ("We finally moved into the new flat across town this weekend.", "I moved house",
-     "I hope the new flat feels like home soon."),
-    ("I started the new job at the agency today.", "I started my new job", "Good luck in the new role."),
+     "I hope the new flat feels like home soon.", ["city"]),
+    ("I started the new job at the agency today.", "I started my new job", "Good luck in the new role.",
+     ["employer"]),
     ("We got back from the honeymoon in Crete last night.", "we got back from our honeymoon",
-     "Welcome back, and congratulations again."),
-    ("I had the knee surgery yesterday, so I'm on crutches for now.", "my knee surgery",
-     "Rest up after the surgery."),
-    ("I handed in my notice at the bank this morning.", "I quit the bank", "That's a big step."),
+     "Welcome back, and congratulations again.", []),
+    ("I had my wisdom teeth out yesterday, so it's soup for a week.", "I had my wisdom teeth out",
+     "Rest up and go easy on your jaw.", []),
+    ("I handed in my notice at the bank this morning.", "I quit the bank", "That's a big step.",
+     ["employer"]),
     ("We sold the old car on Saturday; it's bikes and buses from now on.", "we sold our car",
-     "Bikes and buses it is, then."),
-    ("My sister's wedding was on Saturday and I survived giving the speech.", "my sister's wedding",
-     "I'm sure the speech went down well."),
-    ("I defended my thesis this morning and passed!", "I defended my thesis", "Congratulations, doctor!"),
+     "Bikes and buses it is, then.", ["car"]),
+    ("We got the keys to our allotment plot on Saturday.", "we got our allotment",
+     "An allotment is a lovely thing to have.", []),
+    ("I defended my thesis this morning and passed!", "I defended my thesis", "Congratulations, doctor!", []),
 ]
 # (key, values, what is said, the question: {side} before/after, {event} an ANCHORS event)
 RELATIVE_TOPICS = [
@@ -563,7 +566,7 @@ RELATIVE_TOPICS = [
      "My weekly exercise right now is {v}.", "What exercise was I doing each week {side} {event}?"),
     ("learning", ["a pottery course", "guitar lessons", "a sign language class", "an evening French class",
                   "a first-aid course", "a woodworking class"],
-     "I've signed up for {v} on Tuesdays.", "What was I learning on Tuesdays {side} {event}?"),
+     "I've signed up for {v}, one evening a week.", "What class was I taking {side} {event}?"),
 ]
 
 # Multi-session: items of one list, each said in its own session.
@@ -1405,12 +1408,12 @@ class Planner:
     def relative(self):
         """What the user said on one side of a life event they told of, asked as "before I
         moved" / "after I quit the bank" (only with --relative)."""
-        anchors = [a for a in ANCHORS if a[0] not in self.used_keys]
+        anchors = [a for a in ANCHORS if a[0] not in self.used_keys and not set(a[3]) & set(self.used_keys)]
         topics = [t for t in RELATIVE_TOPICS if t[0] not in self.used_keys]
         n = len(self.sessions)
         if not anchors or not topics or n < 6:
             return False
-        said, event, echo = self.rng.choice(anchors)
+        said, event, echo, _ = self.rng.choice(anchors)
         key, pool, statement, question = self.rng.choice(topics)
         middle = self.pick(range(n // 3, 2 * n // 3))
         values = [v for v in pool if v not in self.used_values]

@@ -56,14 +56,65 @@ async fn what_was_said_before_or_after_an_event_the_user_told_of_comes_first() {
     assert!(before.contains("Piranesi"), "{before}");
     let after = first_hit(&memory, "u", "After we moved, which book was I reading?").await;
     assert!(after.contains("Overstory"), "{after}");
-    // Without the time preference (`time_weight = 0`) no event is read, and the two
-    // questions, alike but for their cue, find the same turn first.
+    // Without the time preference (`time_weight = 0`) no event is read: the move itself
+    // matches the whole question best.
     let (_dir, plain) = memory_with(|c| c.search.time_weight = 0.0).await;
     plain.append("u", "chat", &conversation()).await.unwrap();
+    let first = first_hit(&plain, "u", "Which book was I reading before I moved?").await;
+    assert!(first.contains("moved"), "{first}");
+}
+
+/// Context assembly searches by the user's last turn, the question itself, which names the
+/// event word for word: that turn is not where the event was told. Nor is an event that
+/// shares no word with anything said: the nearest vector is no event.
+#[tokio::test]
+async fn the_question_itself_and_unknown_events_name_no_time() {
+    let (_dir, memory) = memory_with(|_| {}).await;
+    // Were the question read as the event, nothing would be after it, and the move
+    // would come first (as in the test above).
+    let question = "After we moved, which book was I reading?";
+    let mut turns = conversation();
+    turns.push(said(question, 0));
+    memory.append("u", "chat", &turns).await.unwrap();
+    let mut asked = request("u", question, Some("chat"));
+    asked.asked_at = Some(ASKED_AT);
+    let hits = memory.search(&asked).await.unwrap();
+    // The question matches itself best; after it, what it asks for.
+    let first = hits.iter().find(|hit| hit.text != question).unwrap();
+    assert!(first.text.contains("Overstory"), "{hits:?}");
+
+    let (_dir, plain) = memory_with(|c| c.search.time_weight = 0.0).await;
+    plain.append("u", "chat", &conversation()).await.unwrap();
+    memory.append("w", "chat", &conversation()).await.unwrap();
+    let unknown = "Which book was I reading before I got married?";
     assert_eq!(
-        first_hit(&plain, "u", "Which book was I reading before I moved?").await,
-        first_hit(&plain, "u", "Which book was I reading after I moved?").await,
+        first_hit(&memory, "w", unknown).await,
+        first_hit(&plain, "u", unknown).await
     );
+}
+
+/// A date in the query is read before an event: "thirty days ago" is when the newer book
+/// was said, though "before I moved" would prefer the older one.
+#[tokio::test]
+async fn a_date_wins_over_an_event() {
+    let (_dir, memory) = memory_with(|_| {}).await;
+    memory.append("u", "chat", &conversation()).await.unwrap();
+    let mut asked = request(
+        "u",
+        "Which book was I reading 30 days ago, before I moved?",
+        Some("chat"),
+    );
+    asked.asked_at = Some(ASKED_AT);
+    let hits: Vec<String> = memory
+        .search(&asked)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.text)
+        .collect();
+    let place = |book: &str| hits.iter().position(|text| text.contains(book));
+    assert!(place("Overstory").is_some(), "{hits:?}");
+    assert!(place("Overstory") < place("Piranesi"), "{hits:?}");
 }
 
 /// Another user's move, said before either book, is not the user's: were it read, "before

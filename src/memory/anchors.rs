@@ -70,11 +70,17 @@ pub fn anchor(query: &str) -> Option<Anchor> {
         }
         // The event runs to the end of its clause, the next cue or its longest.
         let mut event_end = subject_end;
+        let mut told = false;
         for n in i + 2..words.len().min(i + 1 + MAX_EVENT_WORDS) {
             if query[event_end..words[n].0].contains(CLAUSE_ENDS) || is_cue(n) {
                 break;
             }
             event_end = words[n].1;
+            // "I'd" is two words, "I" and "d": an event says more than its subject.
+            told |= word(n).chars().nth(1).is_some();
+        }
+        if !told {
+            continue;
         }
         let head = query[..cue_start].trim_end();
         // "Before I moved, which book …": the clause's comma goes with it.
@@ -83,6 +89,10 @@ pub fn anchor(query: &str) -> Option<Anchor> {
         });
         let space = !head.is_empty() && tail.starts_with(char::is_alphanumeric);
         let topic = format!("{head}{}{tail}", if space { " " } else { "" });
+        // "What did I say before I moved?" asks about nothing but the event.
+        if !topic.chars().any(char::is_alphanumeric) {
+            continue;
+        }
         return Some(Anchor {
             side,
             event: query[event_start..event_end].to_string(),
@@ -107,6 +117,21 @@ pub fn window(side: Side, event_at: i64, asked_at: i64) -> Option<TimeWindow> {
         },
     };
     (window.since < window.until).then_some(window)
+}
+
+/// Whether `text` names a time by `event` itself ("… before I moved?"): the question
+/// being asked, appended to the conversation before it is searched, or asked before.
+/// Such a turn is not where the event was told.
+pub fn asks_by(text: &str, event: &str) -> bool {
+    let squeezed = |t: &str| {
+        t.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let (text, event) = (squeezed(text), squeezed(event));
+    CUES.iter()
+        .any(|(cue, _)| text.contains(&format!("{cue} {event}")))
 }
 
 fn cue(word: &str) -> Option<Side> {
@@ -190,6 +215,9 @@ mod tests {
             "before. I moved",
             "since I moved, what have I read?",
             "beforehand I moved",
+            "what did I read before I, um, moved?",
+            "before I'd",
+            "before I moved?",
             "",
         ] {
             assert_eq!(read(query), None, "{query:?}");
@@ -197,11 +225,34 @@ mod tests {
     }
 
     #[test]
+    fn a_later_cue_is_read_when_the_first_tells_nothing() {
+        assert_eq!(
+            read("before I, um, moved: which book after we got back?"),
+            some(
+                Side::After,
+                "we got back",
+                "before I, um, moved: which book?"
+            )
+        );
+    }
+
+    #[test]
+    fn a_turn_asking_by_the_event_is_told_apart_from_one_telling_it() {
+        assert!(asks_by(
+            "Quick one. Which book was I reading BEFORE  I\nmoved?",
+            "I moved"
+        ));
+        assert!(asks_by("until I moved to Leeds", "I moved"));
+        assert!(!asks_by("We finally moved into the new flat.", "I moved"));
+        assert!(!asks_by("I moved the meeting before lunch", "I moved"));
+    }
+
+    #[test]
     fn an_event_runs_to_its_longest() {
-        let long = format!("what before I {}end", "a ".repeat(40));
+        let long = format!("what before I {}end", "ab ".repeat(40));
         let read = anchor(&long).unwrap();
         assert_eq!(read.event.split(' ').count(), MAX_EVENT_WORDS);
-        assert!(read.topic.ends_with("a end"), "{read:?}");
+        assert!(read.topic.ends_with("ab end"), "{read:?}");
     }
 
     #[test]

@@ -178,10 +178,21 @@ impl Memory {
 
         // "Which book was I reading before I moved?": when the event was said is asked
         // of the conversation first, and what is asked about it is what is searched.
-        let anchored = self.anchored(request).await?;
-        let query = anchored
-            .as_ref()
-            .map_or(request.query.as_str(), |(_, topic)| topic.as_str());
+        // Every stage after this one (the legs, the speakers, the second stage, multi-hop)
+        // reads the topic; order questions are told apart by the whole query.
+        let anchored = self.anchored(request).await;
+        let topic_request;
+        let request = match &anchored {
+            Some((_, topic)) => {
+                topic_request = SearchRequest {
+                    query: topic.clone(),
+                    ..request.clone()
+                };
+                &topic_request
+            }
+            None => request,
+        };
+        let query = request.query.as_str();
 
         let conn = self.db.conn().await?;
         // Filters apply to the candidates' notes and events as they are read (in SQL,
@@ -442,44 +453,55 @@ impl Memory {
     /// The time before or after an event the query tells of ("before I moved", see
     /// [`super::anchors`]), found by searching the conversation for the event, with what
     /// the query asks about it; `None` when the query names a date or no such event,
-    /// `search.time_weight` is 0, or the conversation holds nothing like the event.
-    async fn anchored(&self, request: &SearchRequest) -> Result<Option<(TimeWindow, String)>> {
-        let Some(session_id) = request
+    /// filters notes (which leaves the conversation out), `search.time_weight` is 0, or
+    /// no turn of the conversation shares a word with the event.
+    async fn anchored(&self, request: &SearchRequest) -> Option<(TimeWindow, String)> {
+        let session_id = request
             .session_id
             .as_ref()
-            .filter(|_| self.search.time_weight > 0.0)
-        else {
-            return Ok(None);
-        };
-        let Some(anchor) = super::anchors::anchor(&request.query) else {
-            return Ok(None);
-        };
-        // "What did I say before I moved?" asks of the event alone: the whole query is
-        // searched. A query naming a date reads by its date.
-        if !anchor.topic.chars().any(char::is_alphanumeric) || self.query_window(request).is_some()
-        {
-            return Ok(None);
+            .filter(|_| self.search.time_weight > 0.0)?;
+        if !request.filter.is_empty() || !request.tags.is_empty() {
+            return None;
         }
-        // The event holds no cue word, so this search reads no event of its own.
+        let anchor = super::anchors::anchor(&request.query)?;
+        // A query naming a date reads by its date.
+        if self.query_window(request).is_some() {
+            return None;
+        }
+        // The fusion alone, as multi-hop's later rounds: no second stage, no rounds, and
+        // no time of its own (so no event of its own either).
+        let mut plain = self.search.clone();
+        plain.multi_hop_seeds = 0;
+        plain.rerank = crate::config::RerankMode::None;
+        plain.time_weight = 0.0;
+        let plain = self.clone().with_search_config(plain);
         let asked = SearchRequest {
             user_id: request.user_id.clone(),
-            query: anchor.event,
+            query: anchor.event.clone(),
             top_k: Some(self.search.max_top_k.min(EVENT_HITS)),
             session_id: Some(session_id.clone()),
             asked_at: request.asked_at,
             time_zone: request.time_zone,
             ..SearchRequest::default()
         };
-        let found = Box::pin(self.search_unspanned(&asked, true)).await?;
-        let Some(event) = found
-            .hits
-            .iter()
-            .find(|hit| hit.source == HitSource::Conversation)
-        else {
-            return Ok(None);
+        let found = match Box::pin(plain.search_unspanned(&asked, true)).await {
+            Ok(found) => found,
+            // The time is a preference: without it the whole query is searched as it is.
+            Err(e) => {
+                tracing::debug!(error = %e, "the search for a query's event failed");
+                return None;
+            }
         };
+        // The turn that told of the event: one a word of it matched (the vector leg
+        // always has a nearest turn, however unlike), and not one asking by it (the
+        // question itself, appended before it is searched, or asked before).
+        let told = found.hits.iter().find(|hit| {
+            hit.source == HitSource::Conversation
+                && hit.keyword_score.is_some()
+                && !super::anchors::asks_by(&hit.text, &anchor.event)
+        })?;
         let asked_at = request.asked_at.unwrap_or_else(|| self.clock.now_ms());
-        Ok(super::anchors::window(anchor.side, event.at, asked_at).map(|w| (w, anchor.topic)))
+        super::anchors::window(anchor.side, told.at, asked_at).map(|w| (w, anchor.topic))
     }
 
     /// The vector leg alone for one session: the `k` most similar chunk ids with their
