@@ -1702,7 +1702,13 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--chats", type=int, default=None, help="number of chats (default 12, or 2 with --small)")
     parser.add_argument("--small", action="store_true", help="2 chats of ~60 turns, ~10 questions each")
-    parser.add_argument("--relative", type=int, default=0, metavar="N",
+    def relative_count(text):
+        n = int(text)
+        if not 0 <= n <= len(ANCHORS):    # each event is told at most once a chat
+            raise argparse.ArgumentTypeError(f"must be 0..={len(ANCHORS)}, got {n}")
+        return n
+
+    parser.add_argument("--relative", type=relative_count, default=0, metavar="N",
                         help="also N questions a chat about the time before or after a life event the "
                              "user told of (kind `relative`)")
     args = parser.parse_args()
