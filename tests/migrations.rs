@@ -557,3 +557,95 @@ async fn upgrading_moves_every_session_to_its_users_key() {
         );
     }
 }
+
+/// Upgrading gives each chunk of a turn its turn's role and a note's chunks none, so that
+/// search, which now reads the role from the chunk, still prefers the user's own turn to
+/// the assistant's for a question in the first person (the two match alike, and without
+/// the roles the later turn, the assistant's, would come first).
+#[tokio::test]
+async fn upgrading_gives_each_turns_chunks_its_role() {
+    let dir = TempDir::new().unwrap();
+    let config = config_in(&dir);
+    let db = open_db(&config).await.unwrap();
+    migrate::migrate_to(&db, 41).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    let chat = nightshift::memory::SessionKey::new("u", "chat");
+    let notes = nightshift::memory::SessionKey::new("u", "memory:u");
+    for (sql, key) in [
+        (
+            "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at,
+                                   last_sequence)
+             VALUES (?1, 'u', 'conversation', 1, 1, 2)",
+            chat.as_str(),
+        ),
+        (
+            "INSERT INTO sessions (session_id, user_id, kind, created_at, updated_at,
+                                   last_sequence)
+             VALUES (?1, 'u', 'memory', 1, 1, 0)",
+            notes.as_str(),
+        ),
+        (
+            "INSERT INTO events (session_id, sequence, role, content, importance, created_at)
+             VALUES (?1, 1, 'user', 'my lantern is copper', 0.5, 1),
+                    (?1, 2, 'assistant', 'your lantern is copper', 0.5, 2)",
+            chat.as_str(),
+        ),
+        (
+            "INSERT INTO chunks (chunk_id, session_id, user_id, scope, text, content_hash,
+                                 sequence_start, sequence_end, created_at)
+             VALUES (1, ?1, 'u', '', 'my lantern is copper', 'h1', 1, 1, 1),
+                    (2, ?1, 'u', '', 'your lantern is copper', 'h2', 2, 2, 2)",
+            chat.as_str(),
+        ),
+        (
+            "INSERT INTO notes (note_id, user_id, content, created_at, updated_at)
+             VALUES ('note-1', 'u', 'keeps bees', 3, 3)",
+            notes.as_str(),
+        ),
+        (
+            "INSERT INTO chunks (chunk_id, session_id, user_id, note_id, scope, text,
+                                 content_hash, sequence_start, sequence_end, created_at)
+             VALUES (3, ?1, 'u', 'note-1', '', 'keeps bees', 'h3', 1, 1, 3)",
+            notes.as_str(),
+        ),
+    ] {
+        let params: Vec<libsql::Value> = if sql.contains("?1") {
+            vec![key.into()]
+        } else {
+            Vec::new()
+        };
+        conn.execute(sql, params).await.unwrap();
+    }
+    drop(conn);
+    migrate::migrate(&db).await.unwrap();
+    let conn = db.conn().await.unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT chunk_id, coalesce(role, '-') FROM chunks ORDER BY chunk_id",
+            (),
+        )
+        .await
+        .unwrap();
+    let mut roles = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        roles.push((row.get::<i64>(0).unwrap(), row.get::<String>(1).unwrap()));
+    }
+    assert_eq!(
+        roles,
+        [(1, "user".into()), (2, "assistant".into()), (3, "-".into())]
+    );
+    drop(rows);
+    drop(conn);
+
+    let memory = open_memory(&config).await.unwrap();
+    let hits = memory
+        .search(&nightshift::memory::SearchRequest {
+            user_id: "u".into(),
+            query: "what did I say about my copper lantern".into(),
+            session_id: Some("chat".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits.first().and_then(|h| h.sequence), Some(1), "{hits:?}");
+}

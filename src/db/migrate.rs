@@ -220,6 +220,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "fact_evidence",
         sql: include_str!("../../migrations/0041_fact_evidence.sql"),
     },
+    Migration {
+        version: 42,
+        name: "chunk_roles",
+        sql: include_str!("../../migrations/0042_chunk_roles.sql"),
+    },
 ];
 
 /// Every migration this binary knows for PostgreSQL, in order. The engine came after
@@ -270,6 +275,11 @@ pub const POSTGRES_MIGRATIONS: &[Migration] = &[
         version: 41,
         name: "fact_evidence",
         sql: include_str!("../../migrations/postgres/0041_fact_evidence.sql"),
+    },
+    Migration {
+        version: 42,
+        name: "chunk_roles",
+        sql: include_str!("../../migrations/postgres/0042_chunk_roles.sql"),
     },
 ];
 

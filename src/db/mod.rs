@@ -32,6 +32,13 @@ pub struct DbOptions {
     pub pool_size: usize,
 }
 
+/// Reads of a local database go through a memory map of its first GiB, not a system
+/// call a page: search reads a few hundred rows by key scattered over the file, and a
+/// user of 50,000 chunks searched at p50 / p95 2.96 / 3.45 ms with it against 3.70 /
+/// 4.84 ms without (`cargo bench --bench memory`, back to back). The map only reads:
+/// SQLite still writes with system calls, and a larger file is read past it as before.
+const MMAP_PRAGMA: &str = "PRAGMA mmap_size = 1073741824";
+
 impl Default for DbOptions {
     fn default() -> Self {
         Self {
@@ -297,10 +304,15 @@ impl Db {
         }
         let conn = database.connect()?;
         // Per-connection settings, where they mean something: foreign keys drive every
-        // cascade in the schema (a libSQL server has them on already).
+        // cascade in the schema (a libSQL server has them on already), and the file is
+        // read through a memory map.
         if matches!(self.inner.target, DbTarget::Local(_)) {
             conn.busy_timeout(self.inner.options.busy_timeout)?;
-            for pragma in ["PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"] {
+            for pragma in [
+                "PRAGMA foreign_keys = ON",
+                "PRAGMA synchronous = NORMAL",
+                MMAP_PRAGMA,
+            ] {
                 let mut rows = conn.query(pragma, ()).await?;
                 while rows.next().await?.is_some() {}
             }

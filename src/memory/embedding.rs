@@ -296,10 +296,7 @@ impl Memory {
         let mut rows = conn
             .query(
                 // A user's turn's sentences are embedded on their own too.
-                "SELECT q.chunk_id, c.context, c.text, c.session_id,
-                        EXISTS (SELECT 1 FROM events e
-                                WHERE c.note_id IS NULL AND e.session_id = c.session_id
-                                  AND e.sequence = c.sequence_start AND e.role = 'user')
+                "SELECT q.chunk_id, c.context, c.text, c.session_id, coalesce(c.role, '') = 'user'
                  FROM embed_queue q JOIN chunks c USING (chunk_id)
                  WHERE q.claim_token = ?1 ORDER BY q.chunk_id",
                 [token.as_str()],

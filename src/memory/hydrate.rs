@@ -28,25 +28,13 @@ impl Memory {
             })
             .collect();
         if !note_ids.is_empty() {
-            let placeholders = placeholders(3, note_ids.len());
             let mut params: Vec<libsql::Value> = vec![user_id.into(), now.into()];
             params.extend(note_ids.iter().map(|id| libsql::Value::from(id.as_str())));
-            let agent_param = format!("?{}", 3 + note_ids.len());
             params.push(self.agent().into());
             let (conditions, values) = filter.sql(4 + note_ids.len());
             params.extend(values);
-            let notes: Vec<super::Note> = crate::db::fetch_all(
-                conn,
-                &format!(
-                    "SELECT {} FROM notes
-                     WHERE user_id = ?1 AND (expires_at IS NULL OR expires_at > ?2) AND superseded_by IS NULL
-                       AND note_id IN ({placeholders}) AND {}{conditions}",
-                    <super::Note as crate::db::FromRow>::COLUMNS,
-                    super::agents::visible(&agent_param)
-                ),
-                params,
-            )
-            .await?;
+            let notes: Vec<super::Note> =
+                crate::db::fetch_all(conn, &notes_sql(note_ids.len(), &conditions), params).await?;
             for note in notes {
                 if !filter.tags_match(&note.tags) {
                     continue;
@@ -79,20 +67,12 @@ impl Memory {
             }
         }
         for (session_id, sequences) in by_session {
-            let placeholders = placeholders(3, sequences.len());
             let mut params: Vec<libsql::Value> = vec![session_id.into(), user_id.into()];
             params.extend(sequences.iter().map(|s| libsql::Value::from(*s)));
             let (window_sql, values) = window.sql("e.created_at", 3 + sequences.len());
             params.extend(values);
             let mut rows = conn
-                .query(
-                    &format!(
-                        "SELECT e.sequence, e.content, e.role, e.created_at, e.name FROM events e
-                         JOIN sessions s ON s.session_id = e.session_id
-                         WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({placeholders}){window_sql}"
-                    ),
-                    params,
-                )
+                .query(&events_sql(sequences.len(), &window_sql), params)
                 .await?;
             while let Some(row) = rows.next().await? {
                 let sequence: i64 = row.get(0)?;
@@ -117,4 +97,30 @@ impl Memory {
         }
         Ok(hits)
     }
+}
+
+/// Reads `count` notes by id (`?3`…) for user `?1` at `?2` (now), as the agent named by
+/// the parameter after the ids, with a filter's `conditions` after that. The user is
+/// checked as an expression, not a column: SQLite would otherwise read them by
+/// `notes_by_user`, every note of the user, rather than each by its key.
+pub(super) fn notes_sql(count: usize, conditions: &str) -> String {
+    format!(
+        "SELECT {} FROM notes
+         WHERE user_id || '' = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+           AND superseded_by IS NULL AND note_id IN ({}) AND {}{conditions}",
+        <super::Note as crate::db::FromRow>::COLUMNS,
+        placeholders(3, count),
+        super::agents::visible(&format!("?{}", 3 + count)),
+    )
+}
+
+/// Reads `count` events by sequence (`?3`…) of session `?1`, if it is user `?2`'s, with
+/// a window's SQL after them.
+pub(super) fn events_sql(count: usize, window_sql: &str) -> String {
+    format!(
+        "SELECT e.sequence, e.content, e.role, e.created_at, e.name FROM events e
+         JOIN sessions s ON s.session_id = e.session_id
+         WHERE e.session_id = ?1 AND s.user_id = ?2 AND e.sequence IN ({}){window_sql}",
+        placeholders(3, count)
+    )
 }

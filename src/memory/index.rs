@@ -27,6 +27,9 @@ pub(super) struct ChunkOwner<'a> {
 pub(super) struct ChunkSource<'a> {
     pub sequence: i64,
     pub created_at: i64,
+    /// The role of the turn (`None` for a note), kept with each chunk so that search
+    /// tells the user's turns from the assistant's without reading the event.
+    pub role: Option<&'a str>,
     /// What came just before in the session (see [`chunk_context`]); empty for notes.
     pub context: &'a str,
     pub chunks: &'a [PreparedChunk],
@@ -374,6 +377,7 @@ struct PlannedChunk<'a> {
     first: i64,
     last: i64,
     created_at: i64,
+    role: Option<&'a str>,
     context: &'a str,
 }
 
@@ -411,16 +415,16 @@ impl ChunkWriter {
             )
             .await?,
             // Shared: ?1 session, ?2 user, ?3 note; a row: text, hash, first and last
-            // sequence, created_at, context. `scope` fed FTS5 once and is left empty.
+            // sequence, created_at, context, role. `scope` fed FTS5 once and is left empty.
             insert: RowsSql::new(
                 conn,
                 "INSERT INTO chunks (session_id, user_id, note_id, scope, text, content_hash,
-                                     sequence_start, sequence_end, created_at, context)
+                                     sequence_start, sequence_end, created_at, context, role)
                  VALUES {rows} RETURNING content_hash, chunk_id",
                 3,
                 RowShape {
                     prefix: "?1, ?2, ?3, '', ",
-                    width: 6,
+                    width: 7,
                     suffix: "",
                 },
                 prepare,
@@ -477,6 +481,7 @@ impl ChunkWriter {
                             first: source.sequence,
                             last: source.sequence,
                             created_at: source.created_at,
+                            role: source.role,
                             context: source.context,
                         });
                     }
@@ -522,6 +527,7 @@ impl ChunkWriter {
                     libsql::Value::Integer(p.last),
                     libsql::Value::Integer(p.created_at),
                     text(p.context),
+                    p.role.map_or(libsql::Value::Null, text),
                 ]
             })
             .collect();

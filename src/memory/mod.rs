@@ -30,6 +30,8 @@ mod matrix;
 mod multihop;
 mod notes;
 pub mod oversize;
+#[cfg(test)]
+mod plans;
 mod postings;
 mod profile;
 mod rebuild;

@@ -414,6 +414,7 @@ impl Memory {
         let source = ChunkSource {
             sequence,
             created_at: now,
+            role: None,
             context: "",
             chunks,
         };

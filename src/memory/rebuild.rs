@@ -22,8 +22,8 @@ struct Source {
     sequence: i64,
     created_at: i64,
     text: String,
-    /// A user's turn (not a note, nor another role's turn).
-    by_user: bool,
+    /// The turn's role; `None` for a note.
+    role: Option<String>,
 }
 
 /// Attempts at a session whose writers keep changing it before the last, locked attempt.
@@ -109,7 +109,10 @@ impl Memory {
                     _ => String::new(),
                 })
                 .collect();
-            let by_user: Vec<bool> = sources.iter().map(|s| s.by_user).collect();
+            let by_user: Vec<bool> = sources
+                .iter()
+                .map(|s| s.role.as_deref() == Some("user"))
+                .collect();
             let prepared = self
                 .prepare_chunks_embedded(&texts, &contexts, &by_user)
                 .await?;
@@ -146,6 +149,7 @@ impl Memory {
                     let chunks = ChunkSource {
                         sequence: source.sequence,
                         created_at: source.created_at,
+                        role: source.role.as_deref(),
                         context,
                         chunks,
                     };
@@ -223,7 +227,7 @@ async fn read_sources(
             }
         };
         conn.query_rows(
-            "SELECT note_id, 0, updated_at, content, 0 FROM notes
+            "SELECT note_id, 0, updated_at, content, NULL FROM notes
              WHERE user_id = ?1 AND superseded_by IS NULL AND coalesce(agent_id, '') = ?2
              ORDER BY updated_at, note_id",
             libsql::params![user_id, agent],
@@ -231,7 +235,7 @@ async fn read_sources(
         .await?
     } else {
         conn.query_rows(
-            "SELECT NULL, sequence, created_at, content, role = 'user' FROM events
+            "SELECT NULL, sequence, created_at, content, role FROM events
              WHERE session_id = ?1
              ORDER BY sequence",
             [session_id],
@@ -244,7 +248,7 @@ async fn read_sources(
             sequence: row.get(1)?,
             created_at: row.get(2)?,
             text: row.get(3)?,
-            by_user: row.get::<i64>(4)? != 0,
+            role: row.get(4)?,
         });
     }
     Ok(sources)

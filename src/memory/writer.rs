@@ -266,6 +266,7 @@ pub(super) async fn append_in_tx(statements: &Statements, job: &Append) -> Resul
         .map(|(((event, chunks), &sequence), context)| ChunkSource {
             sequence,
             created_at: event.created_at.unwrap_or(job.now),
+            role: Some(event.role.as_str()),
             context,
             chunks,
         })
