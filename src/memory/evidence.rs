@@ -129,18 +129,18 @@ impl Memory {
 }
 
 /// The latest `?3` evidence rows of each of `count` notes (`?4`…) of user `?1` said by
-/// `?2`. The user is checked as an expression, not a column: SQLite would otherwise read
-/// the rows by `fact_evidence_by_user`, all of the user's, rather than each note's by key.
+/// `?2`.
 pub(super) fn evidence_sql(count: usize) -> String {
     format!(
         "SELECT {columns} FROM (
              SELECT {columns}, ROW_NUMBER() OVER (PARTITION BY note_id
                  ORDER BY said_at DESC, session_id DESC, sequence DESC) AS latest
              FROM fact_evidence
-             WHERE user_id || '' = ?1 AND said_at <= ?2 AND note_id IN ({})
+             WHERE {user} AND said_at <= ?2 AND note_id IN ({})
          ) AS ranked WHERE latest <= ?3
          ORDER BY note_id, latest",
         placeholders(4, count),
         columns = NoteEvidence::COLUMNS,
+        user = super::in_list::of_user("user_id"),
     )
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::in_list::{placeholders, MAX_IDS_PER_STATEMENT};
+use super::in_list::{of_user, placeholders, MAX_IDS_PER_STATEMENT};
 use super::Result;
 
 /// Chunks each leg reads for each candidate it brings (see
@@ -217,15 +217,13 @@ pub(super) async fn targets_of(
     Ok(targets)
 }
 
-/// Reads `count` chunks by id (`?2`…) for user `?1`. The user is checked as an
-/// expression, not a column: SQLite would otherwise read the chunks by
-/// `chunks_by_user_time` (user_id = ?), every chunk of the user, rather than each id by
-/// its key (a user of 50,000 chunks: about 6 ms a read against 0.1).
+/// Reads `count` chunks by id (`?2`…) for user `?1`.
 pub(super) fn targets_sql(count: usize) -> String {
     format!(
         "SELECT {SOURCE_COLUMNS}
-         WHERE c.chunk_id IN ({}) AND c.user_id || '' = ?1",
-        placeholders(2, count)
+         WHERE c.chunk_id IN ({}) AND {}",
+        placeholders(2, count),
+        of_user("c.user_id")
     )
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::fusion::{LegScores, Target};
-use super::in_list::placeholders;
+use super::in_list::{of_user, placeholders};
 use super::{EventWindow, HitSource, Memory, NoteFilter, Result, SearchHit, SessionKey};
 
 impl Memory {
@@ -100,15 +100,14 @@ impl Memory {
 }
 
 /// Reads `count` notes by id (`?3`…) for user `?1` at `?2` (now), as the agent named by
-/// the parameter after the ids, with a filter's `conditions` after that. The user is
-/// checked as an expression, not a column: SQLite would otherwise read them by
-/// `notes_by_user`, every note of the user, rather than each by its key.
+/// the parameter after the ids, with a filter's `conditions` after that.
 pub(super) fn notes_sql(count: usize, conditions: &str) -> String {
     format!(
         "SELECT {} FROM notes
-         WHERE user_id || '' = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+         WHERE {} AND (expires_at IS NULL OR expires_at > ?2)
            AND superseded_by IS NULL AND note_id IN ({}) AND {}{conditions}",
         <super::Note as crate::db::FromRow>::COLUMNS,
+        of_user("user_id"),
         placeholders(3, count),
         super::agents::visible(&format!("?{}", 3 + count)),
     )

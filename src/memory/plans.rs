@@ -43,10 +43,9 @@ async fn reads_by_key_never_read_all_of_a_users_rows() {
     crate::db::migrate::migrate(&db).await.expect("migrate");
 
     assert_by_key(&db, &super::fusion::targets_sql(3), "c", "(rowid=?)").await;
-    let conditions = "";
     assert_by_key(
         &db,
-        &super::hydrate::notes_sql(3, conditions),
+        &super::hydrate::notes_sql(3, ""),
         "notes",
         "(note_id=?)",
     )
